@@ -1,0 +1,59 @@
+// Command veil is privacy-preserving storage for untrusted clouds.
+//
+// main.go holds only the root command and the error voice; each command group lives in a
+// file of its own (keyserver.go, store.go, bench.go, ...) and registers itself with
+// register() from an init function, so groups never edit each other's files. Commands
+// parse flags and call one package function; the logic lives under internal/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+var groups []func() *cobra.Command
+
+// register adds a top-level command group to veil; call it from an init function.
+func register(f func() *cobra.Command) { groups = append(groups, f) }
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "veil",
+		Short: "Encrypted, deduplicating, metadata-hiding storage for untrusted clouds",
+		Long: `veil stores files on clouds you do not trust. Files leave this machine encrypted,
+yet identical content from different users is still stored once (DupLESS), and the
+servers involved learn as little metadata as the chosen mode allows.
+
+Start with 'veil serve' for an all-in-one local deployment, or see README.md.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, f := range groups {
+		root.AddCommand(f())
+	}
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "veil: %s\n", err)
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,11 @@
+package mle
+
+import "errors"
+
+// ErrIntegrity reports a ciphertext that failed a check: guarded decryption, the embedded
+// tag, or its framing (truncated, wrong length). No plaintext is released with it.
+var ErrIntegrity = errors.New("mle: integrity check failed")
+
+// ErrFormat reports bytes that are not an MLE ciphertext this version understands
+// (unknown version or scheme byte).
+var ErrFormat = errors.New("mle: unsupported ciphertext format")

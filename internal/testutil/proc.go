@@ -1,0 +1,116 @@
+package testutil
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RequireBinary returns the path of the named program from PATH or GOPATH/bin. If it is
+// missing the test is skipped, or failed when VEIL_REQUIRE_INTEGRATION=1.
+func RequireBinary(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if gp, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		p := filepath.Join(string(bytes.TrimSpace(gp)), "bin", name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	msg := name + " not installed (run scripts/install-deps)"
+	if os.Getenv("VEIL_REQUIRE_INTEGRATION") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Addr returns "127.0.0.1:port".
+func Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// WaitTCP waits until addr accepts connections, failing the test after timeout.
+func WaitTCP(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start listening within %s: %v", addr, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Process is a child process started for a test; its output is kept for failure reports.
+type Process struct {
+	Cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+}
+
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// Output returns what the process printed so far (stdout and stderr).
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// Start runs the command in the background and stops it (SIGKILL) when the test ends,
+// logging its output if the test failed.
+func Start(t testing.TB, name string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Cmd: exec.Command(name, args...), done: make(chan struct{})}
+	p.Cmd.Stdout, p.Cmd.Stderr = p, p
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.Cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", name, p.Output())
+		}
+	})
+	return p
+}
+
+// Kill stops the process with SIGKILL and waits for it.
+func (p *Process) Kill() {
+	if p.Cmd.Process != nil {
+		p.Cmd.Process.Kill()
+	}
+	<-p.done
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }

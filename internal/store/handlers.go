@@ -40,7 +40,16 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, ns *Namespace) {
 	dir, name := storage.Split(r.PathValue("path"))
-	if err := ns.Put(r.Context(), dir, name, r.Body, r.ContentLength); err != nil {
+	size := r.ContentLength
+	if d := r.Header.Get(api.HeaderDeclaredLength); d != "" {
+		n, err := strconv.ParseInt(d, 10, 64)
+		if err != nil || n < 0 || size >= 0 && n != size {
+			writeJSON(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest, Message: "bad " + api.HeaderDeclaredLength + " header"})
+			return
+		}
+		size = n
+	}
+	if err := ns.Put(r.Context(), dir, name, r.Body, size); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -64,7 +73,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, ns *Namespac
 	h.Set("Veil-Content-Length", strconv.FormatInt(e.size, 10))
 	h.Set("Last-Modified", time.Unix(0, e.modTime).UTC().Format(http.TimeFormat))
 	w.WriteHeader(http.StatusOK)
-	_, err = io.Copy(w, rc)
+	_, err = io.CopyBuffer(w, rc, make([]byte, 256<<10))
 	switch {
 	case err == nil:
 		h.Set(headerIntegrity, "ok")

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -83,8 +84,9 @@ func (s *Service) GC(ctx context.Context) (GCReport, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	var rep GCReport
-	var dead [][32]byte
+	var dead [][32]byte // unreferenced blobs in the blob store
 	known := map[[32]byte]bool{}
+	var gone [][32]byte // every unreferenced record
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBlobs)
 		c := b.Cursor()
@@ -95,15 +97,24 @@ func (s *Service) GC(ctx context.Context) (GCReport, error) {
 			}
 			var h [32]byte
 			copy(h[:], k)
-			if r.refs == 0 {
-				dead = append(dead, h)
+			switch {
+			case r.refs > 0:
+				known[h] = true
+			case r.inline:
+				if err := tx.Bucket(bucketData).Delete(h[:]); err != nil {
+					return err
+				}
+				fallthrough
+			default:
+				if !r.inline {
+					dead = append(dead, h)
+				}
 				rep.Blobs++
 				rep.Bytes += r.size
-			} else {
-				known[h] = true
+				gone = append(gone, h)
 			}
 		}
-		for _, h := range dead {
+		for _, h := range gone {
 			if err := b.Delete(h[:]); err != nil {
 				return err
 			}
@@ -204,7 +215,7 @@ func (s *Service) Fsck(ctx context.Context) (FsckReport, error) {
 	}
 	for h, r := range recs {
 		rep.Blobs++
-		if err := s.checkBlob(ctx, h, r.size); err != nil && r.refs > 0 {
+		if err := s.checkBlob(ctx, h, r); err != nil && r.refs > 0 {
 			problem("blob %x: %v", h[:8], err)
 		}
 	}
@@ -265,14 +276,26 @@ func (s *Service) fsckNamespaces(tx *bolt.Tx, refs map[[32]byte]int64, rep *Fsck
 }
 
 // checkBlob re-hashes one blob.
-func (s *Service) checkBlob(ctx context.Context, h [32]byte, size int64) error {
-	rc, n, err := s.blobs.open(ctx, h)
-	if err != nil {
+func (s *Service) checkBlob(ctx context.Context, h [32]byte, r blobRec) error {
+	var rc io.ReadCloser
+	var n int64
+	var err error
+	if r.inline {
+		var data []byte
+		s.db.View(func(tx *bolt.Tx) error {
+			data = bytes.Clone(tx.Bucket(bucketData).Get(h[:]))
+			return nil
+		})
+		if data == nil {
+			return fmt.Errorf("inline content missing")
+		}
+		rc, n = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+	} else if rc, n, err = s.blobs.open(ctx, h); err != nil {
 		return fmt.Errorf("content missing: %v", err)
 	}
 	defer rc.Close()
-	if n != size {
-		return fmt.Errorf("content has %d bytes, recorded %d", n, size)
+	if n != r.size {
+		return fmt.Errorf("content has %d bytes, recorded %d", n, r.size)
 	}
 	d := sha256.New()
 	if _, err := io.Copy(d, rc); err != nil {

@@ -98,12 +98,18 @@ func ensureDirs(b *bolt.Bucket, dir string, now int64) error {
 	return nil
 }
 
-func incref(tx *bolt.Tx, h [32]byte, size int64) error {
+// incref adds a reference to blob h, recording it first if it is new; inline is the
+// content of a blob kept in the database (nil for one in the blob store).
+func incref(tx *bolt.Tx, h [32]byte, size int64, inline []byte) error {
 	b := tx.Bucket(bucketBlobs)
-	r := blobRec{size: size}
+	r := blobRec{size: size, inline: inline != nil}
 	if v := b.Get(h[:]); v != nil {
 		var err error
 		if r, err = parseBlobRec(v); err != nil {
+			return err
+		}
+	} else if inline != nil {
+		if err := tx.Bucket(bucketData).Put(h[:], inline); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -16,9 +17,11 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// Put receives r into a temporary file while hashing it, makes the content durable as the
-// blob named by that hash (once, whoever uploads it), and points dir/name at it in one
-// transaction. The answer is the same whether or not the content was already stored.
+// Put receives r while hashing it, makes the content durable as the blob named by that hash
+// (once, whoever uploads it), and points dir/name at it in one transaction. Content of at
+// most InlineMax bytes goes into the database itself; larger content goes through a
+// temporary file into the blob store. The answer is the same whether or not the content
+// was already stored.
 func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
 	if err := checkPath(dir, name); err != nil {
 		return err
@@ -29,9 +32,40 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		return fmt.Errorf("put %s: %d bytes, limit %d: %w", what, size, s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
 	start := time.Now()
-	f, err := os.CreateTemp(s.tmpDir, "up-*")
+	body := storage.ExactReader(io.LimitReader(ctxReader{ctx, r}, s.cfg.MaxObjectSize+1), size)
+	var head []byte
+	if size <= InlineMax {
+		head = make([]byte, InlineMax+1)
+		k, err := readFull(body, head)
+		head = head[:k]
+		switch {
+		case err == io.EOF: // the whole body fits inline
+			sum := sha256.Sum256(head)
+			if err := s.commit.do(n.link(dir, name, sum, int64(k), head)); err != nil {
+				return fmt.Errorf("put %s: %w", what, err)
+			}
+			s.metrics.observe("put", int64(k), start)
+			return nil
+		case err != nil:
+			return fmt.Errorf("put %s: %w", what, err)
+		}
+	}
+	got, err := n.putFile(ctx, dir, name, io.MultiReader(bytes.NewReader(head), body))
 	if err != nil {
 		return fmt.Errorf("put %s: %w", what, err)
+	}
+	s.metrics.observe("put", got, start)
+	return nil
+}
+
+// putFile streams body into a temporary file, fsyncs it, and (with gc held off) commits
+// it to the blob store and links dir/name to it.
+func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
+	s := n.s
+	var sum [32]byte
+	f, err := os.CreateTemp(s.tmpDir, "up-*")
+	if err != nil {
+		return 0, err
 	}
 	tmp := f.Name()
 	s.active.Store(tmp, struct{}{})
@@ -41,30 +75,33 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		s.active.Delete(tmp)
 	}()
 	h := sha256.New()
-	body := storage.ExactReader(io.LimitReader(ctxReader{ctx, r}, s.cfg.MaxObjectSize+1), size)
-	got, err := io.Copy(io.MultiWriter(f, h), body)
+	buf := make([]byte, 1<<20)
+	got, err := io.CopyBuffer(io.MultiWriter(f, h), body, buf)
 	if err != nil {
-		return fmt.Errorf("put %s: %w", what, err)
+		return 0, err
 	}
 	if got > s.cfg.MaxObjectSize {
-		return fmt.Errorf("put %s: more than %d bytes: %w", what, s.cfg.MaxObjectSize, storage.ErrTooLarge)
+		return 0, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("put %s: %w", what, err)
+		return 0, err
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("put %s: %w", what, err)
+		return 0, err
 	}
-	var sum [32]byte
 	h.Sum(sum[:0])
-
 	s.commitMu.RLock()
 	defer s.commitMu.RUnlock()
 	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
-		return fmt.Errorf("put %s: %w", what, err)
+		return 0, err
 	}
+	return got, s.commit.do(n.link(dir, name, sum, got, nil))
+}
+
+// link is the transaction that points dir/name at blob sum (recording the blob if new).
+func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []byte) func(*bolt.Tx) error {
 	now := time.Now().UnixNano()
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		b, err := n.bucket(tx)
 		if err != nil {
 			return err
@@ -76,7 +113,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		if err != nil {
 			return err
 		}
-		delta := got
+		delta := size
 		if ok {
 			if old.isDir() {
 				return storage.ErrIsDir
@@ -86,19 +123,14 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 			}
 			delta -= old.size
 		}
-		if err := incref(tx, sum, got); err != nil {
+		if err := incref(tx, sum, size, inline); err != nil {
 			return err
 		}
 		if err := addUsed(tx, n.user, delta); err != nil {
 			return err
 		}
-		return b.Put(nsKey(dir, name), entry{kind: kindFile, size: got, modTime: now, hash: sum}.marshal())
-	})
-	if err != nil {
-		return fmt.Errorf("put %s: %w", what, err)
+		return b.Put(nsKey(dir, name), entry{kind: kindFile, size: size, modTime: now, hash: sum}.marshal())
 	}
-	s.metrics.observe("put", got, start)
-	return nil
 }
 
 // Get returns dir/name's content; reading it fails with storage.ErrIntegrity if the stored
@@ -114,6 +146,7 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 	}
 	what := storage.Join(dir, name)
 	var e entry
+	var data []byte // inline content
 	s := n.s
 	s.commitMu.RLock() // gc cannot remove the blob between lookup and open
 	defer s.commitMu.RUnlock()
@@ -132,12 +165,24 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 		case e.isDir():
 			return storage.ErrIsDir
 		}
+		if r, err := parseBlobRec(tx.Bucket(bucketBlobs).Get(e.hash[:])); err == nil && r.inline {
+			data = bytes.Clone(tx.Bucket(bucketData).Get(e.hash[:]))
+			if data == nil {
+				data = []byte{} // missing: the length check below reports it
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, entry{}, fmt.Errorf("get %s: %w", what, err)
 	}
-	rc, size, err := s.blobs.open(ctx, e.hash)
+	var rc io.ReadCloser
+	var size int64
+	if data != nil {
+		rc, size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+	} else {
+		rc, size, err = s.blobs.open(ctx, e.hash)
+	}
 	if err != nil {
 		s.metrics.integrity.Inc()
 		return nil, entry{}, fmt.Errorf("get %s: content %x unreadable (%v): %w", what, e.hash[:8], err, storage.ErrIntegrity)
@@ -197,4 +242,18 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// readFull fills p from r; unlike io.ReadFull it returns io.EOF, and only io.EOF, when r
+// ended cleanly before p was full, so a body cut short is never mistaken for a whole one.
+func readFull(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := r.Read(p[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -63,28 +63,35 @@ func parseEntry(b []byte) (entry, error) {
 	return e, nil
 }
 
-// blobRec is the value of a blob's hash in the blobs bucket.
+// blobRec is the value of a blob's hash in the blobs bucket. An inline blob's content is
+// in the data bucket of the database itself; others are in the blob store.
 type blobRec struct {
-	size int64
-	refs int64
+	inline bool
+	size   int64
+	refs   int64
 }
 
-const blobRecordLen = 1 + 8 + 8
+const blobRecordLen = 1 + 1 + 8 + 8
+
+const flagInline = 1
 
 func (r blobRec) marshal() []byte {
 	b := make([]byte, blobRecordLen)
 	b[0] = recordVersion
-	binary.BigEndian.PutUint64(b[1:], uint64(r.size))
-	binary.BigEndian.PutUint64(b[9:], uint64(r.refs))
+	if r.inline {
+		b[1] = flagInline
+	}
+	binary.BigEndian.PutUint64(b[2:], uint64(r.size))
+	binary.BigEndian.PutUint64(b[10:], uint64(r.refs))
 	return b
 }
 
 func parseBlobRec(b []byte) (blobRec, error) {
-	if len(b) != blobRecordLen || b[0] != recordVersion {
+	if len(b) != blobRecordLen || b[0] != recordVersion || b[1]&^flagInline != 0 {
 		return blobRec{}, fmt.Errorf("%w: blob record of %d bytes, version %v", errRecord, len(b), first(b))
 	}
-	r := blobRec{size: int64(binary.BigEndian.Uint64(b[1:])), refs: int64(binary.BigEndian.Uint64(b[9:]))}
-	if r.size < 0 || r.refs < 0 {
+	r := blobRec{inline: b[1] == flagInline, size: int64(binary.BigEndian.Uint64(b[2:])), refs: int64(binary.BigEndian.Uint64(b[10:]))}
+	if r.size < 0 || r.refs < 0 || r.inline && r.size > InlineMax {
 		return blobRec{}, fmt.Errorf("%w: blob record size %d refs %d", errRecord, r.size, r.refs)
 	}
 	return r, nil

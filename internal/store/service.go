@@ -68,6 +68,7 @@ type Service struct {
 
 	users   *userCache
 	metrics *metrics
+	commit  *committer
 }
 
 const (
@@ -99,6 +100,7 @@ func Open(dir string, cfg Config) (*Service, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	s.commit = newCommitter(db)
 	return s, nil
 }
 
@@ -112,7 +114,7 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 	}
 	if create {
 		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketUsers, bucketNS, bucketBlobs, bucketMeta} {
+			for _, b := range [][]byte{bucketUsers, bucketNS, bucketBlobs, bucketMeta, bucketData} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}
@@ -122,7 +124,7 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 	} else {
 		err = db.View(func(tx *bolt.Tx) error {
 			m := tx.Bucket(bucketMeta)
-			if m == nil || tx.Bucket(bucketUsers) == nil || tx.Bucket(bucketNS) == nil || tx.Bucket(bucketBlobs) == nil {
+			if m == nil || tx.Bucket(bucketUsers) == nil || tx.Bucket(bucketNS) == nil || tx.Bucket(bucketBlobs) == nil || tx.Bucket(bucketData) == nil {
 				return fmt.Errorf("%w: missing buckets", errRecord)
 			}
 			if v := m.Get([]byte("version")); len(v) != 1 || v[0] != recordVersion {
@@ -143,10 +145,18 @@ var (
 	bucketNS    = []byte("ns")
 	bucketBlobs = []byte("blobs")
 	bucketMeta  = []byte("meta")
+	bucketData  = []byte("data")
 )
 
+// InlineMax is the largest content kept inside the database instead of a file of its own:
+// small objects then cost one shared database commit instead of two fsyncs each.
+const InlineMax = 64 << 10
+
 // Close closes the database. Call it after Serve has returned.
-func (s *Service) Close() error { return s.db.Close() }
+func (s *Service) Close() error {
+	s.commit.close()
+	return s.db.Close()
+}
 
 // Dir returns the data directory.
 func (s *Service) Dir() string { return s.dir }

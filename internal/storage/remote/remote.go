@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,12 +88,20 @@ func (b *Backend) url(route, path string, q url.Values) string {
 	return sb.String()
 }
 
-func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size int64) (*http.Response, error) {
+// do sends a request; a streamed body (size < 0 means unknown; declared says the
+// caller streams) goes chunked with its length in HeaderDeclaredLength.
+func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size int64, streamed bool) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	switch {
+	case streamed:
+		req.ContentLength = -1
+		if size >= 0 {
+			req.Header.Set(api.HeaderDeclaredLength, strconv.FormatInt(size, 10))
+		}
+	case body != nil:
 		req.ContentLength = size
 		if size == 0 {
 			req.Body = http.NoBody
@@ -121,7 +130,7 @@ func (b *Backend) call(ctx context.Context, method, u string, body []byte, out a
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	resp, err := b.do(ctx, method, u, r, int64(len(body)))
+	resp, err := b.do(ctx, method, u, r, int64(len(body)), false)
 	if err != nil {
 		return err
 	}
@@ -149,7 +158,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 		return err
 	}
 	body := &trackReader{r: storage.ExactReader(r, size)}
-	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size)
+	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size, true)
 	if body.err != nil && !errors.Is(body.err, io.EOF) {
 		err = body.err // the reader's own failure explains the aborted request best
 	}
@@ -180,7 +189,7 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 	if err := checkPath(dir, name); err != nil {
 		return nil, err
 	}
-	resp, err := b.do(ctx, http.MethodGet, b.url("files", storage.Join(dir, name), nil), nil, 0)
+	resp, err := b.do(ctx, http.MethodGet, b.url("files", storage.Join(dir, name), nil), nil, 0, false)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
 	}

@@ -16,6 +16,12 @@ const Version = "v1"
 // recorded when it received the object; the client checks the body against it.
 const HeaderContentSHA256 = "Veil-Content-Sha256"
 
+// HeaderDeclaredLength carries, on PUT, the object's length when the body is sent chunked.
+// Clients send bodies chunked so that a body that fails at its very end is never taken
+// for a whole one (the chunked terminator is written only after a clean end); the service
+// rejects a body whose length differs from the declared one.
+const HeaderDeclaredLength = "Veil-Declared-Length"
+
 // Entry is one directory entry in JSON (stat, list and search answers).
 type Entry struct {
 	Dir     string    `json:"dir"`

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"testing"
 
@@ -57,4 +58,13 @@ func serve(t *testing.T, s *Service) string {
 		scheme = "http://"
 	}
 	return scheme + ln.Addr().String()
+}
+
+func tlsFor(t *testing.T, c api.Credential) *tls.Config {
+	t.Helper()
+	pool, err := c.CAPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{RootCAs: pool}
 }

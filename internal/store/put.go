@@ -63,12 +63,16 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
 	s := n.s
 	var sum [32]byte
+	s.commitMu.RLock() // gc must not see the temp file before it is marked live
 	f, err := os.CreateTemp(s.tmpDir, "up-*")
+	if err == nil {
+		s.active.Store(f.Name(), struct{}{})
+	}
+	s.commitMu.RUnlock()
 	if err != nil {
 		return 0, err
 	}
 	tmp := f.Name()
-	s.active.Store(tmp, struct{}{})
 	defer func() {
 		f.Close()
 		os.Remove(tmp)

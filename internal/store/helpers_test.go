@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"os"
 	"testing"
 
 	"github.com/veil-project/veil/internal/store/api"
@@ -68,3 +69,5 @@ func tlsFor(t *testing.T, c api.Credential) *tls.Config {
 	}
 	return &tls.Config{RootCAs: pool}
 }
+
+func mkdirTemp() (string, error) { return os.MkdirTemp("", "veil-store-fuzz-") }

@@ -36,7 +36,8 @@ func (i Info) Path() string { return Join(i.Dir, i.Name) }
 // Backend is the storage service API (paper Fig. 5). Contract, checked by the conformance
 // suite in storagetest:
 //
-//   - Put stores r's bytes as dir/name, creating missing parent directories. It replaces an
+//   - Put stores r's bytes as dir/name, creating missing parent directories (only once the
+//     object is stored: a failed Put creates nothing; ErrNotDir if a parent is a file). It replaces an
 //     existing object atomically: readers see the old or the new bytes, never a mix or a
 //     prefix; with concurrent Puts to one name the last to finish wins, whole. size is the
 //     number of bytes r yields, or -1 if unknown. If r fails or yields a different number of
@@ -46,9 +47,9 @@ func (i Info) Path() string { return Join(i.Dir, i.Name) }
 //     backend that can detect corruption returns ErrIntegrity (possibly from Read/Close).
 //   - Stat describes dir/name (a file or a directory); ErrNotFound if absent.
 //   - List returns the entries directly in dir, sorted by name; ErrNotFound if dir does not
-//     exist. The root always exists.
+//     exist, ErrNotDir if it is a file. The root always exists.
 //   - Delete removes a file, or an empty directory (ErrNotEmpty otherwise); ErrNotFound if
-//     absent.
+//     absent. A directory outlives its last file (it stays, empty, until deleted).
 //   - Search returns every entry named exactly name in dir or below it, sorted by path.
 //   - Create makes directory dir and its parents; it is not an error if dir exists as a
 //     directory, ErrNotDir if a file is in the way.

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage/remote"
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+// storeRun runs veil with args in-process and returns its output.
+func storeRun(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+func TestStoreCLI(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mustRun := func(args ...string) string {
+		t.Helper()
+		out, err := storeRun(t, ctx, args...)
+		if err != nil {
+			t.Fatalf("veil %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	mustRun("store", "init", "--dir", dir)
+	credFile := filepath.Join(dir, "alice.cred")
+	mustRun("store", "user", "add", "alice", "--dir", dir, "--out", credFile, "--quota", "10MiB")
+	if out := mustRun("store", "user", "add", "bob", "--dir", dir); !strings.Contains(out, `"veil_store_credential": 1`) {
+		t.Fatalf("user add printed %q", out)
+	}
+	if out := mustRun("store", "user", "list", "--dir", dir); !strings.Contains(out, "alice") || !strings.Contains(out, "10.0 MiB") {
+		t.Fatalf("user list: %q", out)
+	}
+	if _, err := storeRun(t, ctx, "store", "user", "add", "alice", "--dir", dir); err == nil {
+		t.Fatal("adding alice twice succeeded")
+	}
+	if _, err := storeRun(t, ctx, "store", "user", "add", "carol", "--dir", dir, "--quota", "lots"); err == nil || !strings.Contains(err.Error(), "--quota") {
+		t.Fatalf("bad quota: %v", err)
+	}
+	if _, err := storeRun(t, ctx, "store", "serve", "--dir", dir, "--listen", "0.0.0.0:0", "--insecure-http"); err == nil {
+		t.Fatal("--insecure-http on a public address was accepted")
+	}
+
+	// serve, store through the API, stop by cancelling (what SIGTERM does).
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := storeRun(t, sctx, "store", "serve", "--dir", dir, "--listen", addr, "--log-level", "warn")
+		done <- err
+	}()
+	cred, err := api.LoadCredential(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := remote.New("https://"+addr, cred)
+	var perr error
+	for range 100 {
+		if perr = rb.Put(ctx, "", "f", strings.NewReader("hello"), 5); perr == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	rc, err := rb.Get(ctx, "", "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	rb.Close()
+	if string(got) != "hello" {
+		t.Fatalf("got %q", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+
+	if out := mustRun("store", "stats", "--dir", dir); !strings.Contains(out, "objects         1") {
+		t.Fatalf("stats: %q", out)
+	}
+	mustRun("store", "user", "remove", "alice", "--dir", dir)
+	if out := mustRun("store", "gc", "--dir", dir); !strings.Contains(out, "removed 1 unreferenced") {
+		t.Fatalf("gc: %q", out)
+	}
+	if out := mustRun("store", "fsck", "--dir", dir); !strings.HasPrefix(out, "clean") {
+		t.Fatalf("fsck: %q", out)
+	}
+}
+
+func TestStoreParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "123": 123, "5MiB": 5 << 20, "2GiB": 2 << 30, "1KB": 1000, "7 B": 7} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("%q: %d %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "1.5GiB", "5 MiBs"} {
+		if _, err := parseBytes(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

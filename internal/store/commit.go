@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -14,6 +15,7 @@ var errClosed = errors.New("store is closed")
 // lone writer (unlike bbolt's Batch), and shares one fsync among concurrent ones.
 type committer struct {
 	db      *bolt.DB
+	groups  func(n int) // observes each group's size (metrics)
 	ch      chan *commitReq
 	quit    chan struct{}
 	stopped chan struct{}
@@ -27,8 +29,8 @@ type commitReq struct {
 // maxGroup bounds how many transactions share one commit.
 const maxGroup = 256
 
-func newCommitter(db *bolt.DB) *committer {
-	c := &committer{db: db, ch: make(chan *commitReq), quit: make(chan struct{}), stopped: make(chan struct{})}
+func newCommitter(db *bolt.DB, groups func(int)) *committer {
+	c := &committer{db: db, groups: groups, ch: make(chan *commitReq), quit: make(chan struct{}), stopped: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -48,6 +50,7 @@ func (c *committer) do(fn func(*bolt.Tx) error) error {
 
 func (c *committer) run() {
 	defer close(c.stopped)
+	last := 0
 	for {
 		var first *commitReq
 		select {
@@ -55,16 +58,9 @@ func (c *committer) run() {
 		case <-c.quit:
 			return
 		}
-		group := []*commitReq{first}
-	drain:
-		for len(group) < maxGroup {
-			select {
-			case r := <-c.ch:
-				group = append(group, r)
-			default:
-				break drain
-			}
-		}
+		group := c.gather(first, last)
+		last = len(group)
+		c.groups(len(group))
 		err := c.db.Update(func(tx *bolt.Tx) error {
 			for _, r := range group {
 				if err := r.fn(tx); err != nil {
@@ -83,6 +79,40 @@ func (c *committer) run() {
 			r.done <- c.db.Update(r.fn)
 		}
 	}
+}
+
+// groupWait is how long a commit waits for more members when the previous one had several:
+// concurrent clients come back in waves (the ones just answered resubmit while the others
+// wait), and merging the waves halves the commits. A lone writer never waits.
+const groupWait = time.Millisecond
+
+// gather collects the requests already queued behind first, and with concurrency (the
+// previous group had more than one member) those arriving within groupWait.
+func (c *committer) gather(first *commitReq, last int) []*commitReq {
+	group := []*commitReq{first}
+	for len(group) < maxGroup {
+		select {
+		case r := <-c.ch:
+			group = append(group, r)
+			continue
+		default:
+		}
+		break
+	}
+	if last <= 1 {
+		return group
+	}
+	t := time.NewTimer(groupWait)
+	defer t.Stop()
+	for len(group) < maxGroup && len(group) < last*2 {
+		select {
+		case r := <-c.ch:
+			group = append(group, r)
+		case <-t.C:
+			return group
+		}
+	}
+	return group
 }
 
 // close stops the committer after the group in progress.

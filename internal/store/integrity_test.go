@@ -81,7 +81,10 @@ func TestCorruptInline(t *testing.T) {
 	ns, _ := addUser(t, s, "alice")
 	putBytes(t, ns, "", "small", []byte("small content"))
 	h := blobHash(t, s, "alice", "", "small")
-	s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketData).Put(h[:], []byte("small contenT")) })
+	s.db.Update(func(tx *bolt.Tx) error {
+		r, _ := parseBlobRec(tx.Bucket(bucketBlobs).Get(h[:]))
+		return tx.Bucket(bucketData).Put(dataKey(r.dataID), []byte("small contenT"))
+	})
 	if _, err := getBytes(t, ns, "", "small"); !errors.Is(err, storage.ErrIntegrity) {
 		t.Fatalf("get: %v", err)
 	}

@@ -101,7 +101,7 @@ func (s *Service) GC(ctx context.Context) (GCReport, error) {
 			case r.refs > 0:
 				known[h] = true
 			case r.inline:
-				if err := tx.Bucket(bucketData).Delete(h[:]); err != nil {
+				if err := tx.Bucket(bucketData).Delete(dataKey(r.dataID)); err != nil {
 					return err
 				}
 				fallthrough
@@ -283,7 +283,7 @@ func (s *Service) checkBlob(ctx context.Context, h [32]byte, r blobRec) error {
 	if r.inline {
 		var data []byte
 		s.db.View(func(tx *bolt.Tx) error {
-			data = bytes.Clone(tx.Bucket(bucketData).Get(h[:]))
+			data = bytes.Clone(tx.Bucket(bucketData).Get(dataKey(r.dataID)))
 			return nil
 		})
 		if data == nil {

@@ -15,6 +15,7 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	integrity prometheus.Counter
 	errors    *prometheus.CounterVec
+	group     prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -32,7 +33,10 @@ func newMetrics() *metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "veil_store_http_errors_total", Help: "Error answers by code."}, []string{"code"}),
 	}
-	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors,
+	m.group = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "veil_store_commit_group_size", Help: "Uploads committed together by one database commit.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
+	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors, m.group,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -109,7 +109,14 @@ func incref(tx *bolt.Tx, h [32]byte, size int64, inline []byte) error {
 			return err
 		}
 	} else if inline != nil {
-		if err := tx.Bucket(bucketData).Put(h[:], inline); err != nil {
+		d := tx.Bucket(bucketData)
+		d.FillPercent = 1.0 // append-only keys: fill pages completely
+		id, err := d.NextSequence()
+		if err != nil {
+			return err
+		}
+		r.dataID = id
+		if err := d.Put(dataKey(id), inline); err != nil {
 			return err
 		}
 	}

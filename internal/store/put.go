@@ -35,7 +35,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 	body := storage.ExactReader(io.LimitReader(ctxReader{ctx, r}, s.cfg.MaxObjectSize+1), size)
 	var head []byte
 	if size <= InlineMax {
-		head = make([]byte, InlineMax+1)
+		head = make([]byte, min(InlineMax, uint64(size))+1) // size -1: the whole InlineMax
 		k, err := readFull(body, head)
 		head = head[:k]
 		switch {
@@ -170,7 +170,7 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 			return storage.ErrIsDir
 		}
 		if r, err := parseBlobRec(tx.Bucket(bucketBlobs).Get(e.hash[:])); err == nil && r.inline {
-			data = bytes.Clone(tx.Bucket(bucketData).Get(e.hash[:]))
+			data = bytes.Clone(tx.Bucket(bucketData).Get(dataKey(r.dataID)))
 			if data == nil {
 				data = []byte{} // missing: the length check below reports it
 			}

@@ -64,14 +64,17 @@ func parseEntry(b []byte) (entry, error) {
 }
 
 // blobRec is the value of a blob's hash in the blobs bucket. An inline blob's content is
-// in the data bucket of the database itself; others are in the blob store.
+// in the data bucket of the database itself, under the big-endian dataID (a sequence
+// number, so new content is appended to the bucket's last pages); others are in the blob
+// store.
 type blobRec struct {
 	inline bool
 	size   int64
 	refs   int64
+	dataID uint64 // inline only; 0 otherwise
 }
 
-const blobRecordLen = 1 + 1 + 8 + 8
+const blobRecordLen = 1 + 1 + 8 + 8 + 8
 
 const flagInline = 1
 
@@ -83,6 +86,7 @@ func (r blobRec) marshal() []byte {
 	}
 	binary.BigEndian.PutUint64(b[2:], uint64(r.size))
 	binary.BigEndian.PutUint64(b[10:], uint64(r.refs))
+	binary.BigEndian.PutUint64(b[18:], r.dataID)
 	return b
 }
 
@@ -90,12 +94,15 @@ func parseBlobRec(b []byte) (blobRec, error) {
 	if len(b) != blobRecordLen || b[0] != recordVersion || b[1]&^flagInline != 0 {
 		return blobRec{}, fmt.Errorf("%w: blob record of %d bytes, version %v", errRecord, len(b), first(b))
 	}
-	r := blobRec{inline: b[1] == flagInline, size: int64(binary.BigEndian.Uint64(b[2:])), refs: int64(binary.BigEndian.Uint64(b[10:]))}
-	if r.size < 0 || r.refs < 0 || r.inline && r.size > InlineMax {
-		return blobRec{}, fmt.Errorf("%w: blob record size %d refs %d", errRecord, r.size, r.refs)
+	r := blobRec{inline: b[1] == flagInline, size: int64(binary.BigEndian.Uint64(b[2:])),
+		refs: int64(binary.BigEndian.Uint64(b[10:])), dataID: binary.BigEndian.Uint64(b[18:])}
+	if r.size < 0 || r.refs < 0 || r.inline && (r.size > InlineMax || r.dataID == 0) || !r.inline && r.dataID != 0 {
+		return blobRec{}, fmt.Errorf("%w: blob record size %d refs %d inline %v data %d", errRecord, r.size, r.refs, r.inline, r.dataID)
 	}
 	return r, nil
 }
+
+func dataKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
 
 // userRec is the value of a user name in the users bucket.
 type userRec struct {

@@ -28,6 +28,7 @@ type recordVector struct {
 	Hash    string `json:"hash,omitempty"`
 	Inline  bool   `json:"inline,omitempty"`
 	Refs    int64  `json:"refs,omitempty"`
+	DataID  uint64 `json:"data_id,omitempty"`
 	Admin   bool   `json:"admin,omitempty"`
 	Quota   int64  `json:"quota,omitempty"`
 	Used    int64  `json:"used,omitempty"`
@@ -50,7 +51,7 @@ func generateVectors() []recordVector {
 	file := entry{kind: kindFile, size: 1 << 20, modTime: 1_700_000_000_123_456_789, hash: h}
 	dir := entry{kind: kindDir, modTime: 1_700_000_000_000_000_000}
 	blob := blobRec{size: 1 << 20, refs: 2}
-	inl := blobRec{inline: true, size: 4096, refs: 1}
+	inl := blobRec{inline: true, size: 4096, refs: 1, dataID: 7}
 	user := userRec{admin: false, secretHash: seq(32, 0x10), quota: 10 << 30, used: 3 << 20, created: 1_700_000_000}
 	admin := userRec{admin: true, secretHash: seq(32, 0x40), created: 1_700_000_001}
 	x := func(b []byte) string { return hex.EncodeToString(b) }
@@ -61,7 +62,9 @@ func generateVectors() []recordVector {
 	dirSized[9] = 1
 	negBlob := blob.marshal()
 	negBlob[2] = 0x80
-	bigInline := blobRec{inline: true, size: InlineMax + 1}.marshal()
+	bigInline := blobRec{inline: true, size: InlineMax + 1, dataID: 1}.marshal()
+	noData := blobRec{inline: true, size: 10}.marshal()
+	strayData := blobRec{size: 10, dataID: 3}.marshal()
 	badFlags := blob.marshal()
 	badFlags[1] = 2
 	v2user := user.marshal()
@@ -75,11 +78,13 @@ func generateVectors() []recordVector {
 		{Type: "entry", Desc: "version 2", Hex: "02" + x(dir.marshal()[1:]), Outcome: "bad record"},
 		{Type: "entry", Desc: "empty", Hex: "", Outcome: "bad record"},
 		{Type: "blob", Desc: "blob in the blob store, 2 references", Hex: x(blob.marshal()), Outcome: "ok", Size: blob.size, Refs: blob.refs},
-		{Type: "blob", Desc: "inline blob", Hex: x(inl.marshal()), Outcome: "ok", Inline: true, Size: inl.size, Refs: inl.refs},
+		{Type: "blob", Desc: "inline blob", Hex: x(inl.marshal()), Outcome: "ok", Inline: true, Size: inl.size, Refs: inl.refs, DataID: 7},
 		{Type: "blob", Desc: "unreferenced blob (garbage)", Hex: x(blobRec{size: 5}.marshal()), Outcome: "ok", Size: 5},
 		{Type: "blob", Desc: "negative size", Hex: x(negBlob), Outcome: "bad record"},
 		{Type: "blob", Desc: "inline blob larger than InlineMax", Hex: x(bigInline), Outcome: "bad record"},
 		{Type: "blob", Desc: "unknown flag", Hex: x(badFlags), Outcome: "bad record"},
+		{Type: "blob", Desc: "inline blob without a data id", Hex: x(noData), Outcome: "bad record"},
+		{Type: "blob", Desc: "blob-store blob with a data id", Hex: x(strayData), Outcome: "bad record"},
 		{Type: "blob", Desc: "trailing byte", Hex: x(append(blob.marshal(), 0)), Outcome: "bad record"},
 		{Type: "user", Desc: "user with a quota", Hex: x(user.marshal()), Outcome: "ok", Hash: x(user.secretHash[:]), Quota: user.quota, Used: user.used, Created: user.created},
 		{Type: "user", Desc: "admin", Hex: x(admin.marshal()), Outcome: "ok", Admin: true, Hash: x(admin.secretHash[:]), Created: admin.created},
@@ -111,7 +116,7 @@ func checkVector(t *testing.T, v recordVector) {
 	case "blob":
 		var r blobRec
 		if r, err = parseBlobRec(raw); err == nil {
-			got, enc = recordVector{Inline: r.inline, Size: r.size, Refs: r.refs}, r.marshal()
+			got, enc = recordVector{Inline: r.inline, Size: r.size, Refs: r.refs, DataID: r.dataID}, r.marshal()
 		}
 	case "user":
 		var u userRec

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"testing"
 
@@ -45,5 +46,29 @@ func BenchmarkPut4KiB(b *testing.B) {
 				b.ReportMetric(h.GetSampleSum()/float64(h.GetSampleCount()), "puts/commit")
 			}
 		})
+	}
+}
+
+// BenchmarkGet64MiB measures one client reading a 64 MiB object through the HTTPS API.
+func BenchmarkGet64MiB(b *testing.B) {
+	t := &testing.T{}
+	s := newTestService(t, Config{})
+	_, cred := addUser(t, s, "bench")
+	rb := remoteFor(t, serve(t, s), cred)
+	data := randBytes(9, 64<<20)
+	if err := rb.Put(b.Context(), "", "big", bytes.NewReader(data), int64(len(data))); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		rc, err := rb.Get(b.Context(), "", "big")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			b.Fatal(err)
+		}
+		rc.Close()
 	}
 }

@@ -34,6 +34,14 @@ func CheckDir(dir string) error {
 	return nil
 }
 
+// CheckPath validates a directory and a name in it.
+func CheckPath(dir, name string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
+	return CheckName(name)
+}
+
 // Join returns dir/name, or name when dir is the root.
 func Join(dir, name string) string {
 	if dir == "" {

@@ -1,19 +1,22 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"io"
 )
 
 // ExactReader returns a reader that yields r's bytes and fails unless r yields exactly size
-// bytes (any count when size < 0). The check happens on the Read that delivers the last
-// expected byte, so a consumer that stops reading after size bytes still sees the error of
-// an over-long r. Backends wrap Put's reader with it to honour the size contract.
-func ExactReader(r io.Reader, size int64) io.Reader {
-	return &exactReader{r: r, size: size}
+// bytes (any count when size < 0), or once ctx is done. The size check happens on the Read
+// that delivers the last expected byte, so a consumer that stops reading after size bytes
+// still sees the error of an over-long r. Backends wrap Put's reader with it to honour the
+// size contract.
+func ExactReader(ctx context.Context, r io.Reader, size int64) io.Reader {
+	return &exactReader{ctx: ctx, r: r, size: size}
 }
 
 type exactReader struct {
+	ctx  context.Context
 	r    io.Reader
 	size int64
 	n    int64
@@ -23,6 +26,9 @@ type exactReader struct {
 func (e *exactReader) Read(p []byte) (int, error) {
 	if e.err != nil {
 		return 0, e.err
+	}
+	if err := e.ctx.Err(); err != nil {
+		return 0, err
 	}
 	if e.size >= 0 && int64(len(p)) > e.size-e.n {
 		p = p[:e.size-e.n]
@@ -44,13 +50,17 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	}
 	if err == nil && e.n == e.size {
 		// Probe for extra bytes so an over-long body fails before the caller commits.
+		// Only a clean io.EOF ends the body: a broken stream (io.ErrUnexpectedEOF from an
+		// aborted HTTP body) after exactly size bytes is still a failure.
 		var one [1]byte
-		m, perr := io.ReadFull(e.r, one[:])
+		var m int
+		var perr error
+		for m == 0 && perr == nil {
+			m, perr = e.r.Read(one[:])
+		}
 		switch {
 		case m > 0:
 			err = fmt.Errorf("body is longer than the declared %d bytes", e.size)
-		case perr == io.EOF || perr == io.ErrUnexpectedEOF:
-			err = io.EOF
 		default:
 			err = perr
 		}

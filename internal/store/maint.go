@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/store/api"
 )
 
@@ -241,7 +242,7 @@ func (s *Service) fsckNamespaces(tx *bolt.Tx, refs map[[32]byte]int64, rep *Fsck
 		ns.ForEach(func(k, v []byte) error {
 			dir, name, err := splitKey(k)
 			if err == nil {
-				err = checkPath(dir, name)
+				err = storage.CheckPath(dir, name)
 			}
 			if err != nil {
 				problem("user %s: key %q: %v", user, k, err)

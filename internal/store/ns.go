@@ -41,11 +41,17 @@ func (n *Namespace) bucket(tx *bolt.Tx) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-func checkPath(dir, name string) error {
-	if err := storage.CheckDir(dir); err != nil {
-		return err
+// lookup returns the user's namespace bucket and the entry dir/name (ErrNotFound if absent).
+func (n *Namespace) lookup(tx *bolt.Tx, dir, name string) (*bolt.Bucket, entry, error) {
+	b, err := n.bucket(tx)
+	if err != nil {
+		return nil, entry{}, err
 	}
-	return storage.CheckName(name)
+	e, ok, err := getEntry(b, dir, name)
+	if err == nil && !ok {
+		err = storage.ErrNotFound
+	}
+	return b, e, err
 }
 
 func getEntry(b *bolt.Bucket, dir, name string) (entry, bool, error) {
@@ -164,24 +170,14 @@ func addUsed(tx *bolt.Tx, user string, delta int64) error {
 
 // Stat describes dir/name.
 func (n *Namespace) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return storage.Info{}, err
 	}
 	var info storage.Info
 	err := n.s.db.View(func(tx *bolt.Tx) error {
-		b, err := n.bucket(tx)
-		if err != nil {
-			return err
-		}
-		e, ok, err := getEntry(b, dir, name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return storage.ErrNotFound
-		}
+		_, e, err := n.lookup(tx, dir, name)
 		info = e.info(dir, name)
-		return nil
+		return err
 	})
 	if err != nil {
 		return storage.Info{}, fmt.Errorf("stat %s: %w", storage.Join(dir, name), err)
@@ -226,7 +222,7 @@ func (n *Namespace) List(ctx context.Context, dir string) ([]storage.Info, error
 
 // Search returns every entry named name in dir or below, sorted by path.
 func (n *Namespace) Search(ctx context.Context, dir, name string) ([]storage.Info, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
 	out := []storage.Info{}
@@ -288,20 +284,13 @@ func (n *Namespace) Create(ctx context.Context, dir string) error {
 
 // Delete removes a file or an empty directory.
 func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
 	err := n.s.db.Update(func(tx *bolt.Tx) error {
-		b, err := n.bucket(tx)
+		b, e, err := n.lookup(tx, dir, name)
 		if err != nil {
 			return err
-		}
-		e, ok, err := getEntry(b, dir, name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return storage.ErrNotFound
 		}
 		if e.isDir() {
 			p := nsKey(storage.Join(dir, name), "")
@@ -327,24 +316,17 @@ func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
 
 // Move renames a file or a directory with everything below it, in one transaction.
 func (n *Namespace) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
-	if err := checkPath(srcDir, srcName); err != nil {
+	if err := storage.CheckPath(srcDir, srcName); err != nil {
 		return err
 	}
-	if err := checkPath(dstDir, dstName); err != nil {
+	if err := storage.CheckPath(dstDir, dstName); err != nil {
 		return err
 	}
 	src, dst := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	err := n.s.db.Update(func(tx *bolt.Tx) error {
-		b, err := n.bucket(tx)
+		b, e, err := n.lookup(tx, srcDir, srcName)
 		if err != nil {
 			return err
-		}
-		e, ok, err := getEntry(b, srcDir, srcName)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return storage.ErrNotFound
 		}
 		if _, ok, _ := getEntry(b, dstDir, dstName); ok {
 			return storage.ErrExists

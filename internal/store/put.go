@@ -23,7 +23,7 @@ import (
 // temporary file into the blob store. The answer is the same whether or not the content
 // was already stored.
 func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
 	s := n.s
@@ -32,7 +32,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		return fmt.Errorf("put %s: %d bytes, limit %d: %w", what, size, s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
 	start := time.Now()
-	body := storage.ExactReader(io.LimitReader(ctxReader{ctx, r}, s.cfg.MaxObjectSize+1), size)
+	body := storage.ExactReader(ctx, io.LimitReader(r, s.cfg.MaxObjectSize+1), size)
 	var head []byte
 	if size <= InlineMax {
 		head = make([]byte, min(InlineMax, uint64(size))+1) // size -1: the whole InlineMax
@@ -145,7 +145,7 @@ func (n *Namespace) Get(ctx context.Context, dir, name string) (io.ReadCloser, e
 }
 
 func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, entry, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, entry{}, err
 	}
 	what := storage.Join(dir, name)
@@ -155,18 +155,11 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 	s.commitMu.RLock() // gc cannot remove the blob between lookup and open
 	defer s.commitMu.RUnlock()
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := n.bucket(tx)
-		if err != nil {
+		var err error
+		if _, e, err = n.lookup(tx, dir, name); err != nil {
 			return err
 		}
-		var ok bool
-		if e, ok, err = getEntry(b, dir, name); err != nil {
-			return err
-		}
-		switch {
-		case !ok:
-			return storage.ErrNotFound
-		case e.isDir():
+		if e.isDir() {
 			return storage.ErrIsDir
 		}
 		if r, err := parseBlobRec(tx.Bucket(bucketBlobs).Get(e.hash[:])); err == nil && r.inline {
@@ -235,18 +228,6 @@ func (v *verifyReader) Read(p []byte) (int, error) {
 }
 
 func (v *verifyReader) Close() error { return v.rc.Close() }
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
 
 // readFull fills p from r; unlike io.ReadFull it returns io.EOF, and only io.EOF, when r
 // ended cleanly before p was full, so a body cut short is never mistaken for a whole one.

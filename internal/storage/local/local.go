@@ -97,7 +97,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := io.Copy(f, storage.ExactReader(ctxReader{ctx, r}, size)); err != nil {
+	if _, err := io.Copy(f, storage.ExactReader(ctx, r, size)); err != nil {
 		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
 	}
 	if err := f.Sync(); err != nil {
@@ -176,18 +176,6 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w (%v)", storage.ErrPermission, err)
 	}
 	return err
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 func syncDir(dir string) error {

@@ -143,19 +143,12 @@ func (b *Backend) call(ctx context.Context, method, u string, body []byte, out a
 	return nil
 }
 
-func checkPath(dir, name string) error {
-	if err := storage.CheckDir(dir); err != nil {
-		return err
-	}
-	return storage.CheckName(name)
-}
-
 // Put uploads r. On a failing r the request is aborted and the service stores nothing.
 func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
-	body := &trackReader{r: storage.ExactReader(r, size)}
+	body := &trackReader{r: storage.ExactReader(ctx, r, size)}
 	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size, true)
 	if body.err != nil && !errors.Is(body.err, io.EOF) {
 		err = body.err // the reader's own failure explains the aborted request best
@@ -184,7 +177,7 @@ func (t *trackReader) Read(p []byte) (int, error) {
 // Get downloads dir/name, checking it against the hash and integrity trailer the service
 // sends; a mismatch is storage.ErrIntegrity.
 func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
 	resp, err := b.do(ctx, http.MethodGet, b.url("files", storage.Join(dir, name), nil), nil, 0, false)

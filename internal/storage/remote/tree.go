@@ -13,7 +13,7 @@ import (
 
 // Stat describes dir/name.
 func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return storage.Info{}, err
 	}
 	var e api.Entry
@@ -45,7 +45,7 @@ func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) 
 
 // Search returns the entries named name in dir or below.
 func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
 	var es []api.Entry
@@ -57,7 +57,7 @@ func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info,
 
 // Delete removes a file or an empty directory.
 func (b *Backend) Delete(ctx context.Context, dir, name string) error {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
 	if err := b.call(ctx, http.MethodDelete, b.url("files", storage.Join(dir, name), nil), nil, nil); err != nil {
@@ -79,10 +79,10 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 
 // Move renames a file or a directory tree.
 func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
-	if err := checkPath(srcDir, srcName); err != nil {
+	if err := storage.CheckPath(srcDir, srcName); err != nil {
 		return err
 	}
-	if err := checkPath(dstDir, dstName); err != nil {
+	if err := storage.CheckPath(dstDir, dstName); err != nil {
 		return err
 	}
 	body, _ := json.Marshal(api.MoveRequest{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})

@@ -83,13 +83,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return &Backend{c: c, bucket: cfg.Bucket, prefix: p, part: cfg.PartSize}, nil
 }
 
-func checkPath(dir, name string) error {
-	if err := storage.CheckDir(dir); err != nil {
-		return err
-	}
-	return storage.CheckName(name)
-}
-
 func (b *Backend) key(path string) string    { return b.prefix + path }
 func (b *Backend) marker(path string) string { return b.prefix + path + "/" }
 
@@ -133,6 +126,15 @@ func (b *Backend) isDir(ctx context.Context, path string) (bool, error) {
 // ensureDirs writes the missing markers of dir and its parents; a file in the way is
 // ErrNotDir.
 func (b *Backend) ensureDirs(ctx context.Context, dir string) error {
+	return b.walkDirs(ctx, dir, true)
+}
+
+// checkParents fails with ErrNotDir if a component of dir is a file.
+func (b *Backend) checkParents(ctx context.Context, dir string) error {
+	return b.walkDirs(ctx, dir, false)
+}
+
+func (b *Backend) walkDirs(ctx context.Context, dir string, write bool) error {
 	if dir == "" {
 		return nil
 	}
@@ -147,6 +149,9 @@ func (b *Backend) ensureDirs(ctx context.Context, dir string) error {
 		} else if ok {
 			return fmt.Errorf("%q is a file: %w", cur, storage.ErrNotDir)
 		}
+		if !write {
+			continue
+		}
 		if _, err := b.c.PutObject(ctx, b.bucket, b.marker(cur), strings.NewReader(""), 0, minio.PutObjectOptions{}); err != nil {
 			return fmt.Errorf("directory marker %q: %w", cur, err)
 		}
@@ -155,29 +160,9 @@ func (b *Backend) ensureDirs(ctx context.Context, dir string) error {
 	return nil
 }
 
-// checkParents fails with ErrNotDir if a component of dir is a file.
-func (b *Backend) checkParents(ctx context.Context, dir string) error {
-	cur := ""
-	for _, c := range strings.Split(dir, "/") {
-		if c == "" {
-			break
-		}
-		cur = storage.Join(cur, c)
-		if _, ok := b.dirs.Load(cur); ok {
-			continue
-		}
-		if _, ok, err := b.file(ctx, cur); err != nil {
-			return err
-		} else if ok {
-			return fmt.Errorf("%q is a file: %w", cur, storage.ErrNotDir)
-		}
-	}
-	return nil
-}
-
 // Put uploads r as one object (multipart of PartSize parts when size is unknown or large).
 func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
 	p := storage.Join(dir, name)
@@ -190,7 +175,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 		return fmt.Errorf("put %s: %w", p, err)
 	}
 	opts := minio.PutObjectOptions{PartSize: b.part, ContentType: "application/octet-stream"}
-	if _, err := b.c.PutObject(ctx, b.bucket, b.key(p), storage.ExactReader(r, size), size, opts); err != nil {
+	if _, err := b.c.PutObject(ctx, b.bucket, b.key(p), storage.ExactReader(ctx, r, size), size, opts); err != nil {
 		return fmt.Errorf("put %s: %w", p, err)
 	}
 	if err := b.ensureDirs(ctx, dir); err != nil {
@@ -201,7 +186,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 
 // Get streams the object.
 func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
 	p := storage.Join(dir, name)
@@ -226,7 +211,7 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 
 // Stat describes a file or a directory.
 func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return storage.Info{}, err
 	}
 	p := storage.Join(dir, name)

@@ -71,7 +71,7 @@ func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) 
 
 // Delete removes a file, or an empty directory's marker.
 func (b *Backend) Delete(ctx context.Context, dir, name string) error {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
 	p := storage.Join(dir, name)
@@ -108,7 +108,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 
 // Search lists every file or directory named name in dir or below, sorted by path.
 func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info, error) {
-	if err := checkPath(dir, name); err != nil {
+	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
 	var out []storage.Info
@@ -156,10 +156,10 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 
 // Move copies then deletes (see the package comment for what an interruption leaves).
 func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
-	if err := checkPath(srcDir, srcName); err != nil {
+	if err := storage.CheckPath(srcDir, srcName); err != nil {
 		return err
 	}
-	if err := checkPath(dstDir, dstName); err != nil {
+	if err := storage.CheckPath(dstDir, dstName); err != nil {
 		return err
 	}
 	src, dst := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/storage/open"
+	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/store"
+	"github.com/veil-project/veil/internal/store/api"
 	"github.com/veil-project/veil/internal/store/storebench"
 )
 
@@ -215,23 +217,20 @@ func loopback(addr string) bool {
 }
 
 func newStoreStatsCommand() *cobra.Command {
-	var dir string
+	var dir, url, credFile string
 	var jsonOut bool
 	c := &cobra.Command{
-		Use:   "stats --dir DIR",
+		Use:   "stats (--dir DIR | --url URL --credential ADMIN.cred)",
 		Short: "Show logical vs physical bytes and the dedup ratio",
-		Long: `stats reads the store's totals (with the server stopped; a running server answers
-GET /v1/stats to the admin instead):
+		Long: `stats prints the store's totals: what users stored (logical bytes), what the store keeps
+(physical bytes, each distinct content once), and their ratio. Read them from the data
+directory with the server stopped, or ask a running server with the admin credential:
 
   veil store stats --dir /srv/veil-store
-  curl --cacert D/tls/ca.pem -u admin:SECRET https://127.0.0.1:7443/v1/stats`,
+  veil store stats --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return store.With(dir, func(s *store.Service) error {
-				st, err := s.Stats()
-				if err != nil {
-					return err
-				}
+			show := func(st store.Stats) error {
 				w := cmd.OutOrStdout()
 				if jsonOut {
 					return json.NewEncoder(w).Encode(st)
@@ -240,10 +239,33 @@ GET /v1/stats to the admin instead):
 					"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, human(st.LogicalBytes),
 					human(st.PhysicalBytes), st.Blobs, human(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
 				return nil
-			})
+			}
+			switch {
+			case url != "":
+				cred, err := api.LoadCredential(credFile)
+				if err != nil {
+					return err
+				}
+				st, err := remote.Stats(cmd.Context(), url, cred)
+				if err != nil {
+					return err
+				}
+				return show(st)
+			case dir != "":
+				return store.With(dir, func(s *store.Service) error {
+					st, err := s.Stats()
+					if err != nil {
+						return err
+					}
+					return show(st)
+				})
+			}
+			return fmt.Errorf("give --dir, or --url and --credential")
 		},
 	}
-	dirFlag(c, &dir)
+	c.Flags().StringVar(&dir, "dir", "", "the store's data directory (server stopped)")
+	c.Flags().StringVar(&url, "url", "", "a running store (https://host:port)")
+	c.Flags().StringVar(&credFile, "credential", "", "the admin credential file (with --url)")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return c
 }

@@ -91,6 +91,12 @@ func TestStoreCLI(t *testing.T) {
 	if string(got) != "hello" {
 		t.Fatalf("got %q", got)
 	}
+	if out := mustRun("store", "stats", "--url", "https://"+addr, "--credential", filepath.Join(dir, "admin.cred"), "--json"); !strings.Contains(out, `"logical_bytes":5`) {
+		t.Fatalf("stats from the running server: %q", out)
+	}
+	if _, err := storeRun(t, ctx, "store", "stats", "--url", "https://"+addr, "--credential", credFile); err == nil {
+		t.Fatal("a user's credential read /v1/stats")
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)

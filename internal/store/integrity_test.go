@@ -157,6 +157,9 @@ func TestLimits(t *testing.T) {
 	if err := rb.Put(t.Context(), "", "big", strings.NewReader(string(randBytes(1, 100<<10+1))), -1); !errors.Is(err, storage.ErrTooLarge) {
 		t.Fatalf("object over the limit: %v", err)
 	}
+	if err := rb.Put(t.Context(), "", "big", strings.NewReader(string(randBytes(1, 4<<20))), 4<<20); !errors.Is(err, storage.ErrTooLarge) {
+		t.Fatalf("declared length over the limit: %v", err)
+	}
 	putBytes(t, rb, "", "a", randBytes(2, 100<<10))
 	if err := rb.Put(t.Context(), "", "b", strings.NewReader(string(randBytes(3, 60<<10))), 60<<10); !errors.Is(err, storage.ErrQuota) {
 		t.Fatalf("over quota: %v", err)

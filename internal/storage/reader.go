@@ -2,9 +2,13 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 )
+
+// ErrSizeMismatch is a Put body that yields more or fewer bytes than its declared size.
+var ErrSizeMismatch = errors.New("body length differs from the declared size")
 
 // ExactReader returns a reader that yields r's bytes and fails unless r yields exactly size
 // bytes (any count when size < 0), or once ctx is done. The size check happens on the Read
@@ -46,7 +50,7 @@ func (e *exactReader) Read(p []byte) (int, error) {
 		return n, err
 	}
 	if err == io.EOF && e.n < e.size {
-		err = fmt.Errorf("body ended after %d of %d bytes: %w", e.n, e.size, io.ErrUnexpectedEOF)
+		err = fmt.Errorf("%w: body ended after %d of %d bytes", ErrSizeMismatch, e.n, e.size)
 	}
 	if err == nil && e.n == e.size {
 		// Probe for extra bytes so an over-long body fails before the caller commits.
@@ -60,7 +64,7 @@ func (e *exactReader) Read(p []byte) (int, error) {
 		}
 		switch {
 		case m > 0:
-			err = fmt.Errorf("body is longer than the declared %d bytes", e.size)
+			err = fmt.Errorf("%w: body is longer than the declared %d bytes", ErrSizeMismatch, e.size)
 		default:
 			err = perr
 		}

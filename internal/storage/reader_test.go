@@ -24,13 +24,13 @@ func TestExactReader(t *testing.T) {
 	if _, err := read(ExactReader(ctx, strings.NewReader(""), 0)); err != nil {
 		t.Fatalf("empty: %v", err)
 	}
-	if _, err := read(ExactReader(ctx, strings.NewReader("abc"), 4)); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, err := read(ExactReader(ctx, strings.NewReader("abc"), 4)); !errors.Is(err, ErrSizeMismatch) {
 		t.Fatalf("short: %v", err)
 	}
 	// A consumer that stops at size bytes still sees the error of an over-long body.
 	r := ExactReader(ctx, strings.NewReader("abcde"), 4)
 	if n, err := io.ReadFull(r, make([]byte, 4)); n != 4 || err != nil {
-		if err == nil || !strings.Contains(err.Error(), "longer") {
+		if !errors.Is(err, ErrSizeMismatch) {
 			t.Fatalf("long: %d %v", n, err)
 		}
 	}

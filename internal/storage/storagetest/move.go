@@ -100,20 +100,20 @@ func testFailingReader(t *testing.T, b storage.Backend) {
 	}
 	_, err := b.Stat(ctx, "fail", "new")
 	wantErr(t, "stat after failed put", err, storage.ErrNotFound)
+	if err := b.Put(ctx, "fail", "new", &failingReader{n: 10}, 10); err == nil {
+		t.Fatal("put whose reader fails right after the declared size succeeded")
+	}
 
 	put(t, b, "", "old", []byte("old bytes"))
 	if err := b.Put(ctx, "", "old", &failingReader{n: 1000}, 5000); err == nil {
 		t.Fatal("put with a failing reader succeeded")
 	}
-	if err := b.Put(ctx, "", "old", strings.NewReader("short"), 10); err == nil {
-		t.Fatal("put of fewer bytes than declared succeeded")
-	}
-	if err := b.Put(ctx, "", "old", strings.NewReader("longer than declared"), 4); err == nil {
-		t.Fatal("put of more bytes than declared succeeded")
-	}
-	if err := b.Put(ctx, "", "fresh", strings.NewReader("longer than declared"), 4); err == nil {
-		t.Fatal("put of more bytes than declared succeeded")
-	}
+	err = b.Put(ctx, "", "old", strings.NewReader("short"), 10)
+	wantErr(t, "put of fewer bytes than declared", err, storage.ErrSizeMismatch)
+	err = b.Put(ctx, "", "old", strings.NewReader("longer than declared"), 4)
+	wantErr(t, "put of more bytes than declared", err, storage.ErrSizeMismatch)
+	err = b.Put(ctx, "", "fresh", strings.NewReader("longer than declared"), 4)
+	wantErr(t, "put of more bytes than declared", err, storage.ErrSizeMismatch)
 	if got := string(get(t, b, "", "old")); got != "old bytes" {
 		t.Fatalf("failed puts changed the object: %q", got)
 	}

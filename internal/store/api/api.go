@@ -78,6 +78,7 @@ const (
 	CodePermission   = "permission"
 	CodeTooLarge     = "too_large"
 	CodeQuota        = "quota"
+	CodeSizeMismatch = "size_mismatch"
 	CodeUnauthorized = "unauthorized"
 	CodeBadRequest   = "bad_request"
 	CodeInternal     = "internal"
@@ -101,6 +102,7 @@ var codes = []struct {
 	{CodePermission, http.StatusForbidden, storage.ErrPermission},
 	{CodeTooLarge, http.StatusRequestEntityTooLarge, storage.ErrTooLarge},
 	{CodeQuota, http.StatusInsufficientStorage, storage.ErrQuota},
+	{CodeSizeMismatch, http.StatusBadRequest, storage.ErrSizeMismatch},
 	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
 }
 

@@ -359,11 +359,12 @@ func printFsck(w io.Writer, rep store.FsckReport) {
 
 func newStoreBenchCommand() *cobra.Command {
 	var opts storebench.Options
+	var inProcess bool
 	c := &cobra.Command{
 		Use:   "store",
 		Short: "Put/get throughput of the store vs a plain disk copy and plain S3",
 		Long: `store measures, in one run on this machine, put and get throughput for 4 KiB, 1 MiB and
-64 MiB objects through the store's HTTPS API on loopback, against writing the same bytes to
+64 MiB objects through a child 'veil store serve' (HTTPS on loopback), against writing the same bytes to
 the same disk (write + fsync) and against plain S3 PUT/GET to a real versitygw started for the
 run (skipped with a note if versitygw is not installed), plus 4 KiB puts per second with 16
 concurrent clients.
@@ -372,9 +373,17 @@ concurrent clients.
   veil bench store --json --seconds 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !inProcess {
+				self, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				opts.Veil = self
+			}
 			return storebench.Run(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
+	c.Flags().BoolVar(&inProcess, "in-process", false, "serve the store inside the bench process instead of a child 'veil store serve'")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object per line")
 	c.Flags().Float64Var(&opts.Seconds, "seconds", 2, "time spent on each measurement")
 	c.Flags().IntVar(&opts.Clients, "clients", 16, "concurrent clients for the small-object put rate")

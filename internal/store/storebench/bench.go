@@ -10,9 +10,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage/remote"
@@ -25,6 +27,9 @@ type Options struct {
 	Seconds float64 // per measurement
 	Clients int     // concurrent clients for the small-object put rate
 	Dir     string  // scratch directory (default: a temp dir)
+	// Veil is the path of a veil binary: the store is then measured through a child
+	// 'veil store serve' process. Empty: the same server code in this process.
+	Veil string
 }
 
 // Result is one measurement (one JSON line).
@@ -77,7 +82,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := startStore(ctx, filepath.Join(dir, "store"))
+	st, err := startStore(ctx, filepath.Join(dir, "store"), o.Veil)
 	if err != nil {
 		return err
 	}
@@ -209,20 +214,15 @@ func payload(buf []byte, size int, i uint64) []byte {
 // storeTarget is the store's HTTPS API on loopback.
 type storeTarget struct {
 	b    *remote.Backend
-	svc  *store.Service
 	done chan error
 	stop func()
 }
 
-func startStore(ctx context.Context, dir string) (*storeTarget, error) {
+func startStore(ctx context.Context, dir, veil string) (*storeTarget, error) {
 	if err := store.Init(dir); err != nil {
 		return nil, err
 	}
-	svc, err := store.Open(dir, store.Config{MaxObjectSize: 1 << 30})
-	if err != nil {
-		return nil, err
-	}
-	cred, err := svc.AddUser("bench")
+	cred, err := store.AddUser(dir, "bench")
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +230,47 @@ func startStore(ctx context.Context, dir string) (*storeTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	t := &storeTarget{svc: svc, done: make(chan error, 1)}
-	go func() { t.done <- svc.Serve(sctx, ln) }()
-	if t.b, err = remote.New("https://"+ln.Addr().String(), cred); err != nil {
-		cancel()
+	t := &storeTarget{done: make(chan error, 1)}
+	if veil != "" {
+		addr := ln.Addr().String()
+		ln.Close()
+		cmd := exec.CommandContext(ctx, veil, "store", "serve", "--dir", dir, "--listen", addr,
+			"--max-object-size", "1GiB", "--log-level", "error")
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		if err := waitTCP(addr); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("veil store serve: %w", err)
+		}
+		t.stop = func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait(); t.b.Close() }
+		t.b, err = remote.New("https://"+addr, cred)
+		return t, err
+	}
+	svc, err := store.Open(dir, store.Config{MaxObjectSize: 1 << 30})
+	if err != nil {
 		return nil, err
 	}
+	sctx, cancel := context.WithCancel(ctx)
+	go func() { t.done <- svc.Serve(sctx, ln) }()
 	t.stop = func() { cancel(); <-t.done; t.b.Close(); svc.Close() }
-	return t, nil
+	t.b, err = remote.New("https://"+ln.Addr().String(), cred)
+	return t, err
+}
+
+func waitTCP(addr string) error {
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if i > 150 {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (t *storeTarget) name() string { return "store" }
@@ -263,8 +295,7 @@ func (t *storeTarget) reset(ctx context.Context) error {
 			return err
 		}
 	}
-	_, err = t.svc.GC(ctx)
-	return err
+	return nil // the content stays as garbage until a gc; it does not slow puts
 }
 
 // diskTarget writes each object to its own file and fsyncs it: a plain copy to the disk.

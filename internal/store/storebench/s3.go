@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -56,17 +55,9 @@ func startS3(ctx context.Context, dir string) (*s3Target, string) {
 		return nil, err.Error()
 	}
 	t := &s3Target{bucket: "bench", cmd: cmd}
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 150 {
-			t.stop()
-			return nil, "versitygw did not start"
-		}
-		time.Sleep(100 * time.Millisecond)
+	if waitTCP(addr) != nil {
+		t.stop()
+		return nil, "versitygw did not start"
 	}
 	os.Unsetenv("AWS_CA_BUNDLE")
 	t.c, err = minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(ak, sk, ""), Region: "us-east-1",

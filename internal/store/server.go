@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -133,7 +134,7 @@ func (s *Service) logRequests(h http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r)
-		lvl := s.cfg.Logger.Enabled(r.Context(), -4) // debug
+		lvl := s.cfg.Logger.Enabled(r.Context(), slog.LevelDebug)
 		if lvl || sw.status >= 500 {
 			s.cfg.Logger.Log(r.Context(), levelFor(sw.status), "request", "method", r.Method,
 				"path", r.URL.EscapedPath(), "status", sw.status, "dur", time.Since(start))

@@ -20,11 +20,11 @@ type vector struct {
 	Comment    string `json:"comment,omitempty"`
 	Suite      uint8  `json:"suite"`
 	Scheme     uint8  `json:"scheme"`
-	Message    string `json:"message"`          // hex
-	Rand       string `json:"rand,omitempty"`   // hex: RCE's L
-	Key        string `json:"key"`              // hex: K = H(M) (plain MLE)
-	Ciphertext string `json:"ciphertext"`       // hex
-	Tag        string `json:"tag,omitempty"`    // hex
+	Message    string `json:"message"`        // hex
+	Rand       string `json:"rand,omitempty"` // hex: RCE's L
+	Key        string `json:"key"`            // hex: K = H(M) (plain MLE)
+	Ciphertext string `json:"ciphertext"`     // hex
+	Tag        string `json:"tag,omitempty"`  // hex
 	Result     string `json:"result"`
 }
 

@@ -1,0 +1,203 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// TempDirName is the hidden folder at the root that holds Put's temporary files.
+const TempDirName = ".veil-tmp"
+
+// Backend stores objects as files below one root directory.
+type Backend struct {
+	root string
+	tmp  string
+}
+
+var _ storage.Backend = (*Backend)(nil)
+
+// New opens (creating if needed) a local backend rooted at dir, and removes temporary files
+// left behind by a crash.
+func New(dir string) (*Backend, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local backend %q: %w", dir, err)
+	}
+	tmp := filepath.Join(root, TempDirName)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("local backend: %w", err)
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("local backend: %w", err)
+	}
+	for _, e := range ents {
+		os.Remove(filepath.Join(tmp, e.Name()))
+	}
+	return &Backend{root: root, tmp: tmp}, nil
+}
+
+// Root returns the backend's root directory.
+func (b *Backend) Root() string { return b.root }
+
+// path validates dir and name and returns dir/name on disk.
+func (b *Backend) path(dir, name string) (string, error) {
+	if err := storage.CheckDir(dir); err != nil {
+		return "", err
+	}
+	if err := storage.CheckName(name); err != nil {
+		return "", err
+	}
+	if err := b.notReserved(storage.Join(dir, name)); err != nil {
+		return "", err
+	}
+	return filepath.Join(b.root, filepath.FromSlash(storage.Join(dir, name))), nil
+}
+
+func (b *Backend) notReserved(p string) error {
+	if p == TempDirName || len(p) > len(TempDirName) && p[:len(TempDirName)+1] == TempDirName+"/" {
+		return fmt.Errorf("%w: %q is reserved by the local backend", storage.ErrInvalidName, TempDirName)
+	}
+	return nil
+}
+
+func (b *Backend) dirPath(dir string) (string, error) {
+	if err := storage.CheckDir(dir); err != nil {
+		return "", err
+	}
+	if err := b.notReserved(dir); err != nil {
+		return "", err
+	}
+	return filepath.Join(b.root, filepath.FromSlash(dir)), nil
+}
+
+// Put writes r to a temporary file, fsyncs it and renames it over dir/name.
+func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	p, err := b.path(dir, name)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(b.tmp, "put-*")
+	if err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
+	tmp := f.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := io.Copy(f, storage.ExactReader(ctxReader{ctx, r}, size)); err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
+	if err := b.ensureDir(dir); err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), storage.ErrIsDir)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), mapErr(err))
+	}
+	committed = true
+	return syncDir(filepath.Dir(p))
+}
+
+// Get opens dir/name for reading.
+func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	p, err := b.path(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), mapErr(err))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), storage.ErrIsDir)
+	}
+	return f, nil
+}
+
+// Stat describes dir/name.
+func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
+	p, err := b.path(dir, name)
+	if err != nil {
+		return storage.Info{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return storage.Info{}, fmt.Errorf("stat %s: %w", storage.Join(dir, name), mapErr(err))
+	}
+	return info(dir, fi), nil
+}
+
+func info(dir string, fi fs.FileInfo) storage.Info {
+	i := storage.Info{Dir: dir, Name: fi.Name(), IsDir: fi.IsDir(), ModTime: fi.ModTime()}
+	if !i.IsDir {
+		i.Size = fi.Size()
+	}
+	return i
+}
+
+// mapErr turns filesystem errors into storage's error classes. A missing path, or a path
+// through a file, is ErrNotFound.
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w (%v)", storage.ErrNotFound, err)
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("%w (%v)", storage.ErrIsDir, err)
+	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
+		return fmt.Errorf("%w (%v)", storage.ErrNotEmpty, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w (%v)", storage.ErrPermission, err)
+	}
+	return err
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}

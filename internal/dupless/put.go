@@ -1,0 +1,346 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// putTask is one local entry to store at a destination path.
+type putTask struct {
+	local string
+	dest  string
+	info  fs.FileInfo
+}
+
+// Put stores each local path (file, symlink or directory, recursively) under
+// dest/<base name of the path>. Per-file failures (unreadable files, sockets, names too
+// long) are recorded in the summary and do not stop the run; Summary.Err reports them.
+func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summary, error) {
+	start := time.Now()
+	sum := &Summary{Fallback: map[string]int{}}
+	dest = cleanPath(dest)
+	var tasks []putTask
+	var total int64
+	for _, l := range locals {
+		base := filepath.Base(filepath.Clean(l))
+		err := filepath.Walk(l, func(p string, fi fs.FileInfo, err error) error {
+			rel, _ := filepath.Rel(l, p)
+			d := joinPath(dest, base, filepath.ToSlash(rel))
+			if err != nil {
+				sum.addErr(p, err)
+				c.event(p, err)
+				return nil
+			}
+			tasks = append(tasks, putTask{p, d, fi})
+			if fi.Mode().IsRegular() {
+				total += fi.Size()
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+	}
+	if c.opts.Events.Total != nil {
+		c.opts.Events.Total(len(tasks), total)
+	}
+	// Directories first (so empty ones exist), then everything else in parallel.
+	work := make(chan putTask)
+	var wg sync.WaitGroup
+	for range c.opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range work {
+				err := c.putOne(ctx, t, sum)
+				if err != nil {
+					sum.addErr(t.local, err)
+				}
+				c.event(t.local, err)
+			}
+		}()
+	}
+	for _, t := range tasks {
+		if t.info.IsDir() {
+			err := c.putDir(ctx, t, sum)
+			if err != nil {
+				sum.addErr(t.local, err)
+			}
+			c.event(t.local, err)
+			continue
+		}
+		select {
+		case work <- t:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	sum.Duration = time.Since(start)
+	return sum, ctx.Err()
+}
+
+func joinPath(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p = cleanPath(p); p != "" {
+			out = storage.Join(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary) error {
+	enc, err := c.keys.encPath(t.dest)
+	if err != nil {
+		return err
+	}
+	if err := c.be.Create(ctx, enc); err != nil {
+		return err
+	}
+	r := &record{Type: typeDir, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
+	n, err := c.writeRecord(ctx, enc, dirMetaName, r)
+	sum.add(func(s *Summary) { s.Dirs++; s.BytesUploaded += n })
+	return err
+}
+
+func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary) error {
+	mode := t.info.Mode()
+	switch {
+	case mode.IsRegular():
+		return c.putFile(ctx, t, sum)
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(t.local)
+		if err != nil {
+			return err
+		}
+		if len(target) > 4096 {
+			return errors.New("symlink target longer than 4096 bytes")
+		}
+		r := &record{Type: typeSymlink, Mode: unixMode(mode), MTime: t.info.ModTime().UnixNano(), Target: target}
+		encDir, encName, err := c.encFile(t.dest)
+		if err != nil {
+			return err
+		}
+		n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
+		sum.add(func(s *Summary) { s.Symlinks++; s.BytesUploaded += n })
+		return err
+	default:
+		return fmt.Errorf("cannot store a %s (only files, directories and symlinks)", fileKind(mode))
+	}
+}
+
+func (c *Client) encFile(dest string) (encDir, encName string, err error) {
+	if dest == "" {
+		return "", "", errors.New("a file needs a name")
+	}
+	dir, name := storage.Split(dest)
+	if encDir, err = c.keys.encPath(dir); err != nil {
+		return
+	}
+	encName, err = c.keys.encName(name)
+	return
+}
+
+// batchBytes bounds the chunk data a file keeps in memory while its keys are derived.
+const batchBytes = 32 << 20
+
+// putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
+// its key record: the record is the commit point, so a crash never leaves a record that
+// points to missing content, and overwriting a file is atomic.
+func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary) error {
+	encDir, encName, err := c.encFile(t.dest)
+	if err != nil {
+		return err
+	}
+	known := map[[32]byte]bool{} // chunks this file's previous version already stored
+	if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
+		for _, ch := range old.Chunks {
+			known[ch.CtHash] = true
+		}
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
+	}
+	f, err := os.Open(t.local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rec := &record{Type: typeFile, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
+	up := newUploader(ctx, c.be, 4)
+	var fallback error
+	sp := newSplitter(f)
+	defer sp.close()
+	for done := false; !done; {
+		var batch []piece
+		size := 0
+		for size < batchBytes {
+			data, err := sp.next()
+			if err == io.EOF {
+				done = true
+				break
+			}
+			if err != nil {
+				up.wait()
+				return fmt.Errorf("read: %w", err)
+			}
+			p := preparePiece(c.m, data, !c.opts.NoCompress)
+			batch = append(batch, p)
+			size += len(p.msg)
+			c.bytesDone(int64(p.plainLen))
+		}
+		keys, kerr := c.ks.derive(ctx, digestsOf(batch))
+		if kerr != nil {
+			if ctx.Err() != nil {
+				up.wait()
+				return ctx.Err()
+			}
+			fallback = kerr
+		}
+		for i, p := range batch {
+			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
+			if kerr != nil {
+				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
+			} else {
+				ref.Key = keys[i]
+			}
+			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
+			if err != nil {
+				up.wait()
+				return err
+			}
+			ref.CtHash = sha(ct)
+			rec.Chunks = append(rec.Chunks, ref)
+			rec.Size += uint64(p.plainLen)
+			if known[ref.CtHash] {
+				sum.add(func(s *Summary) { s.ChunksKept++ })
+				continue
+			}
+			known[ref.CtHash] = true
+			up.put(ref.CtHash, ct, sum)
+		}
+	}
+	if err := up.wait(); err != nil {
+		return err
+	}
+	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, rec)
+	if err != nil {
+		return err
+	}
+	sum.add(func(s *Summary) {
+		s.Files++
+		s.Bytes += int64(rec.Size)
+		s.Chunks += len(rec.Chunks)
+		s.BytesUploaded += n
+		if fallback != nil {
+			s.Fallback[reason(fallback)]++
+		}
+	})
+	return nil
+}
+
+func digestsOf(ps []piece) []mle.Digest {
+	ds := make([]mle.Digest, len(ps))
+	for i, p := range ps {
+		ds[i] = p.digest
+	}
+	return ds
+}
+
+// reason shortens a key derivation error for the summary.
+func reason(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// uploader sends chunk objects with bounded parallelism and remembers the first error.
+type uploader struct {
+	ctx context.Context
+	be  storage.Backend
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func newUploader(ctx context.Context, be storage.Backend, n int) *uploader {
+	return &uploader{ctx: ctx, be: be, sem: make(chan struct{}, n)}
+}
+
+func (u *uploader) put(h [32]byte, ct []byte, sum *Summary) {
+	u.sem <- struct{}{}
+	u.wg.Add(1)
+	go func() {
+		defer func() { <-u.sem; u.wg.Done() }()
+		dir, name := chunkLocation(h)
+		err := u.be.Put(u.ctx, dir, name, bytesReader(ct), int64(len(ct)))
+		if err != nil {
+			u.mu.Lock()
+			if u.err == nil {
+				u.err = fmt.Errorf("upload chunk: %w", err)
+			}
+			u.mu.Unlock()
+			return
+		}
+		sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
+	}()
+}
+
+func (u *uploader) wait() error {
+	u.wg.Wait()
+	return u.err
+}
+
+// unixMode converts Go's FileMode to stat(2) permission bits (with setuid/setgid/sticky).
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
+}
+
+func goMode(u uint32) fs.FileMode {
+	m := fs.FileMode(u & 0o777)
+	if u&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if u&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if u&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}

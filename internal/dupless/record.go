@@ -112,7 +112,9 @@ func unmarshalRecord(b []byte) (*record, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
-	r.Chunks = make([]chunkRef, n)
+	if n > 0 {
+		r.Chunks = make([]chunkRef, n)
+	}
 	var total uint64
 	for i := range r.Chunks {
 		c := &r.Chunks[i]
@@ -147,9 +149,15 @@ func recordAD(encPath string) []byte {
 
 // seal encrypts and authenticates the record for encPath.
 func (k *userKeys) sealRecord(r *record, encPath string) []byte {
+	var nonce [recordHeader - 1]byte
+	rand.Read(nonce[:])
+	return k.sealRecordNonce(r, encPath, nonce[:])
+}
+
+func (k *userKeys) sealRecordNonce(r *record, encPath string, nonce []byte) []byte {
 	out := make([]byte, recordHeader, recordHeader+len(r.Chunks)*chunkRefSize+64)
 	out[0] = recordVersion
-	rand.Read(out[1:recordHeader])
+	copy(out[1:], nonce)
 	return k.records.Seal(out, out[1:recordHeader], r.marshal(), recordAD(encPath))
 }
 

@@ -143,6 +143,9 @@ func (c *Client) DeriveKeysWith(ctx context.Context, keyID string, ds []mle.Dige
 
 func (c *Client) derive(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest) ([]mle.Key, error) {
 	keys := make([]mle.Key, 0, len(ds))
+	if len(ds) == 0 {
+		return keys, nil
+	}
 	c.tr.prepare(ctx)
 	step := max(1, min(c.opts.MaxBatch, c.tr.maxElements(pub.ElementSize(), pub.ProofSize())))
 	for i := 0; i < len(ds); i += step {

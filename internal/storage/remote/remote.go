@@ -1,0 +1,221 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+// Backend is one user's namespace on a veil storage service.
+type Backend struct {
+	base   *url.URL
+	user   string
+	secret string
+	client *http.Client
+}
+
+var _ storage.Backend = (*Backend)(nil)
+
+// New connects to the service at endpoint ("https://host:port", or "http://..." for a
+// service started with --insecure-http) as cred's user. For https the service's
+// certificate must chain to cred.CA when the credential carries one (the CA is pinned:
+// system roots are not consulted), else to the system roots.
+func New(endpoint string, cred api.Credential) (*Backend, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("remote: endpoint %q must be https://host:port or http://host:port", endpoint)
+	}
+	if _, err := cred.SecretBytes(); err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS13}
+	if cred.CA != "" {
+		if tc.RootCAs, err = cred.CAPool(); err != nil {
+			return nil, fmt.Errorf("remote: %w", err)
+		}
+	}
+	tr := &http.Transport{
+		TLSClientConfig:     tc,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		WriteBufferSize:     256 << 10,
+		ReadBufferSize:      256 << 10,
+		// HTTP/1.1: one stream per connection moves large objects fastest.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return &Backend{base: u, user: cred.User, secret: cred.Secret, client: &http.Client{Transport: tr}}, nil
+}
+
+// Close releases idle connections.
+func (b *Backend) Close() error {
+	b.client.CloseIdleConnections()
+	return nil
+}
+
+// url builds base + route + escaped path segments.
+func (b *Backend) url(route, path string, q url.Values) string {
+	var sb strings.Builder
+	sb.WriteString(b.base.String())
+	sb.WriteString("/" + api.Version + "/" + route + "/")
+	for i, seg := range strings.Split(path, "/") {
+		if i > 0 {
+			sb.WriteByte('/')
+		}
+		sb.WriteString(url.PathEscape(seg))
+	}
+	if len(q) > 0 {
+		sb.WriteString("?" + q.Encode())
+	}
+	return sb.String()
+}
+
+func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.ContentLength = size
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	req.SetBasicAuth(b.user, b.secret)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e api.Error
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(data, &e) != nil || e.Code == "" {
+			return nil, fmt.Errorf("store: HTTP %s", resp.Status)
+		}
+		return nil, e.AsError()
+	}
+	return resp, nil
+}
+
+// call does a request whose answer is empty or JSON decoded into out.
+func (b *Backend) call(ctx context.Context, method, u string, body []byte, out any) error {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	resp, err := b.do(ctx, method, u, r, int64(len(body)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(out); err != nil {
+		return fmt.Errorf("store: bad answer: %v", err)
+	}
+	return nil
+}
+
+func checkPath(dir, name string) error {
+	if err := storage.CheckDir(dir); err != nil {
+		return err
+	}
+	return storage.CheckName(name)
+}
+
+// Put uploads r. On a failing r the request is aborted and the service stores nothing.
+func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if err := checkPath(dir, name); err != nil {
+		return err
+	}
+	body := &trackReader{r: storage.ExactReader(r, size)}
+	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size)
+	if body.err != nil && !errors.Is(body.err, io.EOF) {
+		err = body.err // the reader's own failure explains the aborted request best
+	}
+	if err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil
+}
+
+type trackReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// Get downloads dir/name, checking it against the hash and integrity trailer the service
+// sends; a mismatch is storage.ErrIntegrity.
+func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	if err := checkPath(dir, name); err != nil {
+		return nil, err
+	}
+	resp, err := b.do(ctx, http.MethodGet, b.url("files", storage.Join(dir, name), nil), nil, 0)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
+	}
+	want, err := hex.DecodeString(resp.Header.Get(api.HeaderContentSHA256))
+	if err != nil || len(want) != sha256.Size {
+		resp.Body.Close()
+		return nil, fmt.Errorf("get %s: answer lacks a valid %s header: %w", storage.Join(dir, name), api.HeaderContentSHA256, storage.ErrIntegrity)
+	}
+	return &checkedBody{resp: resp, h: sha256.New(), want: want, what: storage.Join(dir, name)}, nil
+}
+
+type checkedBody struct {
+	resp *http.Response
+	h    hash.Hash
+	want []byte
+	what string
+	err  error
+}
+
+func (c *checkedBody) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.resp.Body.Read(p)
+	c.h.Write(p[:n])
+	if err == io.EOF {
+		if c.resp.Trailer.Get("Veil-Integrity") != "ok" || subtle.ConstantTimeCompare(c.h.Sum(nil), c.want) != 1 {
+			c.err = fmt.Errorf("get %s: service reports or body shows corrupt content: %w", c.what, storage.ErrIntegrity)
+			return n, c.err
+		}
+	}
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+func (c *checkedBody) Close() error { return c.resp.Body.Close() }

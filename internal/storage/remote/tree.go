@@ -1,0 +1,94 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+// Stat describes dir/name.
+func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
+	if err := checkPath(dir, name); err != nil {
+		return storage.Info{}, err
+	}
+	var e api.Entry
+	if err := b.call(ctx, http.MethodGet, b.url("stat", storage.Join(dir, name), nil), nil, &e); err != nil {
+		return storage.Info{}, fmt.Errorf("stat %s: %w", storage.Join(dir, name), err)
+	}
+	return e.Info(), nil
+}
+
+func infos(es []api.Entry) []storage.Info {
+	out := make([]storage.Info, len(es))
+	for i, e := range es {
+		out[i] = e.Info()
+	}
+	return out
+}
+
+// List returns the entries of dir.
+func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) {
+	if err := storage.CheckDir(dir); err != nil {
+		return nil, err
+	}
+	var es []api.Entry
+	if err := b.call(ctx, http.MethodGet, b.url("list", dir, nil), nil, &es); err != nil {
+		return nil, fmt.Errorf("list %q: %w", dir, err)
+	}
+	return infos(es), nil
+}
+
+// Search returns the entries named name in dir or below.
+func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info, error) {
+	if err := checkPath(dir, name); err != nil {
+		return nil, err
+	}
+	var es []api.Entry
+	if err := b.call(ctx, http.MethodGet, b.url("search", dir, url.Values{"name": {name}}), nil, &es); err != nil {
+		return nil, fmt.Errorf("search %q: %w", dir, err)
+	}
+	return infos(es), nil
+}
+
+// Delete removes a file or an empty directory.
+func (b *Backend) Delete(ctx context.Context, dir, name string) error {
+	if err := checkPath(dir, name); err != nil {
+		return err
+	}
+	if err := b.call(ctx, http.MethodDelete, b.url("files", storage.Join(dir, name), nil), nil, nil); err != nil {
+		return fmt.Errorf("delete %s: %w", storage.Join(dir, name), err)
+	}
+	return nil
+}
+
+// Create makes dir and its parents.
+func (b *Backend) Create(ctx context.Context, dir string) error {
+	if err := storage.CheckDir(dir); err != nil {
+		return err
+	}
+	if err := b.call(ctx, http.MethodPost, b.url("dirs", dir, nil), []byte{}, nil); err != nil {
+		return fmt.Errorf("create %q: %w", dir, err)
+	}
+	return nil
+}
+
+// Move renames a file or a directory tree.
+func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
+	if err := checkPath(srcDir, srcName); err != nil {
+		return err
+	}
+	if err := checkPath(dstDir, dstName); err != nil {
+		return err
+	}
+	body, _ := json.Marshal(api.MoveRequest{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})
+	u := b.base.String() + "/" + api.Version + "/move"
+	if err := b.call(ctx, http.MethodPost, u, body, nil); err != nil {
+		return fmt.Errorf("move %s to %s: %w", storage.Join(srcDir, srcName), storage.Join(dstDir, dstName), err)
+	}
+	return nil
+}

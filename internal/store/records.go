@@ -1,0 +1,156 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// On-disk record formats (docs/formats/store-records.md). All integers big-endian; every
+// record starts with a version byte.
+const recordVersion = 1
+
+// errRecord is a record that does not decode: metadata corruption, reported by fsck.
+var errRecord = errors.New("bad metadata record")
+
+const (
+	kindFile = 1
+	kindDir  = 2
+)
+
+// entry is the value of a namespace key: a file pointing at a blob, or a directory.
+type entry struct {
+	kind    byte
+	size    int64
+	modTime int64 // Unix nanoseconds
+	hash    [32]byte
+}
+
+const (
+	fileRecordLen = 1 + 1 + 8 + 8 + 32
+	dirRecordLen  = 1 + 1 + 8 + 8
+)
+
+func (e entry) isDir() bool { return e.kind == kindDir }
+
+func (e entry) marshal() []byte {
+	n := dirRecordLen
+	if e.kind == kindFile {
+		n = fileRecordLen
+	}
+	b := make([]byte, n)
+	b[0], b[1] = recordVersion, e.kind
+	binary.BigEndian.PutUint64(b[2:], uint64(e.size))
+	binary.BigEndian.PutUint64(b[10:], uint64(e.modTime))
+	if e.kind == kindFile {
+		copy(b[18:], e.hash[:])
+	}
+	return b
+}
+
+func parseEntry(b []byte) (entry, error) {
+	if len(b) < dirRecordLen || b[0] != recordVersion {
+		return entry{}, fmt.Errorf("%w: entry of %d bytes, version %v", errRecord, len(b), first(b))
+	}
+	e := entry{kind: b[1], size: int64(binary.BigEndian.Uint64(b[2:])), modTime: int64(binary.BigEndian.Uint64(b[10:]))}
+	switch {
+	case e.kind == kindFile && len(b) == fileRecordLen && e.size >= 0:
+		copy(e.hash[:], b[18:])
+	case e.kind == kindDir && len(b) == dirRecordLen && e.size == 0:
+	default:
+		return entry{}, fmt.Errorf("%w: entry kind %d, %d bytes, size %d", errRecord, e.kind, len(b), e.size)
+	}
+	return e, nil
+}
+
+// blobRec is the value of a blob's hash in the blobs bucket.
+type blobRec struct {
+	size int64
+	refs int64
+}
+
+const blobRecordLen = 1 + 8 + 8
+
+func (r blobRec) marshal() []byte {
+	b := make([]byte, blobRecordLen)
+	b[0] = recordVersion
+	binary.BigEndian.PutUint64(b[1:], uint64(r.size))
+	binary.BigEndian.PutUint64(b[9:], uint64(r.refs))
+	return b
+}
+
+func parseBlobRec(b []byte) (blobRec, error) {
+	if len(b) != blobRecordLen || b[0] != recordVersion {
+		return blobRec{}, fmt.Errorf("%w: blob record of %d bytes, version %v", errRecord, len(b), first(b))
+	}
+	r := blobRec{size: int64(binary.BigEndian.Uint64(b[1:])), refs: int64(binary.BigEndian.Uint64(b[9:]))}
+	if r.size < 0 || r.refs < 0 {
+		return blobRec{}, fmt.Errorf("%w: blob record size %d refs %d", errRecord, r.size, r.refs)
+	}
+	return r, nil
+}
+
+// userRec is the value of a user name in the users bucket.
+type userRec struct {
+	admin      bool
+	secretHash [32]byte // SHA-256 of the user's secret
+	quota      int64    // logical bytes allowed; 0 means no quota
+	used       int64    // logical bytes stored
+	created    int64    // Unix seconds
+}
+
+const userRecordLen = 1 + 1 + 32 + 8 + 8 + 8
+
+func (u userRec) marshal() []byte {
+	b := make([]byte, userRecordLen)
+	b[0] = recordVersion
+	if u.admin {
+		b[1] = 1
+	}
+	copy(b[2:], u.secretHash[:])
+	binary.BigEndian.PutUint64(b[34:], uint64(u.quota))
+	binary.BigEndian.PutUint64(b[42:], uint64(u.used))
+	binary.BigEndian.PutUint64(b[50:], uint64(u.created))
+	return b
+}
+
+func parseUserRec(b []byte) (userRec, error) {
+	if len(b) != userRecordLen || b[0] != recordVersion || b[1] > 1 {
+		return userRec{}, fmt.Errorf("%w: user record of %d bytes, version %v", errRecord, len(b), first(b))
+	}
+	u := userRec{admin: b[1] == 1}
+	copy(u.secretHash[:], b[2:34])
+	u.quota = int64(binary.BigEndian.Uint64(b[34:]))
+	u.used = int64(binary.BigEndian.Uint64(b[42:]))
+	u.created = int64(binary.BigEndian.Uint64(b[50:]))
+	if u.quota < 0 || u.used < 0 {
+		return userRec{}, fmt.Errorf("%w: user record quota %d used %d", errRecord, u.quota, u.used)
+	}
+	return u, nil
+}
+
+func first(b []byte) any {
+	if len(b) == 0 {
+		return "none"
+	}
+	return b[0]
+}
+
+// nsKey is the namespace key of dir/name: dir, a NUL, name. NUL never occurs in names, so
+// the direct children of dir are exactly the keys with prefix dir+"\x00", in name order.
+func nsKey(dir, name string) []byte {
+	k := make([]byte, 0, len(dir)+1+len(name))
+	k = append(k, dir...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+// splitKey is the inverse of nsKey.
+func splitKey(k []byte) (dir, name string, err error) {
+	for i, c := range k {
+		if c == 0 {
+			return string(k[:i]), string(k[i+1:]), nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: namespace key without separator", errRecord)
+}

@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
+)
+
+// Serve answers the HTTP API on ln until ctx is cancelled, then shuts down gracefully
+// (in-flight requests finish, up to 30 s). TLS with the generated certificate unless
+// Config.InsecureHTTP.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.cfg.InsecureHTTP {
+		tc, err := s.serverTLS()
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		ln = tls.NewListener(ln, tc)
+	}
+	if s.cfg.MaxConns > 0 {
+		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.RequestTimeout,
+		WriteTimeout:      s.cfg.RequestTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+	done := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done <- srv.Shutdown(sctx)
+	}()
+	s.cfg.Logger.Info("store serving", "addr", ln.Addr().String(), "tls", !s.cfg.InsecureHTTP)
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = <-done
+		s.cfg.Logger.Info("store stopped")
+	}
+	return err
+}
+
+// Handler returns the HTTP API (docs/formats/store-api.md).
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	metricsH := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	if s.cfg.PublicMetrics {
+		mux.Handle("GET /metrics", metricsH)
+	} else {
+		mux.Handle("GET /metrics", s.admin(metricsH.ServeHTTP))
+	}
+	mux.Handle("GET /v1/stats", s.admin(func(w http.ResponseWriter, r *http.Request) {
+		st, err := s.Stats()
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	}))
+	mux.Handle("PUT /v1/files/{path...}", s.user(s.handlePut))
+	mux.Handle("GET /v1/files/{path...}", s.user(s.handleGet))
+	mux.Handle("DELETE /v1/files/{path...}", s.user(s.handleDelete))
+	mux.Handle("GET /v1/stat/{path...}", s.user(s.handleStat))
+	mux.Handle("GET /v1/list/{path...}", s.user(s.handleList))
+	mux.Handle("GET /v1/search/{path...}", s.user(s.handleSearch))
+	mux.Handle("POST /v1/dirs/{path...}", s.user(s.handleCreate))
+	mux.Handle("POST /v1/move", s.user(s.handleMove))
+	return s.logRequests(mux)
+}
+
+type userHandler func(w http.ResponseWriter, r *http.Request, ns *Namespace)
+
+// user authenticates a namespace's owner (HTTP Basic: user name and secret).
+func (s *Service) user(h userHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, secret, _ := r.BasicAuth()
+		u, ok := s.users.authenticate(name, secret)
+		if !ok || u.admin {
+			s.unauthorized(w, r)
+			return
+		}
+		h(w, r, &Namespace{s: s, user: name})
+	})
+}
+
+// admin authenticates the administrator.
+func (s *Service) admin(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, secret, _ := r.BasicAuth()
+		if u, ok := s.users.authenticate(name, secret); !ok || !u.admin {
+			s.unauthorized(w, r)
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (s *Service) unauthorized(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="veil store"`)
+	s.writeErr(w, r, errUnauthorized)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Service) logRequests(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		lvl := s.cfg.Logger.Enabled(r.Context(), -4) // debug
+		if lvl || sw.status >= 500 {
+			s.cfg.Logger.Log(r.Context(), levelFor(sw.status), "request", "method", r.Method,
+				"path", r.URL.EscapedPath(), "status", sw.status, "dur", time.Since(start))
+		}
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

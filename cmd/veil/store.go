@@ -1,0 +1,396 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/veil-project/veil/internal/storage/open"
+	"github.com/veil-project/veil/internal/store"
+	"github.com/veil-project/veil/internal/store/storebench"
+)
+
+func init() {
+	register(newStoreCommand)
+	registerBench(newStoreBenchCommand)
+}
+
+func newStoreCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "store",
+		Short: "Run veil's deduplicating storage service",
+		Long: `store runs veil's own storage service: every user gets a private namespace (put, get,
+list, delete, search, create, move over HTTPS), and the service stores each distinct content
+once across all users. It hashes what it receives itself (SHA-256), so no user can fake a
+duplicate of someone else's content, and it never tells a client whether its upload was a
+duplicate.
+
+  veil store init --dir /srv/veil-store
+  veil store user add alice --dir /srv/veil-store --out alice.cred
+  veil store serve --dir /srv/veil-store --listen :7443
+  veil store stats --dir /srv/veil-store        # (with the server stopped)
+
+Clients reach it as veil://host:7443 with the credential file (VEIL_STORE_CREDENTIAL).`,
+	}
+	c.AddCommand(newStoreInitCommand(), newStoreUserCommand(), newStoreServeCommand(),
+		newStoreStatsCommand(), newStoreGCCommand(), newStoreFsckCommand())
+	return c
+}
+
+func dirFlag(c *cobra.Command, dir *string) {
+	c.Flags().StringVar(dir, "dir", "", "the store's data directory (required)")
+	c.MarkFlagRequired("dir")
+}
+
+func newStoreInitCommand() *cobra.Command {
+	var dir string
+	var hosts []string
+	c := &cobra.Command{
+		Use:   "init --dir DIR",
+		Short: "Create a store: database, TLS certificate, admin credential",
+		Long: `init creates a store in DIR: the metadata database, content folders, a self-signed CA and a
+server certificate (valid for localhost, 127.0.0.1, ::1, this host's name and every --host),
+and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
+
+  veil store init --dir /srv/veil-store --host store.example.org --host 10.0.0.5`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := store.Init(dir, hosts...); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized store in %s (admin credential: %s/%s)\n", dir, dir, store.AdminCredentialFile)
+			return nil
+		},
+	}
+	dirFlag(c, &dir)
+	c.Flags().StringSliceVar(&hosts, "host", nil, "extra DNS name or IP address for the server certificate (repeatable)")
+	return c
+}
+
+func newStoreUserCommand() *cobra.Command {
+	c := &cobra.Command{Use: "user", Short: "Add, list or remove users (with the server stopped)"}
+	var dir, out, endpoint, quota string
+	add := &cobra.Command{
+		Use:   "add NAME --dir DIR [--out FILE]",
+		Short: "Create a user and print (or write) their credential",
+		Long: `add creates a user with an empty namespace and prints their credential (JSON: user, secret,
+the store's CA certificate) or writes it to --out with mode 0600. The credential is the only
+copy of the secret: the store keeps just its hash.
+
+  veil store user add alice --dir /srv/veil-store --out alice.cred --endpoint https://store:7443
+  veil store user add bob --dir /srv/veil-store --quota 10GiB`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var opts []store.UserOption
+			if quota != "" {
+				n, err := parseBytes(quota)
+				if err != nil {
+					return fmt.Errorf("--quota: %w", err)
+				}
+				opts = append(opts, store.WithQuota(n))
+			}
+			cred, err := store.AddUser(dir, args[0], opts...)
+			if err != nil {
+				return err
+			}
+			cred.Endpoint = endpoint
+			if out == "" {
+				_, err = cmd.OutOrStdout().Write(cred.Marshal())
+				return err
+			}
+			return os.WriteFile(out, cred.Marshal(), 0o600)
+		},
+	}
+	dirFlag(add, &dir)
+	add.Flags().StringVar(&out, "out", "", "write the credential to this file (mode 0600) instead of stdout")
+	add.Flags().StringVar(&endpoint, "endpoint", "", "record the service's URL in the credential (https://host:port)")
+	add.Flags().StringVar(&quota, "quota", "", "limit the user's logical bytes (e.g. 500MiB, 10GiB)")
+	var jsonOut bool
+	list := &cobra.Command{
+		Use: "list --dir DIR", Short: "List users with their usage", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return store.With(dir, func(s *store.Service) error {
+				users, err := s.Users()
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if jsonOut {
+					return json.NewEncoder(w).Encode(users)
+				}
+				fmt.Fprintf(w, "%-20s %-6s %12s %12s  %s\n", "USER", "ADMIN", "USED", "QUOTA", "CREATED")
+				for _, u := range users {
+					q := "-"
+					if u.Quota > 0 {
+						q = human(u.Quota)
+					}
+					fmt.Fprintf(w, "%-20s %-6v %12s %12s  %s\n", u.Name, u.Admin, human(u.Used), q, u.Created.Format(time.RFC3339))
+				}
+				return nil
+			})
+		},
+	}
+	list.Flags().StringVar(&dir, "dir", "", "the store's data directory (required)")
+	list.MarkFlagRequired("dir")
+	list.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	remove := &cobra.Command{
+		Use:   "remove NAME --dir DIR",
+		Short: "Delete a user and all their names (content is reclaimed by gc)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return store.With(dir, func(s *store.Service) error { return s.RemoveUser(args[0]) })
+		},
+	}
+	remove.Flags().StringVar(&dir, "dir", "", "the store's data directory (required)")
+	remove.MarkFlagRequired("dir")
+	c.AddCommand(add, list, remove)
+	return c
+}
+
+func newStoreServeCommand() *cobra.Command {
+	var dir, listen, blobs, maxSize, logLevel string
+	var cfg store.Config
+	c := &cobra.Command{
+		Use:   "serve --dir DIR [--listen ADDR]",
+		Short: "Serve the store's HTTPS API",
+		Long: `serve answers the store API (docs/formats/store-api.md) over HTTPS with the certificate made
+by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is open;
+/v1/stats and /metrics need the admin credential (/metrics can be opened with
+--public-metrics). Content lives in DIR/blobs unless --blobs names an S3 bucket.
+
+  veil store serve --dir /srv/veil-store --listen :7443
+  veil store serve --dir D --blobs 's3://127.0.0.1:7070/veil-blobs?tls=0'   # keys from AWS_* env
+  veil store serve --dir D --listen 127.0.0.1:8080 --insecure-http        # loopback development`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.InsecureHTTP && !loopback(listen) {
+				return fmt.Errorf("--insecure-http is only allowed on a loopback address, not %q", listen)
+			}
+			n, err := parseBytes(maxSize)
+			if err != nil {
+				return fmt.Errorf("--max-object-size: %w", err)
+			}
+			cfg.MaxObjectSize = n
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			if blobs != "" {
+				if cfg.Blobs, err = open.Open(cmd.Context(), blobs, open.Credentials{}); err != nil {
+					return fmt.Errorf("--blobs: %w", err)
+				}
+			}
+			return store.Run(cmd.Context(), dir, listen, cfg, func(addr string) {
+				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", dir, addr)
+			})
+		},
+	}
+	dirFlag(c, &dir)
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7443", "address to listen on")
+	f.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "serve plain HTTP (loopback addresses only)")
+	f.StringVar(&blobs, "blobs", "", "keep content in this location instead of DIR/blobs (s3://host:port/bucket?tls=0)")
+	f.StringVar(&maxSize, "max-object-size", "5GiB", "largest object accepted")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Hour, "deadline for reading or writing one request")
+	f.IntVar(&cfg.MaxConns, "max-conns", 1024, "concurrent connections (0: unlimited)")
+	f.BoolVar(&cfg.PublicMetrics, "public-metrics", false, "serve /metrics without the admin credential")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
+	return c
+}
+
+func loopback(addr string) bool {
+	h := addr
+	if i := strings.LastIndex(addr, ":"); i >= 0 {
+		h = addr[:i]
+	}
+	h = strings.Trim(h, "[]")
+	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1"
+}
+
+func newStoreStatsCommand() *cobra.Command {
+	var dir string
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "stats --dir DIR",
+		Short: "Show logical vs physical bytes and the dedup ratio",
+		Long: `stats reads the store's totals (with the server stopped; a running server answers
+GET /v1/stats to the admin instead):
+
+  veil store stats --dir /srv/veil-store
+  curl --cacert D/tls/ca.pem -u admin:SECRET https://127.0.0.1:7443/v1/stats`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return store.With(dir, func(s *store.Service) error {
+				st, err := s.Stats()
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if jsonOut {
+					return json.NewEncoder(w).Encode(st)
+				}
+				fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
+					"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, human(st.LogicalBytes),
+					human(st.PhysicalBytes), st.Blobs, human(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
+				return nil
+			})
+		},
+	}
+	dirFlag(c, &dir)
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return c
+}
+
+func newStoreGCCommand() *cobra.Command {
+	var dir string
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "gc --dir DIR",
+		Short: "Reclaim unreferenced content and leftovers of crashes",
+		Long: `gc removes content no name references any more, content files left without a record by a
+crash, and stale upload files (with the server stopped).
+
+  veil store gc --dir /srv/veil-store`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return store.With(dir, func(s *store.Service) error {
+				rep, err := s.GC(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %d unreferenced blobs (%s), %d orphaned blobs, %d stale uploads\n",
+					rep.Blobs, human(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
+				return nil
+			})
+		},
+	}
+	dirFlag(c, &dir)
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return c
+}
+
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e exitError) Error() string { return e.msg }
+func (e exitError) ExitCode() int { return e.code }
+
+func newStoreFsckCommand() *cobra.Command {
+	var dir string
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "fsck --dir DIR",
+		Short: "Check every record and re-hash all content",
+		Long: `fsck checks the metadata (records, reference counts, per-user totals) and re-hashes every
+content file (with the server stopped). It exits 0 when clean and 3 when it found problems;
+leftovers of crashes are reported but are not problems (gc reclaims them).
+
+  veil store fsck --dir /srv/veil-store`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return store.With(dir, func(s *store.Service) error {
+				rep, err := s.Fsck(cmd.Context())
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if jsonOut {
+					json.NewEncoder(w).Encode(rep)
+				} else {
+					printFsck(w, rep)
+				}
+				if !rep.Clean() {
+					return exitError{fmt.Sprintf("fsck: %d problems", len(rep.Problems)), 3}
+				}
+				return nil
+			})
+		},
+	}
+	dirFlag(c, &dir)
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return c
+}
+
+func printFsck(w io.Writer, rep store.FsckReport) {
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "problem: %s\n", p)
+	}
+	state := "clean"
+	if !rep.Clean() {
+		state = fmt.Sprintf("%d problems", len(rep.Problems))
+	}
+	fmt.Fprintf(w, "%s: %d objects, %d blobs (%d unreferenced), %d orphaned blobs, %d stale uploads\n",
+		state, rep.Objects, rep.Blobs, rep.GarbageBlobs, rep.OrphanBlobs, rep.StaleUploads)
+}
+
+func newStoreBenchCommand() *cobra.Command {
+	var opts storebench.Options
+	c := &cobra.Command{
+		Use:   "store",
+		Short: "Put/get throughput of the store vs a plain disk copy and plain S3",
+		Long: `store measures, in one run on this machine, put and get throughput for 4 KiB, 1 MiB and
+64 MiB objects through the store's HTTPS API on loopback, against writing the same bytes to
+the same disk (write + fsync) and against plain S3 PUT/GET to a real versitygw started for the
+run (skipped with a note if versitygw is not installed), plus 4 KiB puts per second with 16
+concurrent clients.
+
+  veil bench store
+  veil bench store --json --seconds 5`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return storebench.Run(cmd.Context(), opts, cmd.OutOrStdout())
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object per line")
+	c.Flags().Float64Var(&opts.Seconds, "seconds", 2, "time spent on each measurement")
+	c.Flags().IntVar(&opts.Clients, "clients", 16, "concurrent clients for the small-object put rate")
+	c.Flags().StringVar(&opts.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
+	return c
+}
+
+// parseBytes reads "123", "10KiB", "5MiB", "2GiB", "1TiB" (also KB/MB/GB as powers of 1000).
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suf string
+		mul int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mul := int64(1)
+	num := strings.TrimSpace(s)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suf) {
+			num, mul = strings.TrimSpace(strings.TrimSuffix(num, u.suf)), u.mul
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(num, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != num {
+		return 0, fmt.Errorf("%q is not a size like 500MiB", s)
+	}
+	return n * mul, nil
+}
+
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -90,15 +90,6 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 	return cl, done, ui, err
 }
 
-// exitError carries an exit status: 3 when some files failed and the rest went through.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-func (e *exitError) ExitCode() int { return e.code }
-
 // report prints a transfer summary (text or JSON) and turns per-file failures into exit 3.
 func (o *clientFlags) report(verb string, s *dupless.Summary, err error) error {
 	if err != nil && s == nil {
@@ -122,7 +113,7 @@ func (o *clientFlags) report(verb string, s *dupless.Summary, err error) error {
 		return err
 	}
 	if perr != nil {
-		return &exitError{3, perr.Error()}
+		return exitError{perr.Error(), 3}
 	}
 	return nil
 }

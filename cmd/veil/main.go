@@ -44,6 +44,16 @@ Start with 'veil serve' for an all-in-one local deployment, or see README.md.`,
 	return root
 }
 
+// exitError carries an exit status other than 1; veil uses 3 for "some items failed,
+// the rest went through" (per-file errors, fsck problems).
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e exitError) Error() string { return e.msg }
+func (e exitError) ExitCode() int { return e.code }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)

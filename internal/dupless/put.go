@@ -55,6 +55,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		c.opts.Events.Total(len(tasks), total)
 	}
 	// Directories first (so empty ones exist), then everything else in parallel.
+	dirs := &dirCache{m: map[string]*dirEntries{}}
 	work := make(chan putTask)
 	var wg sync.WaitGroup
 	for range c.opts.Jobs {
@@ -62,7 +63,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		go func() {
 			defer wg.Done()
 			for t := range work {
-				err := c.putOne(ctx, t, sum)
+				err := c.putOne(ctx, t, sum, dirs)
 				if err != nil {
 					sum.addErr(t.local, err)
 				}
@@ -114,11 +115,11 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary) error {
 	return err
 }
 
-func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary) error {
+func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, dirs *dirCache) error {
 	mode := t.info.Mode()
 	switch {
 	case mode.IsRegular():
-		return c.putFile(ctx, t, sum)
+		return c.putFile(ctx, t, sum, dirs)
 	case mode&fs.ModeSymlink != 0:
 		target, err := os.Readlink(t.local)
 		if err != nil {
@@ -158,18 +159,22 @@ const batchBytes = 32 << 20
 // putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
 // its key record: the record is the commit point, so a crash never leaves a record that
 // points to missing content, and overwriting a file is atomic.
-func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary) error {
+func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dirCache) error {
 	encDir, encName, err := c.encFile(t.dest)
 	if err != nil {
 		return err
 	}
 	known := map[[32]byte]bool{} // chunks this file's previous version already stored
-	if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
-		for _, ch := range old.Chunks {
-			known[ch.CtHash] = true
+	if exists, err := dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
+		return err
+	} else if exists {
+		if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
+			for _, ch := range old.Chunks {
+				known[ch.CtHash] = true
+			}
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
 		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
 	}
 	f, err := os.Open(t.local)
 	if err != nil {
@@ -343,4 +348,39 @@ func fileKind(m fs.FileMode) string {
 		return "device"
 	}
 	return "special file"
+}
+
+// dirCache lists each destination directory once per run, so storing a new file costs no
+// request to look for a previous version.
+type dirCache struct {
+	mu sync.Mutex
+	m  map[string]*dirEntries
+}
+
+type dirEntries struct {
+	once  sync.Once
+	names map[string]bool
+	err   error
+}
+
+func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string) (bool, error) {
+	d.mu.Lock()
+	e := d.m[dir]
+	if e == nil {
+		e = &dirEntries{}
+		d.m[dir] = e
+	}
+	d.mu.Unlock()
+	e.once.Do(func() {
+		infos, err := be.List(ctx, dir)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			e.err = err
+			return
+		}
+		e.names = make(map[string]bool, len(infos))
+		for _, i := range infos {
+			e.names[i.Name] = true
+		}
+	})
+	return e.names[name], e.err
 }

@@ -54,4 +54,3 @@ func RateTable(rl RateLimit, unlimited float64) []RateRow {
 		{"offline (SHA-256, 1 MB..1 KB files)", "hash rate", 0, 0, "120-12,000"},
 	}
 }
-

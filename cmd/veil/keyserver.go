@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -116,11 +115,7 @@ Example:
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			b, err := keyserver.AddClient(dir, args[0], o)
-			if err != nil {
-				return err
-			}
-			return writeSecretFile(out, b)
+			return keyserver.AddClientFile(dir, args[0], out, o)
 		},
 	}
 	dirFlag(add.Flags(), &dir)
@@ -174,26 +169,6 @@ Example:
 	dirFlag(revoke.Flags(), &dir)
 	c.AddCommand(add, list, revoke)
 	return c
-}
-
-func writeSecretFile(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".veil-cred-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func newKSRotate() *cobra.Command {

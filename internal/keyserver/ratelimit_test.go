@@ -109,6 +109,12 @@ func TestLimiterModes(t *testing.T) {
 		}
 		r()
 	}
+	slept = 0
+	if r, err := l.admit(ctx, "other", 1); err != nil || slept != 10*time.Millisecond {
+		t.Fatalf("exp: another client starts at the first delay: %v %v", err, slept)
+	} else {
+		r()
+	}
 	now = now.Add(2 * time.Hour) // an idle epoch
 	slept = 0
 	r, _ := l.admit(ctx, "c", 1)

@@ -14,20 +14,23 @@ import (
 // and Serve returns only after it.
 func TestGracefulStopDrainsInFlight(t *testing.T) {
 	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{RateLimit: keyserver.RateLimit{
-		Mode: keyserver.ModeFixed, Delay: 400 * time.Millisecond}})
-	c := k.client(k.cred("alice"), "https", ksclient.Options{Retries: 1})
+		Mode: keyserver.ModeFixed, Delay: time.Second}})
+	c := k.client(k.cred("alice"), "https", ksclient.Options{Retries: 1, Timeout: 5 * time.Second})
+	if _, err := c.DeriveKeys(context.Background(), digestsN(1, "warm")); err != nil { // opens the connection
+		t.Fatal(err)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		_, err := c.DeriveKeys(context.Background(), digestsN(1, "drain"))
 		errc <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	t0 := time.Now()
 	k.stop()
 	if err := <-errc; err != nil {
 		t.Fatalf("in-flight query during shutdown: %v", err)
 	}
-	if d := time.Since(t0); d < 200*time.Millisecond {
+	if d := time.Since(t0); d < 500*time.Millisecond {
 		t.Fatalf("Serve returned after %v, before the in-flight query finished", d)
 	}
 	// After stopping nothing answers.

@@ -109,6 +109,15 @@ func AddClient(dir, name string, opts AddOptions) ([]byte, error) {
 	return out, nil
 }
 
+// AddClientFile is AddClient writing the credential atomically to path (mode 0600).
+func AddClientFile(dir, name, path string, opts AddOptions) error {
+	b, err := AddClient(dir, name, opts)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, b, 0o600)
+}
+
 // ListClients returns the registry in the order clients were added.
 func ListClients(dir string) ([]ClientInfo, error) {
 	if _, err := readMeta(dir); err != nil {

@@ -98,10 +98,7 @@ func Init(dir string, opts InitOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, fileCAKey), caIss.keyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, fileCACert), caIss.certPEM, 0o644); err != nil {
+	if err := writePair(dir, fileCACert, fileCAKey, caIss); err != nil {
 		return err
 	}
 	c, err := loadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
@@ -112,10 +109,7 @@ func Init(dir string, opts InitOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, fileSrvKey), srv.keyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, fileSrvCert), srv.certPEM, 0o644); err != nil {
+	if err := writePair(dir, fileSrvCert, fileSrvKey, srv); err != nil {
 		return err
 	}
 	if err := writeJSON(filepath.Join(dir, fileClients), &registry{Version: metaVersion}); err != nil {
@@ -124,6 +118,14 @@ func Init(dir string, opts InitOptions) error {
 	// ks.json last: its presence marks a complete directory.
 	return writeJSON(filepath.Join(dir, fileMeta), &meta{Version: metaVersion, Suite: suite.String(),
 		CurrentKey: key.ID().String(), Keys: []string{key.ID().String()}, URL: opts.URL, UDP: opts.UDP, Hosts: opts.Hosts})
+}
+
+// writePair writes a certificate (world-readable) and its private key (owner only).
+func writePair(dir, certFile, keyFile string, iss *issued) error {
+	if err := writeFileAtomic(filepath.Join(dir, keyFile), iss.keyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, certFile), iss.certPEM, 0o644)
 }
 
 func writeKey(dir string, k oprf.PrivateKey) error {

@@ -38,28 +38,34 @@ func encodeKey(k *ecdsa.PrivateKey) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// newCA creates the key server's private certificate authority.
+// newCA creates the key server's private certificate authority (self-signed).
 func newCA(validity time.Duration) (*issued, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	return sign(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "veil key server CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
+	}, nil, validity)
+}
+
+// sign gives tmpl a fresh P-256 key, serial and validity window and signs it with parent
+// (self-signed when parent is nil).
+func sign(tmpl *x509.Certificate, parent *ca, validity time.Duration) (*issued, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if tmpl.SerialNumber, err = newSerial(); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
+	parentCert, parentKey := tmpl, key
+	if parent != nil {
+		parentCert, parentKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parentCert, &key.PublicKey, parentKey)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +73,7 @@ func newCA(validity time.Duration) (*issued, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &issued{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), kp, serial}, nil
+	return &issued{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), kp, tmpl.SerialNumber}, nil
 }
 
 func loadCA(certPath, keyPath string) (*ca, error) {
@@ -102,21 +108,9 @@ func loadCA(certPath, keyPath string) (*ca, error) {
 // issue signs a leaf certificate: a server certificate for hosts, or a client
 // certificate for the client called name.
 func (c *ca) issue(name string, hosts []string, client bool, validity time.Duration) (*issued, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
+		Subject:  pkix.Name{CommonName: name},
+		KeyUsage: x509.KeyUsageDigitalSignature,
 	}
 	if client {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
@@ -130,13 +124,5 @@ func (c *ca) issue(name string, hosts []string, client bool, validity time.Durat
 			}
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		return nil, err
-	}
-	kp, err := encodeKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &issued{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), kp, serial}, nil
+	return sign(tmpl, c, validity)
 }

@@ -11,6 +11,7 @@ require (
 	github.com/restic/chunker v0.4.0
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/spf13/cobra v1.9.1
+	github.com/spf13/pflag v1.0.6
 	github.com/tink-crypto/tink-go/v2 v2.4.0
 	github.com/zeebo/blake3 v0.2.4
 	go.etcd.io/bbolt v1.4.0
@@ -40,7 +41,6 @@ require (
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/rs/xid v1.6.0 // indirect
-	github.com/spf13/pflag v1.0.6 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.5 // indirect
 )

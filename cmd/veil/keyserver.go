@@ -42,7 +42,7 @@ Give alice.ks.json to alice (it holds her client certificate and the pinned KS k
 	return c
 }
 
-func dirFlag(f *pflag.FlagSet, dir *string) {
+func ksDirFlag(f *pflag.FlagSet, dir *string) {
 	f.StringVar(dir, "dir", "", "key server directory (required)")
 }
 
@@ -84,7 +84,7 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	dirFlag(f, &dir)
+	ksDirFlag(f, &dir)
 	f.StringVar(&o.Suite, "suite", "ristretto255", "OPRF suite: ristretto255 or rsa")
 	f.IntVar(&o.RSABits, "rsa-bits", 2048, "RSA modulus size for --suite rsa (at least 2048)")
 	f.StringSliceVar(&o.Hosts, "host", nil, "host names/IPs for the server certificate (default 127.0.0.1,::1,localhost)")
@@ -118,7 +118,7 @@ Example:
 			return keyserver.AddClientFile(dir, args[0], out, o)
 		},
 	}
-	dirFlag(add.Flags(), &dir)
+	ksDirFlag(add.Flags(), &dir)
 	add.Flags().StringVar(&out, "out", "", "credential file to write (required)")
 	add.Flags().StringVar(&o.URL, "url", "", "HTTPS URL to record (default: the one given at init)")
 	add.Flags().StringVar(&o.UDP, "udp", "", "UDP address to record (default: the one given at init)")
@@ -152,7 +152,7 @@ Example:
 			return tw.Flush()
 		},
 	}
-	dirFlag(list.Flags(), &dir)
+	ksDirFlag(list.Flags(), &dir)
 	list.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 
 	revoke := &cobra.Command{
@@ -166,7 +166,7 @@ Example:
 			return keyserver.RevokeClient(dir, args[0])
 		},
 	}
-	dirFlag(revoke.Flags(), &dir)
+	ksDirFlag(revoke.Flags(), &dir)
 	c.AddCommand(add, list, revoke)
 	return c
 }
@@ -193,7 +193,7 @@ still be derived. A running server picks the change up within a second.`,
 			return nil
 		},
 	}
-	dirFlag(c.Flags(), &dir)
+	ksDirFlag(c.Flags(), &dir)
 	c.Flags().IntVar(&bits, "rsa-bits", 2048, "RSA modulus size (rsa suite)")
 	return c
 }
@@ -241,7 +241,7 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	dirFlag(f, &dir)
+	ksDirFlag(f, &dir)
 	f.StringVar(&cfg.HTTPSAddr, "https", "127.0.0.1:7443", "HTTPS listen address")
 	f.StringVar(&cfg.UDPAddr, "udp", "127.0.0.1:7444", "UDP listen address ('-' for none)")
 	rateFlags(f, &cfg.RateLimit)

@@ -164,13 +164,19 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 	if err != nil {
 		return err
 	}
-	known := map[[32]byte]bool{} // chunks this file's previous version already stored
+	// Chunks this file's previous version already stored: by ciphertext hash (not sent
+	// again) and by message hash (reused whole: no key request, no encryption).
+	known := map[[32]byte]bool{}
+	prev := map[mle.Digest]chunkRef{}
 	if exists, err := dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
 		return err
 	} else if exists {
 		if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
 			for _, ch := range old.Chunks {
 				known[ch.CtHash] = true
+				if ch.Flags&flagRandomKey == 0 || c.ks.kd == nil { // retry the KS for fallbacks
+					prev[ch.Digest] = ch
+				}
 			}
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
@@ -204,7 +210,13 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			size += len(p.msg)
 			c.bytesDone(int64(p.plainLen))
 		}
-		keys, kerr := c.ks.derive(ctx, digestsOf(batch))
+		var need []mle.Digest // digests with no reusable chunk from the previous version
+		for _, p := range batch {
+			if old, ok := prev[p.digest]; !ok || old.Flags&flagCompressed != p.flags&flagCompressed {
+				need = append(need, p.digest)
+			}
+		}
+		keys, kerr := c.ks.derive(ctx, need)
 		if kerr != nil {
 			if ctx.Err() != nil {
 				up.wait()
@@ -212,12 +224,18 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			}
 			fallback = kerr
 		}
-		for i, p := range batch {
+		for _, p := range batch {
+			if old, ok := prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
+				rec.Chunks = append(rec.Chunks, old)
+				rec.Size += uint64(p.plainLen)
+				sum.add(func(s *Summary) { s.ChunksKept++ })
+				continue
+			}
 			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
 			if kerr != nil {
 				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
 			} else {
-				ref.Key = keys[i]
+				ref.Key, keys = keys[0], keys[1:]
 			}
 			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
 			if err != nil {
@@ -252,14 +270,6 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 		}
 	})
 	return nil
-}
-
-func digestsOf(ps []piece) []mle.Digest {
-	ds := make([]mle.Digest, len(ps))
-	for i, p := range ps {
-		ds[i] = p.digest
-	}
-	return ds
 }
 
 // reason shortens a key derivation error for the summary.

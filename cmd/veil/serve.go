@@ -45,10 +45,14 @@ Examples:
 				}
 				fmt.Fprintf(os.Stderr, "invitation for %s: %s\n", u, path)
 			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			d, err := allinone.Start(cmd.Context(), dir, log)
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "veil serve: key server https://%s (udp %s), storage service veil://%s, data in %s\n",
 				got.KSAddr, got.KSUDP, got.StoreAddr, dir)
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			return allinone.Serve(cmd.Context(), dir, log)
+			return d.Wait()
 		},
 	}
 	c.PersistentFlags().StringVar(&dir, "dir", "veil-server", "data directory of the deployment")

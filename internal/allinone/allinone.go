@@ -114,37 +114,72 @@ func Stats(dir string) (store.Stats, error) {
 	return s.Stats()
 }
 
-// Serve runs both services until ctx is cancelled, then drains them.
-func Serve(ctx context.Context, dir string, log *slog.Logger) error {
+// Deployment is a running key server and storage service.
+type Deployment struct {
+	Config Config
+	cancel context.CancelFunc
+	errs   chan error
+}
+
+// Start opens both services and binds their listeners, so clients can connect as soon as
+// it returns; they serve until ctx is cancelled or Stop is called.
+func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	ks, err := keyserver.Open(ksDir(dir), keyserver.Config{HTTPSAddr: cfg.KSAddr, UDPAddr: cfg.KSUDP, Logger: log})
 	if err != nil {
-		return fmt.Errorf("key server: %w", err)
+		return nil, fmt.Errorf("key server: %w", err)
 	}
 	st, err := store.Open(storeDir(dir), store.Config{Logger: log})
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
-	defer st.Close()
 	ln, err := net.Listen("tcp", cfg.StoreAddr)
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		st.Close()
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, 2)
-	go func() { errs <- wrap("key server", ks.Serve(ctx)) }()
-	go func() { errs <- wrap("store", st.Serve(ctx, ln)) }()
-	first := <-errs
-	cancel()
-	second := <-errs
+	d := &Deployment{Config: cfg, cancel: cancel, errs: make(chan error, 2)}
+	go func() { d.errs <- wrap("key server", ks.Serve(ctx)) }()
+	go func() {
+		err := st.Serve(ctx, ln)
+		st.Close()
+		d.errs <- wrap("store", err)
+	}()
+	return d, nil
+}
+
+// Wait blocks until both services have stopped (one failing stops the other) and
+// returns the first error.
+func (d *Deployment) Wait() error {
+	first := <-d.errs
+	d.cancel()
+	second := <-d.errs
 	if first != nil {
 		return first
 	}
 	return second
+}
+
+// Stop shuts both services down gracefully and waits for them.
+func (d *Deployment) Stop() error {
+	d.cancel()
+	return d.Wait()
+}
+
+// Serve runs both services until ctx is cancelled, then drains them.
+func Serve(ctx context.Context, dir string, log *slog.Logger) error {
+	d, err := Start(ctx, dir, log)
+	if err != nil {
+		return err
+	}
+	return d.Wait()
 }
 
 func wrap(what string, err error) error {

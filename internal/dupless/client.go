@@ -37,6 +37,10 @@ type Events struct {
 	Total func(files int, bytes int64) // once, after the sources were scanned (put)
 	Bytes func(n int64)                // plaintext bytes processed
 	File  func(path string, err error) // a file, directory or link is done
+	// Phase reports time spent in one step of storing a file: "chunk" (read, chunk,
+	// compress, hash), "keys" (key server round trip), "encrypt", "upload" (chunk objects),
+	// "record" (the key record). For benchmarks (the paper's Fig. 5).
+	Phase func(phase string, d time.Duration)
 }
 
 // Client stores and retrieves files for one user on one storage service.
@@ -147,6 +151,15 @@ func (c *Client) event(path string, err error) {
 	if c.opts.Events.File != nil {
 		c.opts.Events.File(path, err)
 	}
+}
+
+// timer measures a phase when Events.Phase is set.
+func (c *Client) timer(phase string) func() {
+	if c.opts.Events.Phase == nil {
+		return func() {}
+	}
+	t := time.Now()
+	return func() { c.opts.Events.Phase(phase, time.Since(t)) }
 }
 
 func (c *Client) bytesDone(n int64) {

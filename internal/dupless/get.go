@@ -35,9 +35,27 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	start := time.Now()
 	sum := &Summary{}
 	src = cleanPath(src)
-	kind, err := c.kindOf(ctx, src)
-	if err != nil {
-		return sum, err
+	// A file is the common case: read its record straight away (one round trip), and look
+	// for a directory only if there is none.
+	var first *getTask
+	kind := typeDir
+	if src != "" {
+		encDir, encName, err := c.encFile(src)
+		if err != nil {
+			return sum, err
+		}
+		t := getTask{src: src, local: local, encDir: encDir, objName: encName + keySuffix}
+		rec, err := c.readRecord(ctx, encDir, t.objName)
+		switch {
+		case err == nil:
+			t.rec, kind, first = rec, typeFile, &t
+		case errors.Is(err, storage.ErrNotFound):
+			if kind, err = c.kindOf(ctx, src); err != nil {
+				return sum, err
+			}
+		default:
+			return sum, fmt.Errorf("%s: %w", src, err)
+		}
 	}
 	work := make(chan getTask)
 	var wg sync.WaitGroup
@@ -55,6 +73,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		}()
 	}
 	var dirs []getTask
+	var err error
 	if kind == typeDir {
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			close(work)
@@ -82,8 +101,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 			return nil
 		})
 	} else {
-		encDir, encName, _ := c.encFile(src)
-		work <- getTask{src: src, local: local, encDir: encDir, objName: encName + keySuffix}
+		work <- *first
 	}
 	close(work)
 	wg.Wait()
@@ -201,9 +219,12 @@ func (c *Client) restoreDir(ctx context.Context, t getTask) error {
 }
 
 func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary) error {
-	r, err := c.readRecord(ctx, t.encDir, t.objName)
-	if err != nil {
-		return err
+	r := t.rec
+	if r == nil {
+		var err error
+		if r, err = c.readRecord(ctx, t.encDir, t.objName); err != nil {
+			return err
+		}
 	}
 	if dir := filepath.Dir(t.local); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {

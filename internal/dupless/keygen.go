@@ -129,6 +129,16 @@ func (s *keySource) run(batch []*keyReq, n int) {
 	}
 }
 
+// keyID names the key server key new keys come from, if the deriver says ("" otherwise).
+func (s *keySource) keyID() string {
+	if k, ok := s.kd.(interface{ KeyID() string }); ok {
+		if id := k.KeyID(); len(id) <= 255 {
+			return id
+		}
+	}
+	return ""
+}
+
 // randomKey is the fail-safe key: conventional encryption, no dedup.
 func randomKey() mle.Key {
 	var k mle.Key

@@ -195,6 +195,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 	for done := false; !done; {
 		var batch []piece
 		size := 0
+		stop := c.timer("chunk")
 		for size < batchBytes {
 			data, err := sp.next()
 			if err == io.EOF {
@@ -210,13 +211,16 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			size += len(p.msg)
 			c.bytesDone(int64(p.plainLen))
 		}
+		stop()
 		var need []mle.Digest // digests with no reusable chunk from the previous version
 		for _, p := range batch {
 			if old, ok := prev[p.digest]; !ok || old.Flags&flagCompressed != p.flags&flagCompressed {
 				need = append(need, p.digest)
 			}
 		}
+		stop = c.timer("keys")
 		keys, kerr := c.ks.derive(ctx, need)
+		stop()
 		if kerr != nil {
 			if ctx.Err() != nil {
 				up.wait()
@@ -237,12 +241,14 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			} else {
 				ref.Key, keys = keys[0], keys[1:]
 			}
+			stop = c.timer("encrypt")
 			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
 			if err != nil {
 				up.wait()
 				return err
 			}
 			ref.CtHash = sha(ct)
+			stop()
 			rec.Chunks = append(rec.Chunks, ref)
 			rec.Size += uint64(p.plainLen)
 			if known[ref.CtHash] {
@@ -253,13 +259,20 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			up.put(ref.CtHash, ct, sum)
 		}
 	}
+	stop := c.timer("upload")
 	if err := up.wait(); err != nil {
 		return err
 	}
+	stop()
+	if fallback == nil {
+		rec.KeyID = c.ks.keyID()
+	}
+	stop = c.timer("record")
 	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, rec)
 	if err != nil {
 		return err
 	}
+	stop()
 	sum.add(func(s *Summary) {
 		s.Files++
 		s.Bytes += int64(rec.Size)

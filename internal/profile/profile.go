@@ -163,9 +163,9 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	be, err := openStorage(ctx, dir, cfg.Storage)
+	be, err := OpenStorage(ctx, dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("storage %s: %w", cfg.Storage, err)
+		return nil, nil, err
 	}
 	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger}
 	var ks *ksclient.Client
@@ -187,7 +187,14 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	}, nil
 }
 
-func openStorage(ctx context.Context, dir, location string) (storage.Backend, error) {
+// OpenStorage connects to the profile's storage service as the user, without encryption
+// (for benchmarks that compare with plain puts, and for diagnostics).
+func OpenStorage(ctx context.Context, dir string) (storage.Backend, error) {
+	cfg, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	location := cfg.Storage
 	var cred open.Credentials
 	if b, err := os.ReadFile(filepath.Join(dir, StoreCred)); err == nil {
 		var sc api.Credential
@@ -196,7 +203,11 @@ func openStorage(ctx context.Context, dir, location string) (storage.Backend, er
 		}
 		cred.Store = &sc
 	}
-	return open.Open(ctx, location, cred)
+	be, err := open.Open(ctx, location, cred)
+	if err != nil {
+		return nil, fmt.Errorf("storage %s: %w", location, err)
+	}
+	return be, nil
 }
 
 func openKS(dir string, cfg *Config, log *slog.Logger) (*ksclient.Client, error) {

@@ -353,3 +353,31 @@ func TestSpecialFilesAreReportedNotFatal(t *testing.T) {
 		t.Fatal("the good file was not stored")
 	}
 }
+
+// Copies of one file in a single run are derived, encrypted and sent once.
+func TestCopiesInOneRunSentOnce(t *testing.T) {
+	c := newClient(t, newBackend(t), mle.LocalKeys{})
+	dir := t.TempDir()
+	data := randBytes(6<<20, 11)
+	for i := range 4 {
+		write(t, filepath.Join(dir, "copy"+string(rune('a'+i))), data)
+	}
+	sum, err := c.Put(ctx, []string{dir}, "")
+	if err != nil || sum.Err() != nil {
+		t.Fatal(err, sum.Err())
+	}
+	perCopy := sum.Chunks / 4
+	if perCopy < 3 || sum.ChunksUploaded != perCopy || sum.ChunksKept != 3*perCopy {
+		t.Fatalf("4 copies of %d chunks: %d uploaded, %d kept", perCopy, sum.ChunksUploaded, sum.ChunksKept)
+	}
+	out := t.TempDir()
+	if s, err := c.Get(ctx, "", out); err != nil || s.Err() != nil {
+		t.Fatal(err, s.Err())
+	}
+	for i := range 4 {
+		got, _ := os.ReadFile(filepath.Join(out, filepath.Base(dir), "copy"+string(rune('a'+i))))
+		if !bytes.Equal(got, data) {
+			t.Fatalf("copy %d differs", i)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		c.opts.Events.Total(len(tasks), total)
 	}
 	// Directories first (so empty ones exist), then everything else in parallel.
-	dirs := &dirCache{m: map[string]*dirEntries{}}
+	run := newPutRun(c.be, sum)
 	work := make(chan putTask)
 	var wg sync.WaitGroup
 	for range c.opts.Jobs {
@@ -63,7 +63,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		go func() {
 			defer wg.Done()
 			for t := range work {
-				err := c.putOne(ctx, t, sum, dirs)
+				err := c.putOne(ctx, t, sum, run)
 				if err != nil {
 					sum.addErr(t.local, err)
 				}
@@ -115,11 +115,11 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary) error {
 	return err
 }
 
-func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, dirs *dirCache) error {
+func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
 	mode := t.info.Mode()
 	switch {
 	case mode.IsRegular():
-		return c.putFile(ctx, t, sum, dirs)
+		return c.putFile(ctx, t, sum, run)
 	case mode&fs.ModeSymlink != 0:
 		target, err := os.Readlink(t.local)
 		if err != nil {
@@ -159,21 +159,19 @@ const batchBytes = 32 << 20
 // putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
 // its key record: the record is the commit point, so a crash never leaves a record that
 // points to missing content, and overwriting a file is atomic.
-func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dirCache) error {
+func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
 	encDir, encName, err := c.encFile(t.dest)
 	if err != nil {
 		return err
 	}
-	// Chunks this file's previous version already stored: by ciphertext hash (not sent
-	// again) and by message hash (reused whole: no key request, no encryption).
-	known := map[[32]byte]bool{}
+	// Chunks this file's previous version already stored are reused whole (no key request,
+	// no encryption, no upload), as are chunks stored earlier in this run.
 	prev := map[mle.Digest]chunkRef{}
-	if exists, err := dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
+	if exists, err := run.dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
 		return err
 	} else if exists {
 		if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
 			for _, ch := range old.Chunks {
-				known[ch.CtHash] = true
 				if ch.Flags&flagRandomKey == 0 || c.ks.kd == nil { // retry the KS for fallbacks
 					prev[ch.Digest] = ch
 				}
@@ -182,13 +180,19 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
 		}
 	}
+	reuse := func(p piece) (chunkRef, *upload, bool) {
+		if old, ok := prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
+			return old, nil, true
+		}
+		return run.lookup(p)
+	}
 	f, err := os.Open(t.local)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	rec := &record{Type: typeFile, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
-	up := newUploader(ctx, c.be, 4)
+	var waits []*upload // uploads this file's record must not precede
 	var fallback error
 	sp := newSplitter(f)
 	defer sp.close()
@@ -203,7 +207,6 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 				break
 			}
 			if err != nil {
-				up.wait()
 				return fmt.Errorf("read: %w", err)
 			}
 			p := preparePiece(c.m, data, !c.opts.NoCompress)
@@ -212,9 +215,17 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			c.bytesDone(int64(p.plainLen))
 		}
 		stop()
-		var need []mle.Digest // digests with no reusable chunk from the previous version
-		for _, p := range batch {
-			if old, ok := prev[p.digest]; !ok || old.Flags&flagCompressed != p.flags&flagCompressed {
+		type reused struct {
+			ref chunkRef
+			up  *upload
+			ok  bool
+		}
+		decided := make([]reused, len(batch))
+		var need []mle.Digest // digests with no reusable chunk
+		for i, p := range batch {
+			ref, up, ok := reuse(p)
+			decided[i] = reused{ref, up, ok}
+			if !ok {
 				need = append(need, p.digest)
 			}
 		}
@@ -223,15 +234,17 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 		stop()
 		if kerr != nil {
 			if ctx.Err() != nil {
-				up.wait()
 				return ctx.Err()
 			}
 			fallback = kerr
 		}
-		for _, p := range batch {
-			if old, ok := prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
-				rec.Chunks = append(rec.Chunks, old)
+		for i, p := range batch {
+			if d := decided[i]; d.ok {
+				rec.Chunks = append(rec.Chunks, d.ref)
 				rec.Size += uint64(p.plainLen)
+				if d.up != nil {
+					waits = append(waits, d.up)
+				}
 				sum.add(func(s *Summary) { s.ChunksKept++ })
 				continue
 			}
@@ -244,24 +257,20 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, dirs *dir
 			stop = c.timer("encrypt")
 			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
 			if err != nil {
-				up.wait()
 				return err
 			}
 			ref.CtHash = sha(ct)
 			stop()
 			rec.Chunks = append(rec.Chunks, ref)
 			rec.Size += uint64(p.plainLen)
-			if known[ref.CtHash] {
-				sum.add(func(s *Summary) { s.ChunksKept++ })
-				continue
-			}
-			known[ref.CtHash] = true
-			up.put(ref.CtHash, ct, sum)
+			waits = append(waits, run.store(ctx, ref, ct))
 		}
 	}
 	stop := c.timer("upload")
-	if err := up.wait(); err != nil {
-		return err
+	for _, u := range waits {
+		if err := u.wait(); err != nil {
+			return err
+		}
 	}
 	stop()
 	if fallback == nil {
@@ -292,44 +301,6 @@ func reason(err error) string {
 		s = s[:117] + "..."
 	}
 	return s
-}
-
-// uploader sends chunk objects with bounded parallelism and remembers the first error.
-type uploader struct {
-	ctx context.Context
-	be  storage.Backend
-	sem chan struct{}
-	wg  sync.WaitGroup
-	mu  sync.Mutex
-	err error
-}
-
-func newUploader(ctx context.Context, be storage.Backend, n int) *uploader {
-	return &uploader{ctx: ctx, be: be, sem: make(chan struct{}, n)}
-}
-
-func (u *uploader) put(h [32]byte, ct []byte, sum *Summary) {
-	u.sem <- struct{}{}
-	u.wg.Add(1)
-	go func() {
-		defer func() { <-u.sem; u.wg.Done() }()
-		dir, name := chunkLocation(h)
-		err := u.be.Put(u.ctx, dir, name, bytesReader(ct), int64(len(ct)))
-		if err != nil {
-			u.mu.Lock()
-			if u.err == nil {
-				u.err = fmt.Errorf("upload chunk: %w", err)
-			}
-			u.mu.Unlock()
-			return
-		}
-		sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
-	}()
-}
-
-func (u *uploader) wait() error {
-	u.wg.Wait()
-	return u.err
 }
 
 // unixMode converts Go's FileMode to stat(2) permission bits (with setuid/setgid/sticky).
@@ -373,37 +344,3 @@ func fileKind(m fs.FileMode) string {
 	return "special file"
 }
 
-// dirCache lists each destination directory once per run, so storing a new file costs no
-// request to look for a previous version.
-type dirCache struct {
-	mu sync.Mutex
-	m  map[string]*dirEntries
-}
-
-type dirEntries struct {
-	once  sync.Once
-	names map[string]bool
-	err   error
-}
-
-func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string) (bool, error) {
-	d.mu.Lock()
-	e := d.m[dir]
-	if e == nil {
-		e = &dirEntries{}
-		d.m[dir] = e
-	}
-	d.mu.Unlock()
-	e.once.Do(func() {
-		infos, err := be.List(ctx, dir)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			e.err = err
-			return
-		}
-		e.names = make(map[string]bool, len(infos))
-		for _, i := range infos {
-			e.names[i.Name] = true
-		}
-	})
-	return e.names[name], e.err
-}

@@ -22,7 +22,7 @@ func init() {
 
 func newInitCommand() *cobra.Command {
 	var o clientFlags
-	var inviteFile, storageLoc, storeCred, ksCred, transport string
+	var inviteFile, storageLoc, storeCred, ksCred, transport, ksTimeout string
 	var noKS bool
 	c := &cobra.Command{
 		Use:   "init",
@@ -51,7 +51,7 @@ Examples:
   veil init --storage veil://store.example:7480 --store-credential me.cred --ks-credential ks.cred`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport}
+			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport, KSTimeout: ksTimeout}
 			var err error
 			if opts.Invite, err = readOptional(inviteFile); err != nil {
 				return err
@@ -84,6 +84,7 @@ Examples:
 	c.Flags().StringVar(&ksCred, "ks-credential", "", "key server credential file ('veil keyserver client add')")
 	c.Flags().StringVar(&transport, "ks-transport", "https", "key server transport: https or udp")
 	c.Flags().BoolVar(&noKS, "no-keyserver", false, "store without a key server: random keys, no deduplication")
+	c.Flags().StringVar(&ksTimeout, "ks-timeout", "", "wait this long for one key server answer (3 tries) before storing without dedup (default 2s; raise it for rate-limited delay modes)")
 	return c
 }
 

@@ -68,7 +68,8 @@ type InitOptions struct {
 	StoreCredRaw []byte // store credential file contents, for veil:// locations
 	KSCredRaw    []byte // key server credential file contents
 	NoKS         bool   // no key server: random keys, no dedup
-	Transport    string
+	Transport    string // key server transport: https (default) or udp
+	KSTimeout    string // per-attempt key server timeout, a Go duration ("" = default)
 }
 
 // Init creates a profile in dir with a fresh master key sealed under passphrase.
@@ -76,7 +77,15 @@ func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
 	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
 		return nil, fmt.Errorf("%s already holds a veil key; refusing to overwrite it (pick another --config)", dir)
 	}
-	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport}
+	if o.KSTimeout != "" {
+		if _, err := time.ParseDuration(o.KSTimeout); err != nil {
+			return nil, fmt.Errorf("key server timeout %q: %w", o.KSTimeout, err)
+		}
+	}
+	if o.Transport != "" && o.Transport != "https" && o.Transport != "udp" {
+		return nil, fmt.Errorf("key server transport %q: want https or udp", o.Transport)
+	}
+	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport, KSTimeout: o.KSTimeout}
 	storeCred, ksCred := o.StoreCredRaw, o.KSCredRaw
 	if o.Invite != nil {
 		inv, err := invite.Parse(o.Invite)

@@ -250,6 +250,8 @@ Examples:
 	f.Int64Var(&cfg.MaxBody, "max-body", 1<<20, "largest HTTPS request body in bytes")
 	f.IntVar(&cfg.MaxDatagram, "max-datagram", 8192, "largest UDP datagram in bytes")
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 100_000, "most open UDP sessions")
+	f.IntVar(&cfg.MaxClientSess, "max-client-sessions", 64, "most open UDP sessions per client")
+	f.IntVar(&cfg.MaxConns, "max-conns", 10_000, "most simultaneous HTTPS connections")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", time.Hour, "UDP session lifetime")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive idle timeout")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "graceful drain limit on SIGTERM")

@@ -73,6 +73,17 @@ func (c *Config) defaults() {
 	}
 }
 
+// longestDelay bounds the rate-limit delay of one request (a full batch at the largest delay).
+func (c *Config) longestDelay() time.Duration {
+	switch c.RateLimit.Mode {
+	case ModeFixed:
+		return time.Duration(c.MaxBatch) * c.RateLimit.Delay
+	case ModeExp:
+		return time.Duration(c.MaxBatch) * c.RateLimit.Max
+	}
+	return 0
+}
+
 func setDefault[T int | int64 | time.Duration](v *T, d T) {
 	if *v <= 0 {
 		*v = d
@@ -165,7 +176,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: cfg.ReadTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.ReadTimeout + cfg.RateLimit.Max + 30*time.Second,
+		WriteTimeout:      cfg.ReadTimeout + cfg.longestDelay() + 30*time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),

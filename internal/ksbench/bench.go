@@ -69,6 +69,7 @@ type runner struct {
 	mu   sync.Mutex
 	lat  []time.Duration
 	res  Result
+	span time.Duration // open-loop runs: the sending time, without the wait for stragglers
 }
 
 // Run executes one benchmark run until opts.Duration has passed or ctx ends.
@@ -129,7 +130,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.finish(time.Since(start))
+	d := time.Since(start)
+	if r.span > 0 {
+		d = r.span
+	}
+	r.finish(d)
 	return &r.res, nil
 }
 

@@ -115,11 +115,18 @@ Example:
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
+			if out == "-" {
+				b, err := keyserver.AddClient(dir, args[0], o)
+				if err == nil {
+					_, err = cmd.OutOrStdout().Write(b)
+				}
+				return err
+			}
 			return keyserver.AddClientFile(dir, args[0], out, o)
 		},
 	}
 	dirFlag(add.Flags(), &dir)
-	add.Flags().StringVar(&out, "out", "", "credential file to write (required)")
+	add.Flags().StringVar(&out, "out", "", "credential file to write, or - for stdout (required)")
 	add.Flags().StringVar(&o.URL, "url", "", "HTTPS URL to record (default: the one given at init)")
 	add.Flags().StringVar(&o.UDP, "udp", "", "UDP address to record (default: the one given at init)")
 	add.Flags().DurationVar(&o.Validity, "valid", 365*24*time.Hour, "certificate lifetime")

@@ -366,7 +366,7 @@ Examples:
 	}
 	f := c.Flags()
 	f.StringVar(&cred, "cred", "", "credential file from 'veil keyserver client add' (required)")
-	f.StringVar(&o.URL, "addr", "", "HTTPS URL override, e.g. https://127.0.0.1:7443")
+	f.StringVar(&o.URL, "addr", "", "key server HTTPS address override: host:port or https://host:port")
 	f.StringVar(&o.UDPAddr, "udp-addr", "", "UDP address override")
 	f.StringVar(&o.Transport, "transport", "https", "https or udp")
 	f.IntVar(&o.Batch, "batch", 1, "blinded inputs per request")

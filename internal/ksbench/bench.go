@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +97,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.URL == "" {
 		opts.URL = cred.URL
+	}
+	if !strings.Contains(opts.URL, "://") { // host:port
+		opts.URL = "https://" + opts.URL
 	}
 	if opts.UDPAddr == "" {
 		opts.UDPAddr = cred.UDP

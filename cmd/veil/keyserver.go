@@ -115,11 +115,18 @@ Example:
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
+			if out == "-" {
+				b, err := keyserver.AddClient(dir, args[0], o)
+				if err == nil {
+					_, err = cmd.OutOrStdout().Write(b)
+				}
+				return err
+			}
 			return keyserver.AddClientFile(dir, args[0], out, o)
 		},
 	}
 	ksDirFlag(add.Flags(), &dir)
-	add.Flags().StringVar(&out, "out", "", "credential file to write (required)")
+	add.Flags().StringVar(&out, "out", "", "credential file to write, or - for stdout (required)")
 	add.Flags().StringVar(&o.URL, "url", "", "HTTPS URL to record (default: the one given at init)")
 	add.Flags().StringVar(&o.UDP, "udp", "", "UDP address to record (default: the one given at init)")
 	add.Flags().DurationVar(&o.Validity, "valid", 365*24*time.Hour, "certificate lifetime")
@@ -250,6 +257,8 @@ Examples:
 	f.Int64Var(&cfg.MaxBody, "max-body", 1<<20, "largest HTTPS request body in bytes")
 	f.IntVar(&cfg.MaxDatagram, "max-datagram", 8192, "largest UDP datagram in bytes")
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 100_000, "most open UDP sessions")
+	f.IntVar(&cfg.MaxClientSess, "max-client-sessions", 64, "most open UDP sessions per client")
+	f.IntVar(&cfg.MaxConns, "max-conns", 10_000, "most simultaneous HTTPS connections")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", time.Hour, "UDP session lifetime")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive idle timeout")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "graceful drain limit on SIGTERM")
@@ -357,7 +366,7 @@ Examples:
 	}
 	f := c.Flags()
 	f.StringVar(&cred, "cred", "", "credential file from 'veil keyserver client add' (required)")
-	f.StringVar(&o.URL, "addr", "", "HTTPS URL override, e.g. https://127.0.0.1:7443")
+	f.StringVar(&o.URL, "addr", "", "key server HTTPS address override: host:port or https://host:port")
 	f.StringVar(&o.UDPAddr, "udp-addr", "", "UDP address override")
 	f.StringVar(&o.Transport, "transport", "https", "https or udp")
 	f.IntVar(&o.Batch, "batch", 1, "blinded inputs per request")

@@ -45,36 +45,50 @@ func readRegistry(dir string) (*registry, error) {
 // (kswire.Credential, JSON) holding everything the client needs. Names are unique, even
 // after revocation.
 func AddClient(dir, name string, opts AddOptions) ([]byte, error) {
+	var out []byte
+	err := addClient(dir, name, opts, func(b []byte) error { out = b; return nil })
+	return out, err
+}
+
+// AddClientFile is AddClient writing the credential atomically to path (mode 0600). The
+// client is registered only once the file is written.
+func AddClientFile(dir, name, path string, opts AddOptions) error {
+	return addClient(dir, name, opts, func(b []byte) error { return writeFileAtomic(path, b, 0o600) })
+}
+
+// addClient issues the credential, hands it to deliver, and registers the client only if
+// deliver succeeded.
+func addClient(dir, name string, opts AddOptions, deliver func([]byte) error) error {
 	if !validName.MatchString(name) {
-		return nil, fmt.Errorf("client name %q: use 1-64 letters, digits, '.', '_' or '-'", name)
+		return fmt.Errorf("client name %q: use 1-64 letters, digits, '.', '_' or '-'", name)
 	}
 	m, err := readMeta(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	reg, err := readRegistry(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, c := range reg.Clients {
 		if c.Name == name {
-			return nil, fmt.Errorf("%w: client %q", ErrExists, name)
+			return fmt.Errorf("%w: client %q", ErrExists, name)
 		}
 	}
 	r, err := loadRing(dir, m)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c, err := loadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if opts.Validity <= 0 {
 		opts.Validity = 365 * 24 * time.Hour
 	}
 	iss, err := c.issue(name, nil, true, opts.Validity)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cred := &kswire.Credential{Version: kswire.CredentialVersion, Name: name, Suite: m.Suite,
 		CurrentKey: m.CurrentKey, CAPEM: string(c.pem), CertPEM: string(iss.certPEM),
@@ -90,7 +104,7 @@ func AddClient(dir, name string, opts AddOptions) ([]byte, error) {
 			if kid.String() == id {
 				raw, err := k.Public().MarshalBinary()
 				if err != nil {
-					return nil, err
+					return err
 				}
 				cred.Keys = append(cred.Keys, kswire.CredKey{ID: id, Public: base64.StdEncoding.EncodeToString(raw)})
 			}
@@ -98,24 +112,15 @@ func AddClient(dir, name string, opts AddOptions) ([]byte, error) {
 	}
 	out, err := kswire.MarshalCredential(cred)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if err := deliver(out); err != nil {
+		return fmt.Errorf("write credential: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	reg.Clients = append(reg.Clients, ClientInfo{Name: name, Serial: iss.serial.Text(16), Added: now,
 		Expires: now.Add(opts.Validity)})
-	if err := writeJSON(filepath.Join(dir, fileClients), reg); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// AddClientFile is AddClient writing the credential atomically to path (mode 0600).
-func AddClientFile(dir, name, path string, opts AddOptions) error {
-	b, err := AddClient(dir, name, opts)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, b, 0o600)
+	return writeJSON(filepath.Join(dir, fileClients), reg)
 }
 
 // ListClients returns the registry in the order clients were added.

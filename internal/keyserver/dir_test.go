@@ -40,6 +40,12 @@ func TestDirLifecycle(t *testing.T) {
 	if p.URL != "https://ks.example:1" || p.UDP != defaultUDP || p.Name != "alice" || len(p.Keys) != 1 {
 		t.Fatalf("credential: %+v", p.Credential)
 	}
+	if err := AddClientFile(dir, "dev", os.DevNull, AddOptions{}); err == nil {
+		t.Fatal("credential written over /dev/null")
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null damaged: %v", err)
+	}
 	if _, err := AddClient(dir, "alice", AddOptions{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate name: %v", err)
 	}

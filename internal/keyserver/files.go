@@ -8,8 +8,12 @@ import (
 )
 
 // writeFileAtomic writes data to path through a temporary file, fsync and rename, so a
-// crash leaves either the old or the new content.
+// crash leaves either the old or the new content. It refuses to replace anything but a
+// regular file (renaming over /dev/null or a symlink would replace the device or the link).
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file", path)
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {

@@ -126,7 +126,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	rand.Read(g.MACKey[:])
 	if !s.sess.add(&session{client: client, key: g.MACKey, expiry: g.Expiry}, g.ID) {
 		s.refuse(w, "session", &evalError{http.StatusServiceUnavailable, 0, "too_many_sessions",
-			errors.New("too many open sessions")})
+			errors.New("too many open sessions (server or client limit); sessions expire after the session TTL")})
 		return
 	}
 	s.m.requests.WithLabelValues("session", "ok").Inc()

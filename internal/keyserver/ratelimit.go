@@ -116,10 +116,12 @@ func (l *limiter) admit(ctx context.Context, client string, n int) (release func
 		return noop, nil
 	}
 	var d time.Duration
+	ttl := time.Minute + time.Duration(n)*l.p.Max // exp: at most n delays of t_U
 	if l.p.Mode == ModeFixed {
 		d = time.Duration(n) * l.p.Delay
+		ttl = time.Minute + d
 	}
-	ok, err := l.st.Lock(ctx, client, d+l.p.Max+time.Minute)
+	ok, err := l.st.Lock(ctx, client, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit store: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // Config configures a running key server. Zero values take the documented defaults.
@@ -27,6 +29,8 @@ type Config struct {
 	MaxBody         int64         // largest HTTPS request body (default 1 MiB)
 	MaxDatagram     int           // largest UDP datagram read (default 8192)
 	MaxSessions     int           // open UDP sessions (default 100,000)
+	MaxClientSess   int           // open UDP sessions per client (default 64)
+	MaxConns        int           // simultaneous HTTPS connections (default 10,000)
 	SessionTTL      time.Duration // UDP session lifetime (default 1h)
 	ReadTimeout     time.Duration // HTTPS read timeout (default 10s)
 	IdleTimeout     time.Duration // keep-alive idle timeout (default 2m)
@@ -52,6 +56,8 @@ func (c *Config) defaults() {
 	setDefault(&c.MaxBody, 1<<20)
 	setDefault(&c.MaxDatagram, 8192)
 	setDefault(&c.MaxSessions, 100_000)
+	setDefault(&c.MaxClientSess, 64)
+	setDefault(&c.MaxConns, 10_000)
 	setDefault(&c.SessionTTL, time.Hour)
 	setDefault(&c.ReadTimeout, 10*time.Second)
 	setDefault(&c.IdleTimeout, 2*time.Minute)
@@ -65,6 +71,17 @@ func (c *Config) defaults() {
 	if c.testNow == nil {
 		c.testNow = time.Now
 	}
+}
+
+// longestDelay bounds the rate-limit delay of one request (a full batch at the largest delay).
+func (c *Config) longestDelay() time.Duration {
+	switch c.RateLimit.Mode {
+	case ModeFixed:
+		return time.Duration(c.MaxBatch) * c.RateLimit.Delay
+	case ModeExp:
+		return time.Duration(c.MaxBatch) * c.RateLimit.Max
+	}
+	return 0
 }
 
 func setDefault[T int | int64 | time.Duration](v *T, d T) {
@@ -128,7 +145,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("open rate-limit store: %w", err)
 	}
 	s.lim = &limiter{p: cfg.RateLimit, st: st, now: cfg.testNow, sleep: sleepCtx}
-	s.sess.init(cfg.MaxSessions)
+	s.sess.init(cfg.MaxSessions, cfg.MaxClientSess)
 	tlsCfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientCAs:    pool,
@@ -140,6 +157,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
+	s.tcp = netutil.LimitListener(s.tcp, cfg.MaxConns)
 	if cfg.UDPAddr != "" {
 		ua, err := net.ResolveUDPAddr("udp", cfg.UDPAddr)
 		if err == nil {
@@ -158,7 +176,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: cfg.ReadTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.ReadTimeout + cfg.RateLimit.Max + 30*time.Second,
+		WriteTimeout:      cfg.ReadTimeout + cfg.longestDelay() + 30*time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),

@@ -22,20 +22,25 @@ type session struct {
 }
 
 type sessions struct {
-	mu  sync.RWMutex
-	m   map[[kswire.SessionIDSize]byte]*session
-	max int
+	mu        sync.RWMutex
+	m         map[[kswire.SessionIDSize]byte]*session
+	perClient map[string]int
+	max, per  int
 }
 
-func (ss *sessions) init(max int) { ss.m, ss.max = map[[kswire.SessionIDSize]byte]*session{}, max }
+func (ss *sessions) init(max, per int) {
+	ss.m, ss.perClient, ss.max, ss.per = map[[kswire.SessionIDSize]byte]*session{}, map[string]int{}, max, per
+}
 
+// add registers a session unless the server or the client is at its session limit.
 func (ss *sessions) add(s *session, id [kswire.SessionIDSize]byte) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.m) >= ss.max {
+	if len(ss.m) >= ss.max || ss.perClient[s.client] >= ss.per {
 		return false
 	}
 	ss.m[id] = s
+	ss.perClient[s.client]++
 	return true
 }
 
@@ -57,6 +62,9 @@ func (ss *sessions) prune(now time.Time) {
 	for id, s := range ss.m {
 		if now.After(s.expiry) {
 			delete(ss.m, id)
+			if ss.perClient[s.client]--; ss.perClient[s.client] <= 0 {
+				delete(ss.perClient, s.client)
+			}
 		}
 	}
 }
@@ -141,7 +149,7 @@ func (s *Server) accept(b []byte) (*session, *kswire.Datagram, bool) {
 
 // answer evaluates one authenticated request and sends the reply (or drops it).
 func (s *Server) answer(out []byte, sess *session, id [kswire.SessionIDSize]byte, seq uint64, body []byte, to netip.AddrPort) []byte {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RateLimit.Max+s.cfg.ReadTimeout+time.Duration(s.cfg.MaxBatch)*s.cfg.RateLimit.Delay)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReadTimeout+s.cfg.longestDelay())
 	defer cancel()
 	resp, e := s.evaluate(ctx, sess.client, "udp", body)
 	d := &kswire.Datagram{Type: kswire.TypeResponse, Session: id, Seq: seq, Body: resp}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,7 @@ type runner struct {
 	mu   sync.Mutex
 	lat  []time.Duration
 	res  Result
+	span time.Duration // open-loop runs: the sending time, without the wait for stragglers
 }
 
 // Run executes one benchmark run until opts.Duration has passed or ctx ends.
@@ -95,6 +97,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.URL == "" {
 		opts.URL = cred.URL
+	}
+	if !strings.Contains(opts.URL, "://") { // host:port
+		opts.URL = "https://" + opts.URL
 	}
 	if opts.UDPAddr == "" {
 		opts.UDPAddr = cred.UDP
@@ -129,7 +134,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.finish(time.Since(start))
+	d := time.Since(start)
+	if r.span > 0 {
+		d = r.span
+	}
+	r.finish(d)
 	return &r.res, nil
 }
 

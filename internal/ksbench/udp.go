@@ -157,6 +157,7 @@ func (r *runner) runUDPRate(ctx context.Context) error {
 		}
 		time.Sleep(500 * time.Microsecond)
 	}
+	r.span = time.Since(start)
 	time.Sleep(r.o.Timeout) // stragglers
 	s.conn.Close()
 	<-done

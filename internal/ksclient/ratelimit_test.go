@@ -181,7 +181,32 @@ func TestExponentialDelay(t *testing.T) {
 			refused++
 		}
 	}
-	if refused != 1 {
-		t.Fatalf("alice's two concurrent queries under exp delay: %v", errs)
+	if refused != 1 || errs[1] != nil {
+		t.Fatalf("alice's two concurrent queries under exp delay, alice2 beside them: %v", errs)
+	}
+}
+
+// The delay modes' one-query-in-flight rule holds across replicas sharing Redis.
+func TestInFlightSharedThroughRedis(t *testing.T) {
+	url := testutil.StartRedis(t)
+	dir := initDir(t, "ristretto255")
+	for _, rl := range []keyserver.RateLimit{
+		{Mode: keyserver.ModeFixed, Delay: 300 * time.Millisecond},
+		{Mode: keyserver.ModeExp, Start: 300 * time.Millisecond, Max: time.Second, Epoch: time.Hour},
+	} {
+		a := startKS(t, dir, keyserver.Config{RateLimit: rl, RateLimitStore: url})
+		b := startKS(t, dir, keyserver.Config{RateLimit: rl, RateLimitStore: url})
+		alice := a.cred("alice-" + rl.Mode)
+		o := ksclient.Options{Timeout: 5 * time.Second, Retries: 1}
+		ca, cb := a.client(alice, "https", o), b.client(alice, "https", o)
+		for _, c := range []*ksclient.Client{ca, cb} { // connections first
+			if _, err := c.DeriveKeys(context.Background(), digestsN(1, "warm")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errs, _ := race(t, []*ksclient.Client{ca, cb}, 2)
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("%s: alice on two replicas at once: %v, %v; want exactly one refused", rl.Mode, errs[0], errs[1])
+		}
 	}
 }

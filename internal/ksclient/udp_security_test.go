@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,19 +23,39 @@ import (
 // openSession opens a UDP session by hand, as the client library would.
 func openSession(t *testing.T, k *ks, p *kswire.Parsed) *kswire.Grant {
 	t.Helper()
+	g, err := tryOpenSession(k, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func tryOpenSession(k *ks, p *kswire.Parsed) (*kswire.Grant, error) {
 	cfg := &tls.Config{Certificates: []tls.Certificate{p.Cert}, RootCAs: p.CAs, ServerName: "127.0.0.1"}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 	resp, err := hc.Post("https://"+k.srv.Addr()+"/v1/session", "application/octet-stream", nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	g, err := kswire.ParseGrant(b)
 	if err != nil {
-		t.Fatalf("grant (%d %s): %v", resp.StatusCode, b, err)
+		return nil, fmt.Errorf("grant (%d %s): %w", resp.StatusCode, b, err)
 	}
-	return g
+	return g, nil
+}
+
+// One client cannot exhaust the server's sessions.
+func TestSessionsPerClientLimited(t *testing.T) {
+	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{MaxClientSess: 2})
+	a, b := parsedCred(t, k, "alice"), parsedCred(t, k, "bob")
+	openSession(t, k, a)
+	openSession(t, k, a)
+	if _, err := tryOpenSession(k, a); err == nil {
+		t.Fatal("third session of one client granted")
+	}
+	openSession(t, k, b)
 }
 
 func request(t *testing.T, p *kswire.Parsed) []byte {

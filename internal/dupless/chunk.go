@@ -3,6 +3,7 @@ package dupless
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -24,11 +25,12 @@ const (
 )
 
 // zstd at a fixed level and settings so that the same chunk always compresses to the same
-// bytes (required for dedup). Changing any of these changes every ciphertext: treat it as
-// a format change.
+// bytes (required for dedup). Changing the level or the options that shape the frame
+// changes every ciphertext: treat it as a format change. (Encoder concurrency only says how
+// many EncodeAll calls may run at once; each output is the same.)
 var (
 	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxChunk+1<<20))
 )
 

@@ -51,6 +51,9 @@ type Client struct {
 	m    *mle.MLE
 	opts Options
 	log  *slog.Logger
+
+	ownerOnce sync.Once
+	ownerErr  error
 }
 
 // New returns a client for the user holding master, storing on be.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,12 +259,13 @@ func TestCrossUserDedup(t *testing.T) {
 	}
 }
 
+// chunkFiles lists a backend's chunk objects as "name:size:sha256 of the bytes".
 func chunkFiles(t *testing.T, be *local.Backend) []string {
 	var out []string
 	filepath.Walk(filepath.Join(be.Root(), ".veil", "chunks"), func(p string, fi fs.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
 			b, _ := os.ReadFile(p)
-			out = append(out, fi.Name()+":"+string(rune(len(b))))
+			out = append(out, fmt.Sprintf("%s:%d:%x", fi.Name(), len(b), sha(b)))
 		}
 		return nil
 	})
@@ -354,9 +357,18 @@ func TestSpecialFilesAreReportedNotFatal(t *testing.T) {
 	}
 }
 
+// countingKS is plain MLE key derivation that counts the digests it is asked for.
+type countingKS struct{ n atomic.Int64 }
+
+func (k *countingKS) DeriveKeys(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
+	k.n.Add(int64(len(ds)))
+	return mle.LocalKeys{}.DeriveKeys(ctx, ds)
+}
+
 // Copies of one file in a single run are derived, encrypted and sent once.
 func TestCopiesInOneRunSentOnce(t *testing.T) {
-	c := newClient(t, newBackend(t), mle.LocalKeys{})
+	ks := &countingKS{}
+	c := newClient(t, newBackend(t), ks)
 	dir := t.TempDir()
 	data := randBytes(6<<20, 11)
 	for i := range 4 {
@@ -369,6 +381,18 @@ func TestCopiesInOneRunSentOnce(t *testing.T) {
 	perCopy := sum.Chunks / 4
 	if perCopy < 3 || sum.ChunksUploaded != perCopy || sum.ChunksKept != 3*perCopy {
 		t.Fatalf("4 copies of %d chunks: %d uploaded, %d kept", perCopy, sum.ChunksUploaded, sum.ChunksKept)
+	}
+	if n := ks.n.Load(); n != int64(perCopy) {
+		t.Fatalf("%d digests sent to the key server for %d distinct chunks", n, perCopy)
+	}
+	// A file of one repeated block asks for its key once.
+	ks.n.Store(0)
+	write(t, filepath.Join(dir, "zeros"), make([]byte, 16<<20))
+	if _, err := c.Put(ctx, []string{filepath.Join(dir, "zeros")}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := ks.n.Load(); n != 1 {
+		t.Fatalf("16 MiB of zeros: %d digests sent, want 1", n)
 	}
 	out := t.TempDir()
 	if s, err := c.Get(ctx, "", out); err != nil || s.Err() != nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +24,22 @@ var ErrIntegrity = errors.New("integrity check failed")
 
 type getTask struct {
 	src, local string
+	root       string // the destination the user named: nothing below it is a symlink we follow
 	rec        *record
 	encDir     string
 	objName    string
+}
+
+// links are symlinks to create after every file and directory exists, so no file is ever
+// written through a link restored in the same run.
+type links struct {
+	mu sync.Mutex
+	l  []linkTask
+}
+
+type linkTask struct {
+	t getTask
+	r *record
 }
 
 // Get retrieves src (a file, symlink or directory, recursively; "" is everything) into
@@ -44,7 +59,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		if err != nil {
 			return sum, err
 		}
-		t := getTask{src: src, local: local, encDir: encDir, objName: encName + keySuffix}
+		t := getTask{src: src, local: local, root: filepath.Dir(local), encDir: encDir, objName: encName + keySuffix}
 		rec, err := c.readRecord(ctx, encDir, t.objName)
 		switch {
 		case err == nil:
@@ -59,12 +74,13 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	}
 	work := make(chan getTask)
 	var wg sync.WaitGroup
+	ls := &links{}
 	for range c.opts.Jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for t := range work {
-				err := c.getOne(ctx, t, sum)
+				err := c.getOne(ctx, t, sum, ls)
 				if err != nil {
 					sum.addErr(t.src, err)
 				}
@@ -82,13 +98,15 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		}
 		if src != "" {
 			enc, _ := c.keys.encPath(src)
-			dirs = append(dirs, getTask{src: src, local: local, encDir: enc, objName: dirMetaName})
+			dirs = append(dirs, getTask{src: src, local: local, root: local, encDir: enc, objName: dirMetaName})
 		}
-		err = c.walk(ctx, src, func(rel string, isDir bool, encDir, objName string) error {
-			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), encDir: encDir, objName: objName}
+		err = c.walk(ctx, src, false, func(rel string, isDir bool, encDir, objName string) error {
+			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), root: local, encDir: encDir, objName: objName}
 			if isDir {
-				if err := os.MkdirAll(t.local, 0o700); err != nil {
-					return err
+				if err := safeDir(t.root, t.local); err != nil {
+					sum.addErr(t.src, err) // and each file below it fails the same check
+					c.event(t.src, err)
+					return nil
 				}
 				dirs = append(dirs, t)
 				return nil
@@ -105,6 +123,15 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	}
 	close(work)
 	wg.Wait()
+	for _, l := range ls.l {
+		err := c.restoreLink(l.t, l.r)
+		if err != nil {
+			sum.addErr(l.t.src, err)
+		} else {
+			sum.add(func(s *Summary) { s.Symlinks++ })
+		}
+		c.event(l.t.src, err)
+	}
 	// Directory modes and times last, deepest first, so writing files does not undo them.
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if err := c.restoreDir(ctx, dirs[i]); err != nil {
@@ -141,9 +168,14 @@ func (c *Client) kindOf(ctx context.Context, path string) (int, error) {
 	return 0, fmt.Errorf("%s: %w", path, storage.ErrNotFound)
 }
 
+// errForeignEntry stops a strict walk at an entry this key cannot decrypt.
+var errForeignEntry = errors.New("entry not encrypted under this key")
+
 // walk visits every file and directory below the plain path dir (not dir itself), parents
-// before children, calling fn with the path relative to dir.
-func (c *Client) walk(ctx context.Context, dir string, fn func(rel string, isDir bool, encDir, objName string) error) error {
+// before children, calling fn with the path relative to dir. Entries this key cannot
+// decrypt are skipped with a warning, or, with strict (for commands that delete), stop the
+// walk: never delete or prune what you cannot see.
+func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel string, isDir bool, encDir, objName string) error) error {
 	encDir, err := c.keys.encPath(dir)
 	if err != nil {
 		return err
@@ -160,6 +192,9 @@ func (c *Client) walk(ctx context.Context, dir string, fn func(rel string, isDir
 			}
 			plain, isDir, err := c.plainName(e)
 			if err != nil {
+				if strict {
+					return fmt.Errorf("%w: %s", errForeignEntry, storage.Join(encDir, e.Name))
+				}
 				c.log.Warn("skipping an entry that is not this user's", "dir", encDir, "name", e.Name)
 				continue
 			}
@@ -218,7 +253,7 @@ func (c *Client) restoreDir(ctx context.Context, t getTask) error {
 	return os.Chtimes(t.local, mt, mt)
 }
 
-func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary) error {
+func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary, ls *links) error {
 	r := t.rec
 	if r == nil {
 		var err error
@@ -226,21 +261,14 @@ func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary) error {
 			return err
 		}
 	}
-	if dir := filepath.Dir(t.local); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-	}
 	if r.Type == typeSymlink {
-		tmp := t.local + ".veil-tmp-link"
-		os.Remove(tmp)
-		if err := os.Symlink(r.Target, tmp); err != nil {
-			return err
-		}
-		ts := unix.NsecToTimespec(r.MTime)
-		_ = unix.UtimesNanoAt(unix.AT_FDCWD, tmp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW) // best effort
-		sum.add(func(s *Summary) { s.Symlinks++ })
-		return os.Rename(tmp, t.local)
+		ls.mu.Lock()
+		ls.l = append(ls.l, linkTask{t, r})
+		ls.mu.Unlock()
+		return nil
+	}
+	if err := safeDir(t.root, filepath.Dir(t.local)); err != nil {
+		return err
 	}
 	if r.Type != typeFile {
 		return fmt.Errorf("%w: record type %d where a file was expected", ErrRecord, r.Type)
@@ -280,6 +308,58 @@ func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary) error {
 	return nil
 }
 
+func (c *Client) restoreLink(t getTask, r *record) error {
+	if err := safeDir(t.root, filepath.Dir(t.local)); err != nil {
+		return err
+	}
+	tmp := t.local + ".veil-tmp-link"
+	os.Remove(tmp)
+	if err := os.Symlink(r.Target, tmp); err != nil {
+		return err
+	}
+	ts := unix.NsecToTimespec(r.MTime)
+	_ = unix.UtimesNanoAt(unix.AT_FDCWD, tmp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW) // best effort
+	if err := os.Rename(tmp, t.local); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// safeDir makes sure dir exists below root without following a symlink on the way: every
+// component under root must be a real directory (created if missing). root itself is the
+// user's choice and may be a link.
+func safeDir(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("%s is outside %s", dir, root)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	p := root
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		if c == "." || c == "" {
+			continue
+		}
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("refusing to write through the symlink %s", p)
+		case !fi.IsDir():
+			return fmt.Errorf("%s exists and is not a directory", p)
+		}
+	}
+	return nil
+}
+
 // fetchChunks downloads and verifies a file's chunks, a few at a time, writing them in order.
 func (c *Client) fetchChunks(ctx context.Context, r *record, w io.Writer) error {
 	const ahead = 4
@@ -311,7 +391,12 @@ func (c *Client) fetchChunks(ctx context.Context, r *record, w io.Writer) error 
 		}
 	}()
 	for i := range r.Chunks {
-		res := <-results[i]
+		var res result
+		select {
+		case res = <-results[i]:
+		case <-ctx.Done(): // the dispatcher stops launching; do not wait for what it never sent
+			return ctx.Err()
+		}
 		<-sem
 		if res.err != nil {
 			return res.err

@@ -16,7 +16,9 @@ import (
 // flight). When derivation fails the caller falls back to a random key; after a failure the
 // key server is left alone for retryAfter, so a dead KS costs one timeout, not one per chunk.
 type keySource struct {
-	kd         mle.KeyDeriver // nil: no key server configured
+	kd         mle.KeyDeriver  // nil: no key server configured
+	ctx        context.Context // batches run under it: one caller's cancel never fails the others
+	cancel     context.CancelFunc
 	maxBatch   int
 	retryAfter time.Duration
 
@@ -30,7 +32,6 @@ type keySource struct {
 }
 
 type keyReq struct {
-	ctx     context.Context
 	digests []mle.Digest
 	keys    []mle.Key
 	err     error
@@ -44,7 +45,8 @@ func newKeySource(kd mle.KeyDeriver, maxBatch int) *keySource {
 	if maxBatch <= 0 {
 		maxBatch = 256
 	}
-	s := &keySource{kd: kd, maxBatch: maxBatch, retryAfter: 30 * time.Second,
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &keySource{kd: kd, ctx: ctx, cancel: cancel, maxBatch: maxBatch, retryAfter: 30 * time.Second,
 		reqs: make(chan *keyReq), stop: make(chan struct{})}
 	if kd != nil {
 		go s.loop()
@@ -52,7 +54,7 @@ func newKeySource(kd mle.KeyDeriver, maxBatch int) *keySource {
 	return s
 }
 
-func (s *keySource) close() { s.once.Do(func() { close(s.stop) }) }
+func (s *keySource) close() { s.once.Do(func() { s.cancel(); close(s.stop) }) }
 
 // derive returns one key per digest, or the reason it could not.
 func (s *keySource) derive(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
@@ -69,7 +71,7 @@ func (s *keySource) derive(ctx context.Context, ds []mle.Digest) ([]mle.Key, err
 		return nil, err
 	}
 	s.mu.Unlock()
-	r := &keyReq{ctx: ctx, digests: ds, done: make(chan struct{})}
+	r := &keyReq{digests: ds, done: make(chan struct{})}
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():
@@ -77,8 +79,12 @@ func (s *keySource) derive(ctx context.Context, ds []mle.Digest) ([]mle.Key, err
 	case <-s.stop:
 		return nil, errors.New("client closed")
 	}
-	<-r.done
-	return r.keys, r.err
+	select {
+	case <-r.done:
+		return r.keys, r.err
+	case <-ctx.Done(): // the batch goes on for the others
+		return nil, ctx.Err()
+	}
 }
 
 func (s *keySource) loop() {
@@ -110,11 +116,11 @@ func (s *keySource) run(batch []*keyReq, n int) {
 	for _, r := range batch {
 		all = append(all, r.digests...)
 	}
-	keys, err := s.kd.DeriveKeys(batch[0].ctx, all)
+	keys, err := s.kd.DeriveKeys(s.ctx, all)
 	if err == nil && len(keys) != len(all) {
 		err = fmt.Errorf("key server answered %d keys for %d inputs", len(keys), len(all))
 	}
-	if err != nil && batch[0].ctx.Err() == nil {
+	if err != nil && s.ctx.Err() == nil {
 		s.mu.Lock()
 		s.downUntil, s.downErr = time.Now().Add(s.retryAfter), err
 		s.mu.Unlock()

@@ -13,7 +13,8 @@ import (
 // AD (recordAD), so a name ciphertext can never be passed off as key material or vice versa.
 var nameAD = []byte("veil/v1 name")
 
-// Suffixes of the two objects a file is stored as (the paper's layout).
+// keySuffix ends a file's key record name; ctxtSuffix is the paper's ciphertext suffix,
+// kept only so MaxNameLen leaves room for it (a future layout may store small files inline).
 const (
 	keySuffix  = ".key"
 	ctxtSuffix = ".ctxt"
@@ -93,17 +94,12 @@ func (k *userKeys) decPath(enc string) (string, error) {
 	return strings.Join(parts, "/"), nil
 }
 
-// cleanPath turns a user's path ("/a//b/", "./a") into the storage form ("a/b").
+// cleanPath turns a user's path ("/a//b/", "./a") into the storage form ("a/b"). ".."
+// is kept, so that name validation rejects it: a stored path never climbs.
 func cleanPath(p string) string {
 	var parts []string
 	for _, c := range strings.Split(p, "/") {
-		switch c {
-		case "", ".":
-		case "..":
-			if len(parts) > 0 {
-				parts = parts[:len(parts)-1]
-			}
-		default:
+		if c != "" && c != "." {
 			parts = append(parts, c)
 		}
 	}

@@ -22,6 +22,7 @@ type Entry struct {
 	ModTime  time.Time   `json:"mtime"`
 	Chunks   int         `json:"chunks,omitempty"`
 	Fallback bool        `json:"fallback,omitempty"` // some chunk is under a random key (no dedup)
+	Err      string      `json:"error,omitempty"`    // the entry's record could not be read
 }
 
 // List returns the entries directly in path (or path itself if it is a file). With long
@@ -35,7 +36,10 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 	if kind != typeDir {
 		encDir, encName, _ := c.encFile(path)
 		e := Entry{Path: path}
-		return []Entry{e}, c.fillEntry(ctx, &e, encDir, encName+keySuffix)
+		if err := c.fillEntry(ctx, &e, encDir, encName+keySuffix); err != nil {
+			return nil, err
+		}
+		return []Entry{e}, nil
 	}
 	encDir, err := c.keys.encPath(path)
 	if err != nil {
@@ -61,7 +65,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 				d, n = storage.Join(encDir, fi.Name), dirMetaName
 			}
 			if err := c.fillEntry(ctx, &e, d, n); err != nil && !(isDir && errors.Is(err, storage.ErrNotFound)) {
-				return nil, fmt.Errorf("%s: %w", e.Path, err)
+				e.Err = err.Error() // shown per entry; one bad record does not hide the rest
 			}
 		}
 		out = append(out, e)
@@ -93,6 +97,15 @@ func (c *Client) fillEntry(ctx context.Context, e *Entry, encDir, objName string
 
 // Mkdir creates a directory (and its parents).
 func (c *Client) Mkdir(ctx context.Context, path string) error {
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return c.mkdir(ctx, path)
+}
+
+func (c *Client) mkdir(ctx context.Context, path string) error {
 	enc, err := c.keys.encPath(path)
 	if err != nil {
 		return err
@@ -113,6 +126,11 @@ func (c *Client) Mkdir(ctx context.Context, path string) error {
 func (c *Client) Remove(ctx context.Context, path string, recursive bool) (*Summary, error) {
 	sum := &Summary{}
 	path = cleanPath(path)
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
 	kind, err := c.kindOf(ctx, path)
 	if err != nil {
 		return sum, err
@@ -142,6 +160,11 @@ func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) er
 		return err
 	}
 	for _, e := range entries {
+		if e.Name != dirMetaName {
+			if _, _, err := c.plainName(e); err != nil {
+				return fmt.Errorf("%w: %s (left in place)", errForeignEntry, storage.Join(encDir, e.Name))
+			}
+		}
 		if e.IsDir {
 			if err := c.removeTree(ctx, storage.Join(encDir, e.Name), sum); err != nil {
 				return err
@@ -172,6 +195,11 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
 		return fmt.Errorf("cannot move %s into itself", src)
 	}
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := c.kindOf(ctx, dst); err == nil {
 		return fmt.Errorf("%s: %w", dst, storage.ErrExists)
 	} else if !errors.Is(err, storage.ErrNotFound) {
@@ -184,12 +212,13 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 	if kind != typeDir {
 		return c.moveRecord(ctx, src, dst)
 	}
-	if err := c.Mkdir(ctx, dst); err != nil {
+	if err := c.mkdir(ctx, dst); err != nil {
 		return err
 	}
-	var files []string
-	err = c.walk(ctx, src, func(rel string, isDir bool, _, _ string) error {
+	var files, dirs []string
+	err = c.walk(ctx, src, true, func(rel string, isDir bool, _, _ string) error {
 		if isDir {
+			dirs = append(dirs, rel)
 			return c.copyDirMeta(ctx, joinPath(src, rel), joinPath(dst, rel))
 		}
 		files = append(files, rel)
@@ -206,8 +235,25 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 	if err := c.copyDirMeta(ctx, src, dst); err != nil {
 		return err
 	}
-	enc, _ := c.keys.encPath(src)
-	return c.removeTree(ctx, enc, &Summary{})
+	// Remove the emptied source directories, deepest first, one by one: anything another
+	// client added meanwhile stays (the directory is then not empty, and we say so).
+	for i := len(dirs) - 1; i >= -1; i-- {
+		p := src
+		if i >= 0 {
+			p = joinPath(src, dirs[i])
+		}
+		enc, _ := c.keys.encPath(p)
+		if err := c.be.Delete(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		d, n := storage.Split(enc)
+		if err := c.be.Delete(ctx, d, n); errors.Is(err, storage.ErrNotEmpty) {
+			return fmt.Errorf("moved %s to %s, but %s gained new entries meanwhile and was kept", src, dst, p)
+		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
@@ -291,8 +337,13 @@ type PruneResult struct {
 // write the record that references them. With dryRun nothing is deleted.
 func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*PruneResult, error) {
 	res := &PruneResult{}
+	unlock, err := c.lock(ctx, true)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	used := map[string]bool{}
-	err := c.walk(ctx, "", func(rel string, isDir bool, encDir, objName string) error {
+	err = c.walk(ctx, "", true, func(rel string, isDir bool, encDir, objName string) error {
 		if isDir {
 			return nil
 		}
@@ -328,7 +379,7 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 			if used[o.Name] {
 				continue
 			}
-			if o.ModTime.After(cutoff) {
+			if o.ModTime.IsZero() || o.ModTime.After(cutoff) { // unknown age: keep
 				res.ChunksTooYoung++
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -29,8 +30,14 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 	start := time.Now()
 	sum := &Summary{Fallback: map[string]int{}}
 	dest = cleanPath(dest)
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
 	var tasks []putTask
 	var total int64
+	from := map[string]string{} // destination -> the local path stored there
 	for _, l := range locals {
 		base := filepath.Base(filepath.Clean(l))
 		err := filepath.Walk(l, func(p string, fi fs.FileInfo, err error) error {
@@ -41,6 +48,16 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 				c.event(p, err)
 				return nil
 			}
+			if other, dup := from[d]; dup {
+				err := fmt.Errorf("has the same destination %q as %s: not stored", d, other)
+				sum.addErr(p, err)
+				c.event(p, err)
+				if fi.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			from[d] = p
 			tasks = append(tasks, putTask{p, d, fi})
 			if fi.Mode().IsRegular() {
 				total += fi.Size()
@@ -56,6 +73,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 	}
 	// Directories first (so empty ones exist), then everything else in parallel.
 	run := newPutRun(c.be, sum)
+	defer run.wait() // no upload outlives Put
 	work := make(chan putTask)
 	var wg sync.WaitGroup
 	for range c.opts.Jobs {
@@ -72,8 +90,11 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		}()
 	}
 	for _, t := range tasks {
+		if ctx.Err() != nil {
+			break // cancelled: report it once, not once per remaining file
+		}
 		if t.info.IsDir() {
-			err := c.putDir(ctx, t, sum)
+			err := c.putDir(ctx, t, sum, run)
 			if err != nil {
 				sum.addErr(t.local, err)
 			}
@@ -101,10 +122,18 @@ func joinPath(parts ...string) string {
 	return out
 }
 
-func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary) error {
+func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
 	enc, err := c.keys.encPath(t.dest)
 	if err != nil {
 		return err
+	}
+	if enc != "" {
+		parent, name := storage.Split(enc)
+		if isFile, err := run.dirs.has(ctx, c.be, parent, name+keySuffix); err != nil {
+			return err
+		} else if isFile {
+			return fmt.Errorf("%s is stored as a file: 'veil rm' it before storing a directory there", t.dest)
+		}
 	}
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
@@ -131,6 +160,9 @@ func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, run *putRu
 		r := &record{Type: typeSymlink, Mode: unixMode(mode), MTime: t.info.ModTime().UnixNano(), Target: target}
 		encDir, encName, err := c.encFile(t.dest)
 		if err != nil {
+			return err
+		}
+		if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
 			return err
 		}
 		n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
@@ -164,8 +196,25 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	if err != nil {
 		return err
 	}
+	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
+		return err
+	}
+	// Open without following links or blocking on FIFOs, and insist it is still the regular
+	// file the walk saw: a path swapped for a symlink meanwhile is not read.
+	f, err := os.OpenFile(t.local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(fi, t.info) {
+		return errors.New("replaced while being stored: not stored")
+	}
 	// Chunks this file's previous version already stored are reused whole (no key request,
-	// no encryption, no upload), as are chunks stored earlier in this run.
+	// no encryption, no upload), as are chunks stored earlier in this run or in this file.
 	prev := map[mle.Digest]chunkRef{}
 	if exists, err := run.dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
 		return err
@@ -180,19 +229,23 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
 		}
 	}
-	reuse := func(p piece) (chunkRef, *upload, bool) {
+	mine := map[mle.Digest]pending{} // chunks of this file so far, fallbacks included
+	reuse := func(p piece) (pending, bool) {
 		if old, ok := prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
-			return old, nil, true
+			return pending{old, nil}, true
+		}
+		if m, ok := mine[p.digest]; ok && m.ref.Flags&flagCompressed == p.flags&flagCompressed {
+			return m, true
 		}
 		return run.lookup(p)
 	}
-	f, err := os.Open(t.local)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	rec := &record{Type: typeFile, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
+	rec := &record{Type: typeFile, Mode: unixMode(fi.Mode()), MTime: fi.ModTime().UnixNano()}
 	var waits []*upload // uploads this file's record must not precede
+	defer func() {      // on every path: no upload of this file outlives it
+		for _, u := range waits {
+			u.wait()
+		}
+	}()
 	var fallback error
 	sp := newSplitter(f)
 	defer sp.close()
@@ -215,22 +268,35 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			c.bytesDone(int64(p.plainLen))
 		}
 		stop()
-		type reused struct {
-			ref chunkRef
-			up  *upload
-			ok  bool
+		if len(rec.Chunks)+len(batch) > maxRecordChunks {
+			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
 		}
-		decided := make([]reused, len(batch))
-		var need []mle.Digest // digests with no reusable chunk
-		for i, p := range batch {
-			ref, up, ok := reuse(p)
-			decided[i] = reused{ref, up, ok}
-			if !ok {
+		// One key request for the distinct new digests of the batch.
+		var need []mle.Digest
+		asked := map[mle.Digest]bool{}
+		for _, p := range batch {
+			if _, ok := reuse(p); !ok && !asked[p.digest] {
+				asked[p.digest] = true
 				need = append(need, p.digest)
 			}
 		}
 		stop = c.timer("keys")
-		keys, kerr := c.ks.derive(ctx, need)
+		mineDs, futures := run.claim(need)
+		keys, kerr := c.ks.derive(ctx, mineDs)
+		run.resolve(mineDs, futures, keys, kerr)
+		keyOf := make(map[mle.Digest]mle.Key, len(need))
+		for d, f := range futures { // including keys other files of the run are deriving
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if f.err != nil {
+				kerr = f.err
+			} else {
+				keyOf[d] = f.key
+			}
+		}
 		stop()
 		if kerr != nil {
 			if ctx.Err() != nil {
@@ -238,21 +304,21 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			}
 			fallback = kerr
 		}
-		for i, p := range batch {
-			if d := decided[i]; d.ok {
-				rec.Chunks = append(rec.Chunks, d.ref)
+		for _, p := range batch {
+			if r, ok := reuse(p); ok {
+				rec.Chunks = append(rec.Chunks, r.ref)
 				rec.Size += uint64(p.plainLen)
-				if d.up != nil {
-					waits = append(waits, d.up)
+				if r.up != nil {
+					waits = append(waits, r.up)
 				}
 				sum.add(func(s *Summary) { s.ChunksKept++ })
 				continue
 			}
 			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
-			if kerr != nil {
-				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
+			if k, ok := keyOf[p.digest]; ok {
+				ref.Key = k
 			} else {
-				ref.Key, keys = keys[0], keys[1:]
+				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
 			}
 			stop = c.timer("encrypt")
 			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
@@ -263,7 +329,9 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			stop()
 			rec.Chunks = append(rec.Chunks, ref)
 			rec.Size += uint64(p.plainLen)
-			waits = append(waits, run.store(ctx, ref, ct))
+			u := run.store(ctx, ref, ct)
+			mine[p.digest] = pending{ref, u}
+			waits = append(waits, u)
 		}
 	}
 	stop := c.timer("upload")
@@ -343,4 +411,3 @@ func fileKind(m fs.FileMode) string {
 	}
 	return "special file"
 }
-

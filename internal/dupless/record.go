@@ -48,7 +48,7 @@ type record struct {
 const (
 	recordVersion   = 0x01
 	chunkRefSize    = 1 + 4 + 4 + 3*32
-	maxRecordChunks = 1 << 22 // 4 Mi chunks: > 4 TiB at the minimum chunk size
+	maxRecordChunks = 1 << 20 // 1 Mi chunks: 512 GiB at the minimum chunk size, ~1 TiB on average
 	recordHeader    = 1 + 24  // version, nonce
 )
 

@@ -23,6 +23,56 @@ type putRun struct {
 	mu      sync.Mutex
 	byHash  map[mle.Digest]chunkRef // chunks stored (or being stored) in this run, by H(M)
 	uploads map[[32]byte]*upload    // by ciphertext hash
+	keys    map[mle.Digest]*keyFuture
+}
+
+// keyFuture is a key being derived by one file of the run for all of them.
+type keyFuture struct {
+	done chan struct{}
+	key  mle.Key
+	err  error
+}
+
+// claim splits digests into those this caller must derive (and later resolve) and the
+// futures of all of them, so each digest is sent to the key server once per run.
+func (r *putRun) claim(ds []mle.Digest) (mine []mle.Digest, all map[mle.Digest]*keyFuture) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all = make(map[mle.Digest]*keyFuture, len(ds))
+	for _, d := range ds {
+		if f, ok := r.keys[d]; ok {
+			all[d] = f
+			continue
+		}
+		f := &keyFuture{done: make(chan struct{})}
+		r.keys[d] = f
+		all[d] = f
+		mine = append(mine, d)
+	}
+	return mine, all
+}
+
+// resolve completes the futures of mine with keys, or err. Failed futures are forgotten,
+// so a later file of the run asks the key server again.
+func (r *putRun) resolve(mine []mle.Digest, all map[mle.Digest]*keyFuture, keys []mle.Key, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, d := range mine {
+		f := all[d]
+		if err != nil {
+			f.err = err
+			delete(r.keys, d)
+		} else {
+			f.key = keys[i]
+		}
+		close(f.done)
+	}
+}
+
+// pending is a chunk a record may use, with the upload it must wait for (nil: stored before).
+type pending struct {
+	ref chunkRef
+	up  *upload
 }
 
 // upload is one chunk object being sent; wait returns its outcome.
@@ -41,20 +91,46 @@ const maxUploads = 8
 
 func newPutRun(be storage.Backend, sum *Summary) *putRun {
 	return &putRun{be: be, sum: sum, dirs: &dirCache{m: map[string]*dirEntries{}},
-		sem: make(chan struct{}, maxUploads), byHash: map[mle.Digest]chunkRef{}, uploads: map[[32]byte]*upload{}}
+		sem: make(chan struct{}, maxUploads), byHash: map[mle.Digest]chunkRef{}, uploads: map[[32]byte]*upload{},
+		keys: map[mle.Digest]*keyFuture{}}
 }
 
 // lookup returns a chunk of this run with the same message, and the upload a record that
 // uses it must wait for. Fallback chunks (random keys) are not shared: each file retries
 // the key server.
-func (r *putRun) lookup(p piece) (chunkRef, *upload, bool) {
+func (r *putRun) lookup(p piece) (pending, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ref, ok := r.byHash[p.digest]
 	if !ok || ref.Flags&flagCompressed != p.flags&flagCompressed {
-		return chunkRef{}, nil, false
+		return pending{}, false
 	}
-	return ref, r.uploads[ref.CtHash], true
+	return pending{ref, r.uploads[ref.CtHash]}, true
+}
+
+// wait blocks until every upload of the run has finished.
+func (r *putRun) wait() {
+	r.mu.Lock()
+	ups := make([]*upload, 0, len(r.uploads))
+	for _, u := range r.uploads {
+		ups = append(ups, u)
+	}
+	r.mu.Unlock()
+	for _, u := range ups {
+		u.wait()
+	}
+}
+
+// notADir refuses to store a file or symlink where the storage holds a directory.
+func (r *putRun) notADir(ctx context.Context, be storage.Backend, encDir, encName, dest string) error {
+	isDir, err := r.dirs.has(ctx, be, encDir, encName)
+	if err != nil {
+		return err
+	}
+	if isDir {
+		return fmt.Errorf("%s is stored as a directory: 'veil rm -r' it before storing a file there", dest)
+	}
+	return nil
 }
 
 // store sends a chunk object unless this run already sends or sent it, and returns the
@@ -93,9 +169,8 @@ type dirCache struct {
 }
 
 type dirEntries struct {
-	once  sync.Once
-	names map[string]bool
-	err   error
+	mu    sync.Mutex
+	names map[string]bool // nil until listed successfully
 }
 
 func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string) (bool, error) {
@@ -106,16 +181,17 @@ func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string
 		d.m[dir] = e
 	}
 	d.mu.Unlock()
-	e.once.Do(func() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.names == nil { // a failed listing is retried by the next file, not cached
 		infos, err := be.List(ctx, dir)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			e.err = err
-			return
+			return false, err
 		}
 		e.names = make(map[string]bool, len(infos))
 		for _, i := range infos {
 			e.names[i.Name] = true
 		}
-	})
-	return e.names[name], e.err
+	}
+	return e.names[name], nil
 }

@@ -301,14 +301,6 @@ crash, and stale upload files (with the server stopped).
 	return c
 }
 
-type exitError struct {
-	msg  string
-	code int
-}
-
-func (e exitError) Error() string { return e.msg }
-func (e exitError) ExitCode() int { return e.code }
-
 func newStoreFsckCommand() *cobra.Command {
 	var dir string
 	var jsonOut bool

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+// Two users with different keys store overlapping data: the storage service keeps one
+// copy of what they share, and each reads back exactly their own bytes.
+func TestE2ETwoUsersDedup(t *testing.T) {
+	d := startServe(t, "alice", "bob")
+	alice, bob := d.newUser(t, "alice"), d.newUser(t, "bob")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "shared", "big.bin"), 12<<20, 1)
+	randomFile(t, filepath.Join(src, "shared", "small.txt"), 3000, 2)
+	randomFile(t, filepath.Join(src, "alice-only.bin"), 1<<20, 3)
+	alice.mustRun(t, "put", filepath.Join(src, "shared"), filepath.Join(src, "alice-only.bin"), "mine")
+	before := d.stats(t)["physical_bytes"]
+	randomFile(t, filepath.Join(src, "bob-only.bin"), 1<<20, 4)
+	bob.mustRun(t, "put", filepath.Join(src, "shared"), filepath.Join(src, "bob-only.bin"), "data")
+	after := d.stats(t)
+	grew := after["physical_bytes"] - before
+	// Bob added 1 MiB of his own plus records; the 12 MiB he shares with alice is not stored again.
+	if grew > 1.5*(1<<20) || grew < 1<<20 {
+		t.Fatalf("physical bytes grew by %.0f for bob's 13 MiB, want about 1 MiB", grew)
+	}
+	if after["logical_bytes"] < 2*13<<20 {
+		t.Fatalf("logical bytes %.0f: both users' data should count", after["logical_bytes"])
+	}
+	out := t.TempDir()
+	bob.mustRun(t, "get", "data", filepath.Join(out, "bob"))
+	alice.mustRun(t, "get", "mine", filepath.Join(out, "alice"))
+	sameFile(t, filepath.Join(src, "shared", "big.bin"), filepath.Join(out, "bob", "shared", "big.bin"))
+	sameFile(t, filepath.Join(src, "bob-only.bin"), filepath.Join(out, "bob", "bob-only.bin"))
+	sameFile(t, filepath.Join(src, "alice-only.bin"), filepath.Join(out, "alice", "alice-only.bin"))
+	// Alice sees none of bob's names.
+	if ls := alice.mustRun(t, "ls"); strings.TrimSpace(ls) != "mine/" {
+		t.Fatalf("alice's root: %q", ls)
+	}
+}
+
+// An edit in the middle of a 100 MiB file re-sends only the chunks around it, and the
+// storage service stores only those.
+func TestE2EEditLargeFile(t *testing.T) {
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := t.TempDir()
+	data := randomFile(t, filepath.Join(src, "disk.img"), 100<<20, 9)
+	s1 := alice.summary(t, "put", filepath.Join(src, "disk.img"))
+	before := d.stats(t)["physical_bytes"]
+	copy(data[50<<20:], "a small edit in the middle of the file")
+	os.WriteFile(filepath.Join(src, "disk.img"), data, 0o644)
+	s2 := alice.summary(t, "put", filepath.Join(src, "disk.img"))
+	if s2["chunks_uploaded"].(float64) > 2 || s2["chunks_kept"].(float64) < s1["chunks"].(float64)-2 {
+		t.Fatalf("after the edit: %v uploaded, %v kept of %v chunks", s2["chunks_uploaded"], s2["chunks_kept"], s2["chunks"])
+	}
+	if grew := d.stats(t)["physical_bytes"] - before; grew > 17<<20 {
+		t.Fatalf("physical bytes grew by %.0f for a one-chunk edit", grew)
+	}
+	out := filepath.Join(t.TempDir(), "disk.img")
+	alice.mustRun(t, "get", "disk.img", out)
+	sameFile(t, filepath.Join(src, "disk.img"), out)
+}
+
+// Corrupting content on the storage service fails that file, by name, with exit 3; the
+// other files arrive.
+func TestE2ETamperedBlob(t *testing.T) {
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "dir", "victim.bin"), 200_000, 5)
+	os.WriteFile(filepath.Join(src, "dir", "fine.txt"), []byte("fine"), 0o644)
+	alice.mustRun(t, "put", filepath.Join(src, "dir"))
+	// Flip one byte in the largest blob: the victim's ciphertext.
+	var victim string
+	var size int64
+	filepath.Walk(filepath.Join(d.dir, "store", "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > size {
+			victim, size = p, fi.Size()
+		}
+		return nil
+	})
+	if size < 200_000 {
+		t.Fatalf("no blob of the victim's size found (largest %d)", size)
+	}
+	b, _ := os.ReadFile(victim)
+	b[len(b)/2] ^= 1
+	os.WriteFile(victim, b, 0o600)
+	out := t.TempDir()
+	_, errs, code := alice.run(t, "get", "dir", filepath.Join(out, "dir"))
+	if code != 3 || !strings.Contains(errs, "victim.bin") || !strings.Contains(errs, "integrity") {
+		t.Fatalf("get of a tampered file: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(out, "dir", "victim.bin")); err == nil {
+		t.Fatal("the tampered file reached its destination")
+	}
+	sameFile(t, filepath.Join(src, "dir", "fine.txt"), filepath.Join(out, "dir", "fine.txt"))
+}
+
+// Renames, unicode, deep paths, find and rm through the CLI.
+func TestE2ENamesAndMoves(t *testing.T) {
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := t.TempDir()
+	deep := filepath.Join(src, "top", "ünïcødé dir", "a", "b", "c", "d", "e", "f", "g", "h")
+	os.MkdirAll(deep, 0o755)
+	os.WriteFile(filepath.Join(deep, "日本語 ファイル.txt"), []byte("deep unicode"), 0o640)
+	os.MkdirAll(filepath.Join(src, "top", "empty"), 0o700)
+	os.Symlink("ünïcødé dir", filepath.Join(src, "top", "link"))
+	alice.mustRun(t, "put", filepath.Join(src, "top"))
+	if got := alice.mustRun(t, "find", "日本語 ファイル.txt"); !strings.Contains(got, "top/ünïcødé dir/a/b/c/d/e/f/g/h/日本語 ファイル.txt") {
+		t.Fatalf("find: %q", got)
+	}
+	alice.mustRun(t, "mv", "top", "renamed/top")
+	alice.mustRun(t, "mv", "renamed/top/ünïcødé dir/a/b/c/d/e/f/g/h/日本語 ファイル.txt", "renamed/moved.txt")
+	out := t.TempDir()
+	alice.mustRun(t, "get", "renamed", filepath.Join(out, "r"))
+	if b, err := os.ReadFile(filepath.Join(out, "r", "moved.txt")); err != nil || string(b) != "deep unicode" {
+		t.Fatalf("moved file: %q %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(out, "r", "top", "empty")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("empty dir: %v %v", fi, err)
+	}
+	if l, _ := os.Readlink(filepath.Join(out, "r", "top", "link")); l != "ünïcødé dir" {
+		t.Fatalf("symlink: %q", l)
+	}
+	if _, _, code := alice.run(t, "get", "top", filepath.Join(out, "old")); code == 0 {
+		t.Fatal("the old name still reads after mv")
+	}
+	alice.mustRun(t, "rm", "-r", "renamed/top")
+	if ls := alice.mustRun(t, "ls", "renamed"); strings.TrimSpace(ls) != "moved.txt" {
+		t.Fatalf("after rm: %q", ls)
+	}
+}
+
+// The key server dies in the middle of a run: the remaining files are stored under random
+// keys, everything reads back, and the summary says how many fell back and why.
+func TestE2EKeyServerKilledMidRun(t *testing.T) {
+	ksDir := filepath.Join(t.TempDir(), "ks")
+	ksAddr, udp := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	run := func(args ...string) {
+		if out, err := execVeil(args...); err != nil {
+			t.Fatalf("veil %v: %v\n%s", args, err, out)
+		}
+	}
+	run("keyserver", "init", "--dir", ksDir, "--url", "https://"+ksAddr, "--udp", udp)
+	cred := filepath.Join(t.TempDir(), "alice.ks.json")
+	run("keyserver", "client", "add", "alice", "--dir", ksDir, "--out", cred)
+	ks := testutil.Start(t, veilBin, "keyserver", "serve", "--dir", ksDir, "--https", ksAddr, "--udp", udp)
+	testutil.WaitTCP(t, ksAddr, 20*time.Second)
+	storageDir := t.TempDir()
+	alice := newUser(t, "alice", "--storage", storageDir, "--ks-credential", cred)
+	src := t.TempDir()
+	for i := range 400 {
+		randomFile(t, filepath.Join(src, "files", fmt.Sprintf("f%03d", i)), 2000+i, byte(i))
+	}
+	randomFile(t, filepath.Join(src, "first", "one"), 5000, 200)
+	alice.mustRun(t, "put", filepath.Join(src, "first")) // the KS works
+	go func() { time.Sleep(150 * time.Millisecond); ks.Kill() }()
+	s := alice.summary(t, "put", "-j", "2", filepath.Join(src, "files"))
+	<-ks.Done()
+	s2 := alice.summary(t, "put", filepath.Join(src, "first"), "again") // KS is dead by now
+	fb, _ := s2["fallback"].(map[string]any)
+	if len(fb) == 0 {
+		t.Fatalf("no fallback reported with the key server dead: %v", s2)
+	}
+	for why := range fb {
+		if !strings.Contains(why, "key server") {
+			t.Errorf("fallback reason %q does not name the key server", why)
+		}
+	}
+	if s["files"].(float64) != 400 {
+		t.Fatalf("stored %v of 400 files", s["files"])
+	}
+	out := t.TempDir()
+	alice.mustRun(t, "get", "files", filepath.Join(out, "files"))
+	diffTrees(t, filepath.Join(src, "files"), filepath.Join(out, "files"))
+	ls := alice.mustRun(t, "ls", "-l", "again/first")
+	if !strings.Contains(ls, "*one") {
+		t.Fatalf("ls -l does not mark the fallback file: %q", ls)
+	}
+}
+
+// Ten thousand small files in one run, through the CLI, to a local directory backend.
+func TestE2ETenThousandFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	alice := newUser(t, "alice", "--storage", t.TempDir(), "--no-keyserver")
+	src := filepath.Join(t.TempDir(), "many")
+	for i := range 10_000 {
+		p := filepath.Join(src, fmt.Sprintf("d%02d", i%100), fmt.Sprintf("file-%05d.txt", i))
+		if i < 100 {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+		}
+		os.WriteFile(p, []byte(fmt.Sprintf("small file number %d\n", i)), 0o644)
+	}
+	s := alice.summary(t, "put", src)
+	if s["files"].(float64) != 10_000 {
+		t.Fatalf("stored %v files", s["files"])
+	}
+	out := filepath.Join(t.TempDir(), "many")
+	g := alice.summary(t, "get", "many", out)
+	if g["files"].(float64) != 10_000 {
+		t.Fatalf("retrieved %v files", g["files"])
+	}
+	diffTrees(t, src, out)
+}

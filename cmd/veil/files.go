@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/profile"
+)
+
+// The DupLESS client commands: init, put, get, ls, rm, mv, mkdir, find, prune. Shared
+// plumbing (profile, passphrase, progress, output) is in files_ui.go.
+
+func init() {
+	for _, f := range []func() *cobra.Command{newInitCommand, newPutCommand, newGetCommand,
+		newLsCommand, newRmCommand, newMvCommand, newMkdirCommand, newFindCommand, newPruneCommand} {
+		register(f)
+	}
+}
+
+func newInitCommand() *cobra.Command {
+	var o clientFlags
+	var inviteFile, storageLoc, storeCred, ksCred, transport, ksTimeout string
+	var noKS bool
+	c := &cobra.Command{
+		Use:   "init",
+		Short: "Create your veil key and connect to a key server and a storage service",
+		Long: `init creates a random 256-bit master key, seals it with a passphrase (argon2id), and
+records where your files go (the storage service) and how to reach the key server that
+derives content keys. Everything lands in the profile directory (--config, default
+$VEIL_CONFIG or ~/.config/veil).
+
+The simplest way is an invitation written by 'veil serve adduser'. Otherwise name the
+storage location and the key server credential yourself.
+
+Storage locations:
+  /path/to/dir or local:/path       a local directory
+  s3://host:port/bucket[/prefix]    an S3 bucket (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY;
+                                    add ?tls=0 for plain HTTP)
+  veil://host:port                  veil's deduplicating storage service (--store-credential)
+
+The passphrase comes from --password-file, $VEIL_PASSWORD_FILE, or a prompt. Without the
+passphrase and the key file nobody, including you, can read what you store: back up the
+profile directory.
+
+Examples:
+  veil init --invite alice.invite
+  veil init --storage /mnt/backup --ks-credential ks.cred
+  veil init --storage veil://store.example:7480 --store-credential me.cred --ks-credential ks.cred`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport, KSTimeout: ksTimeout}
+			var err error
+			if opts.Invite, err = readOptional(inviteFile); err != nil {
+				return err
+			}
+			if opts.StoreCredRaw, err = readOptional(storeCred); err != nil {
+				return err
+			}
+			if opts.KSCredRaw, err = readOptional(ksCred); err != nil {
+				return err
+			}
+			pass, err := passphrase(o.passwordFile, true)
+			if err != nil {
+				return err
+			}
+			cfg, err := profile.Init(o.dir(), pass, opts)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return json.NewEncoder(os.Stdout).Encode(map[string]any{"profile": o.dir(), "storage": cfg.Storage, "user": cfg.User})
+			}
+			fmt.Printf("created %s (storage %s)\nkeep a copy of that directory and your passphrase: without them your files cannot be read\n", o.dir(), cfg.Storage)
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().StringVar(&inviteFile, "invite", "", "invitation file from 'veil serve adduser' (sets storage and credentials)")
+	c.Flags().StringVar(&storageLoc, "storage", "", "storage location (see above)")
+	c.Flags().StringVar(&storeCred, "store-credential", "", "credential file for a veil:// storage service")
+	c.Flags().StringVar(&ksCred, "ks-credential", "", "key server credential file ('veil keyserver client add')")
+	c.Flags().StringVar(&transport, "ks-transport", "https", "key server transport: https or udp")
+	c.Flags().BoolVar(&noKS, "no-keyserver", false, "store without a key server: random keys, no deduplication")
+	c.Flags().StringVar(&ksTimeout, "ks-timeout", "", "wait this long for one key server answer (3 tries) before storing without dedup (default 2s; raise it for rate-limited delay modes)")
+	return c
+}
+
+func readOptional(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func newPutCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "put PATH... [DEST]",
+		Short: "Encrypt and store files and directories",
+		Long: `put stores each PATH (a file, a symlink or a directory with everything below it) as
+DEST/<name of PATH>. With a single PATH, DEST is the root; with several, the last argument
+is DEST. Names and contents are encrypted before they leave this machine; identical
+content stored by any user of the same key server and storage service is kept once.
+
+Modes, modification times, empty directories and symlinks (stored as links, never
+followed) are kept. What cannot be stored (sockets, devices, unreadable files, names over
+171 bytes) is reported per file without stopping the run (exit status 3).
+
+If the key server cannot be reached, files are stored under random keys: readable, just
+not deduplicated. The summary says how many and why.
+
+Examples:
+  veil put ~/Documents
+  veil put report.pdf notes.txt work/2026
+  veil put -j 16 --json /srv/data backups`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			srcs, dest := args, ""
+			if len(args) > 1 {
+				srcs, dest = args[:len(args)-1], args[len(args)-1]
+			}
+			for _, s := range srcs {
+				if _, err := os.Lstat(s); err != nil {
+					return err
+				}
+			}
+			cl, done, ui, err := o.open(cmd, "storing")
+			if err != nil {
+				return err
+			}
+			defer done()
+			sum, err := cl.Put(cmd.Context(), srcs, dest)
+			ui.finish()
+			return o.report("stored", sum, err)
+		},
+	}
+	o.addFlags(c, true)
+	return c
+}
+
+func newGetCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "get SRC [DEST]",
+		Short: "Retrieve, verify and decrypt files or directories",
+		Long: `get retrieves SRC (a file, a symlink or a directory, recursively; "/" is everything) to
+DEST (default: the name of SRC in the current directory; "." for the root). Every byte is
+verified before it reaches its final name: each file is written to a temporary file and
+renamed only when its key record, ciphertext hashes and guarded decryption all check out.
+A tampered, swapped or truncated object fails that file, with its name, and the other
+files still arrive (exit status 3). Existing files at DEST are replaced.
+
+Examples:
+  veil get Documents
+  veil get Documents/report.pdf /tmp/report.pdf
+  veil get / restore-dir`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src := args[0]
+			dest := lastElem(src)
+			if len(args) == 2 {
+				dest = args[1]
+				if fi, err := os.Stat(dest); err == nil && fi.IsDir() && lastElem(src) != "." {
+					dest = dest + "/" + lastElem(src)
+				}
+			}
+			cl, done, ui, err := o.open(cmd, "retrieving")
+			if err != nil {
+				return err
+			}
+			defer done()
+			sum, err := cl.Get(cmd.Context(), src, dest)
+			ui.finish()
+			return o.report("retrieved", sum, err)
+		},
+	}
+	o.addFlags(c, true)
+	return c
+}
+
+// lastElem is the name a stored path gets locally ("." for the root).
+func lastElem(p string) string {
+	p = strings.Trim(p, "/")
+	if p == "" || p == "." {
+		return "."
+	}
+	return p[strings.LastIndex(p, "/")+1:]
+}

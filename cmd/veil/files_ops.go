@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newLsCommand() *cobra.Command {
+	var o clientFlags
+	var long bool
+	c := &cobra.Command{
+		Use:   "ls [PATH]",
+		Short: "List stored files and directories",
+		Long: `ls lists the entries of a stored directory (default: the root), decrypting their names.
+With -l it also shows mode, size, modification time, and a '*' for files stored without
+deduplication (the key server was unavailable when they were stored).
+
+Examples:
+  veil ls
+  veil ls -l Documents
+  veil ls --json Documents`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, done, _, err := o.open(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			es, err := cl.List(cmd.Context(), path, long)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				enc := json.NewEncoder(os.Stdout)
+				for _, e := range es {
+					enc.Encode(e)
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
+			for _, e := range es {
+				name := lastElem(e.Path)
+				if e.IsDir {
+					name += "/"
+				}
+				if e.Symlink != "" {
+					name += " -> " + e.Symlink
+				}
+				if !long {
+					fmt.Fprintln(tw, name)
+					continue
+				}
+				mark := " "
+				if e.Fallback {
+					mark = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s%s\n", e.Mode, e.Size, e.ModTime.Format(time.DateTime), mark, name)
+			}
+			return tw.Flush()
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().BoolVarP(&long, "long", "l", false, "show mode, size and time (reads each entry's record)")
+	return c
+}
+
+func newRmCommand() *cobra.Command {
+	var o clientFlags
+	var recursive bool
+	c := &cobra.Command{
+		Use:   "rm PATH...",
+		Short: "Remove stored files (and directories with -r)",
+		Long: `rm removes stored files and symlinks, and directories with -r. The content of a removed
+file is reclaimed by 'veil prune' (other files of yours may share its chunks).
+
+Examples:
+  veil rm old.txt
+  veil rm -r Documents/drafts`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, done, _, err := o.open(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			for _, p := range args {
+				if _, err := cl.Remove(cmd.Context(), p, recursive); err != nil {
+					return fmt.Errorf("%s: %w", p, err)
+				}
+			}
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and everything below them")
+	return c
+}
+
+func newMvCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "mv SRC DEST",
+		Short: "Rename or move a stored file or directory",
+		Long: `mv renames SRC to DEST. No content is re-sent: only the small key records are re-sealed
+for their new names (records are bound to their names, so the storage service cannot swap
+them). DEST must not exist.
+
+Examples:
+  veil mv notes.txt archive/notes-2025.txt
+  veil mv Documents Archive/Documents`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, done, _, err := o.open(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			return cl.Move(cmd.Context(), args[0], args[1])
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}
+
+func newMkdirCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "mkdir PATH...",
+		Short: "Create stored directories (with their parents)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, done, _, err := o.open(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			for _, p := range args {
+				if err := cl.Mkdir(cmd.Context(), p); err != nil {
+					return fmt.Errorf("%s: %w", p, err)
+				}
+			}
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}
+
+func newFindCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "find NAME",
+		Short: "Find stored files and directories by exact name",
+		Long: `find prints the path of every stored file or directory named exactly NAME. The storage
+service does the search on encrypted names (names encrypt deterministically), so it learns
+that you searched for some name it holds, not which.
+
+Example:
+  veil find report.pdf`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, done, _, err := o.open(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			hits, err := cl.Find(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			for _, h := range hits {
+				if o.json {
+					json.NewEncoder(os.Stdout).Encode(map[string]string{"path": h})
+				} else {
+					fmt.Println(h)
+				}
+			}
+			if len(hits) == 0 && !o.json {
+				return fmt.Errorf("nothing named %q", args[0])
+			}
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}
+
+func newPruneCommand() *cobra.Command {
+	var o clientFlags
+	var dry bool
+	var grace time.Duration
+	c := &cobra.Command{
+		Use:   "prune",
+		Short: "Delete stored content no file refers to any more",
+		Long: `prune reads every key record, then deletes the chunk objects none of them refers to (left
+by rm or by overwriting files). Chunks newer than --grace are kept, so a put running at the
+same time never loses content.
+
+Examples:
+  veil prune --dry-run
+  veil prune`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, done, _, err := o.open(cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := cl.Prune(cmd.Context(), grace, dry)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return json.NewEncoder(os.Stdout).Encode(res)
+			}
+			verb := "removed"
+			if dry {
+				verb = "would remove"
+			}
+			fmt.Printf("%d records reference %d chunks; %s %d unreferenced chunks (%s); %d kept as too recent\n",
+				res.Records, res.ChunksInUse, verb, res.ChunksRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "report, delete nothing")
+	c.Flags().DurationVar(&grace, "grace", time.Hour, "keep unreferenced chunks younger than this")
+	return c
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/profile"
+	"golang.org/x/term"
+)
+
+// clientFlags are the flags every file command shares.
+type clientFlags struct {
+	config       string
+	passwordFile string
+	json         bool
+	quiet        bool
+	verbose      bool
+	jobs         int
+}
+
+func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
+	c.Flags().StringVar(&o.config, "config", "", "profile directory (default $VEIL_CONFIG or ~/.config/veil)")
+	c.Flags().StringVar(&o.passwordFile, "password-file", "", "read the passphrase from this file (default $VEIL_PASSWORD_FILE, else prompt)")
+	c.Flags().BoolVar(&o.json, "json", false, "machine-readable output (JSON)")
+	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens (to stderr)")
+	if transfers {
+		c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+		c.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "files transferred in parallel (default 2 x cores)")
+	}
+}
+
+func (o *clientFlags) dir() string {
+	if o.config != "" {
+		return o.config
+	}
+	return profile.DefaultDir()
+}
+
+// progressUI shows a byte progress bar on stderr when it is a terminal.
+type progressUI struct {
+	bar   *progressbar.ProgressBar
+	files atomic.Int64
+}
+
+func (u *progressUI) finish() {
+	if u != nil && u.bar != nil {
+		u.bar.Finish()
+		fmt.Fprintln(os.Stderr)
+	}
+}
+
+// open unlocks the profile and returns a connected client. what names the progress bar
+// ("" for none).
+func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, func(), *progressUI, error) {
+	pass, err := passphrase(o.passwordFile, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ui := &progressUI{}
+	var ev dupless.Events
+	if what != "" && !o.quiet && !o.json && isTerminal(os.Stderr) {
+		ui.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription(what), progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100_000_000), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		ev.Total = func(files int, bytes int64) { ui.bar.ChangeMax64(bytes) }
+		ev.Bytes = func(n int64) { ui.bar.Add64(n) }
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ev.File = func(path string, err error) {
+		ui.files.Add(1)
+		if err != nil && !o.json {
+			if ui.bar != nil {
+				ui.bar.Clear()
+			}
+			fmt.Fprintf(os.Stderr, "veil: %s: %v\n", path, err)
+		}
+	}
+	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Jobs: o.jobs, Events: ev, Logger: log})
+	return cl, done, ui, err
+}
+
+// report prints a transfer summary (text or JSON) and turns per-file failures into exit 3.
+func (o *clientFlags) report(verb string, s *dupless.Summary, err error) error {
+	if err != nil && s == nil {
+		return err
+	}
+	perr := s.Err()
+	if o.json {
+		json.NewEncoder(os.Stdout).Encode(s)
+	} else if !o.quiet || perr != nil {
+		fmt.Printf("%s %d files, %d dirs, %d links, %s in %s", verb, s.Files, s.Dirs, s.Symlinks,
+			humanBytes(s.Bytes), s.Duration.Round(1e6))
+		if verb == "stored" {
+			fmt.Printf(": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
+		}
+		fmt.Println()
+		for why, n := range s.Fallback {
+			fmt.Printf("%d files stored WITHOUT deduplication (random key): %s\n", n, why)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if perr != nil {
+		return exitError{perr.Error(), 3}
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// passphrase reads the passphrase from a file (flag, then $VEIL_PASSWORD_FILE) or, on a
+// terminal, a prompt (twice when confirm is set).
+func passphrase(file string, confirm bool) ([]byte, error) {
+	if file == "" {
+		file = os.Getenv(profile.EnvPassword)
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("passphrase file: %w", err)
+		}
+		p := strings.TrimRight(string(b), "\r\n")
+		if p == "" {
+			return nil, errors.New("passphrase file is empty")
+		}
+		return []byte(p), nil
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, fmt.Errorf("no passphrase: use --password-file or set %s (stdin is not a terminal)", profile.EnvPassword)
+	}
+	read := func(prompt string) ([]byte, error) {
+		fmt.Fprint(os.Stderr, prompt)
+		p, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(os.Stderr)
+		return p, err
+	}
+	p, err := read("passphrase: ")
+	if err != nil {
+		return nil, err
+	}
+	if len(p) == 0 {
+		return nil, errors.New("empty passphrase")
+	}
+	if confirm {
+		q, err := read("again: ")
+		if err != nil {
+			return nil, err
+		}
+		if string(p) != string(q) {
+			return nil, errors.New("the passphrases differ")
+		}
+	}
+	return p, nil
+}

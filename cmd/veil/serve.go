@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/allinone"
+)
+
+func init() { register(newServeCommand) }
+
+func newServeCommand() *cobra.Command {
+	var dir string
+	var users []string
+	var cfg allinone.Config
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run an all-in-one deployment: key server + deduplicating storage service",
+		Long: `serve runs a complete DupLESS deployment on this machine: the key server (HTTPS and UDP)
+and veil's deduplicating storage service (TLS), with all data in one directory (--dir). The
+first run creates everything; later runs reuse it. It listens on loopback unless told
+otherwise, and stops cleanly on Ctrl-C or SIGTERM.
+
+--user NAME (repeatable) registers a user before serving and writes an invitation to
+<dir>/invites/NAME.invite; give that file to the user, who runs 'veil init --invite FILE'.
+
+Examples:
+  veil serve --dir ~/veil-server --user alice --user bob
+  veil serve adduser carol --dir ~/veil-server   (while the server is stopped)
+  veil serve stats --dir ~/veil-server           (while the server is stopped)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			got, err := allinone.Init(dir, cfg)
+			if err != nil {
+				return err
+			}
+			for _, u := range users {
+				path, err := writeInvite(dir, u)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "invitation for %s: %s\n", u, path)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			d, err := allinone.Start(cmd.Context(), dir, log)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "veil serve: key server https://%s (udp %s), storage service veil://%s, data in %s\n",
+				got.KSAddr, got.KSUDP, got.StoreAddr, dir)
+			return d.Wait()
+		},
+	}
+	c.PersistentFlags().StringVar(&dir, "dir", "veil-server", "data directory of the deployment")
+	c.Flags().StringArrayVar(&users, "user", nil, "register this user and write its invitation (repeatable)")
+	c.Flags().StringVar(&cfg.KSAddr, "ks-listen", allinone.DefaultConfig.KSAddr, "key server HTTPS address (first run only)")
+	c.Flags().StringVar(&cfg.KSUDP, "ks-udp", allinone.DefaultConfig.KSUDP, "key server UDP address (first run only)")
+	c.Flags().StringVar(&cfg.StoreAddr, "store-listen", allinone.DefaultConfig.StoreAddr, "storage service address (first run only)")
+	c.AddCommand(&cobra.Command{
+		Use:   "adduser NAME",
+		Short: "Register a user and write an invitation (server stopped)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := writeInvite(dir, args[0])
+			if err == nil {
+				fmt.Println(path)
+			}
+			return err
+		},
+	}, &cobra.Command{
+		Use:   "stats",
+		Short: "Show logical vs physical bytes (the dedup saving; server stopped)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := allinone.Stats(dir)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(os.Stdout).Encode(st)
+		},
+	})
+	return c
+}
+
+func writeInvite(dir, user string) (string, error) {
+	path := filepath.Join(dir, "invites", user+".invite")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil // already registered
+	}
+	b, err := allinone.AddUser(dir, user)
+	if err != nil {
+		return "", fmt.Errorf("add user %s: %w", user, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, b, 0o600)
+}

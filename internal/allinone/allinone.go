@@ -1,0 +1,190 @@
+// Package allinone runs a whole veil deployment on one machine: a key server and a
+// deduplicating storage service sharing one data directory, on loopback by default. It
+// is what `veil serve` runs, so that a single machine works out of the box. It composes
+// the services (keyserver, store); clients never import it.
+package allinone
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/veil-project/veil/internal/invite"
+	"github.com/veil-project/veil/internal/keyserver"
+	"github.com/veil-project/veil/internal/store"
+)
+
+// Config is the deployment's addresses, fixed at Init (credentials carry them).
+type Config struct {
+	KSAddr    string `json:"ks_https"`  // key server HTTPS
+	KSUDP     string `json:"ks_udp"`    // key server UDP sessions
+	StoreAddr string `json:"store_tls"` // storage service
+}
+
+// DefaultConfig listens on loopback only.
+var DefaultConfig = Config{KSAddr: "127.0.0.1:7443", KSUDP: "127.0.0.1:7444", StoreAddr: "127.0.0.1:7480"}
+
+const configFile = "allinone.json"
+
+func ksDir(dir string) string    { return filepath.Join(dir, "keyserver") }
+func storeDir(dir string) string { return filepath.Join(dir, "store") }
+
+// Init creates the deployment in dir unless it exists; it returns the configuration in
+// force (the stored one when dir was already initialised).
+func Init(dir string, cfg Config) (Config, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, configFile)); err == nil {
+		var old Config
+		if err := json.Unmarshal(b, &old); err != nil {
+			return old, fmt.Errorf("%s: %w", configFile, err)
+		}
+		return old, nil
+	}
+	if cfg == (Config{}) {
+		cfg = DefaultConfig
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return cfg, err
+	}
+	host, _, err := net.SplitHostPort(cfg.KSAddr)
+	if err != nil {
+		return cfg, fmt.Errorf("key server address %q: %w", cfg.KSAddr, err)
+	}
+	if err := keyserver.Init(ksDir(dir), keyserver.InitOptions{Hosts: []string{host, "127.0.0.1", "::1", "localhost"},
+		URL: "https://" + cfg.KSAddr, UDP: cfg.KSUDP}); err != nil {
+		return cfg, fmt.Errorf("key server: %w", err)
+	}
+	shost, _, err := net.SplitHostPort(cfg.StoreAddr)
+	if err != nil {
+		return cfg, fmt.Errorf("store address %q: %w", cfg.StoreAddr, err)
+	}
+	if err := store.Init(storeDir(dir), shost); err != nil {
+		return cfg, fmt.Errorf("store: %w", err)
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	return cfg, os.WriteFile(filepath.Join(dir, configFile), b, 0o600)
+}
+
+// LoadConfig reads the configuration of an initialised deployment.
+func LoadConfig(dir string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(filepath.Join(dir, configFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return c, fmt.Errorf("%s is not a veil deployment (run 'veil serve --dir %s' once)", dir, dir)
+	}
+	if err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal(b, &c)
+}
+
+// AddUser registers name with the key server and the storage service and returns the
+// user's invitation file. The store must not be running in another process (its database
+// is locked); use the running server's admin API for that (AddUserOnline).
+func AddUser(dir, name string) ([]byte, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	ksCred, err := keyserver.AddClient(ksDir(dir), name, keyserver.AddOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("key server: %w", err)
+	}
+	sc, err := store.AddUser(storeDir(dir), name)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	sc.Endpoint = "https://" + cfg.StoreAddr
+	inv := &invite.Invite{User: name, Storage: "veil://" + cfg.StoreAddr, Store: &sc, KSCredential: ksCred}
+	return inv.Marshal()
+}
+
+// Stats reports the storage service's dedup figures (the store must not be running
+// elsewhere), or use the running server's GET /v1/stats.
+func Stats(dir string) (store.Stats, error) {
+	s, err := store.Open(storeDir(dir), store.Config{})
+	if err != nil {
+		return store.Stats{}, err
+	}
+	defer s.Close()
+	return s.Stats()
+}
+
+// Deployment is a running key server and storage service.
+type Deployment struct {
+	Config Config
+	cancel context.CancelFunc
+	errs   chan error
+}
+
+// Start opens both services and binds their listeners, so clients can connect as soon as
+// it returns; they serve until ctx is cancelled or Stop is called.
+func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ks, err := keyserver.Open(ksDir(dir), keyserver.Config{HTTPSAddr: cfg.KSAddr, UDPAddr: cfg.KSUDP, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("key server: %w", err)
+	}
+	st, err := store.Open(storeDir(dir), store.Config{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.StoreAddr)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	d := &Deployment{Config: cfg, cancel: cancel, errs: make(chan error, 2)}
+	go func() { d.errs <- wrap("key server", ks.Serve(ctx)) }()
+	go func() {
+		err := st.Serve(ctx, ln)
+		st.Close()
+		d.errs <- wrap("store", err)
+	}()
+	return d, nil
+}
+
+// Wait blocks until both services have stopped (one failing stops the other) and
+// returns the first error.
+func (d *Deployment) Wait() error {
+	first := <-d.errs
+	d.cancel()
+	second := <-d.errs
+	if first != nil {
+		return first
+	}
+	return second
+}
+
+// Stop shuts both services down gracefully and waits for them.
+func (d *Deployment) Stop() error {
+	d.cancel()
+	return d.Wait()
+}
+
+// Serve runs both services until ctx is cancelled, then drains them.
+func Serve(ctx context.Context, dir string, log *slog.Logger) error {
+	d, err := Start(ctx, dir, log)
+	if err != nil {
+		return err
+	}
+	return d.Wait()
+}
+
+func wrap(what string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,216 @@
+package dupless
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Options configure a Client. The zero value works: no key server (random keys, no dedup),
+// HCE2 over the default suite, compression on, 2 x cores parallel transfers.
+type Options struct {
+	Keys        mle.KeyDeriver // the key server client; nil stores under random keys
+	Jobs        int            // files transferred in parallel (default 2 x cores)
+	NoCompress  bool           // skip zstd
+	Scheme      mle.Scheme     // default HCE2 (deterministic, guarded)
+	Suite       mle.Suite      // default mle.DefaultSuite
+	MaxKeyBatch int            // digests per key server request (default 256)
+	Events      Events         // progress callbacks (may be left empty)
+	Logger      *slog.Logger   // default: discard
+}
+
+// Events are progress callbacks; any may be nil. They are called from several goroutines.
+type Events struct {
+	Total func(files int, bytes int64) // once, after the sources were scanned (put)
+	Bytes func(n int64)                // plaintext bytes processed
+	File  func(path string, err error) // a file, directory or link is done
+	// Phase reports time spent in one step of storing a file: "chunk" (read, chunk,
+	// compress, hash), "keys" (key server round trip), "encrypt", "upload" (chunk objects),
+	// "record" (the key record). For benchmarks (the paper's Fig. 5).
+	Phase func(phase string, d time.Duration)
+}
+
+// Client stores and retrieves files for one user on one storage service.
+type Client struct {
+	be   storage.Backend
+	keys *userKeys
+	ks   *keySource
+	m    *mle.MLE
+	opts Options
+	log  *slog.Logger
+
+	ownerOnce sync.Once
+	ownerErr  error
+}
+
+// New returns a client for the user holding master, storing on be.
+func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
+	uk, err := deriveUserKeys(master)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = 2 * runtime.NumCPU()
+	}
+	if opts.Scheme == 0 {
+		opts.Scheme = mle.HCE2
+	}
+	if opts.Scheme == mle.HCE1 {
+		return nil, errors.New("HCE1 is not tag consistent (duplicate faking): refusing to store with it")
+	}
+	if opts.Suite == 0 {
+		opts.Suite = mle.DefaultSuite
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{be: be, keys: uk, ks: newKeySource(opts.Keys, opts.MaxKeyBatch),
+		m: &mle.MLE{Suite: opts.Suite, Scheme: opts.Scheme}, opts: opts, log: log}, nil
+}
+
+// Close releases the client's background work.
+func (c *Client) Close() { c.ks.close() }
+
+// Summary reports what an operation did.
+type Summary struct {
+	Files          int            `json:"files"`
+	Dirs           int            `json:"dirs"`
+	Symlinks       int            `json:"symlinks"`
+	Bytes          int64          `json:"bytes"`           // plaintext bytes of the files
+	Chunks         int            `json:"chunks"`          // chunks in those files
+	ChunksUploaded int            `json:"chunks_uploaded"` // chunk objects sent
+	ChunksKept     int            `json:"chunks_kept"`     // already stored for this file, not resent
+	BytesUploaded  int64          `json:"bytes_uploaded"`  // ciphertext bytes sent (chunks + records)
+	Fallback       map[string]int `json:"fallback,omitempty"`
+	Errors         []FileError    `json:"errors,omitempty"`
+	Duration       time.Duration  `json:"duration_ns"`
+
+	mu sync.Mutex
+}
+
+// FallbackFiles counts the files stored under random keys.
+func (s *Summary) FallbackFiles() int {
+	n := 0
+	for _, v := range s.Fallback {
+		n += v
+	}
+	return n
+}
+
+// FileError is a per-file failure that did not stop the run.
+type FileError struct {
+	Path string `json:"path"`
+	Err  string `json:"error"`
+}
+
+func (e FileError) Error() string { return e.Path + ": " + e.Err }
+
+func (s *Summary) addErr(path string, err error) {
+	s.mu.Lock()
+	s.Errors = append(s.Errors, FileError{path, err.Error()})
+	s.mu.Unlock()
+}
+
+func (s *Summary) add(f func(s *Summary)) {
+	s.mu.Lock()
+	f(s)
+	s.mu.Unlock()
+}
+
+// Err returns an error when some files failed, nil otherwise.
+func (s *Summary) Err() error {
+	if len(s.Errors) == 0 {
+		return nil
+	}
+	sort.Slice(s.Errors, func(i, j int) bool { return s.Errors[i].Path < s.Errors[j].Path })
+	return &PartialError{s.Errors}
+}
+
+// PartialError says that some files failed; the others went through.
+type PartialError struct{ Files []FileError }
+
+func (e *PartialError) Error() string {
+	if len(e.Files) == 1 {
+		return e.Files[0].Error()
+	}
+	return fmt.Sprintf("%d files failed, first: %v", len(e.Files), e.Files[0])
+}
+
+func (c *Client) event(path string, err error) {
+	if c.opts.Events.File != nil {
+		c.opts.Events.File(path, err)
+	}
+}
+
+// timer measures a phase when Events.Phase is set.
+func (c *Client) timer(phase string) func() {
+	if c.opts.Events.Phase == nil {
+		return func() {}
+	}
+	t := time.Now()
+	return func() { c.opts.Events.Phase(phase, time.Since(t)) }
+}
+
+func (c *Client) bytesDone(n int64) {
+	if c.opts.Events.Bytes != nil {
+		c.opts.Events.Bytes(n)
+	}
+}
+
+// Objects live in the user's namespace as:
+//
+//	<encdir>/<encname>.key          key record of a file or symlink
+//	<encdir>/.dir                   metadata record of a directory (mode, mtime)
+//	.veil/chunks/<hh>/<sha256 hex>  chunk ciphertexts, named by their hash
+const (
+	dirMetaName = ".dir"
+	chunkRoot   = ".veil/chunks"
+)
+
+func chunkLocation(h [32]byte) (dir, name string) {
+	x := hex.EncodeToString(h[:])
+	return chunkRoot + "/" + x[:2], x
+}
+
+// isInternal reports whether a storage entry name is veil's bookkeeping, not a user entry.
+func isInternal(name string) bool { return strings.HasPrefix(name, ".") }
+
+// readRecord fetches and opens the record at encDir/encName (encName without suffix for
+// directories' ".dir").
+func (c *Client) readRecord(ctx context.Context, encDir, objName string) (*record, error) {
+	rc, err := c.be.Get(ctx, encDir, objName)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxRecordBytes))
+	if err != nil {
+		return nil, err
+	}
+	return c.keys.openRecord(b, storage.Join(encDir, objName))
+}
+
+const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
+
+func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
+	b := c.keys.sealRecord(r, storage.Join(encDir, objName))
+	return int64(len(b)), c.be.Put(ctx, encDir, objName, bytes.NewReader(b), int64(len(b)))
+}
+
+func sha(b []byte) [32]byte { return sha256.Sum256(b) }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,26 @@
+// Package dupless is the DupLESS client: it stores files on an untrusted storage service
+// (any storage.Backend) so that the service sees only ciphertext and encrypted names, while
+// identical content from different users still deduplicates.
+//
+// Terms:
+//   - master key: the user's random 256-bit secret, kept in a key file sealed with a
+//     passphrase (keyfile.go). Every other user key is derived from it with HKDF.
+//   - encrypted name: a directory or file name encrypted with AES-SIV under the name key,
+//     base64url-encoded; equal names encrypt equally, so listing and exact search work on
+//     the storage service (EncPath, names.go).
+//   - chunk: a piece of a file cut by content-defined chunking (a small file is one chunk),
+//     compressed with zstd when that pays, then encrypted with MLE (HCE2) under a key the key
+//     server derives from the chunk's hash.
+//   - key record: the small object "<encname>.key" holding a file's metadata and, for every
+//     chunk, its MLE key, hash and ciphertext hash, sealed under the user's record key with
+//     the encrypted path as associated data (record.go, docs/formats/key-record.md).
+//   - ciphertext objects: "<encname>.ctxt" for a one-chunk file (the paper's layout), or
+//     ".veil/chunks/<hh>/<hash>" for the chunks of larger files, named by the SHA-256 of
+//     their ciphertext so an edited file re-uploads only the chunks that changed.
+//
+// Key derivation goes through an mle.KeyDeriver (the key server client in production);
+// when it fails the file is stored under a random key (fail safe: readable, not deduped).
+//
+// dupless is a client: it may import mle, storage and ksclient (through mle.KeyDeriver),
+// never the servers (keyserver, store) or cmd.
+package dupless

@@ -1,0 +1,442 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// ErrIntegrity reports stored content that fails verification: a ciphertext whose hash
+// does not match its key record, or guarded decryption refusing it.
+var ErrIntegrity = errors.New("integrity check failed")
+
+type getTask struct {
+	src, local string
+	root       string // the destination the user named: nothing below it is a symlink we follow
+	rec        *record
+	encDir     string
+	objName    string
+}
+
+// links are symlinks to create after every file and directory exists, so no file is ever
+// written through a link restored in the same run.
+type links struct {
+	mu sync.Mutex
+	l  []linkTask
+}
+
+type linkTask struct {
+	t getTask
+	r *record
+}
+
+// Get retrieves src (a file, symlink or directory, recursively; "" is everything) into
+// local. For a directory, local becomes that directory. Every file is verified (record
+// authentication, ciphertext hash, guarded decryption) and written to a temporary file that
+// is renamed into place only after all of it verified; failures are per file.
+func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
+	start := time.Now()
+	sum := &Summary{}
+	src = cleanPath(src)
+	// A file is the common case: read its record straight away (one round trip), and look
+	// for a directory only if there is none.
+	var first *getTask
+	kind := typeDir
+	if src != "" {
+		encDir, encName, err := c.encFile(src)
+		if err != nil {
+			return sum, err
+		}
+		t := getTask{src: src, local: local, root: filepath.Dir(local), encDir: encDir, objName: encName + keySuffix}
+		rec, err := c.readRecord(ctx, encDir, t.objName)
+		switch {
+		case err == nil:
+			t.rec, kind, first = rec, typeFile, &t
+		case errors.Is(err, storage.ErrNotFound):
+			if kind, err = c.kindOf(ctx, src); err != nil {
+				return sum, err
+			}
+		default:
+			return sum, fmt.Errorf("%s: %w", src, err)
+		}
+	}
+	work := make(chan getTask)
+	var wg sync.WaitGroup
+	ls := &links{}
+	for range c.opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range work {
+				err := c.getOne(ctx, t, sum, ls)
+				if err != nil {
+					sum.addErr(t.src, err)
+				}
+				c.event(t.src, err)
+			}
+		}()
+	}
+	var dirs []getTask
+	var err error
+	if kind == typeDir {
+		if err := os.MkdirAll(local, 0o700); err != nil {
+			close(work)
+			wg.Wait()
+			return sum, err
+		}
+		if src != "" {
+			enc, _ := c.keys.encPath(src)
+			dirs = append(dirs, getTask{src: src, local: local, root: local, encDir: enc, objName: dirMetaName})
+		}
+		err = c.walk(ctx, src, false, func(rel string, isDir bool, encDir, objName string) error {
+			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), root: local, encDir: encDir, objName: objName}
+			if isDir {
+				if err := safeDir(t.root, t.local); err != nil {
+					sum.addErr(t.src, err) // and each file below it fails the same check
+					c.event(t.src, err)
+					return nil
+				}
+				dirs = append(dirs, t)
+				return nil
+			}
+			select {
+			case work <- t:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return nil
+		})
+	} else {
+		work <- *first
+	}
+	close(work)
+	wg.Wait()
+	for _, l := range ls.l {
+		err := c.restoreLink(l.t, l.r)
+		if err != nil {
+			sum.addErr(l.t.src, err)
+		} else {
+			sum.add(func(s *Summary) { s.Symlinks++ })
+		}
+		c.event(l.t.src, err)
+	}
+	// Directory modes and times last, deepest first, so writing files does not undo them.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := c.restoreDir(ctx, dirs[i]); err != nil {
+			sum.addErr(dirs[i].src, err)
+		}
+		sum.add(func(s *Summary) { s.Dirs++ })
+	}
+	sum.Duration = time.Since(start)
+	if err != nil {
+		return sum, err
+	}
+	return sum, ctx.Err()
+}
+
+// kindOf tells whether path is stored as a file or symlink (typeFile) or a directory.
+func (c *Client) kindOf(ctx context.Context, path string) (int, error) {
+	if path == "" {
+		return typeDir, nil
+	}
+	encDir, encName, err := c.encFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.be.Stat(ctx, encDir, encName+keySuffix); err == nil {
+		return typeFile, nil
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return 0, err
+	}
+	if fi, err := c.be.Stat(ctx, encDir, encName); err == nil && fi.IsDir {
+		return typeDir, nil
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: %w", path, storage.ErrNotFound)
+}
+
+// errForeignEntry stops a strict walk at an entry this key cannot decrypt.
+var errForeignEntry = errors.New("entry not encrypted under this key")
+
+// walk visits every file and directory below the plain path dir (not dir itself), parents
+// before children, calling fn with the path relative to dir. Entries this key cannot
+// decrypt are skipped with a warning, or, with strict (for commands that delete), stop the
+// walk: never delete or prune what you cannot see.
+func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel string, isDir bool, encDir, objName string) error) error {
+	encDir, err := c.keys.encPath(dir)
+	if err != nil {
+		return err
+	}
+	var visit func(encDir, rel string) error
+	visit = func(encDir, rel string) error {
+		entries, err := c.be.List(ctx, encDir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if isInternal(e.Name) {
+				continue
+			}
+			plain, isDir, err := c.plainName(e)
+			if err != nil {
+				if strict {
+					return fmt.Errorf("%w: %s", errForeignEntry, storage.Join(encDir, e.Name))
+				}
+				c.log.Warn("skipping an entry that is not this user's", "dir", encDir, "name", e.Name)
+				continue
+			}
+			r := joinPath(rel, plain)
+			if isDir {
+				if err := fn(r, true, storage.Join(encDir, e.Name), dirMetaName); err != nil {
+					return err
+				}
+				if err := visit(storage.Join(encDir, e.Name), r); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := fn(r, false, encDir, e.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return visit(encDir, "")
+}
+
+// plainName decrypts a listed entry: a directory, or a file's ".key" record.
+func (c *Client) plainName(e storage.Info) (string, bool, error) {
+	if e.IsDir {
+		n, err := c.keys.decName(e.Name)
+		return n, true, err
+	}
+	base, ok := cutSuffix(e.Name, keySuffix)
+	if !ok {
+		return "", false, errForeignName
+	}
+	n, err := c.keys.decName(base)
+	return n, false, err
+}
+
+func cutSuffix(s, suffix string) (string, bool) {
+	if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
+		return s[:len(s)-len(suffix)], true
+	}
+	return s, false
+}
+
+func (c *Client) restoreDir(ctx context.Context, t getTask) error {
+	r, err := c.readRecord(ctx, t.encDir, dirMetaName)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil // created by mkdir -p of a parent or by another tool: keep defaults
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(t.local, goMode(r.Mode)); err != nil {
+		return err
+	}
+	mt := time.Unix(0, r.MTime)
+	return os.Chtimes(t.local, mt, mt)
+}
+
+func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary, ls *links) error {
+	r := t.rec
+	if r == nil {
+		var err error
+		if r, err = c.readRecord(ctx, t.encDir, t.objName); err != nil {
+			return err
+		}
+	}
+	if r.Type == typeSymlink {
+		ls.mu.Lock()
+		ls.l = append(ls.l, linkTask{t, r})
+		ls.mu.Unlock()
+		return nil
+	}
+	if err := safeDir(t.root, filepath.Dir(t.local)); err != nil {
+		return err
+	}
+	if r.Type != typeFile {
+		return fmt.Errorf("%w: record type %d where a file was expected", ErrRecord, r.Type)
+	}
+	f, err := os.CreateTemp(filepath.Dir(t.local), ".veil-get-*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := c.fetchChunks(ctx, r, f); err != nil {
+		return err
+	}
+	if err := f.Chmod(goMode(r.Mode)); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	mt := time.Unix(0, r.MTime)
+	if err := os.Chtimes(f.Name(), mt, mt); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), t.local); err != nil {
+		return err
+	}
+	ok = true
+	sum.add(func(s *Summary) { s.Files++; s.Bytes += int64(r.Size); s.Chunks += len(r.Chunks) })
+	return nil
+}
+
+func (c *Client) restoreLink(t getTask, r *record) error {
+	if err := safeDir(t.root, filepath.Dir(t.local)); err != nil {
+		return err
+	}
+	tmp := t.local + ".veil-tmp-link"
+	os.Remove(tmp)
+	if err := os.Symlink(r.Target, tmp); err != nil {
+		return err
+	}
+	ts := unix.NsecToTimespec(r.MTime)
+	_ = unix.UtimesNanoAt(unix.AT_FDCWD, tmp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW) // best effort
+	if err := os.Rename(tmp, t.local); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// safeDir makes sure dir exists below root without following a symlink on the way: every
+// component under root must be a real directory (created if missing). root itself is the
+// user's choice and may be a link.
+func safeDir(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("%s is outside %s", dir, root)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	p := root
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		if c == "." || c == "" {
+			continue
+		}
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("refusing to write through the symlink %s", p)
+		case !fi.IsDir():
+			return fmt.Errorf("%s exists and is not a directory", p)
+		}
+	}
+	return nil
+}
+
+// fetchChunks downloads and verifies a file's chunks, a few at a time, writing them in order.
+func (c *Client) fetchChunks(ctx context.Context, r *record, w io.Writer) error {
+	const ahead = 4
+	type result struct {
+		data []byte
+		err  error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]chan result, len(r.Chunks))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	sem := make(chan struct{}, ahead)
+	go func() {
+		for i := range r.Chunks {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			go func(i int) {
+				data, err := c.fetchChunk(ctx, &r.Chunks[i])
+				if err != nil {
+					err = fmt.Errorf("chunk %d of %d: %w", i+1, len(r.Chunks), err)
+				}
+				results[i] <- result{data, err}
+			}(i)
+		}
+	}()
+	for i := range r.Chunks {
+		var res result
+		select {
+		case res = <-results[i]:
+		case <-ctx.Done(): // the dispatcher stops launching; do not wait for what it never sent
+			return ctx.Err()
+		}
+		<-sem
+		if res.err != nil {
+			return res.err
+		}
+		if _, err := w.Write(res.data); err != nil {
+			return err
+		}
+		c.bytesDone(int64(len(res.data)))
+	}
+	return nil
+}
+
+func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) {
+	dir, name := chunkLocation(ref.CtHash)
+	rc, err := c.be.Get(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	limit := int64(ref.MsgLen) + 2*mle.Size + mle.HeaderSize + 1
+	ct, err := io.ReadAll(io.LimitReader(rc, limit))
+	if err != nil {
+		return nil, err
+	}
+	if sha(ct) != ref.CtHash {
+		return nil, fmt.Errorf("%w: ciphertext does not match its key record (tampered, swapped or truncated)", ErrIntegrity)
+	}
+	msg, err := mle.Dec(ref.Key, ct, mle.GuardDigest(ref.Digest))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIntegrity, err)
+	}
+	if len(msg) != int(ref.MsgLen) {
+		return nil, fmt.Errorf("%w: message length %d, record says %d", ErrIntegrity, len(msg), ref.MsgLen)
+	}
+	data, err := unpack(ref, msg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIntegrity, err)
+	}
+	if len(data) != int(ref.PlainLen) {
+		return nil, fmt.Errorf("%w: chunk length %d, record says %d", ErrIntegrity, len(data), ref.PlainLen)
+	}
+	return data, nil
+}

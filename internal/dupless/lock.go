@@ -1,0 +1,111 @@
+package dupless
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Ownership and locking of a user's namespace on the storage service.
+//
+// .veil/keycheck is a sealed record that only this master key opens. The first command that
+// changes the namespace writes it; every later one checks it, so a second 'veil init' (a new
+// master key) pointed at the same namespace can never prune, remove or move the first key's
+// data, whose names it cannot even read.
+//
+// .veil/locks/ holds one object per running command: "shared-..." for put, mv, rm, mkdir,
+// "exclusive-..." for prune. A command writes its lock, then lists the others: a shared lock
+// conflicts with an exclusive one, an exclusive lock with any. Both sides write before they
+// look, so two conflicting commands cannot both proceed. Locks are refreshed while a command
+// runs and count as stale (abandoned by a crash) lockStale after their last refresh.
+
+const (
+	veilDir     = ".veil"
+	keyCheck    = "keycheck"
+	locksDir    = ".veil/locks"
+	lockStale   = 15 * time.Minute
+	lockRefresh = lockStale / 3
+)
+
+// ErrForeignKey reports a namespace that belongs to another master key.
+var ErrForeignKey = errors.New("this storage location belongs to another veil key (a second 'veil init'?): " +
+	"refusing to change it; to use it from another machine, copy your profile directory there")
+
+// ErrLocked reports a conflicting command running on the same namespace.
+var ErrLocked = errors.New("another veil command holds a conflicting lock on this storage")
+
+// checkOwner verifies (or, on first use, writes) the namespace's key check, once per client.
+func (c *Client) checkOwner(ctx context.Context) error {
+	c.ownerOnce.Do(func() {
+		_, err := c.readRecord(ctx, veilDir, keyCheck)
+		switch {
+		case err == nil:
+		case errors.Is(err, storage.ErrNotFound):
+			_, err = c.writeRecord(ctx, veilDir, keyCheck, &record{Type: typeDir})
+		case errors.Is(err, ErrRecord):
+			err = ErrForeignKey
+		}
+		c.ownerErr = err
+	})
+	return c.ownerErr
+}
+
+// lock takes a shared or exclusive lock on the namespace after checking its owner. The
+// returned function releases it.
+func (c *Client) lock(ctx context.Context, exclusive bool) (func(), error) {
+	if err := c.checkOwner(ctx); err != nil {
+		return nil, err
+	}
+	kind := "shared"
+	if exclusive {
+		kind = "exclusive"
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	name := fmt.Sprintf("%s-%d-%s", kind, time.Now().Unix(), hex.EncodeToString(id[:]))
+	put := func() error { return c.be.Put(ctx, locksDir, name, bytes.NewReader(nil), 0) }
+	if err := put(); err != nil {
+		return nil, fmt.Errorf("write lock: %w", err)
+	}
+	release := func() { c.be.Delete(context.WithoutCancel(ctx), locksDir, name) }
+	others, err := c.be.List(ctx, locksDir)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	for _, o := range others {
+		if o.Name == name || !o.ModTime.IsZero() && time.Since(o.ModTime) > lockStale {
+			continue
+		}
+		if exclusive || strings.HasPrefix(o.Name, "exclusive-") {
+			release()
+			return nil, fmt.Errorf("%w (%s, since %s); try again when it is done", ErrLocked,
+				strings.SplitN(o.Name, "-", 2)[0], o.ModTime.Format(time.DateTime))
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // keep the lock fresh while the command runs
+		defer wg.Done()
+		t := time.NewTicker(lockRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				put()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() { close(stop); wg.Wait(); release() }, nil
+}

@@ -1,0 +1,396 @@
+package dupless
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Entry describes one stored file, symlink or directory.
+type Entry struct {
+	Path     string      `json:"path"`
+	IsDir    bool        `json:"dir,omitempty"`
+	Symlink  string      `json:"symlink,omitempty"`
+	Size     int64       `json:"size"`
+	Mode     fs.FileMode `json:"mode"`
+	ModTime  time.Time   `json:"mtime"`
+	Chunks   int         `json:"chunks,omitempty"`
+	Fallback bool        `json:"fallback,omitempty"` // some chunk is under a random key (no dedup)
+	Err      string      `json:"error,omitempty"`    // the entry's record could not be read
+}
+
+// List returns the entries directly in path (or path itself if it is a file). With long
+// set it reads each entry's record for size, mode and time (one request per entry).
+func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, error) {
+	path = cleanPath(path)
+	kind, err := c.kindOf(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if kind != typeDir {
+		encDir, encName, _ := c.encFile(path)
+		e := Entry{Path: path}
+		if err := c.fillEntry(ctx, &e, encDir, encName+keySuffix); err != nil {
+			return nil, err
+		}
+		return []Entry{e}, nil
+	}
+	encDir, err := c.keys.encPath(path)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := c.be.List(ctx, encDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, fi := range infos {
+		if isInternal(fi.Name) {
+			continue
+		}
+		plain, isDir, err := c.plainName(fi)
+		if err != nil {
+			continue // not ours
+		}
+		e := Entry{Path: joinPath(path, plain), IsDir: isDir}
+		if long {
+			d, n := encDir, fi.Name
+			if isDir {
+				d, n = storage.Join(encDir, fi.Name), dirMetaName
+			}
+			if err := c.fillEntry(ctx, &e, d, n); err != nil && !(isDir && errors.Is(err, storage.ErrNotFound)) {
+				e.Err = err.Error() // shown per entry; one bad record does not hide the rest
+			}
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func (c *Client) fillEntry(ctx context.Context, e *Entry, encDir, objName string) error {
+	r, err := c.readRecord(ctx, encDir, objName)
+	if err != nil {
+		return err
+	}
+	e.Size, e.Mode, e.ModTime, e.Chunks = int64(r.Size), goMode(r.Mode), time.Unix(0, r.MTime), len(r.Chunks)
+	e.IsDir, e.Symlink = r.Type == typeDir, r.Target
+	if r.Type == typeDir {
+		e.Mode |= fs.ModeDir
+	}
+	if r.Type == typeSymlink {
+		e.Mode |= fs.ModeSymlink
+	}
+	for _, ch := range r.Chunks {
+		if ch.Flags&flagRandomKey != 0 {
+			e.Fallback = true
+		}
+	}
+	return nil
+}
+
+// Mkdir creates a directory (and its parents).
+func (c *Client) Mkdir(ctx context.Context, path string) error {
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return c.mkdir(ctx, path)
+}
+
+func (c *Client) mkdir(ctx context.Context, path string) error {
+	enc, err := c.keys.encPath(path)
+	if err != nil {
+		return err
+	}
+	if enc == "" {
+		return nil
+	}
+	if err := c.be.Create(ctx, enc); err != nil {
+		return err
+	}
+	r := &record{Type: typeDir, Mode: 0o755, MTime: time.Now().UnixNano()}
+	_, err = c.writeRecord(ctx, enc, dirMetaName, r)
+	return err
+}
+
+// Remove deletes a file or symlink; a directory only with recursive. Chunk objects are
+// left for Prune, since other files of the user may share them.
+func (c *Client) Remove(ctx context.Context, path string, recursive bool) (*Summary, error) {
+	sum := &Summary{}
+	path = cleanPath(path)
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
+	kind, err := c.kindOf(ctx, path)
+	if err != nil {
+		return sum, err
+	}
+	if kind != typeDir {
+		encDir, encName, _ := c.encFile(path)
+		if err := c.be.Delete(ctx, encDir, encName+keySuffix); err != nil {
+			return sum, err
+		}
+		sum.Files++
+		return sum, nil
+	}
+	if path == "" {
+		return sum, errors.New("refusing to remove the root; remove its entries one by one")
+	}
+	if !recursive {
+		return sum, fmt.Errorf("%s is a directory (use -r to remove it and everything below)", path)
+	}
+	enc, _ := c.keys.encPath(path)
+	return sum, c.removeTree(ctx, enc, sum)
+}
+
+// removeTree deletes everything below encDir, then encDir itself.
+func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) error {
+	entries, err := c.be.List(ctx, encDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name != dirMetaName {
+			if _, _, err := c.plainName(e); err != nil {
+				return fmt.Errorf("%w: %s (left in place)", errForeignEntry, storage.Join(encDir, e.Name))
+			}
+		}
+		if e.IsDir {
+			if err := c.removeTree(ctx, storage.Join(encDir, e.Name), sum); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.be.Delete(ctx, encDir, e.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if _, ok := cutSuffix(e.Name, keySuffix); ok {
+			sum.Files++
+		}
+	}
+	sum.Dirs++
+	dir, name := storage.Split(encDir)
+	return c.be.Delete(ctx, dir, name)
+}
+
+// Move renames a file, symlink or directory. Key records are bound to their encrypted
+// path, so each record below src is re-sealed for its new path and written before the old
+// one is deleted: interrupted, every file stays readable under one of the two names.
+// Content is never re-sent.
+func (c *Client) Move(ctx context.Context, src, dst string) error {
+	src, dst = cleanPath(src), cleanPath(dst)
+	if src == "" || dst == "" {
+		return errors.New("cannot move the root or onto it")
+	}
+	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
+		return fmt.Errorf("cannot move %s into itself", src)
+	}
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := c.kindOf(ctx, dst); err == nil {
+		return fmt.Errorf("%s: %w", dst, storage.ErrExists)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	kind, err := c.kindOf(ctx, src)
+	if err != nil {
+		return err
+	}
+	if kind != typeDir {
+		return c.moveRecord(ctx, src, dst)
+	}
+	if err := c.mkdir(ctx, dst); err != nil {
+		return err
+	}
+	var files, dirs []string
+	err = c.walk(ctx, src, true, func(rel string, isDir bool, _, _ string) error {
+		if isDir {
+			dirs = append(dirs, rel)
+			return c.copyDirMeta(ctx, joinPath(src, rel), joinPath(dst, rel))
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, rel := range files {
+		if err := c.moveRecord(ctx, joinPath(src, rel), joinPath(dst, rel)); err != nil {
+			return err
+		}
+	}
+	if err := c.copyDirMeta(ctx, src, dst); err != nil {
+		return err
+	}
+	// Remove the emptied source directories, deepest first, one by one: anything another
+	// client added meanwhile stays (the directory is then not empty, and we say so).
+	for i := len(dirs) - 1; i >= -1; i-- {
+		p := src
+		if i >= 0 {
+			p = joinPath(src, dirs[i])
+		}
+		enc, _ := c.keys.encPath(p)
+		if err := c.be.Delete(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		d, n := storage.Split(enc)
+		if err := c.be.Delete(ctx, d, n); errors.Is(err, storage.ErrNotEmpty) {
+			return fmt.Errorf("moved %s to %s, but %s gained new entries meanwhile and was kept", src, dst, p)
+		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
+	sd, sn, err := c.encFile(src)
+	if err != nil {
+		return err
+	}
+	dd, dn, err := c.encFile(dst)
+	if err != nil {
+		return err
+	}
+	r, err := c.readRecord(ctx, sd, sn+keySuffix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
+		return err
+	}
+	return c.be.Delete(ctx, sd, sn+keySuffix)
+}
+
+func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
+	se, _ := c.keys.encPath(src)
+	de, err := c.keys.encPath(dst)
+	if err != nil {
+		return err
+	}
+	if err := c.be.Create(ctx, de); err != nil {
+		return err
+	}
+	r, err := c.readRecord(ctx, se, dirMetaName)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.writeRecord(ctx, de, dirMetaName, r)
+	return err
+}
+
+// Find returns the paths of every file, symlink or directory named exactly name. The
+// storage service does the search, on encrypted names.
+func (c *Client) Find(ctx context.Context, name string) ([]string, error) {
+	enc, err := c.keys.encName(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range []string{enc + keySuffix, enc} {
+		hits, err := c.be.Search(ctx, "", n)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			if h.IsDir != (n == enc) {
+				continue
+			}
+			p, err := c.keys.decPath(h.Dir)
+			if err != nil {
+				continue
+			}
+			out = append(out, joinPath(p, name))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// PruneResult reports what Prune found and removed.
+type PruneResult struct {
+	Records        int   `json:"records"`
+	ChunksInUse    int   `json:"chunks_in_use"`
+	ChunksRemoved  int   `json:"chunks_removed"`
+	BytesRemoved   int64 `json:"bytes_removed"`
+	ChunksTooYoung int   `json:"chunks_too_young"` // unreferenced but newer than the grace period
+}
+
+// Prune deletes chunk objects that no key record references any more (after rm, or after
+// overwriting a file). Chunks younger than grace are kept: a concurrent put may be about to
+// write the record that references them. With dryRun nothing is deleted.
+func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*PruneResult, error) {
+	res := &PruneResult{}
+	unlock, err := c.lock(ctx, true)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	used := map[string]bool{}
+	err = c.walk(ctx, "", true, func(rel string, isDir bool, encDir, objName string) error {
+		if isDir {
+			return nil
+		}
+		r, err := c.readRecord(ctx, encDir, objName)
+		if err != nil {
+			return fmt.Errorf("%s: %w (prune stops: it must see every record)", rel, err)
+		}
+		res.Records++
+		for _, ch := range r.Chunks {
+			used[hex.EncodeToString(ch.CtHash[:])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.ChunksInUse = len(used)
+	prefixes, err := c.be.List(ctx, chunkRoot)
+	if errors.Is(err, storage.ErrNotFound) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	cutoff := time.Now().Add(-grace)
+	for _, p := range prefixes {
+		dir := storage.Join(chunkRoot, p.Name)
+		objs, err := c.be.List(ctx, dir)
+		if err != nil {
+			return res, err
+		}
+		for _, o := range objs {
+			if used[o.Name] {
+				continue
+			}
+			if o.ModTime.IsZero() || o.ModTime.After(cutoff) { // unknown age: keep
+				res.ChunksTooYoung++
+				continue
+			}
+			if !dryRun {
+				if err := c.be.Delete(ctx, dir, o.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+					return res, err
+				}
+			}
+			res.ChunksRemoved++
+			res.BytesRemoved += o.Size
+		}
+	}
+	return res, nil
+}

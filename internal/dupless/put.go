@@ -1,0 +1,413 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// putTask is one local entry to store at a destination path.
+type putTask struct {
+	local string
+	dest  string
+	info  fs.FileInfo
+}
+
+// Put stores each local path (file, symlink or directory, recursively) under
+// dest/<base name of the path>. Per-file failures (unreadable files, sockets, names too
+// long) are recorded in the summary and do not stop the run; Summary.Err reports them.
+func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summary, error) {
+	start := time.Now()
+	sum := &Summary{Fallback: map[string]int{}}
+	dest = cleanPath(dest)
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return sum, err
+	}
+	defer unlock()
+	var tasks []putTask
+	var total int64
+	from := map[string]string{} // destination -> the local path stored there
+	for _, l := range locals {
+		base := filepath.Base(filepath.Clean(l))
+		err := filepath.Walk(l, func(p string, fi fs.FileInfo, err error) error {
+			rel, _ := filepath.Rel(l, p)
+			d := joinPath(dest, base, filepath.ToSlash(rel))
+			if err != nil {
+				sum.addErr(p, err)
+				c.event(p, err)
+				return nil
+			}
+			if other, dup := from[d]; dup {
+				err := fmt.Errorf("has the same destination %q as %s: not stored", d, other)
+				sum.addErr(p, err)
+				c.event(p, err)
+				if fi.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			from[d] = p
+			tasks = append(tasks, putTask{p, d, fi})
+			if fi.Mode().IsRegular() {
+				total += fi.Size()
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+	}
+	if c.opts.Events.Total != nil {
+		c.opts.Events.Total(len(tasks), total)
+	}
+	// Directories first (so empty ones exist), then everything else in parallel.
+	run := newPutRun(c.be, sum)
+	defer run.wait() // no upload outlives Put
+	work := make(chan putTask)
+	var wg sync.WaitGroup
+	for range c.opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range work {
+				err := c.putOne(ctx, t, sum, run)
+				if err != nil {
+					sum.addErr(t.local, err)
+				}
+				c.event(t.local, err)
+			}
+		}()
+	}
+	for _, t := range tasks {
+		if ctx.Err() != nil {
+			break // cancelled: report it once, not once per remaining file
+		}
+		if t.info.IsDir() {
+			err := c.putDir(ctx, t, sum, run)
+			if err != nil {
+				sum.addErr(t.local, err)
+			}
+			c.event(t.local, err)
+			continue
+		}
+		select {
+		case work <- t:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	sum.Duration = time.Since(start)
+	return sum, ctx.Err()
+}
+
+func joinPath(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p = cleanPath(p); p != "" {
+			out = storage.Join(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
+	enc, err := c.keys.encPath(t.dest)
+	if err != nil {
+		return err
+	}
+	if enc != "" {
+		parent, name := storage.Split(enc)
+		if isFile, err := run.dirs.has(ctx, c.be, parent, name+keySuffix); err != nil {
+			return err
+		} else if isFile {
+			return fmt.Errorf("%s is stored as a file: 'veil rm' it before storing a directory there", t.dest)
+		}
+	}
+	if err := c.be.Create(ctx, enc); err != nil {
+		return err
+	}
+	r := &record{Type: typeDir, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
+	n, err := c.writeRecord(ctx, enc, dirMetaName, r)
+	sum.add(func(s *Summary) { s.Dirs++; s.BytesUploaded += n })
+	return err
+}
+
+func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
+	mode := t.info.Mode()
+	switch {
+	case mode.IsRegular():
+		return c.putFile(ctx, t, sum, run)
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(t.local)
+		if err != nil {
+			return err
+		}
+		if len(target) > 4096 {
+			return errors.New("symlink target longer than 4096 bytes")
+		}
+		r := &record{Type: typeSymlink, Mode: unixMode(mode), MTime: t.info.ModTime().UnixNano(), Target: target}
+		encDir, encName, err := c.encFile(t.dest)
+		if err != nil {
+			return err
+		}
+		if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
+			return err
+		}
+		n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
+		sum.add(func(s *Summary) { s.Symlinks++; s.BytesUploaded += n })
+		return err
+	default:
+		return fmt.Errorf("cannot store a %s (only files, directories and symlinks)", fileKind(mode))
+	}
+}
+
+func (c *Client) encFile(dest string) (encDir, encName string, err error) {
+	if dest == "" {
+		return "", "", errors.New("a file needs a name")
+	}
+	dir, name := storage.Split(dest)
+	if encDir, err = c.keys.encPath(dir); err != nil {
+		return
+	}
+	encName, err = c.keys.encName(name)
+	return
+}
+
+// batchBytes bounds the chunk data a file keeps in memory while its keys are derived.
+const batchBytes = 32 << 20
+
+// putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
+// its key record: the record is the commit point, so a crash never leaves a record that
+// points to missing content, and overwriting a file is atomic.
+func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
+	encDir, encName, err := c.encFile(t.dest)
+	if err != nil {
+		return err
+	}
+	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
+		return err
+	}
+	// Open without following links or blocking on FIFOs, and insist it is still the regular
+	// file the walk saw: a path swapped for a symlink meanwhile is not read.
+	f, err := os.OpenFile(t.local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(fi, t.info) {
+		return errors.New("replaced while being stored: not stored")
+	}
+	// Chunks this file's previous version already stored are reused whole (no key request,
+	// no encryption, no upload), as are chunks stored earlier in this run or in this file.
+	prev := map[mle.Digest]chunkRef{}
+	if exists, err := run.dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
+		return err
+	} else if exists {
+		if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
+			for _, ch := range old.Chunks {
+				if ch.Flags&flagRandomKey == 0 || c.ks.kd == nil { // retry the KS for fallbacks
+					prev[ch.Digest] = ch
+				}
+			}
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
+		}
+	}
+	mine := map[mle.Digest]pending{} // chunks of this file so far, fallbacks included
+	reuse := func(p piece) (pending, bool) {
+		if old, ok := prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
+			return pending{old, nil}, true
+		}
+		if m, ok := mine[p.digest]; ok && m.ref.Flags&flagCompressed == p.flags&flagCompressed {
+			return m, true
+		}
+		return run.lookup(p)
+	}
+	rec := &record{Type: typeFile, Mode: unixMode(fi.Mode()), MTime: fi.ModTime().UnixNano()}
+	var waits []*upload // uploads this file's record must not precede
+	defer func() {      // on every path: no upload of this file outlives it
+		for _, u := range waits {
+			u.wait()
+		}
+	}()
+	var fallback error
+	sp := newSplitter(f)
+	defer sp.close()
+	for done := false; !done; {
+		var batch []piece
+		size := 0
+		stop := c.timer("chunk")
+		for size < batchBytes {
+			data, err := sp.next()
+			if err == io.EOF {
+				done = true
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read: %w", err)
+			}
+			p := preparePiece(c.m, data, !c.opts.NoCompress)
+			batch = append(batch, p)
+			size += len(p.msg)
+			c.bytesDone(int64(p.plainLen))
+		}
+		stop()
+		if len(rec.Chunks)+len(batch) > maxRecordChunks {
+			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
+		}
+		// One key request for the distinct new digests of the batch.
+		var need []mle.Digest
+		asked := map[mle.Digest]bool{}
+		for _, p := range batch {
+			if _, ok := reuse(p); !ok && !asked[p.digest] {
+				asked[p.digest] = true
+				need = append(need, p.digest)
+			}
+		}
+		stop = c.timer("keys")
+		mineDs, futures := run.claim(need)
+		keys, kerr := c.ks.derive(ctx, mineDs)
+		run.resolve(mineDs, futures, keys, kerr)
+		keyOf := make(map[mle.Digest]mle.Key, len(need))
+		for d, f := range futures { // including keys other files of the run are deriving
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if f.err != nil {
+				kerr = f.err
+			} else {
+				keyOf[d] = f.key
+			}
+		}
+		stop()
+		if kerr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fallback = kerr
+		}
+		for _, p := range batch {
+			if r, ok := reuse(p); ok {
+				rec.Chunks = append(rec.Chunks, r.ref)
+				rec.Size += uint64(p.plainLen)
+				if r.up != nil {
+					waits = append(waits, r.up)
+				}
+				sum.add(func(s *Summary) { s.ChunksKept++ })
+				continue
+			}
+			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
+			if k, ok := keyOf[p.digest]; ok {
+				ref.Key = k
+			} else {
+				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
+			}
+			stop = c.timer("encrypt")
+			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
+			if err != nil {
+				return err
+			}
+			ref.CtHash = sha(ct)
+			stop()
+			rec.Chunks = append(rec.Chunks, ref)
+			rec.Size += uint64(p.plainLen)
+			u := run.store(ctx, ref, ct)
+			mine[p.digest] = pending{ref, u}
+			waits = append(waits, u)
+		}
+	}
+	stop := c.timer("upload")
+	for _, u := range waits {
+		if err := u.wait(); err != nil {
+			return err
+		}
+	}
+	stop()
+	if fallback == nil {
+		rec.KeyID = c.ks.keyID()
+	}
+	stop = c.timer("record")
+	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, rec)
+	if err != nil {
+		return err
+	}
+	stop()
+	sum.add(func(s *Summary) {
+		s.Files++
+		s.Bytes += int64(rec.Size)
+		s.Chunks += len(rec.Chunks)
+		s.BytesUploaded += n
+		if fallback != nil {
+			s.Fallback[reason(fallback)]++
+		}
+	})
+	return nil
+}
+
+// reason shortens a key derivation error for the summary.
+func reason(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// unixMode converts Go's FileMode to stat(2) permission bits (with setuid/setgid/sticky).
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
+}
+
+func goMode(u uint32) fs.FileMode {
+	m := fs.FileMode(u & 0o777)
+	if u&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if u&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if u&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}

@@ -1,0 +1,177 @@
+package dupless
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/veil-project/veil/internal/mle"
+)
+
+// Record types.
+const (
+	typeFile    = 1
+	typeSymlink = 2
+	typeDir     = 3
+)
+
+// Chunk flags.
+const (
+	flagCompressed = 1 << 0 // the MLE message is the zstd frame of the chunk
+	flagRandomKey  = 1 << 1 // the key server failed: K is random (no dedup)
+	flagInline     = 1 << 2 // stored as "<encname>.ctxt", not in the chunk area
+	knownFlags     = flagCompressed | flagRandomKey | flagInline
+)
+
+// chunkRef is what a key record keeps of one chunk.
+type chunkRef struct {
+	Flags    uint8
+	PlainLen uint32     // bytes of file content in this chunk
+	MsgLen   uint32     // bytes of the MLE message (compressed or plain)
+	Key      mle.Key    // K
+	Digest   mle.Digest // H(M) of the MLE message: the guard of guarded decryption
+	CtHash   [32]byte   // SHA-256 of the ciphertext object
+}
+
+// record is the plaintext of a key record (docs/formats/key-record.md).
+type record struct {
+	Type   uint8
+	Mode   uint32 // permission bits and setuid/setgid/sticky, as in stat(2)
+	MTime  int64  // nanoseconds since the Unix epoch
+	Size   uint64 // bytes of the whole file
+	Target string // symlink target
+	KeyID  string // key server key id the chunk keys came from ("" if none)
+	Chunks []chunkRef
+}
+
+const (
+	recordVersion   = 0x01
+	chunkRefSize    = 1 + 4 + 4 + 3*32
+	maxRecordChunks = 1 << 20 // 1 Mi chunks: 512 GiB at the minimum chunk size, ~1 TiB on average
+	recordHeader    = 1 + 24  // version, nonce
+)
+
+// ErrRecord reports a key record that fails authentication or does not parse: tampered,
+// swapped from another name, truncated, or not written by this user.
+var ErrRecord = errors.New("key record rejected")
+
+func (r *record) marshal() []byte {
+	b := make([]byte, 0, 32+len(r.Target)+len(r.KeyID)+len(r.Chunks)*chunkRefSize)
+	b = append(b, r.Type)
+	b = binary.BigEndian.AppendUint32(b, r.Mode)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.MTime))
+	b = binary.BigEndian.AppendUint64(b, r.Size)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(r.Target)))
+	b = append(b, r.Target...)
+	b = append(b, byte(len(r.KeyID)))
+	b = append(b, r.KeyID...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Chunks)))
+	for _, c := range r.Chunks {
+		b = append(b, c.Flags)
+		b = binary.BigEndian.AppendUint32(b, c.PlainLen)
+		b = binary.BigEndian.AppendUint32(b, c.MsgLen)
+		b = append(b, c.Key[:]...)
+		b = append(b, c.Digest[:]...)
+		b = append(b, c.CtHash[:]...)
+	}
+	return b
+}
+
+// parser reads big-endian fields and remembers the first error.
+type parser struct {
+	b   []byte
+	err error
+}
+
+func (p *parser) take(n int) []byte {
+	if p.err != nil || n > len(p.b) {
+		if p.err == nil {
+			p.err = fmt.Errorf("%w: truncated", ErrRecord)
+		}
+		return make([]byte, n)
+	}
+	v := p.b[:n]
+	p.b = p.b[n:]
+	return v
+}
+func (p *parser) u8() uint8   { return p.take(1)[0] }
+func (p *parser) u16() uint16 { return binary.BigEndian.Uint16(p.take(2)) }
+func (p *parser) u32() uint32 { return binary.BigEndian.Uint32(p.take(4)) }
+func (p *parser) u64() uint64 { return binary.BigEndian.Uint64(p.take(8)) }
+
+func unmarshalRecord(b []byte) (*record, error) {
+	p := &parser{b: b}
+	r := &record{Type: p.u8(), Mode: p.u32(), MTime: int64(p.u64()), Size: p.u64()}
+	r.Target = string(p.take(int(p.u16())))
+	r.KeyID = string(p.take(int(p.u8())))
+	n := p.u32()
+	if p.err == nil && (n > maxRecordChunks || int(n)*chunkRefSize != len(p.b)) {
+		return nil, fmt.Errorf("%w: %d chunks do not fit %d bytes", ErrRecord, n, len(p.b))
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	if n > 0 {
+		r.Chunks = make([]chunkRef, n)
+	}
+	var total uint64
+	for i := range r.Chunks {
+		c := &r.Chunks[i]
+		c.Flags, c.PlainLen, c.MsgLen = p.u8(), p.u32(), p.u32()
+		copy(c.Key[:], p.take(32))
+		copy(c.Digest[:], p.take(32))
+		copy(c.CtHash[:], p.take(32))
+		if c.Flags&^knownFlags != 0 {
+			return nil, fmt.Errorf("%w: unknown chunk flags 0x%02x", ErrRecord, c.Flags)
+		}
+		if c.Flags&flagInline != 0 && n != 1 {
+			return nil, fmt.Errorf("%w: inline chunk in a %d-chunk file", ErrRecord, n)
+		}
+		total += uint64(c.PlainLen)
+	}
+	switch {
+	case r.Type < typeFile || r.Type > typeDir:
+		return nil, fmt.Errorf("%w: unknown type %d", ErrRecord, r.Type)
+	case total != r.Size:
+		return nil, fmt.Errorf("%w: chunks hold %d bytes, size says %d", ErrRecord, total, r.Size)
+	case r.Type != typeFile && n != 0:
+		return nil, fmt.Errorf("%w: %d chunks in a non-file record", ErrRecord, n)
+	}
+	return r, nil
+}
+
+// recordAD binds a record to the encrypted path it is stored under, so the storage service
+// cannot swap records (and with them contents) between names.
+func recordAD(encPath string) []byte {
+	return append([]byte("veil/v1 key record\x00"), encPath...)
+}
+
+// seal encrypts and authenticates the record for encPath.
+func (k *userKeys) sealRecord(r *record, encPath string) []byte {
+	var nonce [recordHeader - 1]byte
+	rand.Read(nonce[:])
+	return k.sealRecordNonce(r, encPath, nonce[:])
+}
+
+func (k *userKeys) sealRecordNonce(r *record, encPath string, nonce []byte) []byte {
+	out := make([]byte, recordHeader, recordHeader+len(r.Chunks)*chunkRefSize+64)
+	out[0] = recordVersion
+	copy(out[1:], nonce)
+	return k.records.Seal(out, out[1:recordHeader], r.marshal(), recordAD(encPath))
+}
+
+// openRecord authenticates and parses a record read from encPath.
+func (k *userKeys) openRecord(b []byte, encPath string) (*record, error) {
+	if len(b) < recordHeader+k.records.Overhead() {
+		return nil, fmt.Errorf("%w: %d bytes is too short", ErrRecord, len(b))
+	}
+	if b[0] != recordVersion {
+		return nil, fmt.Errorf("%w: unknown version %d", ErrRecord, b[0])
+	}
+	pt, err := k.records.Open(nil, b[1:recordHeader], b[recordHeader:], recordAD(encPath))
+	if err != nil {
+		return nil, fmt.Errorf("%w: authentication failed (tampered, moved, or another user's)", ErrRecord)
+	}
+	return unmarshalRecord(pt)
+}

@@ -1,0 +1,197 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// putRun is what one Put shares across its files: directory listings, and the chunks it
+// has stored, so a chunk that occurs in several files (copies, shared blocks) is derived,
+// encrypted and sent once per run. This is the client's knowledge of its own uploads, not a
+// question to the storage service.
+type putRun struct {
+	be   storage.Backend
+	sum  *Summary
+	dirs *dirCache
+	sem  chan struct{} // chunk uploads in flight for the whole run
+
+	mu      sync.Mutex
+	byHash  map[mle.Digest]chunkRef // chunks stored (or being stored) in this run, by H(M)
+	uploads map[[32]byte]*upload    // by ciphertext hash
+	keys    map[mle.Digest]*keyFuture
+}
+
+// keyFuture is a key being derived by one file of the run for all of them.
+type keyFuture struct {
+	done chan struct{}
+	key  mle.Key
+	err  error
+}
+
+// claim splits digests into those this caller must derive (and later resolve) and the
+// futures of all of them, so each digest is sent to the key server once per run.
+func (r *putRun) claim(ds []mle.Digest) (mine []mle.Digest, all map[mle.Digest]*keyFuture) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all = make(map[mle.Digest]*keyFuture, len(ds))
+	for _, d := range ds {
+		if f, ok := r.keys[d]; ok {
+			all[d] = f
+			continue
+		}
+		f := &keyFuture{done: make(chan struct{})}
+		r.keys[d] = f
+		all[d] = f
+		mine = append(mine, d)
+	}
+	return mine, all
+}
+
+// resolve completes the futures of mine with keys, or err. Failed futures are forgotten,
+// so a later file of the run asks the key server again.
+func (r *putRun) resolve(mine []mle.Digest, all map[mle.Digest]*keyFuture, keys []mle.Key, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, d := range mine {
+		f := all[d]
+		if err != nil {
+			f.err = err
+			delete(r.keys, d)
+		} else {
+			f.key = keys[i]
+		}
+		close(f.done)
+	}
+}
+
+// pending is a chunk a record may use, with the upload it must wait for (nil: stored before).
+type pending struct {
+	ref chunkRef
+	up  *upload
+}
+
+// upload is one chunk object being sent; wait returns its outcome.
+type upload struct {
+	done chan struct{}
+	err  error
+}
+
+func (u *upload) wait() error {
+	<-u.done
+	return u.err
+}
+
+// maxUploads bounds the chunk uploads in flight in one run.
+const maxUploads = 8
+
+func newPutRun(be storage.Backend, sum *Summary) *putRun {
+	return &putRun{be: be, sum: sum, dirs: &dirCache{m: map[string]*dirEntries{}},
+		sem: make(chan struct{}, maxUploads), byHash: map[mle.Digest]chunkRef{}, uploads: map[[32]byte]*upload{},
+		keys: map[mle.Digest]*keyFuture{}}
+}
+
+// lookup returns a chunk of this run with the same message, and the upload a record that
+// uses it must wait for. Fallback chunks (random keys) are not shared: each file retries
+// the key server.
+func (r *putRun) lookup(p piece) (pending, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref, ok := r.byHash[p.digest]
+	if !ok || ref.Flags&flagCompressed != p.flags&flagCompressed {
+		return pending{}, false
+	}
+	return pending{ref, r.uploads[ref.CtHash]}, true
+}
+
+// wait blocks until every upload of the run has finished.
+func (r *putRun) wait() {
+	r.mu.Lock()
+	ups := make([]*upload, 0, len(r.uploads))
+	for _, u := range r.uploads {
+		ups = append(ups, u)
+	}
+	r.mu.Unlock()
+	for _, u := range ups {
+		u.wait()
+	}
+}
+
+// notADir refuses to store a file or symlink where the storage holds a directory.
+func (r *putRun) notADir(ctx context.Context, be storage.Backend, encDir, encName, dest string) error {
+	isDir, err := r.dirs.has(ctx, be, encDir, encName)
+	if err != nil {
+		return err
+	}
+	if isDir {
+		return fmt.Errorf("%s is stored as a directory: 'veil rm -r' it before storing a file there", dest)
+	}
+	return nil
+}
+
+// store sends a chunk object unless this run already sends or sent it, and returns the
+// upload to wait for.
+func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
+	r.mu.Lock()
+	if u, ok := r.uploads[ref.CtHash]; ok {
+		r.mu.Unlock()
+		r.sum.add(func(s *Summary) { s.ChunksKept++ })
+		return u
+	}
+	u := &upload{done: make(chan struct{})}
+	r.uploads[ref.CtHash] = u
+	if ref.Flags&flagRandomKey == 0 {
+		r.byHash[ref.Digest] = ref
+	}
+	r.mu.Unlock()
+	r.sem <- struct{}{}
+	go func() {
+		defer func() { <-r.sem; close(u.done) }()
+		dir, name := chunkLocation(ref.CtHash)
+		if err := r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))); err != nil {
+			u.err = fmt.Errorf("upload chunk: %w", err)
+			return
+		}
+		r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
+	}()
+	return u
+}
+
+// dirCache lists each destination directory once per run, so storing a new file costs no
+// request to look for a previous version.
+type dirCache struct {
+	mu sync.Mutex
+	m  map[string]*dirEntries
+}
+
+type dirEntries struct {
+	mu    sync.Mutex
+	names map[string]bool // nil until listed successfully
+}
+
+func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string) (bool, error) {
+	d.mu.Lock()
+	e := d.m[dir]
+	if e == nil {
+		e = &dirEntries{}
+		d.m[dir] = e
+	}
+	d.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.names == nil { // a failed listing is retried by the next file, not cached
+		infos, err := be.List(ctx, dir)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return false, err
+		}
+		e.names = make(map[string]bool, len(infos))
+		for _, i := range infos {
+			e.names[i.Name] = true
+		}
+	}
+	return e.names[name], nil
+}

@@ -1,0 +1,32 @@
+package invite
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+func TestRoundTripAndRejects(t *testing.T) {
+	in := &Invite{User: "alice", Storage: "veil://127.0.0.1:7480", Store: &api.Credential{User: "alice", Secret: "s"},
+		KSCredential: []byte(`{"x":1}`)}
+	b, err := in.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Parse(b)
+	var ks bytes.Buffer
+	json.Compact(&ks, out.KSCredential)
+	if err != nil || out.User != "alice" || out.Store.Secret != "s" || ks.String() != `{"x":1}` {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	for _, bad := range []string{"", "{}", `{"veil_invite":2,"storage":"x"}`, `{"veil_invite":1}`, "not json"} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("multi-line error for %q", bad)
+		}
+	}
+}

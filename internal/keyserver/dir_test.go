@@ -1,0 +1,86 @@
+package keyserver
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/veil-project/veil/internal/kswire"
+)
+
+func TestDirLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, Config{}); !errors.Is(err, ErrNotInit) {
+		t.Fatalf("open before init: %v", err)
+	}
+	if err := Init(dir, InitOptions{Suite: "dsa"}); err == nil {
+		t.Fatal("unknown suite accepted")
+	}
+	if err := Init(dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(dir, InitOptions{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second init: %v", err)
+	}
+	for _, f := range []string{fileCAKey, fileSrvKey} {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, err, fi.Mode())
+		}
+	}
+	b, err := AddClient(dir, "alice", AddOptions{URL: "https://ks.example:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kswire.ParseCredential(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.URL != "https://ks.example:1" || p.UDP != defaultUDP || p.Name != "alice" || len(p.Keys) != 1 {
+		t.Fatalf("credential: %+v", p.Credential)
+	}
+	if err := AddClientFile(dir, "dev", os.DevNull, AddOptions{}); err == nil {
+		t.Fatal("credential written over /dev/null")
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null damaged: %v", err)
+	}
+	if _, err := AddClient(dir, "alice", AddOptions{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	for _, bad := range []string{"", "a b", "../x", "-x"} {
+		if _, err := AddClient(dir, bad, AddOptions{}); err == nil {
+			t.Fatalf("name %q accepted", bad)
+		}
+	}
+	if err := RevokeClient(dir, "nobody"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revoke unknown: %v", err)
+	}
+	if err := RevokeClient(dir, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := ListClients(dir)
+	if len(cs) != 1 || cs[0].Revoked == nil {
+		t.Fatalf("list: %+v", cs)
+	}
+	id, err := Rotate(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = AddClient(dir, "bob", AddOptions{})
+	p, _ = kswire.ParseCredential(b)
+	if len(p.Keys) != 2 || p.CurrentKey != id {
+		t.Fatalf("after rotate: %d keys, current %s, want %s", len(p.Keys), p.CurrentKey, id)
+	}
+	// A second server on the same directory cannot take the rate-limit file.
+	s, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.lim.st.Close()
+	defer s.tcp.Close()
+	if _, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"}); err == nil {
+		t.Fatal("second server opened the same rate-limit file")
+	}
+}

@@ -1,0 +1,315 @@
+package keyserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/netutil"
+)
+
+// Config configures a running key server. Zero values take the documented defaults.
+type Config struct {
+	HTTPSAddr       string        // listen address for HTTPS (default 127.0.0.1:7443)
+	UDPAddr         string        // listen address for UDP sessions ("" or "-": no UDP)
+	RateLimit       RateLimit     // per-client limit (default DefaultRateLimit)
+	RateLimitStore  string        // "" for bbolt in the directory, or redis://host:port/db
+	MaxBatch        int           // most inputs per request (default 1024)
+	MaxBody         int64         // largest HTTPS request body (default 1 MiB)
+	MaxDatagram     int           // largest UDP datagram read (default 8192)
+	MaxSessions     int           // open UDP sessions (default 100,000)
+	MaxClientSess   int           // open UDP sessions per client (default 64)
+	MaxConns        int           // simultaneous HTTPS connections (default 10,000)
+	SessionTTL      time.Duration // UDP session lifetime (default 1h)
+	ReadTimeout     time.Duration // HTTPS read timeout (default 10s)
+	IdleTimeout     time.Duration // keep-alive idle timeout (default 2m)
+	ShutdownTimeout time.Duration // graceful drain limit (default 10s)
+	ReloadInterval  time.Duration // how often keys and clients are re-read (default 1s)
+	MaxHeaderBytes  int           // HTTP header limit (default 16 KiB)
+	UDPWorkers      int           // UDP reader goroutines (default 2)
+	Logger          *slog.Logger  // default: discard
+	testNow         func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.HTTPSAddr == "" {
+		c.HTTPSAddr = defaultHTTPS
+	}
+	if c.UDPAddr == "-" {
+		c.UDPAddr = ""
+	}
+	if c.RateLimit.Mode == "" {
+		c.RateLimit = DefaultRateLimit()
+	}
+	setDefault(&c.MaxBatch, 1024)
+	setDefault(&c.MaxBody, 1<<20)
+	setDefault(&c.MaxDatagram, 8192)
+	setDefault(&c.MaxSessions, 100_000)
+	setDefault(&c.MaxClientSess, 64)
+	setDefault(&c.MaxConns, 10_000)
+	setDefault(&c.SessionTTL, time.Hour)
+	setDefault(&c.ReadTimeout, 10*time.Second)
+	setDefault(&c.IdleTimeout, 2*time.Minute)
+	setDefault(&c.ShutdownTimeout, 10*time.Second)
+	setDefault(&c.ReloadInterval, time.Second)
+	setDefault(&c.MaxHeaderBytes, 16<<10)
+	setDefault(&c.UDPWorkers, 2)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.testNow == nil {
+		c.testNow = time.Now
+	}
+}
+
+// longestDelay bounds the rate-limit delay of one request (a full batch at the largest delay).
+func (c *Config) longestDelay() time.Duration {
+	switch c.RateLimit.Mode {
+	case ModeFixed:
+		return time.Duration(c.MaxBatch) * c.RateLimit.Delay
+	case ModeExp:
+		return time.Duration(c.MaxBatch) * c.RateLimit.Max
+	}
+	return 0
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Server is a key server opened on a directory, with its listeners bound.
+type Server struct {
+	dir     string
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	lim     *limiter
+	state   atomic.Pointer[state]
+	modTime [2]time.Time
+	tcp     net.Listener
+	udp     *net.UDPConn
+	http    *http.Server
+	sess    sessions
+	wg      sync.WaitGroup
+}
+
+// state is what reload swaps in: the key ring and the client registry.
+type state struct {
+	ring    *ring
+	clients map[string]ClientInfo // by certificate serial (hex)
+	active  map[string]bool       // names of unrevoked clients
+}
+
+// Open loads the directory, opens the rate-limit store and binds the listeners.
+func Open(dir string, cfg Config) (*Server, error) {
+	cfg.defaults()
+	if err := cfg.RateLimit.check(); err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, cfg: cfg, log: cfg.Logger, m: newMetrics()}
+	if err := s.reload(true); err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, fileCACert))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, fileSrvCert), filepath.Join(dir, fileSrvKey))
+	if err != nil {
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	var st Store
+	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {
+		st, err = openRedisStore(context.Background(), cfg.RateLimitStore)
+	} else if cfg.RateLimitStore == "" {
+		st, err = openBoltStore(filepath.Join(dir, fileRateDB))
+	} else {
+		err = fmt.Errorf("ratelimit store %q: want redis://host:port/db or empty for the local file", cfg.RateLimitStore)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open rate-limit store: %w", err)
+	}
+	s.lim = &limiter{p: cfg.RateLimit, st: st, now: cfg.testNow, sleep: sleepCtx}
+	s.sess.init(cfg.MaxSessions, cfg.MaxClientSess)
+	tlsCfg := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.VerifyClientCertIfGiven, // /healthz and /metrics need no certificate
+		MinVersion:   tls.VersionTLS13,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}
+	if s.tcp, err = net.Listen("tcp", cfg.HTTPSAddr); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.tcp = netutil.LimitListener(s.tcp, cfg.MaxConns)
+	if cfg.UDPAddr != "" {
+		ua, err := net.ResolveUDPAddr("udp", cfg.UDPAddr)
+		if err == nil {
+			s.udp, err = net.ListenUDP("udp", ua)
+		}
+		if err != nil {
+			s.tcp.Close()
+			st.Close()
+			return nil, fmt.Errorf("udp listen %s: %w", cfg.UDPAddr, err)
+		}
+		s.udp.SetReadBuffer(4 << 20)
+		s.udp.SetWriteBuffer(4 << 20)
+	}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: cfg.ReadTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.ReadTimeout + cfg.longestDelay() + 30*time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// Addr is the bound HTTPS address.
+func (s *Server) Addr() string { return s.tcp.Addr().String() }
+
+// UDPAddr is the bound UDP address, or "" without UDP.
+func (s *Server) UDPAddr() string {
+	if s.udp == nil {
+		return ""
+	}
+	return s.udp.LocalAddr().String()
+}
+
+// Serve answers requests until ctx is cancelled, then stops accepting, drains in-flight
+// requests (up to ShutdownTimeout), persists rate-limit state and returns.
+func (s *Server) Serve(ctx context.Context) error {
+	s.log.Info("key server listening", "https", s.Addr(), "udp", s.UDPAddr(),
+		"suite", s.state.Load().ring.suite.String(), "ratelimit", s.cfg.RateLimit.Mode)
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.ServeTLS(s.tcp, "", "") }()
+	stop := make(chan struct{})
+	if s.udp != nil {
+		for range s.cfg.UDPWorkers {
+			s.wg.Add(1)
+			go s.readUDP()
+		}
+	}
+	s.wg.Add(1)
+	go s.reloadLoop(stop)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	s.log.Info("key server stopping")
+	close(stop)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := s.http.Shutdown(sctx); serr != nil && err == nil {
+		err = serr
+	}
+	if s.udp != nil {
+		s.udp.Close()
+	}
+	s.wg.Wait()
+	if cerr := s.lim.st.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	s.log.Info("key server stopped")
+	return err
+}
+
+func (s *Server) reloadLoop(stop <-chan struct{}) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.ReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := s.reload(false); err != nil {
+				s.log.Error("reload key server directory", "err", err)
+			}
+			s.sess.prune(s.cfg.testNow())
+			s.m.sessions.Set(float64(s.sess.len()))
+		}
+	}
+}
+
+// reload re-reads ks.json, the keys and clients.json when either file changed.
+func (s *Server) reload(force bool) error {
+	var mt [2]time.Time
+	for i, f := range []string{fileMeta, fileClients} {
+		fi, err := os.Stat(filepath.Join(s.dir, f))
+		if err != nil {
+			if i == 0 && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w: %s", ErrNotInit, s.dir)
+			}
+			return err
+		}
+		mt[i] = fi.ModTime()
+	}
+	if !force && mt == s.modTime {
+		return nil
+	}
+	m, err := readMeta(s.dir)
+	if err != nil {
+		return err
+	}
+	r, err := loadRing(s.dir, m)
+	if err != nil {
+		return err
+	}
+	reg, err := readRegistry(s.dir)
+	if err != nil {
+		return err
+	}
+	st := &state{ring: r, clients: make(map[string]ClientInfo, len(reg.Clients)), active: map[string]bool{}}
+	for _, c := range reg.Clients {
+		st.clients[c.Serial] = c
+		st.active[c.Name] = c.Revoked == nil
+	}
+	s.state.Store(st)
+	s.modTime = mt
+	if !force {
+		s.log.Info("reloaded key ring and clients", "keys", len(r.keys), "clients", len(reg.Clients))
+	}
+	return nil
+}
+
+// errRevoked reports a certificate that is unknown to the registry or revoked.
+var errRevoked = errors.New("client revoked or unknown")
+
+// authorize maps a verified client certificate to a registered, unrevoked client name.
+func (s *Server) authorize(cs *tls.ConnectionState) (string, error) {
+	if cs == nil || len(cs.VerifiedChains) == 0 {
+		return "", errors.New("no verified client certificate")
+	}
+	c, ok := s.state.Load().clients[cs.VerifiedChains[0][0].SerialNumber.Text(16)]
+	if !ok || c.Revoked != nil {
+		return "", errRevoked
+	}
+	return c.Name, nil
+}
+
+// clientActive reports whether name may still query (used by UDP sessions).
+func (s *Server) clientActive(name string) bool { return s.state.Load().active[name] }

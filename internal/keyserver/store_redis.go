@@ -1,0 +1,98 @@
+package keyserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisStore shares rate-limit state between key server replicas. Every operation is one
+// atomic server-side step (a Lua script or SET NX), so replicas never race.
+type redisStore struct {
+	c      *redis.Client
+	prefix string
+	mu     sync.Mutex
+	tokens map[string]string
+}
+
+var takeScript = redis.NewScript(`
+local c = tonumber(redis.call('GET', KEYS[1]) or '0')
+local n = tonumber(ARGV[1])
+if c + n > tonumber(ARGV[2]) then return 0 end
+redis.call('INCRBY', KEYS[1], n)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`)
+
+var unlockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// expScript mirrors expStep: fields e (last epoch) and d (next delay, ns); returns the total.
+var expScript = redis.NewScript(`
+local e = tonumber(redis.call('HGET', KEYS[1], 'e') or '-2')
+local cur = tonumber(redis.call('HGET', KEYS[1], 'd') or '0')
+local epoch, n, start, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if cur <= 0 or epoch > e + 1 then cur = start end
+local total = 0
+for i = 1, n do
+  total = total + cur
+  cur = math.min(2 * cur, max)
+end
+redis.call('HSET', KEYS[1], 'e', epoch, 'd', cur)
+return total`)
+
+func openRedisStore(ctx context.Context, url string) (*redisStore, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit store %q: %w", url, err)
+	}
+	c := redis.NewClient(opt)
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("ratelimit store %q: %w", url, err)
+	}
+	return &redisStore{c: c, prefix: "veil:ks:", tokens: map[string]string{}}, nil
+}
+
+func (s *redisStore) Take(ctx context.Context, client string, epoch, n, limit int64) (bool, error) {
+	key := s.prefix + "count:" + client + ":" + strconv.FormatInt(epoch, 10)
+	// Counts expire long after their epoch; the epoch length is not known here, so keep
+	// them a generous 60 days (longer epochs simply restart their count in Redis memory).
+	r, err := takeScript.Run(ctx, s.c, []string{key}, n, limit, int64(60*24*time.Hour/time.Millisecond)).Int()
+	return r == 1, err
+}
+
+func (s *redisStore) Lock(ctx context.Context, client string, ttl time.Duration) (bool, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	tok := hex.EncodeToString(b[:])
+	ok, err := s.c.SetNX(ctx, s.prefix+"lock:"+client, tok, ttl).Result()
+	if err != nil || !ok {
+		return false, err
+	}
+	s.mu.Lock()
+	s.tokens[client] = tok
+	s.mu.Unlock()
+	return true, nil
+}
+
+func (s *redisStore) Unlock(ctx context.Context, client string) error {
+	s.mu.Lock()
+	tok := s.tokens[client]
+	delete(s.tokens, client)
+	s.mu.Unlock()
+	return unlockScript.Run(ctx, s.c, []string{s.prefix + "lock:" + client}, tok).Err()
+}
+
+func (s *redisStore) ExpDelay(ctx context.Context, client string, epoch int64, n int, start, max time.Duration) (time.Duration, error) {
+	t, err := expScript.Run(ctx, s.c, []string{s.prefix + "exp:" + client}, epoch, n, int64(start), int64(max)).Int64()
+	return time.Duration(t), err
+}
+
+func (s *redisStore) Close() error { return s.c.Close() }

@@ -1,0 +1,212 @@
+package ksclient
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/veil-project/veil/internal/kswire"
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/oprf"
+)
+
+// Errors callers branch on.
+var (
+	ErrKSUnavailable = errors.New("key server unavailable")
+	ErrRateLimited   = errors.New("key server rate limit reached")
+	ErrBadResponse   = errors.New("key server answer failed verification")
+	ErrUnauthorized  = errors.New("key server refused the credential")
+)
+
+// Options configures a Client. Zero values take the defaults.
+type Options struct {
+	Transport string        // "https" (default) or "udp"
+	Timeout   time.Duration // t_R: one attempt's timeout (default 2s); raise it for delay-mode servers
+	Retries   int           // attempts before ErrKSUnavailable (default 3, the paper's choice)
+	URL       string        // HTTPS URL override (default: the credential's)
+	UDPAddr   string        // UDP address override (default: the credential's)
+	MaxBatch  int           // most digests per request (default 256; UDP also fits the datagram limit)
+	HTTP2     bool          // multiplex over one HTTP/2 connection instead of HTTP/1.1 keep-alive
+	Logger    *slog.Logger  // default: discard
+	Rand      io.Reader     // blinding randomness (default crypto/rand); for tests
+}
+
+// Client derives keys through one key server. It is safe for concurrent use.
+type Client struct {
+	cred *Credential
+	opts Options
+	log  *slog.Logger
+	tr   transport
+}
+
+// transport sends one encoded Request and returns the encoded Response.
+type transport interface {
+	roundTrip(ctx context.Context, req []byte) ([]byte, error)
+	maxElements(elemSize, proofSize int) int
+	prepare(ctx context.Context) // opens what maxElements depends on, if it can
+	close() error
+}
+
+// errRetry marks an attempt that may be repeated (timeouts, connection failures, 5xx).
+type errRetry struct{ err error }
+
+func (e errRetry) Error() string { return e.err.Error() }
+func (e errRetry) Unwrap() error { return e.err }
+
+var _ mle.KeyDeriver = (*Client)(nil)
+
+// New builds a client for cred.
+func New(cred *Credential, opts Options) (*Client, error) {
+	if cred == nil {
+		return nil, errors.New("ksclient: nil credential")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 3
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	opts.MaxBatch = min(opts.MaxBatch, kswire.MaxBatch)
+	if opts.URL == "" {
+		opts.URL = cred.p.URL
+	}
+	if opts.UDPAddr == "" {
+		opts.UDPAddr = cred.p.UDP
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	u, err := url.Parse(opts.URL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("key server url %q: want https://host:port", opts.URL)
+	}
+	host, _, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host = u.Host
+	}
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cred.p.Cert}, RootCAs: cred.p.CAs,
+		ServerName: host, MinVersion: tls.VersionTLS13}
+	h := newHTTPS(u, tlsCfg, opts)
+	c := &Client{cred: cred, opts: opts, log: opts.Logger}
+	switch opts.Transport {
+	case "", "https":
+		c.tr = h
+	case "udp":
+		if opts.UDPAddr == "" {
+			return nil, errors.New("udp transport: no UDP address in the credential or options")
+		}
+		c.tr = newUDP(h, opts)
+	default:
+		return nil, fmt.Errorf("transport %q: want https or udp", opts.Transport)
+	}
+	return c, nil
+}
+
+// KeyID is the id of the key new derivations use (the credential's current key).
+func (c *Client) KeyID() string { return c.cred.p.Current.ID().String() }
+
+// Close releases connections and sockets.
+func (c *Client) Close() error { return c.tr.close() }
+
+// DeriveKeys derives one key per digest under the current key, in requests of at most
+// MaxBatch digests. It returns all keys or none.
+func (c *Client) DeriveKeys(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
+	return c.derive(ctx, c.cred.p.Current, ds)
+}
+
+// DeriveKeysWith derives keys under an older key of the ring, named by its id (for data
+// whose records name that key).
+func (c *Client) DeriveKeysWith(ctx context.Context, keyID string, ds []mle.Digest) ([]mle.Key, error) {
+	id, err := oprf.ParseKeyID(keyID)
+	if err != nil {
+		return nil, err
+	}
+	pub := c.cred.p.Keys[id]
+	if pub == nil {
+		return nil, fmt.Errorf("key %s is not pinned in credential %q", keyID, c.cred.p.Name)
+	}
+	return c.derive(ctx, pub, ds)
+}
+
+func (c *Client) derive(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest) ([]mle.Key, error) {
+	keys := make([]mle.Key, 0, len(ds))
+	if len(ds) == 0 {
+		return keys, nil
+	}
+	c.tr.prepare(ctx)
+	step := max(1, min(c.opts.MaxBatch, c.tr.maxElements(pub.ElementSize(), pub.ProofSize())))
+	for i := 0; i < len(ds); i += step {
+		got, err := c.batch(ctx, pub, ds[i:min(i+step, len(ds))])
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, got...)
+	}
+	return keys, nil
+}
+
+// batch derives one request's worth of keys, retrying timeouts up to Retries attempts.
+// Each attempt blinds afresh, so the key server never sees the same bytes twice.
+func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest) ([]mle.Key, error) {
+	inputs := make([][]byte, len(ds))
+	for i := range ds {
+		inputs[i] = ds[i][:]
+	}
+	var last error
+	for attempt := 1; attempt <= c.opts.Retries; attempt++ {
+		b, err := pub.Blind(c.opts.Rand, inputs)
+		if err != nil {
+			return nil, err
+		}
+		req, err := kswire.AppendRequest(nil, &kswire.Request{Suite: pub.Suite(), KeyID: pub.ID(), Elements: b.Elements})
+		if err != nil {
+			return nil, err
+		}
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		raw, err := c.tr.roundTrip(actx, req)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			var r errRetry
+			if !errors.As(err, &r) {
+				return nil, err
+			}
+			last = err
+			c.log.Debug("key server attempt failed", "attempt", attempt, "err", err)
+			continue
+		}
+		return c.finish(pub, b, raw, len(ds))
+	}
+	return nil, fmt.Errorf("%w: %d attempts failed, last: %v", ErrKSUnavailable, c.opts.Retries, last)
+}
+
+func (c *Client) finish(pub oprf.PublicKey, b *oprf.Blinded, raw []byte, n int) ([]mle.Key, error) {
+	resp, err := kswire.ParseResponse(raw, pub, n)
+	if err == nil {
+		var ks [][oprf.KeySize]byte
+		if ks, err = pub.Finalize(b, resp.Evals, resp.Proof); err == nil {
+			out := make([]mle.Key, len(ks))
+			for i := range ks {
+				out[i] = mle.Key(ks[i])
+			}
+			return out, nil
+		}
+	}
+	c.log.Warn("key server answer rejected", "key", pub.ID().String(), "err", err)
+	return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
+}

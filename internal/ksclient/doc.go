@@ -1,0 +1,15 @@
+// Package ksclient derives message keys through a veil key server: for a batch of message
+// digests it blinds them, sends one request (HTTPS with keep-alive, or a datagram of a UDP
+// session), verifies the answer against the key server's pinned public key, unblinds and
+// derives one 256-bit key per digest. It implements mle.KeyDeriver.
+//
+// Failure behaviour (the caller decides what to do; DupLESS fails safe to a random key):
+//
+//	ErrKSUnavailable  no answer after Options.Retries attempts of Options.Timeout each (t_R)
+//	ErrRateLimited    the key server refused: budget spent, or a query already in flight
+//	ErrBadResponse    an answer that does not parse or verify (logged at warning level)
+//	ErrUnauthorized   the credential is unknown or revoked
+//
+// This package is a client: it imports oprf, kswire, mle and libraries; it must not import
+// keyserver, dupless, storage or cmd, and never prints (logs go to Options.Logger).
+package ksclient

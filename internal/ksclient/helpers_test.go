@@ -1,0 +1,163 @@
+package ksclient_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/keyserver"
+	"github.com/veil-project/veil/internal/ksclient"
+	"github.com/veil-project/veil/internal/kswire"
+	"github.com/veil-project/veil/internal/mle"
+)
+
+// ks is a real key server on loopback, started for one test.
+type ks struct {
+	t    *testing.T
+	dir  string
+	cfg  keyserver.Config
+	srv  *keyserver.Server
+	stop func()
+}
+
+func initDir(t *testing.T, suite string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := keyserver.Init(dir, keyserver.InitOptions{Suite: suite}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func startKS(t *testing.T, dir string, cfg keyserver.Config) *ks {
+	t.Helper()
+	if cfg.HTTPSAddr == "" {
+		cfg.HTTPSAddr = "127.0.0.1:0"
+	}
+	if cfg.UDPAddr == "" {
+		cfg.UDPAddr = "127.0.0.1:0"
+	}
+	if cfg.RateLimit.Mode == "" {
+		cfg.RateLimit = keyserver.RateLimit{Mode: keyserver.ModeNone}
+	}
+	if cfg.ReloadInterval == 0 {
+		cfg.ReloadInterval = 50 * time.Millisecond
+	}
+	k := &ks{t: t, dir: dir, cfg: cfg}
+	k.start()
+	t.Cleanup(func() { k.stop() })
+	return k
+}
+
+func (k *ks) start() {
+	k.t.Helper()
+	srv, err := keyserver.Open(k.dir, k.cfg)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	k.srv = srv
+	stopped := false
+	k.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			k.t.Errorf("serve: %v", err)
+		}
+	}
+}
+
+// restart stops the server gracefully and starts it again on the same ports.
+func (k *ks) restart() {
+	k.t.Helper()
+	k.cfg.HTTPSAddr, k.cfg.UDPAddr = k.srv.Addr(), k.srv.UDPAddr()
+	k.stop()
+	k.start()
+}
+
+// cred issues a credential for name pointing at this server's bound addresses.
+func (k *ks) cred(name string) *ksclient.Credential {
+	k.t.Helper()
+	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.srv.Addr(), UDP: k.srv.UDPAddr()})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	path := filepath.Join(k.t.TempDir(), name+".cred")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		k.t.Fatal(err)
+	}
+	c, err := ksclient.LoadCredential(path)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	time.Sleep(2 * k.cfg.ReloadInterval) // let the server see the new client
+	return c
+}
+
+func (k *ks) client(c *ksclient.Credential, transport string, opts ksclient.Options) *ksclient.Client {
+	k.t.Helper()
+	opts.Transport = transport
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	cl, err := ksclient.New(c, opts)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// metric returns the sum of the /metrics lines starting with prefix.
+func (k *ks) metric(prefix string) string {
+	k.t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: k.tlsNoClient()}}
+	resp, err := hc.Get("https://" + k.srv.Addr() + "/metrics")
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func digest(s string) mle.Digest { return mle.Digest(sha256.Sum256([]byte(s))) }
+
+func digestsN(n int, salt string) []mle.Digest {
+	ds := make([]mle.Digest, n)
+	for i := range ds {
+		ds[i] = digest(salt + string(rune(i)))
+	}
+	return ds
+}
+
+func parsedCred(t *testing.T, k *ks, name string) *kswire.Parsed {
+	t.Helper()
+	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.srv.Addr(), UDP: k.srv.UDPAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kswire.ParseCredential(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * k.cfg.ReloadInterval)
+	return p
+}

@@ -1,0 +1,80 @@
+package ksclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+type httpsTransport struct {
+	base *url.URL
+	hc   *http.Client
+}
+
+func newHTTPS(u *url.URL, tlsCfg *tls.Config, opts Options) *httpsTransport {
+	tr := &http.Transport{
+		TLSClientConfig:     tlsCfg,
+		ForceAttemptHTTP2:   opts.HTTP2,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: opts.Timeout,
+	}
+	if !opts.HTTP2 {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // HTTP/1.1 keep-alive
+	}
+	return &httpsTransport{base: u, hc: &http.Client{Transport: tr}}
+}
+
+func (h *httpsTransport) endpoint(p string) string {
+	return strings.TrimSuffix(h.base.String(), "/") + p
+}
+
+// post sends body to path and returns the 200 answer; it classifies failures.
+func (h *httpsTransport) post(ctx context.Context, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint(path), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return nil, errRetry{err}
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, errRetry{err}
+	}
+	msg := strings.TrimSpace(string(out))
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return out, nil
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return nil, fmt.Errorf("%w (%s)", ErrRateLimited, resp.Header.Get("Veil-Reason"))
+	case resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("%w: %s", ErrUnauthorized, msg)
+	case resp.StatusCode >= 500:
+		return nil, errRetry{fmt.Errorf("http %d: %s", resp.StatusCode, msg)}
+	}
+	return nil, fmt.Errorf("%w: http %d: %s", ErrBadResponse, resp.StatusCode, msg)
+}
+
+func (h *httpsTransport) roundTrip(ctx context.Context, req []byte) ([]byte, error) {
+	return h.post(ctx, "/v1/evaluate", req)
+}
+
+func (h *httpsTransport) maxElements(int, int) int { return 1 << 30 }
+
+func (h *httpsTransport) prepare(context.Context) {}
+
+func (h *httpsTransport) close() error {
+	h.hc.CloseIdleConnections()
+	return nil
+}

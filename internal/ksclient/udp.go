@@ -1,0 +1,181 @@
+package ksclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/kswire"
+)
+
+// udpTransport sends requests as datagrams of a session opened over HTTPS (OPRFv2).
+// Replies are matched to requests by sequence number; a timeout makes the next attempt
+// open a fresh session (the key server may have restarted).
+type udpTransport struct {
+	https   *httpsTransport
+	addr    string
+	timeout time.Duration
+	mu      sync.Mutex
+	s       *udpSession
+}
+
+type udpSession struct {
+	g       *kswire.Grant
+	conn    *net.UDPConn
+	mu      sync.Mutex
+	seq     uint64
+	pending map[uint64]chan reply
+	stale   bool
+}
+
+type reply struct {
+	typ  byte
+	body []byte
+}
+
+func newUDP(h *httpsTransport, opts Options) *udpTransport {
+	return &udpTransport{https: h, addr: opts.UDPAddr, timeout: opts.Timeout}
+}
+
+// defaultDatagram is assumed before the first session tells the real limit.
+const defaultDatagram = 1400
+
+func (u *udpTransport) maxElements(elemSize, proofSize int) int {
+	limit := defaultDatagram
+	u.mu.Lock()
+	if u.s != nil {
+		limit = u.s.g.MaxDatagram
+	}
+	u.mu.Unlock()
+	room := limit - kswire.DatagramOverhead - 12 - proofSize
+	return max(1, room/elemSize)
+}
+
+func (u *udpTransport) prepare(ctx context.Context) {
+	actx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	u.session(actx) // a failure resurfaces, classified, in the first attempt
+}
+
+func (u *udpTransport) session(ctx context.Context) (*udpSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if s := u.s; s != nil {
+		s.mu.Lock()
+		ok := !s.stale && time.Until(s.g.Expiry) > 30*time.Second
+		s.mu.Unlock()
+		if ok {
+			return s, nil
+		}
+		s.conn.Close()
+		u.s = nil
+	}
+	raw, err := u.https.post(ctx, "/v1/session", nil)
+	if err != nil {
+		return nil, err
+	}
+	g, err := kswire.ParseGrant(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session grant: %v", ErrBadResponse, err)
+	}
+	ua, err := net.ResolveUDPAddr("udp", u.addr)
+	if err != nil {
+		return nil, fmt.Errorf("udp address %q: %w", u.addr, err)
+	}
+	conn, err := net.DialUDP("udp", nil, ua)
+	if err != nil {
+		return nil, errRetry{err}
+	}
+	conn.SetReadBuffer(4 << 20)
+	s := &udpSession{g: g, conn: conn, pending: map[uint64]chan reply{}}
+	go s.read()
+	u.s = s
+	return s, nil
+}
+
+// read dispatches authenticated replies to their waiting requests until the socket closes.
+func (s *udpSession) read() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := s.conn.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // e.g. ICMP port unreachable while the server restarts
+		}
+		d, err := kswire.OpenDatagram(buf[:n], &s.g.MACKey)
+		if err != nil || d.Session != s.g.ID || d.Type == kswire.TypeRequest {
+			continue
+		}
+		s.mu.Lock()
+		ch := s.pending[d.Seq]
+		delete(s.pending, d.Seq)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- reply{d.Type, append([]byte(nil), d.Body...)}
+		}
+	}
+}
+
+func (u *udpTransport) roundTrip(ctx context.Context, req []byte) ([]byte, error) {
+	s, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan reply, 1)
+	s.mu.Lock()
+	s.seq++
+	seq := s.seq
+	s.pending[seq] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, seq)
+		s.mu.Unlock()
+	}()
+	d := kswire.AppendDatagram(nil, &kswire.Datagram{Type: kswire.TypeRequest, Session: s.g.ID, Seq: seq, Body: req}, &s.g.MACKey)
+	if _, err := s.conn.Write(d); err != nil {
+		return nil, errRetry{err}
+	}
+	select {
+	case r := <-ch:
+		if r.typ == kswire.TypeResponse {
+			return r.body, nil
+		}
+		return nil, udpError(r.body)
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.stale = true
+		s.mu.Unlock()
+		return nil, errRetry{fmt.Errorf("udp request %d: %w", seq, ctx.Err())}
+	}
+}
+
+func udpError(body []byte) error {
+	if len(body) != 1 {
+		return fmt.Errorf("%w: malformed error datagram", ErrBadResponse)
+	}
+	switch body[0] {
+	case kswire.CodeRateLimited:
+		return ErrRateLimited
+	case kswire.CodeRevoked:
+		return ErrUnauthorized
+	case kswire.CodeUnknownKey:
+		return fmt.Errorf("%w: key not served", ErrBadResponse)
+	}
+	return fmt.Errorf("%w: request refused (code %d)", ErrBadResponse, body[0])
+}
+
+func (u *udpTransport) close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.s != nil {
+		u.s.conn.Close()
+		u.s = nil
+	}
+	return u.https.close()
+}

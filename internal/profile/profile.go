@@ -1,0 +1,263 @@
+// Package profile is a DupLESS user's configuration on disk: where the storage service is,
+// how to reach the key server, and the sealed master key. It turns that into a ready
+// dupless.Client, applying environment overrides (as restic does). It is client-side
+// glue: it may import dupless, ksclient, storage and invite, never the services or cmd.
+package profile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/invite"
+	"github.com/veil-project/veil/internal/ksclient"
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storage/open"
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+// Files in a profile directory.
+const (
+	ConfigFile = "config.json"
+	KeyFile    = "key"
+	KSCredFile = "keyserver.cred"
+	StoreCred  = "store.cred"
+)
+
+// Config is config.json. Empty fields mean "not configured".
+type Config struct {
+	Version     int    `json:"veil_profile"`
+	User        string `json:"user,omitempty"`
+	Storage     string `json:"storage"`                // location: a path, s3://..., veil://host:port
+	KSTransport string `json:"ks_transport,omitempty"` // https (default) or udp
+	KSTimeout   string `json:"ks_timeout,omitempty"`   // per-attempt timeout t_R (default 2s)
+	NoKS        bool   `json:"no_keyserver,omitempty"` // store under random keys (no dedup)
+}
+
+// Environment variables that override the profile.
+const (
+	EnvConfig   = "VEIL_CONFIG"        // profile directory
+	EnvStorage  = "VEIL_STORAGE"       // storage location
+	EnvPassword = "VEIL_PASSWORD_FILE" // file holding the passphrase
+	EnvKSCred   = "VEIL_KS_CREDENTIAL" // key server credential file
+	EnvKSURL    = "VEIL_KS_URL"        // key server HTTPS URL override
+)
+
+// DefaultDir is $VEIL_CONFIG, else $XDG_CONFIG_HOME/veil, else ~/.config/veil.
+func DefaultDir() string {
+	if d := os.Getenv(EnvConfig); d != "" {
+		return d
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return ".veil"
+	}
+	return filepath.Join(d, "veil")
+}
+
+// InitOptions say what `veil init` sets up.
+type InitOptions struct {
+	Invite       []byte // an invitation from `veil serve adduser` (sets everything below)
+	Storage      string // storage location
+	StoreCredRaw []byte // store credential file contents, for veil:// locations
+	KSCredRaw    []byte // key server credential file contents
+	NoKS         bool   // no key server: random keys, no dedup
+	Transport    string // key server transport: https (default) or udp
+	KSTimeout    string // per-attempt key server timeout, a Go duration ("" = default)
+}
+
+// Init creates a profile in dir with a fresh master key sealed under passphrase.
+func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
+	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
+		return nil, fmt.Errorf("%s already holds a veil key; refusing to overwrite it (pick another --config)", dir)
+	}
+	if o.KSTimeout != "" {
+		if _, err := time.ParseDuration(o.KSTimeout); err != nil {
+			return nil, fmt.Errorf("key server timeout %q: %w", o.KSTimeout, err)
+		}
+	}
+	if o.Transport != "" && o.Transport != "https" && o.Transport != "udp" {
+		return nil, fmt.Errorf("key server transport %q: want https or udp", o.Transport)
+	}
+	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport, KSTimeout: o.KSTimeout}
+	storeCred, ksCred := o.StoreCredRaw, o.KSCredRaw
+	if o.Invite != nil {
+		inv, err := invite.Parse(o.Invite)
+		if err != nil {
+			return nil, err
+		}
+		cfg.User, cfg.Storage, ksCred = inv.User, inv.Storage, inv.KSCredential
+		if inv.Store != nil {
+			storeCred, _ = json.MarshalIndent(inv.Store, "", "  ")
+		}
+	}
+	if cfg.Storage == "" {
+		return nil, errors.New("no storage location (use --storage or --invite)")
+	}
+	if ksCred == nil && !cfg.NoKS {
+		return nil, errors.New("no key server credential (use --ks-credential or --invite; --no-keyserver stores without dedup)")
+	}
+	if ksCred != nil {
+		if _, err := ksclient.ParseCredential(ksCred); err != nil {
+			return nil, fmt.Errorf("key server credential: %w", err)
+		}
+	}
+	kf, err := dupless.SealKeyFile(dupless.NewMasterKey(), passphrase)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cb, _ := json.MarshalIndent(cfg, "", "  ")
+	files := []struct {
+		name string
+		data []byte
+	}{{KSCredFile, ksCred}, {StoreCred, storeCred}, {ConfigFile, cb}, {KeyFile, kf}}
+	for _, f := range files {
+		if f.data == nil {
+			continue
+		}
+		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// Load reads the profile in dir and applies environment overrides.
+func Load(dir string) (*Config, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no veil profile in %s (run 'veil init', or set %s)", dir, EnvConfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
+	}
+	if s := os.Getenv(EnvStorage); s != "" {
+		c.Storage = s
+	}
+	return &c, nil
+}
+
+// ClientOptions are the per-run settings the CLI passes through.
+type ClientOptions struct {
+	Jobs   int
+	Events dupless.Events
+	Logger *slog.Logger
+}
+
+// Open unlocks the master key with passphrase and connects to the storage service and key
+// server. The returned close function releases both.
+func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (*dupless.Client, func(), error) {
+	cfg, err := Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	kf, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("key file: %w", err)
+	}
+	master, err := dupless.OpenKeyFile(kf, passphrase)
+	if err != nil {
+		return nil, nil, err
+	}
+	be, err := OpenStorage(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger}
+	var ks *ksclient.Client
+	if !cfg.NoKS {
+		if ks, err = openKS(dir, cfg, o.Logger); err != nil {
+			return nil, nil, err
+		}
+		dopts.Keys = ks
+	}
+	c, err := dupless.New(be, master, dopts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() {
+		c.Close()
+		if ks != nil {
+			ks.Close()
+		}
+	}, nil
+}
+
+// OpenStorage connects to the profile's storage service as the user, without encryption
+// (for benchmarks that compare with plain puts, and for diagnostics).
+func OpenStorage(ctx context.Context, dir string) (storage.Backend, error) {
+	cfg, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	location := cfg.Storage
+	var cred open.Credentials
+	if b, err := os.ReadFile(filepath.Join(dir, StoreCred)); err == nil {
+		var sc api.Credential
+		if err := json.Unmarshal(b, &sc); err != nil {
+			return nil, fmt.Errorf("%s: %w", StoreCred, err)
+		}
+		cred.Store = &sc
+	}
+	be, err := open.Open(ctx, location, cred)
+	if err != nil {
+		return nil, fmt.Errorf("storage %s: %w", location, err)
+	}
+	return be, nil
+}
+
+func openKS(dir string, cfg *Config, log *slog.Logger) (*ksclient.Client, error) {
+	path := os.Getenv(EnvKSCred)
+	if path == "" {
+		path = filepath.Join(dir, KSCredFile)
+	}
+	cred, err := ksclient.LoadCredential(path)
+	if err != nil {
+		return nil, err
+	}
+	opts := ksclient.Options{Transport: cfg.KSTransport, URL: os.Getenv(EnvKSURL), Logger: log}
+	if cfg.KSTimeout != "" {
+		if opts.Timeout, err = time.ParseDuration(cfg.KSTimeout); err != nil {
+			return nil, fmt.Errorf("ks_timeout %q: %w", cfg.KSTimeout, err)
+		}
+	}
+	return ksclient.New(cred, opts)
+}
+
+// writeAtomic writes a private file via temp + fsync + rename.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

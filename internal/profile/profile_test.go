@@ -1,0 +1,64 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/keyserver"
+)
+
+func TestInitOpenAndOverrides(t *testing.T) {
+	dupless.TestOnlyUseLowCostKDF()
+	ks := filepath.Join(t.TempDir(), "ks")
+	if err := keyserver.Init(ks, keyserver.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := keyserver.AddClient(ks, "alice", keyserver.AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, store := filepath.Join(t.TempDir(), "p"), t.TempDir()
+	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store}); err == nil || !strings.Contains(err.Error(), "key server credential") {
+		t.Fatalf("init without a key server credential: %v", err)
+	}
+	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: []byte("{}")}); err == nil {
+		t.Fatal("a broken key server credential was accepted")
+	}
+	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred, KSTimeout: "soon"}); err == nil {
+		t.Fatal("a bad timeout was accepted")
+	}
+	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred}); err == nil {
+		t.Fatal("init overwrote an existing key")
+	}
+	for _, f := range []string{KeyFile, KSCredFile, ConfigFile} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", f, fi, err)
+		}
+	}
+	if _, _, err := Open(context.Background(), dir, []byte("wrong"), ClientOptions{}); !errors.Is(err, dupless.ErrWrongPassphrase) {
+		t.Fatalf("wrong passphrase: %v", err)
+	}
+	c, done, err := Open(context.Background(), dir, []byte("pw"), ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	_ = c
+	other := t.TempDir()
+	t.Setenv(EnvStorage, other)
+	cfg, err := Load(dir)
+	if err != nil || cfg.Storage != other {
+		t.Fatalf("VEIL_STORAGE did not override: %+v %v", cfg, err)
+	}
+	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "veil init") {
+		t.Fatalf("missing profile: %v", err)
+	}
+}

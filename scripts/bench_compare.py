@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""veil vs restic vs rclone crypt on the same data, same disk, one run (issue 5's comparison).
+
+Workloads:
+  a  200 random 64 KiB files + 4 copies of one 64 MiB file, one user
+  b  the same set stored by two users (veil: two users of one deployment; restic: two
+     repositories; rclone crypt: two crypt remotes) -- restic dedups within one repository
+     only, rclone crypt not at all
+  c  real files: two users each holding this machine's /usr/share/doc and
+     /usr/lib/python3/dist-packages plus 8 MiB of their own
+
+For each tool: wall time of each user's backup and the bytes it left on disk (du of the
+repository / remote / store data directory). Prints a Markdown table and JSON lines
+(--json FILE). Needs bin/veil (make build), restic and rclone (scripts/install-deps).
+
+  python3 scripts/bench_compare.py [--workloads a,b,c] [--json out.jsonl]
+"""
+import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request, ssl, base64
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VEIL = os.path.join(ROOT, "bin", "veil")
+ENV = dict(os.environ)
+ENV.pop("AWS_CA_BUNDLE", None)
+
+
+def run(cmd, env=None, **kw):
+    t = time.perf_counter()
+    r = subprocess.run(cmd, env={**ENV, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return time.perf_counter() - t, r.stdout
+
+
+def du(path):
+    total = 0
+    for d, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(d, f)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def apparent(path):
+    total = 0
+    for d, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(d, f)
+            if not os.path.islink(p):
+                total += os.path.getsize(p)
+    return total
+
+
+def make_a(dst, seed):
+    os.makedirs(dst)
+    rnd = open("/dev/urandom", "rb")
+    for i in range(200):
+        with open(os.path.join(dst, f"small-{i:03d}.bin"), "wb") as f:
+            f.write(rnd.read(64 << 10))
+    big = rnd.read(64 << 20)
+    for i in range(4):
+        with open(os.path.join(dst, f"big-copy-{i}.bin"), "wb") as f:
+            f.write(big)
+
+
+def make_c(dst, user):
+    os.makedirs(dst)
+    for src in ("/usr/share/doc", "/usr/lib/python3/dist-packages"):
+        subprocess.run(["cp", "-a", src, os.path.join(dst, os.path.basename(src))], check=False,
+                       stderr=subprocess.DEVNULL)
+    with open(os.path.join(dst, f"own-{user}.bin"), "wb") as f:
+        f.write(os.urandom(8 << 20))
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Veil:
+    name = "veil"
+
+    def __init__(self, work):
+        self.work = work
+        self.server = os.path.join(work, "server")
+        p1, p2, p3 = free_ports(3)
+        self.store_addr = f"127.0.0.1:{p3}"
+        self.proc = subprocess.Popen([VEIL, "serve", "--dir", self.server, "--user", "u1", "--user", "u2",
+                                      "--ks-listen", f"127.0.0.1:{p1}", "--ks-udp", f"127.0.0.1:{p2}",
+                                      "--store-listen", self.store_addr], stderr=subprocess.PIPE, text=True)
+        self.proc.stderr.readline(); self.proc.stderr.readline(); self.proc.stderr.readline()
+        for u in ("u1", "u2"):
+            pw = os.path.join(work, u + ".pass")
+            open(pw, "w").write("passphrase " + u)
+            run([VEIL, "init", "--invite", os.path.join(self.server, "invites", u + ".invite")], self.env(u))
+
+    def env(self, u):
+        return {"VEIL_CONFIG": os.path.join(self.work, u), "VEIL_PASSWORD_FILE": os.path.join(self.work, u + ".pass")}
+
+    def backup(self, user, src):
+        return run([VEIL, "put", "-q", src, "data"], self.env(user))[0]
+
+    def stats(self):
+        cred = json.load(open(os.path.join(self.server, "store", "admin.cred")))
+        ctx = ssl.create_default_context(cadata=cred["ca"])
+        auth = base64.b64encode(f"{cred['user']}:{cred['secret']}".encode()).decode()
+        req = urllib.request.Request(f"https://{self.store_addr}/v1/stats", headers={"Authorization": "Basic " + auth})
+        return json.load(urllib.request.urlopen(req, context=ctx))
+
+    def stored(self):
+        return du(os.path.join(self.server, "store"))
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+class Restic:
+    name = "restic"
+
+    def __init__(self, work):
+        self.work = work
+        for u in ("u1", "u2"):
+            run(["restic", "init", "--repository-version", "2"], self.env(u))
+
+    def env(self, u):
+        return {"RESTIC_REPOSITORY": os.path.join(self.work, "repo-" + u), "RESTIC_PASSWORD": "passphrase " + u,
+                "RESTIC_CACHE_DIR": os.path.join(self.work, "cache-" + u)}
+
+    def backup(self, user, src):
+        return run(["restic", "backup", "-q", src], self.env(user))[0]
+
+    def stored(self):
+        return sum(du(os.path.join(self.work, "repo-" + u)) for u in ("u1", "u2"))
+
+    def close(self):
+        pass
+
+
+class RcloneCrypt:
+    name = "rclone crypt"
+
+    def __init__(self, work):
+        self.work = work
+        self.obscured = {u: run(["rclone", "obscure", "passphrase " + u])[1].strip() for u in ("u1", "u2")}
+
+    def backup(self, user, src):
+        env = {"RCLONE_CONFIG_C_TYPE": "crypt", "RCLONE_CONFIG_C_REMOTE": os.path.join(self.work, "remote-" + user),
+               "RCLONE_CONFIG_C_PASSWORD": self.obscured[user], "RCLONE_CONFIG": "/dev/null"}
+        return run(["rclone", "copy", "--transfers", "4", "--links", src, "C:data"], env)[0]
+
+    def stored(self):
+        return sum(du(os.path.join(self.work, "remote-" + u)) for u in ("u1", "u2") if os.path.isdir(os.path.join(self.work, "remote-" + u)))
+
+    def close(self):
+        pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default="a,b,c")
+    ap.add_argument("--json", help="also write JSON lines here")
+    ap.add_argument("--dir", help="scratch directory (default: a temp dir on /tmp's disk)")
+    args = ap.parse_args()
+    if not os.path.exists(VEIL):
+        sys.exit("build veil first: make build")
+    base = tempfile.mkdtemp(prefix="veil-compare-", dir=args.dir)
+    rows = []
+    try:
+        data = os.path.join(base, "data")
+        os.makedirs(data)
+        for wl in args.workloads.split(","):
+            if wl in ("a", "b"):
+                src = {"u1": os.path.join(data, "a")}
+                if not os.path.exists(src["u1"]):
+                    make_a(src["u1"], 1)
+                src["u2"] = src["u1"]
+                users = ["u1"] if wl == "a" else ["u1", "u2"]
+            else:
+                src = {u: os.path.join(data, "c-" + u) for u in ("u1", "u2")}
+                for u in src:
+                    if not os.path.exists(src[u]):
+                        make_c(src[u], u)
+                users = ["u1", "u2"]
+            logical = sum(apparent(src[u]) for u in users)
+            for tool in (Veil, Restic, RcloneCrypt):
+                subprocess.run(["sync"])
+                work = os.path.join(base, f"{wl}-{tool.name.replace(' ', '-')}")
+                os.makedirs(work)
+                t = tool(work)
+                try:
+                    times = [t.backup(u, src[u]) for u in users]
+                    subprocess.run(["sync"])
+                    row = {"workload": wl, "tool": tool.name, "users": len(users), "logical_bytes": logical,
+                           "seconds": [round(x, 2) for x in times], "total_seconds": round(sum(times), 2),
+                           "stored_bytes": t.stored()}
+                    if tool is Veil:
+                        st = t.stats()
+                        row["store_physical_bytes"] = st["physical_bytes"]
+                        row["store_logical_bytes"] = st["logical_bytes"]
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr)
+                finally:
+                    t.close()
+                    shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print("| workload | tool | users | data (MiB) | time (s) per user | stored on disk (MiB) |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workload']} | {r['tool']} | {r['users']} | {r['logical_bytes']/2**20:.1f} | "
+              f"{' + '.join(str(s) for s in r['seconds'])} | {r['stored_bytes']/2**20:.1f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()

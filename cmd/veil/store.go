@@ -75,29 +75,68 @@ and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
 	return c
 }
 
+// storeTarget is where an admin command acts: the data directory (server stopped) or a
+// running server (--url with the admin credential).
+type storeTarget struct{ dir, url, cred string }
+
+func (t *storeTarget) flags(c *cobra.Command) {
+	c.Flags().StringVar(&t.dir, "dir", "", "the store's data directory (server stopped)")
+	c.Flags().StringVar(&t.url, "url", "", "a running store instead (https://host:port)")
+	c.Flags().StringVar(&t.cred, "credential", "", "the admin credential file, with --url (DIR/admin.cred)")
+}
+
+// run calls offline with the opened data directory, or online with an admin client.
+func (t *storeTarget) run(offline func(*store.Service) error, online func(*remote.Admin) error) error {
+	switch {
+	case t.url != "":
+		cred, err := api.LoadCredential(t.cred)
+		if err != nil {
+			return err
+		}
+		a, err := remote.NewAdmin(t.url, cred)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return online(a)
+	case t.dir != "":
+		return store.With(t.dir, offline)
+	}
+	return fmt.Errorf("give --dir DIR, or --url URL and --credential ADMIN.cred")
+}
+
 func newStoreUserCommand() *cobra.Command {
-	c := &cobra.Command{Use: "user", Short: "Add, list or remove users (with the server stopped)"}
-	var dir, out, endpoint, quota string
+	c := &cobra.Command{Use: "user", Short: "Add, list or remove users"}
+	var tgt storeTarget
+	var out, endpoint, quota string
 	add := &cobra.Command{
-		Use:   "add NAME --dir DIR [--out FILE]",
+		Use:   "add NAME (--dir DIR | --url URL --credential ADMIN.cred) [--out FILE]",
 		Short: "Create a user and print (or write) their credential",
 		Long: `add creates a user with an empty namespace and prints their credential (JSON: user, secret,
 the store's CA certificate) or writes it to --out with mode 0600. The credential is the only
-copy of the secret: the store keeps just its hash.
+copy of the secret: the store keeps just its hash. With the server stopped, give the data
+directory; while it runs, its URL and the admin credential.
 
   veil store user add alice --dir /srv/veil-store --out alice.cred --endpoint https://store:7443
-  veil store user add bob --dir /srv/veil-store --quota 10GiB`,
+  veil store user add bob --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred --quota 10GiB`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var opts []store.UserOption
+			var q int64
 			if quota != "" {
 				n, err := parseBytes(quota)
 				if err != nil {
 					return fmt.Errorf("--quota: %w", err)
 				}
-				opts = append(opts, store.WithQuota(n))
+				q = n
 			}
-			cred, err := store.AddUser(dir, args[0], opts...)
+			var cred api.Credential
+			err := tgt.run(func(s *store.Service) (err error) {
+				cred, err = s.AddUser(args[0], store.WithQuota(q))
+				return err
+			}, func(a *remote.Admin) (err error) {
+				cred, err = a.AddUser(cmd.Context(), args[0], q)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -109,48 +148,55 @@ copy of the secret: the store keeps just its hash.
 			return os.WriteFile(out, cred.Marshal(), 0o600)
 		},
 	}
-	dirFlag(add, &dir)
+	tgt.flags(add)
 	add.Flags().StringVar(&out, "out", "", "write the credential to this file (mode 0600) instead of stdout")
 	add.Flags().StringVar(&endpoint, "endpoint", "", "record the service's URL in the credential (https://host:port)")
 	add.Flags().StringVar(&quota, "quota", "", "limit the user's logical bytes (e.g. 500MiB, 10GiB)")
 	var jsonOut bool
 	list := &cobra.Command{
-		Use: "list --dir DIR", Short: "List users with their usage", Args: cobra.NoArgs,
+		Use: "list (--dir DIR | --url URL --credential ADMIN.cred)", Short: "List users with their usage", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return store.With(dir, func(s *store.Service) error {
-				users, err := s.Users()
-				if err != nil {
-					return err
+			var users []api.User
+			err := tgt.run(func(s *store.Service) error {
+				us, err := s.Users()
+				for _, u := range us {
+					users = append(users, api.User{Name: u.Name, Admin: u.Admin, Quota: u.Quota, Used: u.Used, Created: u.Created})
 				}
-				w := cmd.OutOrStdout()
-				if jsonOut {
-					return json.NewEncoder(w).Encode(users)
-				}
-				fmt.Fprintf(w, "%-20s %-6s %12s %12s  %s\n", "USER", "ADMIN", "USED", "QUOTA", "CREATED")
-				for _, u := range users {
-					q := "-"
-					if u.Quota > 0 {
-						q = human(u.Quota)
-					}
-					fmt.Fprintf(w, "%-20s %-6v %12s %12s  %s\n", u.Name, u.Admin, human(u.Used), q, u.Created.Format(time.RFC3339))
-				}
-				return nil
+				return err
+			}, func(a *remote.Admin) (err error) {
+				users, err = a.Users(cmd.Context())
+				return err
 			})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if jsonOut {
+				return json.NewEncoder(w).Encode(users)
+			}
+			fmt.Fprintf(w, "%-20s %-6s %12s %12s  %s\n", "USER", "ADMIN", "USED", "QUOTA", "CREATED")
+			for _, u := range users {
+				q := "-"
+				if u.Quota > 0 {
+					q = human(u.Quota)
+				}
+				fmt.Fprintf(w, "%-20s %-6v %12s %12s  %s\n", u.Name, u.Admin, human(u.Used), q, u.Created.Format(time.RFC3339))
+			}
+			return nil
 		},
 	}
-	list.Flags().StringVar(&dir, "dir", "", "the store's data directory (required)")
-	list.MarkFlagRequired("dir")
+	tgt.flags(list)
 	list.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	remove := &cobra.Command{
-		Use:   "remove NAME --dir DIR",
+		Use:   "remove NAME (--dir DIR | --url URL --credential ADMIN.cred)",
 		Short: "Delete a user and all their names (content is reclaimed by gc)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return store.With(dir, func(s *store.Service) error { return s.RemoveUser(args[0]) })
+			return tgt.run(func(s *store.Service) error { return s.RemoveUser(args[0]) },
+				func(a *remote.Admin) error { return a.RemoveUser(cmd.Context(), args[0]) })
 		},
 	}
-	remove.Flags().StringVar(&dir, "dir", "", "the store's data directory (required)")
-	remove.MarkFlagRequired("dir")
+	tgt.flags(remove)
 	c.AddCommand(add, list, remove)
 	return c
 }
@@ -217,7 +263,7 @@ func loopback(addr string) bool {
 }
 
 func newStoreStatsCommand() *cobra.Command {
-	var dir, url, credFile string
+	var tgt storeTarget
 	var jsonOut bool
 	c := &cobra.Command{
 		Use:   "stats (--dir DIR | --url URL --credential ADMIN.cred)",
@@ -230,73 +276,66 @@ directory with the server stopped, or ask a running server with the admin creden
   veil store stats --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			show := func(st store.Stats) error {
-				w := cmd.OutOrStdout()
-				if jsonOut {
-					return json.NewEncoder(w).Encode(st)
-				}
-				fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
-					"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, human(st.LogicalBytes),
-					human(st.PhysicalBytes), st.Blobs, human(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
-				return nil
+			var st store.Stats
+			err := tgt.run(func(s *store.Service) (err error) {
+				st, err = s.Stats()
+				return err
+			}, func(a *remote.Admin) (err error) {
+				st, err = a.Stats(cmd.Context())
+				return err
+			})
+			if err != nil {
+				return err
 			}
-			switch {
-			case url != "":
-				cred, err := api.LoadCredential(credFile)
-				if err != nil {
-					return err
-				}
-				st, err := remote.Stats(cmd.Context(), url, cred)
-				if err != nil {
-					return err
-				}
-				return show(st)
-			case dir != "":
-				return store.With(dir, func(s *store.Service) error {
-					st, err := s.Stats()
-					if err != nil {
-						return err
-					}
-					return show(st)
-				})
+			w := cmd.OutOrStdout()
+			if jsonOut {
+				return json.NewEncoder(w).Encode(st)
 			}
-			return fmt.Errorf("give --dir, or --url and --credential")
+			fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
+				"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, human(st.LogicalBytes),
+				human(st.PhysicalBytes), st.Blobs, human(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
+			return nil
 		},
 	}
-	c.Flags().StringVar(&dir, "dir", "", "the store's data directory (server stopped)")
-	c.Flags().StringVar(&url, "url", "", "a running store (https://host:port)")
-	c.Flags().StringVar(&credFile, "credential", "", "the admin credential file (with --url)")
+	tgt.flags(c)
 	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return c
 }
 
 func newStoreGCCommand() *cobra.Command {
-	var dir string
+	var tgt storeTarget
 	var jsonOut bool
 	c := &cobra.Command{
-		Use:   "gc --dir DIR",
+		Use:   "gc (--dir DIR | --url URL --credential ADMIN.cred)",
 		Short: "Reclaim unreferenced content and leftovers of crashes",
 		Long: `gc removes content no name references any more, content files left without a record by a
-crash, and stale upload files (with the server stopped).
+crash, and stale upload files. It is safe while uploads run (they wait during the sweep).
 
-  veil store gc --dir /srv/veil-store`,
+  veil store gc --dir /srv/veil-store
+  veil store gc --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return store.With(dir, func(s *store.Service) error {
-				rep, err := s.GC(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if jsonOut {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %d unreferenced blobs (%s), %d orphaned blobs, %d stale uploads\n",
-					rep.Blobs, human(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
-				return nil
+			var rep api.GCReport
+			err := tgt.run(func(s *store.Service) error {
+				r, err := s.GC(cmd.Context())
+				rep = api.GCReport(r)
+				return err
+			}, func(a *remote.Admin) (err error) {
+				rep, err = a.GC(cmd.Context())
+				return err
 			})
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d unreferenced blobs (%s), %d orphaned blobs, %d stale uploads\n",
+				rep.Blobs, human(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
+			return nil
 		},
 	}
-	dirFlag(c, &dir)
+	tgt.flags(c)
 	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return c
 }

@@ -97,6 +97,29 @@ func TestStoreCLI(t *testing.T) {
 	if _, err := storeRun(t, ctx, "store", "stats", "--url", "https://"+addr, "--credential", credFile); err == nil {
 		t.Fatal("a user's credential read /v1/stats")
 	}
+	// Users and gc on the running server, with the admin credential.
+	online := []string{"--url", "https://" + addr, "--credential", filepath.Join(dir, "admin.cred")}
+	carolFile := filepath.Join(dir, "carol.cred")
+	mustRun(append([]string{"store", "user", "add", "carol", "--out", carolFile}, online...)...)
+	carol, err := api.LoadCredential(carolFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := remote.New("https://"+addr, carol)
+	if err := cb.Put(ctx, "", "c", strings.NewReader("carol's"), 7); err != nil {
+		t.Fatalf("new user's put: %v", err)
+	}
+	cb.Close()
+	if out := mustRun(append([]string{"store", "user", "list"}, online...)...); !strings.Contains(out, "carol") {
+		t.Fatalf("online user list: %q", out)
+	}
+	mustRun(append([]string{"store", "user", "remove", "carol"}, online...)...)
+	if out := mustRun(append([]string{"store", "gc"}, online...)...); !strings.Contains(out, "removed 1 unreferenced") {
+		t.Fatalf("online gc: %q", out)
+	}
+	if _, err := storeRun(t, ctx, append([]string{"store", "user", "add", "Bad Name"}, online...)...); err == nil || !strings.Contains(err.Error(), "invalid name") {
+		t.Fatalf("bad user name online: %v", err)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)

@@ -74,6 +74,7 @@ func (s *Service) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, st)
 	}))
+	s.adminRoutes(mux)
 	mux.Handle("PUT /v1/files/{path...}", s.user(s.handlePut))
 	mux.Handle("GET /v1/files/{path...}", s.user(s.handleGet))
 	mux.Handle("DELETE /v1/files/{path...}", s.user(s.handleDelete))

@@ -125,3 +125,26 @@ func (e Error) AsError() error {
 	}
 	return fmt.Errorf("store: %s (%s)", e.Message, e.Code)
 }
+
+// AddUserRequest is the body of POST /v1/users (admin).
+type AddUserRequest struct {
+	Name  string `json:"name"`
+	Quota int64  `json:"quota,omitempty"` // logical bytes; 0: none
+}
+
+// User is one element of GET /v1/users (admin).
+type User struct {
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin"`
+	Quota   int64     `json:"quota"`
+	Used    int64     `json:"used"`
+	Created time.Time `json:"created"`
+}
+
+// GCReport is the answer of POST /v1/gc (admin).
+type GCReport struct {
+	Blobs        int64 `json:"blobs"`
+	Bytes        int64 `json:"bytes"`
+	OrphanBlobs  int64 `json:"orphan_blobs"`
+	StaleUploads int64 `json:"stale_uploads"`
+}

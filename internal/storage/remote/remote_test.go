@@ -1,0 +1,77 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storage/remote"
+	"github.com/veil-project/veil/internal/storage/storagetest"
+	"github.com/veil-project/veil/internal/store"
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+// serveStore runs a fresh store on a real loopback TLS listener for one test.
+func serveStore(t *testing.T) (string, api.Credential) {
+	dir := t.TempDir()
+	if err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := store.AddUser(dir, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(dir, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done; s.Close() })
+	return "https://" + ln.Addr().String(), cred
+}
+
+// TestConformance runs the storage contract through the HTTPS API of a real store, the
+// client pinning the store's CA from the user's credential.
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Backend {
+		url, cred := serveStore(t)
+		b, err := remote.New(url, cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	})
+}
+
+// TestPinnedCA checks that a credential with another store's CA is refused by TLS.
+func TestPinnedCA(t *testing.T) {
+	url, cred := serveStore(t)
+	_, other := serveStore(t)
+	cred.CA = other.CA
+	b, err := remote.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.List(t.Context(), ""); err == nil || errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a server outside the pinned CA was trusted: %v", err)
+	}
+}
+
+func TestBadEndpoint(t *testing.T) {
+	_, cred := serveStore(t)
+	for _, e := range []string{"", "ftp://x", "https://", "localhost:1"} {
+		if _, err := remote.New(e, cred); err == nil {
+			t.Errorf("endpoint %q accepted", e)
+		}
+	}
+}

@@ -59,6 +59,10 @@ Examples:
 					fmt.Fprintln(tw, name)
 					continue
 				}
+				if e.Err != "" {
+					fmt.Fprintf(tw, "?\t?\t?\t %s (%s)\n", name, e.Err)
+					continue
+				}
 				mark := " "
 				if e.Fallback {
 					mark = "*"
@@ -112,7 +116,8 @@ func newMvCommand() *cobra.Command {
 		Short: "Rename or move a stored file or directory",
 		Long: `mv renames SRC to DEST. No content is re-sent: only the small key records are re-sealed
 for their new names (records are bound to their names, so the storage service cannot swap
-them). DEST must not exist.
+them). DEST must not exist. Each record is written under its new name before the old one
+is deleted, so an interrupted mv leaves every file readable under one of the two names.
 
 Examples:
   veil mv notes.txt archive/notes-2025.txt

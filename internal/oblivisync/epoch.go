@@ -1,0 +1,355 @@
+package oblivisync
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math/big"
+	"sort"
+	"time"
+)
+
+// EpochReport describes one sync.
+type EpochReport struct {
+	Epoch         uint64
+	Files         []int // backend files rewritten (besides the superblock)
+	BytesWritten  int64 // bytes written to the backend (k+1 files of B bytes)
+	FragsSynced   int   // pending fragments written this epoch
+	BytesSynced   int64 // payload bytes of those fragments
+	Committed     int   // inodes whose new version became visible to readers
+	PendingFrags  int   // fragments still in the buffer
+	PendingBytes  int64 // payload bytes still in the buffer
+	PendingInodes int   // inodes not yet committed
+	Duration      time.Duration
+}
+
+// pickFiles chooses k distinct backend files uniformly at random with crypto/rand.
+func pickFiles(n, k int) []uint32 {
+	seen := make(map[uint32]bool, k)
+	out := make([]uint32, 0, k)
+	for len(out) < k {
+		v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
+		if err != nil {
+			panic("crypto/rand failed: " + err.Error())
+		}
+		f := uint32(v.Int64())
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// gap is free space in one side of a chosen file.
+type gap struct {
+	slot     int // index into the chosen files
+	side     uint8
+	off, end int
+}
+
+// epochState is the working set of one epoch.
+type epochState struct {
+	files []uint32
+	slot  map[uint32]int
+	plain [][]byte
+	gaps  []gap
+}
+
+// place reserves need bytes in the best-fitting gap (smallest that fits).
+func (es *epochState) place(need int) (gap, bool) {
+	best := -1
+	for i, g := range es.gaps {
+		if g.end-g.off >= need && (best < 0 || g.end-g.off < es.gaps[best].end-es.gaps[best].off) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return gap{}, false
+	}
+	g := es.gaps[best]
+	es.gaps[best].off += need
+	return gap{slot: g.slot, side: g.side, off: g.off, end: g.off + need}, true
+}
+
+// put writes a fragment (header + payload) at g and returns its reference.
+func (es *epochState) put(geo geometry, g gap, obj uint64, idx uint32, data []byte) ref {
+	p := es.plain[g.slot][geo.sideStart(g.side)+g.off:]
+	binary.BigEndian.PutUint64(p, obj)
+	binary.BigEndian.PutUint32(p[8:], idx)
+	binary.BigEndian.PutUint32(p[12:], uint32(len(data)))
+	copy(p[fragHdr:], data)
+	return ref{File: es.files[g.slot], Side: g.side, Off: uint32(g.off), Stored: uint32(len(data)), Valid: uint32(len(data))}
+}
+
+// Sync runs one epoch: rewrite exactly k random backend files and the superblock.
+func (w *Writer) Sync() (EpochReport, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return EpochReport{}, err
+	}
+	start := time.Now()
+	rep, err := w.epoch()
+	if err != nil {
+		w.broken = err
+		return rep, err
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+func (w *Writer) epoch() (EpochReport, error) {
+	geo, P := w.be.g, w.be.params
+	es := &epochState{files: pickFiles(P.Files, P.K), slot: map[uint32]int{}}
+	for i, f := range es.files {
+		es.slot[f] = i
+	}
+	// Live fragments in the chosen files stay where they are.
+	used := make([][2][][2]int, len(es.files))
+	comRefs := w.committedRefs()
+	addLive := func(r ref) {
+		if s, ok := es.slot[r.File]; ok && !r.isHole() {
+			used[s][r.Side] = append(used[s][r.Side], [2]int{int(r.Off), int(r.Off) + r.span()})
+		}
+	}
+	for _, r := range comRefs {
+		addLive(r)
+	}
+	for _, r := range w.prevRefs {
+		addLive(r)
+	}
+	for _, n := range w.cur.nodes {
+		for _, r := range n.Frags {
+			addLive(r)
+		}
+	}
+	for s, f := range es.files {
+		old, err := w.be.readBlock(f, w.sb.Written[f])
+		if err != nil {
+			return EpochReport{}, err
+		}
+		nw := make([]byte, geo.plain)
+		for side := uint8(0); side < 2; side++ {
+			iv := used[s][side]
+			sort.Slice(iv, func(a, b int) bool { return iv[a][0] < iv[b][0] })
+			base, at := geo.sideStart(side), 0
+			for _, v := range iv {
+				copy(nw[base+v[0]:base+v[1]], old[base+v[0]:base+v[1]])
+				if v[0] > at {
+					es.gaps = append(es.gaps, gap{slot: s, side: side, off: at, end: v[0]})
+				}
+				at = max(at, v[1])
+			}
+			if at < geo.S {
+				es.gaps = append(es.gaps, gap{slot: s, side: side, off: at, end: geo.S})
+			}
+		}
+		es.plain = append(es.plain, nw)
+	}
+	rep := EpochReport{Epoch: w.sb.Epoch + 1}
+	if err := w.packData(es, &rep); err != nil {
+		return rep, err
+	}
+	newSB := &superblock{Epoch: w.sb.Epoch + 1, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{}}
+	for p, pl := range w.sb.Pages {
+		newSB.Pages[p] = pl
+	}
+	commits := w.packPages(es, newSB)
+	for i, f := range es.files {
+		if err := w.be.writeBlock(f, newSB.Epoch, es.plain[i]); err != nil {
+			return rep, err
+		}
+		newSB.Written[f] = newSB.Epoch
+		rep.Files = append(rep.Files, int(f))
+	}
+	if err := w.be.writeSuper(newSB); err != nil {
+		return rep, err
+	}
+	for ino, n := range commits {
+		w.comPut(ino, n)
+		delete(w.dirty, ino)
+	}
+	rep.Committed = len(commits)
+	w.sb, w.prevRefs = newSB, comRefs
+	w.changed = true
+	rep.BytesWritten = int64(len(es.files)+1) * int64(geo.B)
+	for k := range w.pend {
+		rep.PendingFrags++
+		rep.PendingBytes += int64(w.fragLen(w.cur.get(k.ino), k.idx))
+	}
+	rep.PendingInodes = len(w.dirty)
+	return rep, w.checkpoint()
+}
+
+// packData moves pending fragments (oldest first) into free space, best fit.
+func (w *Writer) packData(es *epochState, rep *EpochReport) error {
+	keys := make([]fragKey, 0, len(w.pend))
+	for k := range w.pend {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		pa, pb := w.pend[keys[a]], w.pend[keys[b]]
+		if pa.seq != pb.seq {
+			return pa.seq < pb.seq
+		}
+		if keys[a].ino != keys[b].ino {
+			return keys[a].ino < keys[b].ino
+		}
+		return keys[a].idx < keys[b].idx
+	})
+	for _, k := range keys {
+		n := w.cur.get(k.ino)
+		length := w.fragLen(n, k.idx)
+		g, ok := es.place(fragHdr + length)
+		if !ok {
+			if len(es.gaps) == 0 {
+				break
+			}
+			continue
+		}
+		data := make([]byte, length)
+		if err := w.readPending(w.pend[k], 0, data); err != nil {
+			return err
+		}
+		n.Frags[k.idx] = es.put(w.be.g, g, k.ino, k.idx, data)
+		w.dropPend(k)
+		rep.FragsSynced++
+		rep.BytesSynced += int64(length)
+	}
+	return nil
+}
+
+// packPages commits every inode whose data is complete: it rebuilds the metadata pages
+// they live on and places them; a page that does not fit waits for a later epoch (its
+// inodes stay uncommitted, their written fragments stay live).
+func (w *Writer) packPages(es *epochState, sb *superblock) map[uint64]*node {
+	byPage := map[uint32][]uint64{}
+	for ino := range w.dirty {
+		if w.npend[ino] == 0 {
+			byPage[pageOf(ino)] = append(byPage[pageOf(ino)], ino)
+		}
+	}
+	pages := make([]uint32, 0, len(byPage))
+	for p := range byPage {
+		pages = append(pages, p)
+	}
+	sort.Slice(pages, func(a, b int) bool { return pages[a] < pages[b] })
+	commits := map[uint64]*node{}
+	C := w.be.g.C
+	for _, p := range pages {
+		content := map[uint64]*node{}
+		for ino, n := range w.comPages[p] {
+			content[ino] = n
+		}
+		for _, ino := range byPage[p] {
+			if n := w.cur.get(ino); n != nil {
+				content[ino] = n.clone()
+			} else {
+				delete(content, ino)
+			}
+		}
+		nodes := make([]*node, 0, len(content))
+		for _, n := range content {
+			nodes = append(nodes, n)
+		}
+		sort.Slice(nodes, func(a, b int) bool { return nodes[a].Ino < nodes[b].Ino })
+		if len(nodes) == 0 {
+			delete(sb.Pages, p)
+		} else {
+			data := encodePage(p, nodes)
+			saved := append([]gap(nil), es.gaps...)
+			var spots []gap
+			for off := 0; off < len(data); off += C {
+				g, ok := es.place(fragHdr + min(C, len(data)-off))
+				if !ok {
+					break
+				}
+				spots = append(spots, g)
+			}
+			if len(spots) != fragCount(uint64(len(data)), C) {
+				es.gaps = saved
+				continue
+			}
+			pl := pageLoc{Size: uint32(len(data))}
+			for i, g := range spots {
+				chunk := data[i*C : min(len(data), (i+1)*C)]
+				pl.Frags = append(pl.Frags, es.put(w.be.g, g, pageObj(p), uint32(i), chunk))
+			}
+			sb.Pages[p] = pl
+		}
+		for _, ino := range byPage[p] {
+			commits[ino] = content[ino] // nil: deleted
+		}
+	}
+	return commits
+}
+
+// committedRefs lists every fragment the committed superblock references.
+func (w *Writer) committedRefs() []ref {
+	var out []ref
+	for _, pl := range w.sb.Pages {
+		out = append(out, pl.Frags...)
+	}
+	for _, n := range w.com {
+		for _, r := range n.Frags {
+			if !r.isHole() {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// Stats are the writer's numbers for status and benchmarks.
+type Stats struct {
+	Epoch         uint64
+	Capacity      uint64 // payload bytes the backend can hold (N * 2 * S)
+	Used          uint64 // bytes occupied by live fragments and headers
+	PendingBytes  uint64
+	PendingFrags  int
+	PendingInodes int
+	JournalBytes  int64
+	Inodes        int
+	Committed     int // committed inodes
+}
+
+func (w *Writer) stats() Stats {
+	seen := map[loc]bool{}
+	var used uint64
+	add := func(r ref) {
+		if !r.isHole() && !seen[r.loc()] {
+			seen[r.loc()] = true
+			used += uint64(r.span())
+		}
+	}
+	for _, r := range w.committedRefs() {
+		add(r)
+	}
+	for _, n := range w.cur.nodes {
+		for _, r := range n.Frags {
+			add(r)
+		}
+	}
+	st := Stats{Epoch: w.sb.Epoch, Capacity: uint64(w.be.params.Files) * 2 * uint64(w.be.g.S), Used: used,
+		PendingFrags: len(w.pend), PendingInodes: len(w.dirty), Inodes: len(w.cur.nodes), Committed: len(w.com)}
+	if w.j != nil {
+		st.JournalBytes = w.j.size
+	}
+	for k := range w.pend {
+		st.PendingBytes += uint64(w.fragLen(w.cur.get(k.ino), k.idx))
+	}
+	return st
+}
+
+// Stats returns current figures.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats()
+}
+
+// Params returns the backend's parameters.
+func (w *Writer) Params() Params { return w.be.params }
+
+var _ = fmt.Sprintf

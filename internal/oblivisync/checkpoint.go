@@ -41,6 +41,9 @@ func (w *Writer) checkpoint() error {
 	if !w.changed {
 		return nil
 	}
+	if err := w.compactJournal(); err != nil {
+		return err
+	}
 	refSegs := map[uint32]bool{}
 	for _, pf := range w.pend {
 		for _, e := range pf.ext {
@@ -93,6 +96,39 @@ func (w *Writer) checkpoint() error {
 		PendingInodes: st.PendingInodes, JournalBytes: st.JournalBytes, Used: st.Used, Capacity: st.Capacity,
 		Updated: time.Now().UTC().Format(time.RFC3339)})
 	return writeAtomic(filepath.Join(w.opts.StateDir, statusName), js, false)
+}
+
+// compactJournal re-images pending fragments held in old segments once the journal is
+// more than twice the pending bytes (plus slack), so the old segments can be deleted.
+// The cost is amortised: each compaction at least halves the journal.
+func (w *Writer) compactJournal() error {
+	var pending int64
+	for k := range w.pend {
+		pending += int64(w.fragLen(w.cur.get(k.ino), k.idx))
+	}
+	if w.j.size <= 2*pending+w.j.segMax() {
+		return nil
+	}
+	for k, pf := range w.pend {
+		old := false
+		for _, e := range pf.ext {
+			old = old || (e.seg != zeroSeg && e.seg != w.j.seg)
+		}
+		if !old {
+			continue
+		}
+		n := w.cur.get(k.ino)
+		buf := make([]byte, w.fragLen(n, k.idx))
+		if err := w.readPending(pf, 0, buf); err != nil {
+			return err
+		}
+		bt := newBatch(w.seq + 1)
+		bt.image(k.ino, k.idx, buf)
+		if err := w.commitBatch(bt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // statusFile is the writer's last published status (state dir, plain JSON, local only).

@@ -1,12 +1,11 @@
 package oblivisync
 
 import (
-	"bytes"
-	"errors"
+	"crypto/sha256"
 	"fmt"
-	"math/rand/v2"
+	"io/fs"
 	"path/filepath"
-	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,7 +49,7 @@ func drain(t testing.TB, w *Writer, max int) int {
 	return 0
 }
 
-// snapshot walks an FS and returns path -> description (content for files).
+// snapshot walks an FS in the format of osynctest.Snapshot.
 func snapshot(t testing.TB, f FS) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -61,16 +60,16 @@ func snapshot(t testing.TB, f FS) map[string]string {
 			t.Fatalf("readdir %s: %v", path, err)
 		}
 		for _, e := range ents {
-			p := path + "/" + e.Name
+			p := strings.TrimPrefix(path+"/"+e.Name, "/")
 			a, err := f.GetAttr(e.Ino)
 			if err != nil {
 				t.Fatalf("getattr %s: %v", p, err)
 			}
-			switch {
-			case a.Mode&0o170000 == 0o040000:
-				out[p] = fmt.Sprintf("dir %o", a.Mode&0o7777)
+			switch a.Mode & 0o170000 {
+			case 0o040000:
+				out[p] = fmt.Sprintf("dir %o", a.Mode&0o777)
 				walk(e.Ino, p)
-			case a.Mode&0o170000 == 0o120000:
+			case 0o120000:
 				tg, _ := f.Readlink(e.Ino)
 				out[p] = "link " + tg
 			default:
@@ -79,7 +78,7 @@ func snapshot(t testing.TB, f FS) map[string]string {
 				if err != nil {
 					t.Fatalf("read %s: %v", p, err)
 				}
-				out[p] = fmt.Sprintf("file %o %d %x", a.Mode&0o7777, a.Size, buf[:n])
+				out[p] = fmt.Sprintf("file %o %d %x", a.Mode&0o777, n, sha256.Sum256(buf[:n]))
 			}
 		}
 	}
@@ -87,31 +86,107 @@ func snapshot(t testing.TB, f FS) map[string]string {
 	return out
 }
 
-func diffSnap(a, b map[string]string) string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
+// fsTarget drives an FS by path (for osynctest.Workload).
+type fsTarget struct{ f FS }
+
+func (t fsTarget) resolve(p string) (uint64, error) {
+	ino := uint64(rootIno)
+	if p == "" {
+		return ino, nil
 	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
+	for _, c := range strings.Split(p, "/") {
+		a, err := t.f.Lookup(ino, c)
+		if err != nil {
+			return 0, err
 		}
+		ino = a.Ino
 	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	for _, k := range keys {
-		if a[k] != b[k] {
-			x, y := a[k], b[k]
-			if len(x) > 60 {
-				x = x[:60]
-			}
-			if len(y) > 60 {
-				y = y[:60]
-			}
-			fmt.Fprintf(&buf, "%s: %q vs %q\n", k, x, y)
+	return ino, nil
+}
+
+func (t fsTarget) parent(p string) (uint64, string, error) {
+	d, b := filepath.Split(p)
+	ino, err := t.resolve(strings.TrimSuffix(d, "/"))
+	return ino, b, err
+}
+
+func (t fsTarget) Mkdir(p string) error {
+	d, b, err := t.parent(p)
+	if err == nil {
+		_, err = t.f.Mkdir(d, b, 0o755, 0, 0)
+	}
+	return err
+}
+
+func (t fsTarget) WriteAt(p string, off int64, data []byte) error {
+	ino, err := t.resolve(p)
+	if err != nil {
+		d, b, perr := t.parent(p)
+		if perr != nil {
+			return perr
 		}
+		a, cerr := t.f.Create(d, b, 0o644, 0, 0)
+		if cerr != nil {
+			return cerr
+		}
+		ino = a.Ino
 	}
-	return buf.String()
+	_, err = t.f.Write(ino, off, data)
+	return err
+}
+
+func (t fsTarget) Truncate(p string, size int64) error {
+	ino, err := t.resolve(p)
+	if err == nil {
+		s := uint64(size)
+		_, err = t.f.SetAttr(ino, SetAttr{Size: &s})
+	}
+	return err
+}
+
+func (t fsTarget) Remove(p string) error {
+	d, b, err := t.parent(p)
+	if err == nil {
+		err = t.f.Unlink(d, b)
+	}
+	return err
+}
+
+func (t fsTarget) Rmdir(p string) error {
+	d, b, err := t.parent(p)
+	if err == nil {
+		err = t.f.Rmdir(d, b)
+	}
+	return err
+}
+
+func (t fsTarget) Rename(a, b string) error {
+	d1, n1, err := t.parent(a)
+	if err != nil {
+		return err
+	}
+	d2, n2, err := t.parent(b)
+	if err != nil {
+		return err
+	}
+	return t.f.Rename(d1, n1, d2, n2, false)
+}
+
+func (t fsTarget) Symlink(target, p string) error {
+	d, b, err := t.parent(p)
+	if err == nil {
+		_, err = t.f.Symlink(d, b, target, 0, 0)
+	}
+	return err
+}
+
+func (t fsTarget) Chmod(p string, m fs.FileMode) error {
+	ino, err := t.resolve(p)
+	if err == nil {
+		mode := uint32(m.Perm())
+		_, err = t.f.SetAttr(ino, SetAttr{Mode: &mode})
+	}
+	return err
 }
 
 func must[T any](v T, err error) T {
@@ -120,6 +195,3 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
-
-var _ = errors.Is
-var _ = rand.IntN

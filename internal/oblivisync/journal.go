@@ -26,6 +26,7 @@ type journal struct {
 	dir   string
 	key   [32]byte
 	fsync bool
+	limit int64 // the writer's MaxPending; sizes segments
 
 	seg      uint32
 	f        *os.File
@@ -45,6 +46,9 @@ const (
 	maxRecord     = 8 << 20
 	journalAADTag = "veil-osync-journal-v1"
 )
+
+// segMax is the segment size: a sixteenth of the pending limit, between 64 KiB and 64 MiB.
+func (j *journal) segMax() int64 { return min(max(j.limit/16, 64<<10), segMax) }
 
 func segName(s uint32) string { return fmt.Sprintf("%08d.log", s) }
 
@@ -168,7 +172,7 @@ func (j *journal) readRecordFrom(f *os.File, seg uint32, off int64) ([]byte, int
 
 // append seals plain as one record and returns where it starts.
 func (j *journal) append(plain []byte) (uint32, int64, error) {
-	if j.off >= segMax {
+	if j.off >= j.segMax() {
 		if err := j.rotate(); err != nil {
 			return 0, 0, err
 		}

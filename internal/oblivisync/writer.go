@@ -136,7 +136,7 @@ func (w *Writer) recover() error {
 	for ino, n := range com {
 		w.comPut(ino, n)
 	}
-	w.j = &journal{dir: w.opts.StateDir, key: w.be.keys.journal, fsync: !w.opts.UnsafeNoFsync}
+	w.j = &journal{dir: w.opts.StateDir, key: w.be.keys.journal, fsync: !w.opts.UnsafeNoFsync, limit: w.opts.MaxPending}
 	ck, err := readCheckpoint(w.opts.StateDir, &w.be.keys.journal, w.be.g, w.be.params.Files)
 	if err != nil {
 		return err

@@ -23,6 +23,10 @@ type EpochReport struct {
 	Duration      time.Duration
 }
 
+// TestOnlyAfterBackendWrite, when set (by crash tests only), runs after each backend file
+// an epoch writes, before the superblock: a test kills the process there to crash mid-epoch.
+var TestOnlyAfterBackendWrite func(epoch uint64, filesWritten int)
+
 // pickFiles chooses k distinct backend files uniformly at random with crypto/rand.
 func pickFiles(n, k int) []uint32 {
 	seen := make(map[uint32]bool, k)
@@ -162,6 +166,9 @@ func (w *Writer) epoch() (EpochReport, error) {
 		}
 		newSB.Written[f] = newSB.Epoch
 		rep.Files = append(rep.Files, int(f))
+		if TestOnlyAfterBackendWrite != nil {
+			TestOnlyAfterBackendWrite(newSB.Epoch, i+1)
+		}
 	}
 	if err := w.be.writeSuper(newSB); err != nil {
 		return rep, err

@@ -1,0 +1,49 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/oblivisync"
+)
+
+// TestMain doubles as the mount helper: tests re-run this binary with OSYNC_HELPER=1 to
+// get a separate mount process they can SIGTERM or SIGKILL.
+func TestMain(m *testing.M) {
+	if os.Getenv("OSYNC_HELPER") == "1" {
+		os.Exit(helperMain())
+	}
+	os.Exit(m.Run())
+}
+
+func helperMain() int {
+	if trigger := os.Getenv("OSYNC_KILL_FILE"); trigger != "" {
+		oblivisync.TestOnlyAfterBackendWrite = func(_ uint64, written int) {
+			if _, err := os.Stat(trigger); err == nil && written == 2 {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL) // crash between backend files
+			}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	cfg := Config{
+		Backend:      os.Getenv("OSYNC_BACKEND"),
+		Mountpoint:   os.Getenv("OSYNC_MNT"),
+		Passphrase:   []byte(os.Getenv("OSYNC_PASS")),
+		ReadOnly:     os.Getenv("OSYNC_RO") == "1",
+		Writer:       oblivisync.Options{StateDir: os.Getenv("OSYNC_STATE"), UnsafeNoFsync: true},
+		DrainTimeout: 30 * time.Second,
+		Ready:        func() { fmt.Println("ready") },
+	}
+	if err := Run(ctx, cfg); err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	fmt.Println("clean exit")
+	return 0
+}

@@ -23,9 +23,16 @@ type backend struct {
 	keys   keys
 	fsync  bool
 
-	mu    sync.Mutex
-	cache map[uint32]cached
-	order []uint32
+	mu       sync.Mutex
+	cache    map[uint32]cached
+	order    []uint32
+	inflight map[uint32][]byte // plaintexts of the epoch being written
+}
+
+func (b *backend) setInflight(m map[uint32][]byte) {
+	b.mu.Lock()
+	b.inflight = m
+	b.mu.Unlock()
 }
 
 type cached struct {
@@ -92,6 +99,10 @@ func (b *backend) writeSuper(s *superblock) error {
 // still all zeros reads as an empty plaintext.
 func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
 	b.mu.Lock()
+	if p, ok := b.inflight[i]; ok {
+		b.mu.Unlock()
+		return p, nil
+	}
 	if c, ok := b.cache[i]; ok && c.epoch >= want && (want > 0 || c.epoch == 0) {
 		b.mu.Unlock()
 		return c.plain, nil
@@ -134,10 +145,10 @@ func (b *backend) remember(i uint32, c cached) {
 	b.cache[i] = c
 }
 
-// writeBlock stamps plain with (epoch, i), seals it and replaces backend file i.
-func (b *backend) writeBlock(i uint32, epoch uint64, plain []byte) error {
-	binary.BigEndian.PutUint64(plain, epoch)
-	binary.BigEndian.PutUint32(plain[8:], i)
+// writeBlock seals plain (already stamped with its epoch and index) and replaces
+// backend file i.
+func (b *backend) writeBlock(i uint32, plain []byte) error {
+	epoch := binary.BigEndian.Uint64(plain)
 	img := sealContainer(&b.keys.backend, b.id, 'B', i, plain, randomBytes(24))
 	if err := writeAtomic(b.path(i), img, b.fsync); err != nil {
 		return fmt.Errorf("write backend file %s: %w", blockName(i), err)

@@ -3,9 +3,11 @@ package oblivisync
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"fmt"
+	"errors"
 	"math/big"
+	"os"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -86,24 +88,78 @@ func (es *epochState) put(geo geometry, g gap, obj uint64, idx uint32, data []by
 	return ref{File: es.files[g.slot], Side: g.side, Off: uint32(g.off), Stored: uint32(len(data)), Valid: uint32(len(data))}
 }
 
-// Sync runs one epoch: rewrite exactly k random backend files and the superblock.
+// Sync runs one epoch: rewrite exactly k random backend files and the superblock. The
+// frontend stays usable while the files are written (the slow, fsync-bound part): only
+// planning and bookkeeping hold the writer's lock.
 func (w *Writer) Sync() (EpochReport, error) {
+	w.epochMu.Lock()
+	defer w.epochMu.Unlock()
+	start := time.Now()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
+		w.mu.Unlock()
 		return EpochReport{}, err
 	}
-	start := time.Now()
-	rep, err := w.epoch()
+	pl, err := w.prepare()
+	jf := w.j.f
+	w.mu.Unlock()
+	if err == nil {
+		err = w.writeEpoch(pl, jf)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.be.setInflight(nil)
+	if err == nil {
+		err = w.finish(pl)
+	}
 	if err != nil {
 		w.broken = err
-		return rep, err
+		return pl.rep, err
 	}
-	rep.Duration = time.Since(start)
-	return rep, nil
+	pl.rep.Duration = time.Since(start)
+	return pl.rep, nil
 }
 
-func (w *Writer) epoch() (EpochReport, error) {
+// plan is an epoch between preparation and commit.
+type plan struct {
+	es      *epochState
+	sb      *superblock
+	commits map[uint64]*node
+	comRefs []ref
+	rep     EpochReport
+}
+
+// writeEpoch seals and writes the k files in parallel, fsyncs the journal, then writes
+// the superblock: a crash before the superblock leaves the previous epoch in force.
+func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
+	var mu sync.Mutex
+	done := 0
+	errs := make([]error, len(pl.es.files))
+	var wg sync.WaitGroup
+	for i, f := range pl.es.files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = w.be.writeBlock(f, pl.es.plain[i]); errs[i] == nil && TestOnlyAfterBackendWrite != nil {
+				mu.Lock()
+				done++
+				TestOnlyAfterBackendWrite(pl.sb.Epoch, done)
+				mu.Unlock()
+			}
+		}()
+	}
+	if jf != nil && !w.opts.UnsafeNoFsync {
+		jf.Sync()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return w.be.writeSuper(pl.sb)
+}
+
+// prepare plans an epoch: chosen files, their new plaintexts, placements and commits.
+func (w *Writer) prepare() (*plan, error) {
 	geo, P := w.be.g, w.be.params
 	es := &epochState{files: pickFiles(P.Files, P.K), slot: map[uint32]int{}}
 	for i, f := range es.files {
@@ -131,7 +187,7 @@ func (w *Writer) epoch() (EpochReport, error) {
 	for s, f := range es.files {
 		old, err := w.be.readBlock(f, w.sb.Written[f])
 		if err != nil {
-			return EpochReport{}, err
+			return &plan{}, err
 		}
 		nw := make([]byte, geo.plain)
 		for side := uint8(0); side < 2; side++ {
@@ -151,42 +207,44 @@ func (w *Writer) epoch() (EpochReport, error) {
 		}
 		es.plain = append(es.plain, nw)
 	}
-	rep := EpochReport{Epoch: w.sb.Epoch + 1}
-	if err := w.packData(es, &rep); err != nil {
-		return rep, err
+	pl := &plan{es: es, comRefs: comRefs, rep: EpochReport{Epoch: w.sb.Epoch + 1}}
+	if err := w.packData(es, &pl.rep); err != nil {
+		return pl, err
 	}
-	newSB := &superblock{Epoch: w.sb.Epoch + 1, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{}}
-	for p, pl := range w.sb.Pages {
-		newSB.Pages[p] = pl
+	pl.sb = &superblock{Epoch: w.sb.Epoch + 1, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{}}
+	for p, loc := range w.sb.Pages {
+		pl.sb.Pages[p] = loc
 	}
-	commits := w.packPages(es, newSB)
+	pl.commits = w.packPages(es, pl.sb)
+	inflight := map[uint32][]byte{}
 	for i, f := range es.files {
-		if err := w.be.writeBlock(f, newSB.Epoch, es.plain[i]); err != nil {
-			return rep, err
-		}
-		newSB.Written[f] = newSB.Epoch
-		rep.Files = append(rep.Files, int(f))
-		if TestOnlyAfterBackendWrite != nil {
-			TestOnlyAfterBackendWrite(newSB.Epoch, i+1)
-		}
+		binary.BigEndian.PutUint64(es.plain[i], pl.sb.Epoch)
+		binary.BigEndian.PutUint32(es.plain[i][8:], f)
+		pl.sb.Written[f] = pl.sb.Epoch
+		pl.rep.Files = append(pl.rep.Files, int(f))
+		inflight[f] = es.plain[i]
 	}
-	if err := w.be.writeSuper(newSB); err != nil {
-		return rep, err
-	}
-	for ino, n := range commits {
+	w.be.setInflight(inflight) // reads of fragments placed this epoch, until it is on disk
+	return pl, nil
+}
+
+// finish applies a written epoch: commits become the committed state.
+func (w *Writer) finish(pl *plan) error {
+	for ino, n := range pl.commits {
 		w.comPut(ino, n)
 		delete(w.dirty, ino)
+		w.markIfDirty(ino) // changed again while the epoch was being written
 	}
-	rep.Committed = len(commits)
-	w.sb, w.prevRefs = newSB, comRefs
+	pl.rep.Committed = len(pl.commits)
+	w.sb, w.prevRefs = pl.sb, pl.comRefs
 	w.changed = true
-	rep.BytesWritten = int64(len(es.files)+1) * int64(geo.B)
+	pl.rep.BytesWritten = int64(len(pl.es.files)+1) * int64(w.be.g.B)
 	for k := range w.pend {
-		rep.PendingFrags++
-		rep.PendingBytes += int64(w.fragLen(w.cur.get(k.ino), k.idx))
+		pl.rep.PendingFrags++
+		pl.rep.PendingBytes += int64(w.fragLen(w.cur.get(k.ino), k.idx))
 	}
-	rep.PendingInodes = len(w.dirty)
-	return rep, w.checkpoint()
+	pl.rep.PendingInodes = len(w.dirty)
+	return w.checkpoint()
 }
 
 // packData moves pending fragments (oldest first) into free space, best fit.
@@ -358,5 +416,3 @@ func (w *Writer) Stats() Stats {
 
 // Params returns the backend's parameters.
 func (w *Writer) Params() Params { return w.be.params }
-
-var _ = fmt.Sprintf

@@ -197,7 +197,7 @@ func (j *journal) rotate() error {
 	if err := j.sync(); err != nil {
 		return err
 	}
-	j.f.Close()
+	j.readers[j.seg] = j.f // still read from; an epoch may be fsyncing it
 	j.seg++
 	j.off = 0
 	f, err := os.OpenFile(filepath.Join(j.dir, segName(j.seg)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)

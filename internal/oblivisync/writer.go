@@ -29,12 +29,13 @@ type Options struct {
 // Writer is the read-write client: it serves the frontend filesystem from its current
 // state and syncs it to the backend one epoch at a time. Safe for concurrent use.
 type Writer struct {
-	mu   sync.Mutex
-	be   *backend
-	opts Options
-	j    *journal
-	lock *os.File
-	log  *slog.Logger
+	epochMu sync.Mutex // one epoch at a time; taken before mu
+	mu      sync.Mutex
+	be      *backend
+	opts    Options
+	j       *journal
+	lock    *os.File
+	log     *slog.Logger
 
 	cur      *tree                       // frontend state (what the mount shows)
 	com      map[uint64]*node            // committed state (what the backend shows)
@@ -221,6 +222,8 @@ func (w *Writer) Flush() error {
 // Close checkpoints the journal and releases the state directory. Pending changes stay in
 // the journal and are synced by the next writer on this machine.
 func (w *Writer) Close() error {
+	w.epochMu.Lock()
+	defer w.epochMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var err error

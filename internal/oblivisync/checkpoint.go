@@ -58,30 +58,7 @@ func (w *Writer) checkpoint() error {
 	if err := w.j.sync(); err != nil {
 		return err
 	}
-	be := binary.BigEndian
-	b := be.AppendUint64(nil, w.sb.Epoch)
-	b = be.AppendUint64(b, w.seq)
-	b = be.AppendUint32(b, w.j.seg)
-	b = be.AppendUint64(b, uint64(w.j.off))
-	b = be.AppendUint64(b, w.nextIno)
-	b = be.AppendUint32(b, uint32(len(w.cur.nodes)))
-	for _, n := range w.cur.nodes {
-		b = appendNode(b, n)
-	}
-	b = be.AppendUint32(b, uint32(len(w.pend)))
-	for k, pf := range w.pend {
-		b = be.AppendUint64(b, k.ino)
-		b = be.AppendUint32(b, k.idx)
-		b = be.AppendUint64(b, pf.seq)
-		b = be.AppendUint32(b, uint32(len(pf.ext)))
-		for _, e := range pf.ext {
-			b = be.AppendUint32(b, e.off)
-			b = be.AppendUint32(b, e.n)
-			b = be.AppendUint32(b, e.seg)
-			b = be.AppendUint64(b, uint64(e.rec))
-			b = be.AppendUint32(b, e.data)
-		}
-	}
+	b := w.checkpointBody()
 	aead, _ := chacha20poly1305.NewX(w.be.keys.journal[:])
 	nonce := randomBytes(chacha20poly1305.NonceSizeX)
 	out := append([]byte{checkpointVersion}, nonce...)
@@ -131,6 +108,35 @@ func (w *Writer) compactJournal() error {
 	return nil
 }
 
+// checkpointBody encodes the writer's state (see the format above).
+func (w *Writer) checkpointBody() []byte {
+	be := binary.BigEndian
+	b := be.AppendUint64(nil, w.sb.Epoch)
+	b = be.AppendUint64(b, w.seq)
+	b = be.AppendUint32(b, w.j.seg)
+	b = be.AppendUint64(b, uint64(w.j.off))
+	b = be.AppendUint64(b, w.nextIno)
+	b = be.AppendUint32(b, uint32(len(w.cur.nodes)))
+	for _, n := range w.cur.nodes {
+		b = appendNode(b, n)
+	}
+	b = be.AppendUint32(b, uint32(len(w.pend)))
+	for k, pf := range w.pend {
+		b = be.AppendUint64(b, k.ino)
+		b = be.AppendUint32(b, k.idx)
+		b = be.AppendUint64(b, pf.seq)
+		b = be.AppendUint32(b, uint32(len(pf.ext)))
+		for _, e := range pf.ext {
+			b = be.AppendUint32(b, e.off)
+			b = be.AppendUint32(b, e.n)
+			b = be.AppendUint32(b, e.seg)
+			b = be.AppendUint64(b, uint64(e.rec))
+			b = be.AppendUint32(b, e.data)
+		}
+	}
+	return b
+}
+
 // statusFile is the writer's last published status (state dir, plain JSON, local only).
 type statusFile struct {
 	Epoch         uint64 `json:"epoch"`
@@ -163,6 +169,16 @@ func readCheckpoint(dir string, key *[32]byte, g geometry, nfiles int) (*checkpo
 	if err != nil {
 		return nil, bad("failed authentication (wrong key or tampered)")
 	}
+	ck, err := decodeCheckpoint(b, g, nfiles)
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	return ck, nil
+}
+
+// decodeCheckpoint parses an (authenticated) checkpoint body.
+func decodeCheckpoint(b []byte, g geometry, nfiles int) (*checkpointData, error) {
+	bad := func(what string) error { return fmt.Errorf("%w: %s", ErrFormat, what) }
 	be := binary.BigEndian
 	if len(b) < 44 {
 		return nil, bad("truncated")
@@ -174,7 +190,7 @@ func readCheckpoint(dir string, key *[32]byte, g geometry, nfiles int) (*checkpo
 	for i := 0; i < count; i++ {
 		n, used, err := decodeNode(b, g, nfiles)
 		if err != nil {
-			return nil, bad(err.Error())
+			return nil, err
 		}
 		ck.cur.put(n)
 		b = b[used:]

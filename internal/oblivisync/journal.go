@@ -155,19 +155,30 @@ func (j *journal) readRecordFrom(f *os.File, seg uint32, off int64) ([]byte, int
 	if n < chacha20poly1305.NonceSizeX+chacha20poly1305.Overhead || n > maxRecord {
 		return nil, 0, fmt.Errorf("%w: bad record length %d", ErrIntegrity, n)
 	}
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, off+4); err != nil {
+	buf := make([]byte, 4+n)
+	if _, err := f.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, 0, fmt.Errorf("%w: truncated record", ErrIntegrity)
 		}
 		return nil, 0, err
 	}
-	aead, _ := chacha20poly1305.NewX(j.key[:])
-	plain, err := aead.Open(buf[chacha20poly1305.NonceSizeX:chacha20poly1305.NonceSizeX], buf[:chacha20poly1305.NonceSizeX], buf[chacha20poly1305.NonceSizeX:], journalAAD(seg, off))
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: journal record failed authentication", ErrIntegrity)
+	plain, err := openRecord(&j.key, seg, off, buf)
+	return plain, 4 + n, err
+}
+
+// openRecord authenticates one whole framed record (length prefix included).
+func openRecord(key *[32]byte, seg uint32, off int64, rec []byte) ([]byte, error) {
+	const min = 4 + chacha20poly1305.NonceSizeX + chacha20poly1305.Overhead
+	if len(rec) < min || int(binary.BigEndian.Uint32(rec)) != len(rec)-4 {
+		return nil, fmt.Errorf("%w: bad record framing", ErrIntegrity)
 	}
-	return plain, 4 + n, nil
+	aead, _ := chacha20poly1305.NewX(key[:])
+	nonce := rec[4 : 4+chacha20poly1305.NonceSizeX]
+	plain, err := aead.Open(nil, nonce, rec[4+len(nonce):], journalAAD(seg, off))
+	if err != nil {
+		return nil, fmt.Errorf("%w: journal record failed authentication", ErrIntegrity)
+	}
+	return plain, nil
 }
 
 // append seals plain as one record and returns where it starts.
@@ -177,12 +188,7 @@ func (j *journal) append(plain []byte) (uint32, int64, error) {
 			return 0, 0, err
 		}
 	}
-	nonce := randomBytes(chacha20poly1305.NonceSizeX)
-	aead, _ := chacha20poly1305.NewX(j.key[:])
-	rec := make([]byte, 4, 4+len(nonce)+len(plain)+chacha20poly1305.Overhead)
-	rec = append(rec, nonce...)
-	rec = aead.Seal(rec, nonce, plain, journalAAD(j.seg, j.off))
-	binary.BigEndian.PutUint32(rec, uint32(len(rec)-4))
+	rec := sealRecord(&j.key, j.seg, j.off, plain, randomBytes(chacha20poly1305.NonceSizeX))
 	if _, err := j.f.WriteAt(rec, j.off); err != nil {
 		return 0, 0, fmt.Errorf("journal append: %w", err)
 	}
@@ -191,6 +197,16 @@ func (j *journal) append(plain []byte) (uint32, int64, error) {
 	j.size += int64(len(rec))
 	j.unsynced = true
 	return seg, off, nil
+}
+
+// sealRecord frames one journal record for position (seg, off).
+func sealRecord(key *[32]byte, seg uint32, off int64, plain, nonce []byte) []byte {
+	aead, _ := chacha20poly1305.NewX(key[:])
+	rec := make([]byte, 4, 4+len(nonce)+len(plain)+chacha20poly1305.Overhead)
+	rec = append(rec, nonce...)
+	rec = aead.Seal(rec, nonce, plain, journalAAD(seg, off))
+	binary.BigEndian.PutUint32(rec, uint32(len(rec)-4))
+	return rec
 }
 
 func (j *journal) rotate() error {

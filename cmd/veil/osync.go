@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/veil-project/veil/internal/oblivisync"
 	"github.com/veil-project/veil/internal/oblivisync/fusefs"
+	"github.com/veil-project/veil/internal/oblivisync/osbench"
 )
 
 // osyncFlags are shared by the osync subcommands.
@@ -244,4 +247,77 @@ Example:
 	f.addState(c)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+func newOsyncBench() *cobra.Command {
+	c := osbench.Config{Files: 256, FileSize: 64 << 10, Ks: []int{3, 6, 9, 12}, Fill: 920.0 / 1024, Runs: 1}
+	var names []string
+	var bufferEpochs, fuseMB int
+	var paper, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "osync",
+		Short: "ObliviSync experiments: the paper's Figs. 4-7, writer CPU, FUSE write speed",
+		Long: `osync reproduces the ObliviSync paper's experiments on veil's engine, with epochs driven
+by sync (not a clock), and prints one row per data point:
+
+  throughput  Fig. 4: epochs until each fraction of ~90%*N one-block-pair files is
+              visible to readers, bandwidth overhead, writer CPU per synced MB
+  variable    Fig. 5: lognormal vs fixed-size files, same total bytes (25% of capacity)
+  latency     Fig. 6: epochs per file when files arrive one at a time, by fill level
+  buffer      Fig. 7: pending-buffer size under thrashing at 20/50/75% fill
+  fuse-write  sustained write speed through a FUSE mount into the buffer
+
+The default is scaled down (N=256, B=64 KiB, 1 run; about a minute); --paper uses the
+paper's N=1024, B=1 MiB and 3 runs (hours for the full set).
+
+Examples:
+  veil bench osync
+  veil bench osync --experiment throughput --k 3 --json
+  veil bench osync --paper --experiment throughput,latency`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if paper {
+				c.Files, c.FileSize, c.Runs = 1024, 1<<20, 3
+			}
+			out := json.NewEncoder(os.Stdout)
+			return osbench.Run(c, names, bufferEpochs, int64(fuseMB)<<20, func(r osbench.Row) {
+				if asJSON {
+					out.Encode(r)
+					return
+				}
+				keys := make([]string, 0, len(r))
+				for k := range r {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				var b strings.Builder
+				fmt.Fprintf(&b, "%-11s", r["experiment"])
+				for _, k := range keys {
+					if k != "experiment" {
+						fmt.Fprintf(&b, " %s=%v", k, fmtVal(r[k]))
+					}
+				}
+				fmt.Println(b.String())
+			})
+		},
+	}
+	cmd.Flags().StringSliceVar(&names, "experiment", nil, "experiments to run (default all): "+strings.Join(osbench.Experiments, ","))
+	cmd.Flags().IntVar(&c.Files, "files", c.Files, "backend files N")
+	cmd.Flags().IntVar(&c.FileSize, "file-size", c.FileSize, "backend file size B in bytes")
+	cmd.Flags().IntSliceVar(&c.Ks, "k", c.Ks, "drip rates to compare (variable and buffer use the first)")
+	cmd.Flags().Float64Var(&c.Fill, "fill", c.Fill, "fraction of N inserted for throughput and latency")
+	cmd.Flags().IntVar(&c.Runs, "runs", c.Runs, "runs averaged")
+	cmd.Flags().IntVar(&bufferEpochs, "buffer-epochs", 300, "syncs observed per fill level in the buffer experiment")
+	cmd.Flags().IntVar(&fuseMB, "fuse-mb", 256, "MiB written per write size in fuse-write")
+	cmd.Flags().StringVar(&c.Dir, "dir", "", "scratch directory (default the system temp dir)")
+	cmd.Flags().BoolVar(&paper, "paper", false, "the paper's parameters: N=1024, B=1 MiB, 3 runs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON lines")
+	return cmd
+}
+
+func fmtVal(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'g', 4, 64)
+	}
+	return fmt.Sprint(v)
 }

@@ -207,15 +207,19 @@ func (w *Writer) prepare() (*plan, error) {
 		}
 		es.plain = append(es.plain, nw)
 	}
-	pl := &plan{es: es, comRefs: comRefs, rep: EpochReport{Epoch: w.sb.Epoch + 1}}
-	if err := w.packData(es, &pl.rep); err != nil {
-		return pl, err
-	}
+	pl := &plan{es: es, comRefs: comRefs, rep: EpochReport{Epoch: w.sb.Epoch + 1}, commits: map[uint64]*node{}}
 	pl.sb = &superblock{Epoch: w.sb.Epoch + 1, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{}}
 	for p, loc := range w.sb.Pages {
 		pl.sb.Pages[p] = loc
 	}
-	pl.commits = w.packPages(es, pl.sb)
+	// Metadata first: inodes whose data is already written get their pages before new
+	// data can take all the space (otherwise a backlog would hide every file until the
+	// whole backlog is written). Then data, then pages of inodes completed just now.
+	w.packPages(es, pl.sb, pl.commits)
+	if err := w.packData(es, &pl.rep); err != nil {
+		return pl, err
+	}
+	w.packPages(es, pl.sb, pl.commits)
 	inflight := map[uint32][]byte{}
 	for i, f := range es.files {
 		binary.BigEndian.PutUint64(es.plain[i], pl.sb.Epoch)
@@ -288,10 +292,13 @@ func (w *Writer) packData(es *epochState, rep *EpochReport) error {
 // packPages commits every inode whose data is complete: it rebuilds the metadata pages
 // they live on and places them; a page that does not fit waits for a later epoch (its
 // inodes stay uncommitted, their written fragments stay live).
-func (w *Writer) packPages(es *epochState, sb *superblock) map[uint64]*node {
+// commits collects the inodes whose new version the written pages hold; a second call in
+// the same epoch rebuilds a page with both rounds' commits (the first copy is left as
+// garbage in its side).
+func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*node) {
 	byPage := map[uint32][]uint64{}
 	for ino := range w.dirty {
-		if w.npend[ino] == 0 {
+		if _, ok := commits[ino]; !ok && w.npend[ino] == 0 {
 			byPage[pageOf(ino)] = append(byPage[pageOf(ino)], ino)
 		}
 	}
@@ -300,12 +307,20 @@ func (w *Writer) packPages(es *epochState, sb *superblock) map[uint64]*node {
 		pages = append(pages, p)
 	}
 	sort.Slice(pages, func(a, b int) bool { return pages[a] < pages[b] })
-	commits := map[uint64]*node{}
 	C := w.be.g.C
 	for _, p := range pages {
 		content := map[uint64]*node{}
 		for ino, n := range w.comPages[p] {
 			content[ino] = n
+		}
+		for ino, n := range commits {
+			if pageOf(ino) == p {
+				if n == nil {
+					delete(content, ino)
+				} else {
+					content[ino] = n
+				}
+			}
 		}
 		for _, ino := range byPage[p] {
 			if n := w.cur.get(ino); n != nil {
@@ -347,7 +362,6 @@ func (w *Writer) packPages(es *epochState, sb *superblock) map[uint64]*node {
 			commits[ino] = content[ino] // nil: deleted
 		}
 	}
-	return commits
 }
 
 // committedRefs lists every fragment the committed superblock references.
@@ -368,15 +382,16 @@ func (w *Writer) committedRefs() []ref {
 
 // Stats are the writer's numbers for status and benchmarks.
 type Stats struct {
-	Epoch         uint64
-	Capacity      uint64 // payload bytes the backend can hold (N * 2 * S)
-	Used          uint64 // bytes occupied by live fragments and headers
-	PendingBytes  uint64
-	PendingFrags  int
-	PendingInodes int
-	JournalBytes  int64
-	Inodes        int
-	Committed     int // committed inodes
+	Epoch          uint64
+	Capacity       uint64 // payload bytes the backend can hold (N * 2 * S)
+	Used           uint64 // bytes occupied by live fragments and headers
+	PendingBytes   uint64
+	PendingFrags   int
+	PendingInodes  int
+	JournalBytes   int64
+	Inodes         int
+	Committed      int // committed inodes
+	CommittedFiles int // committed regular files (what readers see)
 }
 
 func (w *Writer) stats() Stats {
@@ -401,6 +416,11 @@ func (w *Writer) stats() Stats {
 	if w.j != nil {
 		st.JournalBytes = w.j.size
 	}
+	for _, n := range w.com {
+		if n.isReg() {
+			st.CommittedFiles++
+		}
+	}
 	for k := range w.pend {
 		st.PendingBytes += uint64(w.fragLen(w.cur.get(k.ino), k.idx))
 	}
@@ -413,6 +433,10 @@ func (w *Writer) Stats() Stats {
 	defer w.mu.Unlock()
 	return w.stats()
 }
+
+// FragmentSize is C, the payload of one full block: a file of 2*C bytes fills exactly
+// one backend file (a block pair), the paper's "1 MB file".
+func (w *Writer) FragmentSize() int { return w.be.g.C }
 
 // Params returns the backend's parameters.
 func (w *Writer) Params() Params { return w.be.params }

@@ -55,6 +55,8 @@ func (p Params) validate() error {
 		return fmt.Errorf("%w: file size must be between %d and %d bytes, got %d", ErrInvalid, minFileSize, maxFileSize, p.FileSize)
 	case p.K < 1 || p.K > p.Files:
 		return fmt.Errorf("%w: drip rate k must be between 1 and files (%d), got %d", ErrInvalid, p.Files, p.K)
+	case 64+8*p.Files > newGeometry(p.FileSize).plain:
+		return fmt.Errorf("%w: %d files need a file size of at least %d bytes (the superblock lists every file's epoch)", ErrInvalid, p.Files, 8*p.Files+64+containerHdr+containerTag)
 	case p.DripTime < time.Millisecond || p.DripTime > 24*time.Hour:
 		return fmt.Errorf("%w: drip time must be between 1ms and 24h, got %s", ErrInvalid, p.DripTime)
 	}

@@ -267,7 +267,7 @@ func (w *Writer) SetAttr(ino uint64, s SetAttr) (Attr, error) {
 }
 
 // maxWriteChunk bounds one journal record's payload.
-const maxWriteChunk = 1 << 20
+const maxWriteChunk = 256 << 10
 
 // Write writes data at off into a regular file. The bytes go to the journal first, so the
 // write survives a crash of the writer once Write returns.

@@ -22,6 +22,9 @@ type Config struct {
 	MaxEpochs int     // safety cap per run
 	Dir       string  // scratch directory (default: os.TempDir())
 	Seed      uint64  // workload generator seed (file sizes, thrash choices)
+	// Thrash is Fig. 7's mean bytes rewritten per epoch, as a fraction of B (paper: 1 MB
+	// per write batch with B = 1 MB, i.e. 1).
+	Thrash float64
 }
 
 // Row is one result line.
@@ -112,6 +115,9 @@ func (c *Config) defaults() {
 	}
 	if c.Fill <= 0 {
 		c.Fill = 920.0 / 1024
+	}
+	if c.Thrash <= 0 {
+		c.Thrash = 1
 	}
 	if len(c.Ks) == 0 {
 		c.Ks = []int{3, 6, 9, 12}

@@ -46,7 +46,7 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 				cum[i] = acc
 			}
 			for ep := 0; ep < epochs; ep++ {
-				batch := int(float64(c.FileSize) * rng.ExpFloat64()) // mean B bytes
+				batch := int(c.Thrash * float64(c.FileSize) * rng.ExpFloat64()) // mean Thrash*B bytes
 				for done := 0; done < batch; {
 					i := sort.SearchFloat64s(cum, rng.Float64()*acc)
 					i = min(i, len(sizes)-1)
@@ -67,7 +67,7 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 		}
 		sort.Float64s(samples)
 		q := func(p float64) float64 { return samples[min(len(samples)-1, int(p*float64(len(samples))))] }
-		emit(Row{"experiment": "buffer", "k": k, "fill": fill, "syncs": len(samples), "p20": q(0.2), "p50": q(0.5),
+		emit(Row{"experiment": "buffer", "k": k, "fill": fill, "thrash": c.Thrash, "syncs": len(samples), "p20": q(0.2), "p50": q(0.5),
 			"p80": q(0.8), "p95": q(0.95), "max": samples[len(samples)-1], "max_blocks": samples[len(samples)-1] / float64(c.FileSize/2)})
 	}
 	return nil

@@ -166,6 +166,17 @@ func (w *Writer) fragLen(n *node, idx uint32) int {
 
 // readData reads file content at off into buf from the current state.
 func (w *Writer) readData(n *node, off int64, buf []byte) (int, error) {
+	return readFragments(n, off, buf, w.be.g.C, func(idx, from uint32, dst []byte) error {
+		if pf := w.pend[fragKey{n.Ino, idx}]; pf != nil {
+			return w.readPending(pf, from, dst)
+		}
+		return readSynced(w.be, n.Frags[idx], n.Ino, idx, w.sb.Written, from, dst)
+	})
+}
+
+// readFragments splits a read of n at off into per-fragment reads (fragment idx, offset
+// within it, destination), bounded by the file size.
+func readFragments(n *node, off int64, buf []byte, c int, read func(idx, from uint32, dst []byte) error) (int, error) {
 	if off < 0 {
 		return 0, ErrInvalid
 	}
@@ -173,17 +184,12 @@ func (w *Writer) readData(n *node, off int64, buf []byte) (int, error) {
 		return 0, nil
 	}
 	buf = buf[:min(uint64(len(buf)), n.Size-uint64(off))]
-	C := uint64(w.be.g.C)
-	for p := uint64(off); p < uint64(off)+uint64(len(buf)); {
+	C, end := uint64(c), uint64(off)+uint64(len(buf))
+	for p := uint64(off); p < end; {
 		idx := uint32(p / C)
 		fs := uint64(idx) * C
-		e := min(uint64(off)+uint64(len(buf)), fs+C)
-		dst := buf[p-uint64(off) : e-uint64(off)]
-		if pf := w.pend[fragKey{n.Ino, idx}]; pf != nil {
-			if err := w.readPending(pf, uint32(p-fs), dst); err != nil {
-				return 0, err
-			}
-		} else if err := readSynced(w.be, n.Frags[idx], n.Ino, idx, w.sb.Written, uint32(p-fs), dst); err != nil {
+		e := min(end, fs+C)
+		if err := read(idx, uint32(p-fs), buf[p-uint64(off):e-uint64(off)]); err != nil {
 			return 0, err
 		}
 		p = e

@@ -2,8 +2,11 @@ package oblivisync
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/oblivisync/osynctest"
 )
@@ -101,5 +104,23 @@ func TestEngineRandomWithCrashes(t *testing.T) {
 		if info, _ := e.Info(); e.Name() != "lock" && info.Size() > 1<<20 {
 			t.Errorf("journal file %s is %d bytes after draining", e.Name(), info.Size())
 		}
+	}
+}
+
+// TestDrainReportsPending: a drain that runs out of time says what is left.
+func TestDrainReportsPending(t *testing.T) {
+	dir := newBackend(t, 8, 16<<10, 1)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	f := must(w.Create(rootIno, "big", 0o644, 0, 0))
+	must(w.Write(f.Ino, 0, make([]byte, 100<<10)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	err := w.Drain(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "still pending") || !strings.Contains(err.Error(), "local journal") {
+		t.Fatalf("got %v", err)
+	}
+	if err := w.Drain(context.Background(), nil); err != nil {
+		t.Fatal(err)
 	}
 }

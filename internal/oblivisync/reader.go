@@ -212,24 +212,9 @@ func (r *Reader) Read(ino uint64, off int64, buf []byte) (int, error) {
 }
 
 func (r *Reader) read(n *node, off int64, buf []byte) (int, error) {
-	if off < 0 {
-		return 0, ErrInvalid
-	}
-	if uint64(off) >= n.Size {
-		return 0, nil
-	}
-	buf = buf[:min(uint64(len(buf)), n.Size-uint64(off))]
-	C := uint64(r.be.g.C)
-	for p := uint64(off); p < uint64(off)+uint64(len(buf)); {
-		idx := uint32(p / C)
-		fs := uint64(idx) * C
-		e := min(uint64(off)+uint64(len(buf)), fs+C)
-		if err := readSynced(r.be, n.Frags[idx], n.Ino, idx, r.sb.Written, uint32(p-fs), buf[p-uint64(off):e-uint64(off)]); err != nil {
-			return 0, err
-		}
-		p = e
-	}
-	return len(buf), nil
+	return readFragments(n, off, buf, r.be.g.C, func(idx, from uint32, dst []byte) error {
+		return readSynced(r.be, n.Frags[idx], n.Ino, idx, r.sb.Written, from, dst)
+	})
 }
 
 // StatFS reports the committed state's numbers.

@@ -159,7 +159,7 @@ func TestEpochTiming(t *testing.T) {
 	})
 	t.Logf("median epoch interval: idle %s, busy %s (drip time 10ms)", idle, busy)
 	for _, d := range []time.Duration{idle, busy} {
-		if d < 5*time.Millisecond || d > 40*time.Millisecond {
+		if d < 5*time.Millisecond || d > 100*time.Millisecond {
 			t.Errorf("median epoch interval %s far from the 10ms drip time", d)
 		}
 	}

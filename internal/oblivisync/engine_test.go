@@ -124,3 +124,40 @@ func TestDrainReportsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplaceKeepsOldVersionVisible: "write a temp file, rename it over the original"
+// must not make the file vanish for readers while the new data is still pending.
+func TestReplaceKeepsOldVersionVisible(t *testing.T) {
+	dir := newBackend(t, 64, 16<<10, 1)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	old := must(w.Create(rootIno, "doc", 0o644, 0, 0))
+	must(w.Write(old.Ino, 0, []byte("old version")))
+	drain(t, w, 200)
+	tmp := must(w.Create(rootIno, "doc.tmp", 0o644, 0, 0))
+	newData := bytes.Repeat([]byte("new "), 20000) // 80 KB: ~10 fragments at k=1
+	must(w.Write(tmp.Ino, 0, newData))
+	if err := w.Rename(rootIno, "doc.tmp", rootIno, "doc", false); err != nil {
+		t.Fatal(err)
+	}
+	r := must(OpenReader(dir, testPass))
+	for i := 0; w.Stats().PendingInodes > 0; i++ {
+		must(w.Sync())
+		if err := r.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.Lookup(rootIno, "doc")
+		if err != nil {
+			t.Fatalf("epoch %d: doc vanished for readers: %v", i, err)
+		}
+		buf := make([]byte, a.Size)
+		n := must(r.Read(a.Ino, 0, buf))
+		if got := string(buf[:n]); got != "old version" && !bytes.Equal(buf[:n], newData) {
+			t.Fatalf("epoch %d: reader sees a mix: %q...", i, got[:min(20, len(got))])
+		}
+	}
+	a := must(r.Lookup(rootIno, "doc"))
+	if a.Ino != tmp.Ino || a.Size != uint64(len(newData)) {
+		t.Fatalf("after drain reader sees %+v", a)
+	}
+}

@@ -298,7 +298,7 @@ func (w *Writer) packData(es *epochState, rep *EpochReport) error {
 func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*node) {
 	byPage := map[uint32][]uint64{}
 	for ino := range w.dirty {
-		if _, ok := commits[ino]; !ok && w.npend[ino] == 0 {
+		if _, ok := commits[ino]; !ok && w.npend[ino] == 0 && !w.replacedByPending(ino) {
 			byPage[pageOf(ino)] = append(byPage[pageOf(ino)], ino)
 		}
 	}
@@ -362,4 +362,19 @@ func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*n
 			commits[ino] = content[ino] // nil: deleted
 		}
 	}
+}
+
+// replacedByPending reports a deleted inode whose name now belongs to an inode whose data
+// is still pending (the "write temp file, rename over the original" save): the old
+// version stays visible to readers until the new one can replace it.
+func (w *Writer) replacedByPending(ino uint64) bool {
+	if w.cur.get(ino) != nil {
+		return false
+	}
+	c := w.com[ino]
+	if c == nil {
+		return false
+	}
+	x := w.cur.lookup(c.Parent, c.Name)
+	return x != nil && w.npend[x.Ino] > 0
 }

@@ -31,6 +31,11 @@ func (t *tree) put(n *node) {
 		m = map[string]uint64{}
 		t.kids[n.Parent] = m
 	}
+	// Two committed inodes can briefly claim one name when a replace's two pages land
+	// in different epochs; the newer (later ctime) wins. A writer's tree never has this.
+	if o := t.nodes[m[n.Name]]; o != nil && o.Ino != n.Ino && o.Parent == n.Parent && o.Name == n.Name && o.Ctime > n.Ctime {
+		return
+	}
 	m[n.Name] = n.Ino
 }
 

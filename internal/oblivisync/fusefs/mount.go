@@ -81,13 +81,20 @@ func Run(ctx context.Context, c Config) error {
 	if c.Ready != nil {
 		c.Ready()
 	}
+	onEpoch := func(r oblivisync.EpochReport) {
+		c.Logger.Info("epoch", "epoch", r.Epoch, "synced_bytes", r.BytesSynced, "committed", r.Committed,
+			"pending_bytes", r.PendingBytes, "pending_inodes", r.PendingInodes, "duration", r.Duration)
+		if c.OnEpoch != nil {
+			c.OnEpoch(r)
+		}
+	}
 	served := make(chan struct{})
 	go func() { srv.Wait(); close(served) }()
 	loopErr := make(chan error, 1)
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	defer stopLoop()
 	if w != nil {
-		go func() { loopErr <- w.Run(loopCtx, c.OnEpoch) }()
+		go func() { loopErr <- w.Run(loopCtx, onEpoch) }()
 	}
 	var runErr error
 	select {
@@ -102,7 +109,7 @@ func Run(ctx context.Context, c Config) error {
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 	defer cancel()
-	if err := w.Drain(dctx, c.OnEpoch); err != nil {
+	if err := w.Drain(dctx, onEpoch); err != nil {
 		return fmt.Errorf("unmounted %s, but %w", c.Mountpoint, err)
 	}
 	c.Logger.Info("unmounted; buffer drained", "mountpoint", c.Mountpoint)

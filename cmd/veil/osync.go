@@ -160,6 +160,7 @@ Examples:
 	c.Flags().DurationVar(&cfg.DrainTimeout, "drain-timeout", time.Minute, "how long unmounting keeps syncing to empty the buffer")
 	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes (default: backend capacity)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "log mounts and epochs")
+	c.Flags().StringVar(&cfg.MetricsAddr, "metrics", "", "serve /healthz and /metrics (prometheus) on this address, e.g. 127.0.0.1:9464")
 	return c
 }
 

@@ -39,6 +39,7 @@ func helperMain() int {
 		Writer:       oblivisync.Options{StateDir: os.Getenv("OSYNC_STATE"), UnsafeNoFsync: true},
 		DrainTimeout: 30 * time.Second,
 		Ready:        func() { fmt.Println("ready") },
+		MetricsAddr:  os.Getenv("OSYNC_METRICS"),
 	}
 	if err := Run(ctx, cfg); err != nil {
 		fmt.Println("error:", err)

@@ -29,6 +29,8 @@ type Config struct {
 	OnEpoch      func(oblivisync.EpochReport)
 	Ready        func() // called once the mount is live
 	Debug        bool
+	// MetricsAddr, if set, serves /healthz and /metrics (prometheus) there; use loopback.
+	MetricsAddr string
 }
 
 // Run mounts the backend and serves it until ctx is done or the mount is unmounted
@@ -81,7 +83,16 @@ func Run(ctx context.Context, c Config) error {
 	if c.Ready != nil {
 		c.Ready()
 	}
+	var mx *metrics
+	if c.MetricsAddr != "" {
+		if mx, err = startMetrics(c.MetricsAddr, c.Logger); err != nil {
+			srv.Unmount()
+			return fmt.Errorf("metrics: %w", err)
+		}
+		defer mx.stop()
+	}
 	onEpoch := func(r oblivisync.EpochReport) {
+		mx.observe(r)
 		c.Logger.Info("epoch", "epoch", r.Epoch, "synced_bytes", r.BytesSynced, "committed", r.Committed,
 			"pending_bytes", r.PendingBytes, "pending_inodes", r.PendingInodes, "duration", r.Duration)
 		if c.OnEpoch != nil {

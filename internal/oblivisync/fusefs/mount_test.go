@@ -2,6 +2,8 @@ package fusefs
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +110,8 @@ func same(t *testing.T, dir string, want map[string]string) {
 func TestMountsRandomWorkload(t *testing.T) {
 	be := newBackend(t, 128, 32<<10, 4)
 	mnt, ro1, ro2, ref := mkdir(t, "rw"), mkdir(t, "ro1"), mkdir(t, "ro2"), mkdir(t, "ref")
-	w := startMount(t, be, mnt, mkdir(t, "state"), false)
+	metricsAddr := testutil.Addr(testutil.FreePort(t))
+	w := startMount(t, be, mnt, mkdir(t, "state"), false, "OSYNC_METRICS="+metricsAddr)
 	startMount(t, be, ro1, "", true)
 	startMount(t, be, ro2, "", true)
 
@@ -132,6 +135,18 @@ func TestMountsRandomWorkload(t *testing.T) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(mnt, &st); err != nil || st.Blocks == 0 || st.Bfree >= st.Blocks || st.Bsize != 4096 {
 		t.Errorf("statfs: %+v %v", st, err)
+	}
+
+	for path, want := range map[string]string{"/healthz": "ok", "/metrics": "veil_osync_epochs_total"} {
+		resp, err := http.Get("http://" + metricsAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %q lacks %q", path, body, want)
+		}
 	}
 
 	w.Cmd.Process.Signal(syscall.SIGTERM)

@@ -22,6 +22,9 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%w: backend directory %s is not empty (give osync a folder of its own)", ErrExist, dir)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -59,7 +62,7 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	return writeAtomic(filepath.Join(dir, keyFileName), img, true)
 }
 
-// ID returns the hex backend id (names the writer's default state directory).
+// BackendID returns the hex backend id (names the writer's default state directory).
 func BackendID(dir string, pass []byte) (string, error) {
 	be, err := openBackend(dir, pass)
 	if err != nil {

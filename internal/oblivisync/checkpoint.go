@@ -225,8 +225,8 @@ func decodeCheckpoint(b []byte, g geometry, nfiles int) (*checkpointData, error)
 	return ck, nil
 }
 
-// ReadStatus returns the last status a writer published in stateDir (nil if none).
-func ReadStatus(stateDir string) (map[string]any, error) {
+// readStatus returns the last status a writer published in stateDir (nil if none).
+func readStatus(stateDir string) (map[string]any, error) {
 	raw, err := os.ReadFile(filepath.Join(stateDir, statusName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -72,6 +72,6 @@ func Status(dir string, pass []byte, stateDir string) (BackendStatus, error) {
 	if st.Capacity > 0 {
 		bs.Fill = float64(st.Used) / float64(st.Capacity)
 	}
-	bs.Writer, err = ReadStatus(stateDir)
+	bs.Writer, err = readStatus(stateDir)
 	return bs, err
 }

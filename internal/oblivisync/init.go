@@ -61,12 +61,3 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	// The key file goes last: its presence marks a complete backend.
 	return writeAtomic(filepath.Join(dir, keyFileName), img, true)
 }
-
-// BackendID returns the hex backend id (names the writer's default state directory).
-func BackendID(dir string, pass []byte) (string, error) {
-	be, err := openBackend(dir, pass)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%x", be.id[:]), nil
-}

@@ -68,6 +68,11 @@ func (w *Writer) checkpoint() error {
 	}
 	w.changed = false
 	w.j.gc(w.j.seg, refSegs)
+	return nil
+}
+
+// writeStatus publishes status.json for `veil osync status` (local, not fsynced).
+func (w *Writer) writeStatus() error {
 	st := w.stats()
 	js, _ := json.Marshal(statusFile{Epoch: st.Epoch, PendingBytes: st.PendingBytes, PendingFrags: st.PendingFrags,
 		PendingInodes: st.PendingInodes, JournalBytes: st.JournalBytes, Used: st.Used, Capacity: st.Capacity,

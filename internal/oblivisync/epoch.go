@@ -241,14 +241,21 @@ func (w *Writer) finish(pl *plan) error {
 	}
 	pl.rep.Committed = len(pl.commits)
 	w.sb, w.prevRefs = pl.sb, pl.comRefs
-	w.changed = true
+	// An idle epoch (nothing placed, nothing committed) changes no frontend state: its
+	// checkpoint is skipped, so a backend may be a few idle epochs ahead of it.
+	if pl.rep.FragsSynced > 0 || len(pl.commits) > 0 {
+		w.changed = true
+	}
 	pl.rep.BytesWritten = int64(len(pl.es.files)+1) * int64(w.be.g.B)
 	for k := range w.pend {
 		pl.rep.PendingFrags++
 		pl.rep.PendingBytes += int64(w.fragLen(w.cur.get(k.ino), k.idx))
 	}
 	pl.rep.PendingInodes = len(w.dirty)
-	return w.checkpoint()
+	if err := w.checkpoint(); err != nil {
+		return err
+	}
+	return w.writeStatus()
 }
 
 // packData moves pending fragments (oldest first) into free space, best fit.

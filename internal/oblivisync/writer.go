@@ -157,9 +157,6 @@ func (w *Writer) recover() error {
 		if ck.epoch > sb.Epoch {
 			return fmt.Errorf("%w: the backend is at epoch %d but this machine's journal saw epoch %d (backend rolled back?)", ErrIntegrity, sb.Epoch, ck.epoch)
 		}
-		if sb.Epoch > ck.epoch+1 {
-			return fmt.Errorf("%w: the backend is at epoch %d, beyond this machine's journal (epoch %d): another writer used it; move %s away to start from the backend", ErrIntegrity, sb.Epoch, ck.epoch, w.opts.StateDir)
-		}
 		w.cur, w.pend, w.nextIno, w.seq = ck.cur, ck.pend, ck.nextIno, ck.seq
 		seg, off = ck.seg, ck.off
 		for k := range w.pend {
@@ -182,7 +179,10 @@ func (w *Writer) recover() error {
 		w.markIfDirty(ino)
 	}
 	w.changed = true
-	return w.checkpoint()
+	if err := w.checkpoint(); err != nil {
+		return err
+	}
+	return w.writeStatus()
 }
 
 func (w *Writer) markIfDirty(ino uint64) {

@@ -133,7 +133,7 @@ func (j *journal) replaySegment(s uint32, off int64, last bool, fn func(uint32, 
 	for off < st.Size() {
 		plain, n, err := j.readRecordFrom(f, s, off)
 		if err != nil {
-			if last {
+			if last && isTail(f, off, st.Size()) {
 				return off, nil // torn tail from a crash mid-append: drop it
 			}
 			return 0, fmt.Errorf("journal %s offset %d: %w", segName(s), off, err)
@@ -144,6 +144,19 @@ func (j *journal) replaySegment(s uint32, off int64, last bool, fn func(uint32, 
 		off += n
 	}
 	return off, nil
+}
+
+// isTail reports whether the record at off is the last one in a file of the given size
+// (its header is cut short, or it claims to reach or pass the end).
+func isTail(f *os.File, off, size int64) bool {
+	var hdr [4]byte
+	if size-off < 4 {
+		return true
+	}
+	if _, err := f.ReadAt(hdr[:], off); err != nil {
+		return true
+	}
+	return off+4+int64(binary.BigEndian.Uint32(hdr[:])) >= size
 }
 
 func (j *journal) readRecordFrom(f *os.File, seg uint32, off int64) ([]byte, int64, error) {

@@ -121,6 +121,17 @@ func TestMountsRandomWorkload(t *testing.T) {
 			t.Fatalf("step %d (%s): %v", i, desc, err)
 		}
 	}
+	// utimens: explicit times on a file and a directory reach the readers too.
+	stamp := time.Date(2020, 2, 29, 12, 0, 0, 123456789, time.UTC)
+	os.WriteFile(filepath.Join(mnt, "stamped"), []byte("t"), 0o640)
+	os.WriteFile(filepath.Join(ref, "stamped"), []byte("t"), 0o640)
+	os.Mkdir(filepath.Join(mnt, "stamped.d"), 0o750)
+	os.Mkdir(filepath.Join(ref, "stamped.d"), 0o750)
+	for _, p := range []string{"stamped", "stamped.d"} {
+		if err := os.Chtimes(filepath.Join(mnt, p), stamp, stamp); err != nil {
+			t.Fatal(err)
+		}
+	}
 	want, err := osynctest.Snapshot(ref)
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +139,19 @@ func TestMountsRandomWorkload(t *testing.T) {
 	same(t, mnt, want)
 	eventually(t, ro1, want, 60*time.Second)
 	eventually(t, ro2, want, 10*time.Second)
+	for _, p := range []string{"stamped", "stamped.d"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			info, err := os.Stat(filepath.Join(ro2, p))
+			if err == nil && info.ModTime().Equal(stamp) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reader's mtime of %s: %v %v, want %v", p, info.ModTime(), err, stamp)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 
 	if err := os.WriteFile(filepath.Join(ro1, "nope"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("write on a read-only mount: %v, want EROFS", err)

@@ -161,3 +161,34 @@ func TestReplaceKeepsOldVersionVisible(t *testing.T) {
 		t.Fatalf("after drain reader sees %+v", a)
 	}
 }
+
+// TestMoveIntoNewDirectoryStaysVisible: a synced file moved into a directory created in
+// the same breath never disappears for readers, and a deep new tree appears at once.
+func TestMoveIntoNewDirectoryStaysVisible(t *testing.T) {
+	dir := newBackend(t, 64, 16<<10, 2)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	f := must(w.Create(rootIno, "f", 0o644, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("data")))
+	drain(t, w, 100)
+	parent := uint64(rootIno)
+	for i := 0; i < 10; i++ {
+		parent = must(w.Mkdir(parent, "d", 0o755, 0, 0)).Ino
+	}
+	if err := w.Rename(rootIno, "f", parent, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	must(w.Sync())
+	r := must(OpenReader(dir, testPass))
+	ino := uint64(rootIno)
+	for i := 0; i < 10; i++ {
+		a, err := r.Lookup(ino, "d")
+		if err != nil {
+			t.Fatalf("level %d of the new tree not visible after one epoch: %v", i, err)
+		}
+		ino = a.Ino
+	}
+	if _, err := r.Lookup(ino, "f"); err != nil {
+		t.Fatalf("moved file not visible: %v", err)
+	}
+}

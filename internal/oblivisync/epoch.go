@@ -303,9 +303,32 @@ func (w *Writer) packData(es *epochState, rep *EpochReport) error {
 // the same epoch rebuilds a page with both rounds' commits (the first copy is left as
 // garbage in its side).
 func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*node) {
-	byPage := map[uint32][]uint64{}
+	ready := map[uint64]bool{}
 	for ino := range w.dirty {
 		if _, ok := commits[ino]; !ok && w.npend[ino] == 0 && !w.replacedByPending(ino) {
+			ready[ino] = true
+		}
+	}
+	// Not before its parent: a file moved into a new directory would otherwise vanish
+	// for readers until the directory's record lands. Whole new trees go together.
+	anchored := map[uint64]bool{}
+	var ok func(ino uint64, depth int) bool
+	ok = func(ino uint64, depth int) bool {
+		if v, seen := anchored[ino]; seen {
+			return v
+		}
+		n := w.cur.get(ino)
+		v := n == nil || n.Parent == 0 || depth > 4096
+		if !v {
+			p := n.Parent
+			v = w.com[p] != nil || commits[p] != nil || (ready[p] && ok(p, depth+1))
+		}
+		anchored[ino] = v
+		return v
+	}
+	byPage := map[uint32][]uint64{}
+	for ino := range ready {
+		if ok(ino, 0) {
 			byPage[pageOf(ino)] = append(byPage[pageOf(ino)], ino)
 		}
 	}

@@ -25,8 +25,9 @@ type EpochReport struct {
 	Duration      time.Duration
 }
 
-// TestOnlyAfterBackendWrite, when set (by crash tests only), runs after each backend file
-// an epoch writes, before the superblock: a test kills the process there to crash mid-epoch.
+// TestOnlyAfterBackendWrite, when set (by crash tests only), runs after each of the k
+// backend files an epoch writes (filesWritten 1..k, before the superblock) and after the
+// superblock (k+1, before the checkpoint): a test kills the process there.
 var TestOnlyAfterBackendWrite func(epoch uint64, filesWritten int)
 
 // pickFiles chooses k distinct backend files uniformly at random with crypto/rand.
@@ -155,7 +156,13 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return w.be.writeSuper(pl.sb)
+	if err := w.be.writeSuper(pl.sb); err != nil {
+		return err
+	}
+	if TestOnlyAfterBackendWrite != nil { // k+1: the superblock, before the checkpoint
+		TestOnlyAfterBackendWrite(pl.sb.Epoch, len(pl.es.files)+1)
+	}
+	return nil
 }
 
 // prepare plans an epoch: chosen files, their new plaintexts, placements and commits.

@@ -95,6 +95,7 @@ func (r *Reader) reload() error {
 			return err
 		}
 		t := newTree()
+		t.newerWins = true
 		for _, n := range com {
 			t.put(n)
 		}

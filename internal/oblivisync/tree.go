@@ -9,6 +9,8 @@ import (
 type tree struct {
 	nodes map[uint64]*node
 	kids  map[uint64]map[string]uint64
+	// newerWins: on a name clash keep the inode with the later ctime (readers only; see put).
+	newerWins bool
 }
 
 func newTree() *tree {
@@ -33,7 +35,7 @@ func (t *tree) put(n *node) {
 	}
 	// Two committed inodes can briefly claim one name when a replace's two pages land
 	// in different epochs; the newer (later ctime) wins. A writer's tree never has this.
-	if o := t.nodes[m[n.Name]]; o != nil && o.Ino != n.Ino && o.Parent == n.Parent && o.Name == n.Name && o.Ctime > n.Ctime {
+	if o := t.nodes[m[n.Name]]; t.newerWins && o != nil && o.Ino != n.Ino && o.Parent == n.Parent && o.Name == n.Name && o.Ctime > n.Ctime {
 		return
 	}
 	m[n.Name] = n.Ino

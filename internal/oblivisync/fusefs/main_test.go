@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -23,9 +24,10 @@ func TestMain(m *testing.M) {
 
 func helperMain() int {
 	if trigger := os.Getenv("OSYNC_KILL_FILE"); trigger != "" {
+		at, _ := strconv.Atoi(os.Getenv("OSYNC_KILL_AT"))
 		oblivisync.TestOnlyAfterBackendWrite = func(_ uint64, written int) {
-			if _, err := os.Stat(trigger); err == nil && written == 2 {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL) // crash between backend files
+			if _, err := os.Stat(trigger); err == nil && written == at {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL) // crash at that point of an epoch
 			}
 		}
 	}

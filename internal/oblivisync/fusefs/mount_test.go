@@ -184,21 +184,23 @@ func TestMountsRandomWorkload(t *testing.T) {
 }
 
 // TestWriterSIGKILLMidEpoch kills the writer with SIGKILL between two backend file writes
-// of an epoch (twice), restarts it on the same journal, and checks nothing acknowledged
-// was lost and the backend is consistent (a reader matches once drained).
+// of an epoch, then between the superblock and the checkpoint, restarts it on the same
+// journal each time, and checks nothing acknowledged was lost and the backend is
+// consistent (a reader matches once drained).
 func TestWriterSIGKILLMidEpoch(t *testing.T) {
 	be := newBackend(t, 96, 32<<10, 4)
 	mnt, ref, state := mkdir(t, "rw"), mkdir(t, "ref"), mkdir(t, "state")
 	trigger := filepath.Join(t.TempDir(), "kill-now")
 	wl := osynctest.NewWorkload(11, 60<<10)
 	for round := 0; round < 2; round++ {
-		w := startMount(t, be, mnt, state, false, "OSYNC_KILL_FILE="+trigger)
+		killAt := []string{"2", "5"}[round] // k = 4: 5 is right after the superblock
+		w := startMount(t, be, mnt, state, false, "OSYNC_KILL_FILE="+trigger, "OSYNC_KILL_AT="+killAt)
 		for i := 0; i < 60; i++ {
 			if desc, err := wl.Step(osynctest.Dir(ref), osynctest.Dir(mnt)); err != nil {
 				t.Fatalf("round %d step %d (%s): %v", round, i, desc, err)
 			}
 		}
-		os.WriteFile(trigger, nil, 0o600) // the next epoch dies after its 2nd file
+		os.WriteFile(trigger, nil, 0o600) // the next epoch dies at killAt
 		waitExit(t, w, 15*time.Second)
 		if w.Cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Fatalf("writer was not killed: %s", w.Output())

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/ksclient"
@@ -126,7 +127,7 @@ func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
 		if f.data == nil {
 			continue
 		}
-		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), f.data, 0o600, true); err != nil {
 			return nil, err
 		}
 	}
@@ -267,29 +268,4 @@ func openKS(dir string, cfg *Config, log *slog.Logger) (*ksclient.Client, error)
 		}
 	}
 	return ksclient.New(cred, opts)
-}
-
-// writeAtomic writes a private file via temp + fsync + rename.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cloudflare/circl v1.6.1
+	github.com/hanwen/go-fuse/v2 v2.7.2
 	github.com/klauspost/compress v1.18.0
 	github.com/minio/minio-go/v7 v7.0.90
 	github.com/prometheus/client_golang v1.22.0

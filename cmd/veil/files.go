@@ -101,12 +101,14 @@ func readOptional(path string) ([]byte, error) {
 
 func newPutCommand() *cobra.Command {
 	var o clientFlags
+	var to string
 	c := &cobra.Command{
-		Use:   "put PATH... [DEST]",
+		Use:   "put PATH... [DEST] | put PATH... --to DEST",
 		Short: "Encrypt and store files and directories",
 		Long: `put stores each PATH (a file, a symlink or a directory with everything below it) as
-DEST/<name of PATH>. With a single PATH, DEST is the root; with several, the last argument
-is DEST. Names and contents are encrypted before they leave this machine; identical
+DEST/<name of PATH>. DEST is --to, or else the last argument when there are several (it
+must then not exist locally, so a forgotten destination never swallows a file), or else
+the root. Names and contents are encrypted before they leave this machine; identical
 content stored by any user of the same key server and storage service is kept once.
 
 Modes, modification times, empty directories and symlinks (stored as links, never
@@ -119,12 +121,17 @@ not deduplicated. The summary says how many and why.
 Examples:
   veil put ~/Documents
   veil put report.pdf notes.txt work/2026
+  veil put *.txt --to notes
   veil put -j 16 --json /srv/data backups`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			srcs, dest := args, ""
-			if len(args) > 1 {
+			srcs, dest := args, to
+			if !cmd.Flags().Changed("to") && len(args) > 1 {
 				srcs, dest = args[:len(args)-1], args[len(args)-1]
+				if _, err := os.Lstat(dest); err == nil {
+					return fmt.Errorf("%s exists here, but as the last argument it names the destination in storage: "+
+						"use --to DEST to say where the files go (veil put %s --to DEST)", dest, strings.Join(args, " "))
+				}
 			}
 			for _, s := range srcs {
 				if _, err := os.Lstat(s); err != nil {
@@ -142,6 +149,7 @@ Examples:
 		},
 	}
 	o.addFlags(c, true)
+	c.Flags().StringVar(&to, "to", "", "destination directory in storage (default: the root)")
 	return c
 }
 

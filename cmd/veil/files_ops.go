@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/veil-project/veil/internal/dupless"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -26,46 +27,47 @@ Examples:
   veil ls --json Documents`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, _, err := o.open(cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			path := ""
-			if len(args) == 1 {
-				path = args[0]
-			}
-			es, err := cl.List(cmd.Context(), path, long)
-			if err != nil {
-				return err
-			}
-			if o.json {
-				enc := json.NewEncoder(os.Stdout)
+			return o.with(cmd, func(cl *dupless.Client) error {
+				path := ""
+				if len(args) == 1 {
+					path = args[0]
+				}
+				es, err := cl.List(cmd.Context(), path, long)
+				if err != nil {
+					return err
+				}
+				if o.json {
+					enc := json.NewEncoder(os.Stdout)
+					for _, e := range es {
+						enc.Encode(e)
+					}
+					return nil
+				}
+				tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
 				for _, e := range es {
-					enc.Encode(e)
+					name := lastElem(e.Path)
+					if e.IsDir {
+						name += "/"
+					}
+					if e.Symlink != "" {
+						name += " -> " + e.Symlink
+					}
+					if !long {
+						fmt.Fprintln(tw, name)
+						continue
+					}
+					if e.Err != "" {
+						fmt.Fprintf(tw, "?\t?\t?\t %s (%s)\n", name, e.Err)
+						continue
+					}
+					mark := " "
+					if e.Fallback {
+						mark = "*"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s%s\n", e.Mode, e.Size, e.ModTime.Format(time.DateTime), mark, name)
 				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
-			for _, e := range es {
-				name := lastElem(e.Path)
-				if e.IsDir {
-					name += "/"
-				}
-				if e.Symlink != "" {
-					name += " -> " + e.Symlink
-				}
-				if !long {
-					fmt.Fprintln(tw, name)
-					continue
-				}
-				mark := " "
-				if e.Fallback {
-					mark = "*"
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s%s\n", e.Mode, e.Size, e.ModTime.Format(time.DateTime), mark, name)
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	o.addFlags(c, false)
@@ -87,17 +89,14 @@ Examples:
   veil rm -r Documents/drafts`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, _, err := o.open(cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			for _, p := range args {
-				if _, err := cl.Remove(cmd.Context(), p, recursive); err != nil {
-					return fmt.Errorf("%s: %w", p, err)
+			return o.with(cmd, func(cl *dupless.Client) error {
+				for _, p := range args {
+					if _, err := cl.Remove(cmd.Context(), p, recursive); err != nil {
+						return fmt.Errorf("%s: %w", p, err)
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	o.addFlags(c, false)
@@ -112,19 +111,17 @@ func newMvCommand() *cobra.Command {
 		Short: "Rename or move a stored file or directory",
 		Long: `mv renames SRC to DEST. No content is re-sent: only the small key records are re-sealed
 for their new names (records are bound to their names, so the storage service cannot swap
-them). DEST must not exist.
+them). DEST must not exist. Each record is written under its new name before the old one
+is deleted, so an interrupted mv leaves every file readable under one of the two names.
 
 Examples:
   veil mv notes.txt archive/notes-2025.txt
   veil mv Documents Archive/Documents`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, _, err := o.open(cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			return cl.Move(cmd.Context(), args[0], args[1])
+			return o.with(cmd, func(cl *dupless.Client) error {
+				return cl.Move(cmd.Context(), args[0], args[1])
+			})
 		},
 	}
 	o.addFlags(c, false)
@@ -138,17 +135,14 @@ func newMkdirCommand() *cobra.Command {
 		Short: "Create stored directories (with their parents)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, _, err := o.open(cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			for _, p := range args {
-				if err := cl.Mkdir(cmd.Context(), p); err != nil {
-					return fmt.Errorf("%s: %w", p, err)
+			return o.with(cmd, func(cl *dupless.Client) error {
+				for _, p := range args {
+					if err := cl.Mkdir(cmd.Context(), p); err != nil {
+						return fmt.Errorf("%s: %w", p, err)
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	o.addFlags(c, false)
@@ -168,26 +162,23 @@ Example:
   veil find report.pdf`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, done, _, err := o.open(cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			hits, err := cl.Find(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			for _, h := range hits {
-				if o.json {
-					json.NewEncoder(os.Stdout).Encode(map[string]string{"path": h})
-				} else {
-					fmt.Println(h)
+			return o.with(cmd, func(cl *dupless.Client) error {
+				hits, err := cl.Find(cmd.Context(), args[0])
+				if err != nil {
+					return err
 				}
-			}
-			if len(hits) == 0 && !o.json {
-				return fmt.Errorf("nothing named %q", args[0])
-			}
-			return nil
+				for _, h := range hits {
+					if o.json {
+						json.NewEncoder(os.Stdout).Encode(map[string]string{"path": h})
+					} else {
+						fmt.Println(h)
+					}
+				}
+				if len(hits) == 0 && !o.json {
+					return fmt.Errorf("nothing named %q", args[0])
+				}
+				return nil
+			})
 		},
 	}
 	o.addFlags(c, false)
@@ -210,25 +201,22 @@ Examples:
   veil prune`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, done, _, err := o.open(cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			res, err := cl.Prune(cmd.Context(), grace, dry)
-			if err != nil {
-				return err
-			}
-			if o.json {
-				return json.NewEncoder(os.Stdout).Encode(res)
-			}
-			verb := "removed"
-			if dry {
-				verb = "would remove"
-			}
-			fmt.Printf("%d records reference %d chunks; %s %d unreferenced chunks (%s); %d kept as too recent\n",
-				res.Records, res.ChunksInUse, verb, res.ChunksRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
-			return nil
+			return o.with(cmd, func(cl *dupless.Client) error {
+				res, err := cl.Prune(cmd.Context(), grace, dry)
+				if err != nil {
+					return err
+				}
+				if o.json {
+					return json.NewEncoder(os.Stdout).Encode(res)
+				}
+				verb := "removed"
+				if dry {
+					verb = "would remove"
+				}
+				fmt.Printf("%d records reference %d chunks; %s %d unreferenced chunks (%s); %d kept as too recent\n",
+					res.Records, res.ChunksInUse, verb, res.ChunksRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
+				return nil
+			})
 		},
 	}
 	o.addFlags(c, false)

@@ -118,6 +118,16 @@ func (o *clientFlags) report(verb string, s *dupless.Summary, err error) error {
 	return nil
 }
 
+// with runs fn with an unlocked, connected client and releases it afterwards.
+func (o *clientFlags) with(cmd *cobra.Command, fn func(*dupless.Client) error) error {
+	cl, done, _, err := o.open(cmd, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(cl)
+}
+
 func humanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {

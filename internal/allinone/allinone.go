@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/keyserver"
@@ -47,23 +48,34 @@ func Init(dir string, cfg Config) (Config, error) {
 	if cfg == (Config{}) {
 		cfg = DefaultConfig
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return cfg, err
-	}
+	// Check every address before creating anything, so a typo leaves nothing half made.
 	host, _, err := net.SplitHostPort(cfg.KSAddr)
 	if err != nil {
 		return cfg, fmt.Errorf("key server address %q: %w", cfg.KSAddr, err)
 	}
-	if err := keyserver.Init(ksDir(dir), keyserver.InitOptions{Hosts: []string{host, "127.0.0.1", "::1", "localhost"},
-		URL: "https://" + cfg.KSAddr, UDP: cfg.KSUDP}); err != nil {
-		return cfg, fmt.Errorf("key server: %w", err)
+	if _, _, err := net.SplitHostPort(cfg.KSUDP); err != nil {
+		return cfg, fmt.Errorf("key server UDP address %q: %w", cfg.KSUDP, err)
 	}
 	shost, _, err := net.SplitHostPort(cfg.StoreAddr)
 	if err != nil {
 		return cfg, fmt.Errorf("store address %q: %w", cfg.StoreAddr, err)
 	}
-	if err := store.Init(storeDir(dir), shost); err != nil {
-		return cfg, fmt.Errorf("store: %w", err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return cfg, err
+	}
+	// A run that failed half way left one part: create only what is missing.
+	if _, err := os.Stat(ksDir(dir)); err != nil {
+		if err := keyserver.Init(ksDir(dir), keyserver.InitOptions{Hosts: []string{host, "127.0.0.1", "::1", "localhost"},
+			URL: "https://" + cfg.KSAddr, UDP: cfg.KSUDP}); err != nil {
+			os.RemoveAll(ksDir(dir))
+			return cfg, fmt.Errorf("key server: %w", err)
+		}
+	}
+	if _, err := os.Stat(storeDir(dir)); err != nil {
+		if err := store.Init(storeDir(dir), shost); err != nil {
+			os.RemoveAll(storeDir(dir))
+			return cfg, fmt.Errorf("store: %w", err)
+		}
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	return cfg, os.WriteFile(filepath.Join(dir, configFile), b, 0o600)
@@ -90,13 +102,22 @@ func AddUser(dir, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ksCred, err := keyserver.AddClient(ksDir(dir), name, keyserver.AddOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("key server: %w", err)
-	}
+	// The store first: it is the part that refuses while a server runs (its database is
+	// locked), and a store user can be removed again if the key server then fails.
 	sc, err := store.AddUser(storeDir(dir), name)
 	if err != nil {
+		if errors.Is(err, store.ErrBusy) {
+			return nil, fmt.Errorf("the deployment is running: stop 'veil serve' to add users, or start it with --user %s", name)
+		}
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	ksCred, err := keyserver.AddClient(ksDir(dir), name, keyserver.AddOptions{})
+	if err != nil {
+		if s, oerr := store.Open(storeDir(dir), store.Config{}); oerr == nil {
+			s.RemoveUser(name)
+			s.Close()
+		}
+		return nil, fmt.Errorf("key server: %w", err)
 	}
 	sc.Endpoint = "https://" + cfg.StoreAddr
 	inv := &invite.Invite{User: name, Storage: "veil://" + cfg.StoreAddr, Store: &sc, KSCredential: ksCred}
@@ -119,6 +140,9 @@ type Deployment struct {
 	Config Config
 	cancel context.CancelFunc
 	errs   chan error
+	once   sync.Once
+	done   chan struct{}
+	err    error
 }
 
 // Start opens both services and binds their listeners, so clients can connect as soon as
@@ -135,36 +159,50 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, erro
 	if err != nil {
 		return nil, fmt.Errorf("key server: %w", err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	closeKS := func() { // the key server releases its sockets when its Serve returns
+		stopped, c := context.WithCancel(ctx)
+		c()
+		ks.Serve(stopped)
+	}
 	st, err := store.Open(storeDir(dir), store.Config{Logger: log})
 	if err != nil {
+		closeKS()
+		cancel()
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.StoreAddr)
 	if err != nil {
 		st.Close()
+		closeKS()
+		cancel()
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	d := &Deployment{Config: cfg, cancel: cancel, errs: make(chan error, 2)}
+	d := &Deployment{Config: cfg, cancel: cancel, errs: make(chan error, 2), done: make(chan struct{})}
 	go func() { d.errs <- wrap("key server", ks.Serve(ctx)) }()
 	go func() {
 		err := st.Serve(ctx, ln)
 		st.Close()
 		d.errs <- wrap("store", err)
 	}()
+	go func() {
+		first := <-d.errs
+		d.cancel()
+		second := <-d.errs
+		d.err = first
+		if d.err == nil {
+			d.err = second
+		}
+		close(d.done)
+	}()
 	return d, nil
 }
 
 // Wait blocks until both services have stopped (one failing stops the other) and
-// returns the first error.
+// returns the first error. It may be called any number of times.
 func (d *Deployment) Wait() error {
-	first := <-d.errs
-	d.cancel()
-	second := <-d.errs
-	if first != nil {
-		return first
-	}
-	return second
+	<-d.done
+	return d.err
 }
 
 // Stop shuts both services down gracefully and waits for them.

@@ -150,6 +150,31 @@ func (e *PartialError) Error() string {
 	return fmt.Sprintf("%d files failed, first: %v", len(e.Files), e.Files[0])
 }
 
+// workers runs fn on c.opts.Jobs goroutines for every task sent to the returned channel,
+// recording each failure in sum under the task's name. finish closes the channel and waits.
+func workers[T any](c *Client, sum *Summary, name func(T) string, fn func(T) error) (work chan<- T, finish func()) {
+	ch := make(chan T)
+	var wg sync.WaitGroup
+	for range c.opts.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range ch {
+				c.done(sum, name(t), fn(t))
+			}
+		}()
+	}
+	return ch, func() { close(ch); wg.Wait() }
+}
+
+// done records the outcome of one item: a per-item error in sum, and the File event.
+func (c *Client) done(sum *Summary, path string, err error) {
+	if err != nil {
+		sum.addErr(path, err)
+	}
+	c.event(path, err)
+}
+
 func (c *Client) event(path string, err error) {
 	if c.opts.Events.File != nil {
 		c.opts.Events.File(path, err)

@@ -14,9 +14,11 @@
 //   - key record: the small object "<encname>.key" holding a file's metadata and, for every
 //     chunk, its MLE key, hash and ciphertext hash, sealed under the user's record key with
 //     the encrypted path as associated data (record.go, docs/formats/key-record.md).
-//   - ciphertext objects: "<encname>.ctxt" for a one-chunk file (the paper's layout), or
-//     ".veil/chunks/<hh>/<hash>" for the chunks of larger files, named by the SHA-256 of
-//     their ciphertext so an edited file re-uploads only the chunks that changed.
+//   - chunk objects: ".veil/chunks/<hh>/<hash>", named by the SHA-256 of their ciphertext,
+//     immutable, so the key record is a put's single commit point and an edited file
+//     re-uploads only the chunks that changed (the paper's "<name>.ctxt" is replaced by
+//     this; see docs/design.md).
+//   - namespace ownership and locks: ".veil/keycheck" and ".veil/locks/" (lock.go).
 //
 // Key derivation goes through an mle.KeyDeriver (the key server client in production);
 // when it fails the file is stored under a random key (fail safe: readable, not deduped).

@@ -72,28 +72,14 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 			return sum, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	work := make(chan getTask)
-	var wg sync.WaitGroup
 	ls := &links{}
-	for range c.opts.Jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range work {
-				err := c.getOne(ctx, t, sum, ls)
-				if err != nil {
-					sum.addErr(t.src, err)
-				}
-				c.event(t.src, err)
-			}
-		}()
-	}
+	work, finish := workers(c, sum, func(t getTask) string { return t.src },
+		func(t getTask) error { return c.getOne(ctx, t, sum, ls) })
 	var dirs []getTask
 	var err error
 	if kind == typeDir {
 		if err := os.MkdirAll(local, 0o700); err != nil {
-			close(work)
-			wg.Wait()
+			finish()
 			return sum, err
 		}
 		if src != "" {
@@ -104,8 +90,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), root: local, encDir: encDir, objName: objName}
 			if isDir {
 				if err := safeDir(t.root, t.local); err != nil {
-					sum.addErr(t.src, err) // and each file below it fails the same check
-					c.event(t.src, err)
+					c.done(sum, t.src, err) // and each file below it fails the same check
 					return nil
 				}
 				dirs = append(dirs, t)
@@ -121,16 +106,13 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	} else {
 		work <- *first
 	}
-	close(work)
-	wg.Wait()
+	finish()
 	for _, l := range ls.l {
 		err := c.restoreLink(l.t, l.r)
-		if err != nil {
-			sum.addErr(l.t.src, err)
-		} else {
+		if err == nil {
 			sum.add(func(s *Summary) { s.Symlinks++ })
 		}
-		c.event(l.t.src, err)
+		c.done(sum, l.t.src, err)
 	}
 	// Directory modes and times last, deepest first, so writing files does not undo them.
 	for i := len(dirs) - 1; i >= 0; i-- {

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// Key file: the user's master key sealed under a passphrase (docs/formats/keyfile.md).
+// Key file: the user's master key sealed under a passphrase (docs/formats/key-record.md, "Key file").
 //
 //	magic "veil-key" | version 0x01 | argon2id time u32 | memory KiB u32 | threads u8 |
 //	salt [16] | nonce [24] | XChaCha20-Poly1305(argon2id(passphrase, salt), master key)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,14 +43,11 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 			rel, _ := filepath.Rel(l, p)
 			d := joinPath(dest, base, filepath.ToSlash(rel))
 			if err != nil {
-				sum.addErr(p, err)
-				c.event(p, err)
+				c.done(sum, p, err)
 				return nil
 			}
 			if other, dup := from[d]; dup {
-				err := fmt.Errorf("has the same destination %q as %s: not stored", d, other)
-				sum.addErr(p, err)
-				c.event(p, err)
+				c.done(sum, p, fmt.Errorf("has the same destination %q as %s: not stored", d, other))
 				if fi.IsDir() {
 					return filepath.SkipDir
 				}
@@ -74,31 +70,14 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 	// Directories first (so empty ones exist), then everything else in parallel.
 	run := newPutRun(c.be, sum)
 	defer run.wait() // no upload outlives Put
-	work := make(chan putTask)
-	var wg sync.WaitGroup
-	for range c.opts.Jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range work {
-				err := c.putOne(ctx, t, sum, run)
-				if err != nil {
-					sum.addErr(t.local, err)
-				}
-				c.event(t.local, err)
-			}
-		}()
-	}
+	work, finish := workers(c, sum, func(t putTask) string { return t.local },
+		func(t putTask) error { return c.putOne(ctx, t, sum, run) })
 	for _, t := range tasks {
 		if ctx.Err() != nil {
 			break // cancelled: report it once, not once per remaining file
 		}
 		if t.info.IsDir() {
-			err := c.putDir(ctx, t, sum, run)
-			if err != nil {
-				sum.addErr(t.local, err)
-			}
-			c.event(t.local, err)
+			c.done(sum, t.local, c.putDir(ctx, t, sum, run))
 			continue
 		}
 		select {
@@ -106,8 +85,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		case <-ctx.Done():
 		}
 	}
-	close(work)
-	wg.Wait()
+	finish()
 	sum.Duration = time.Since(start)
 	return sum, ctx.Err()
 }

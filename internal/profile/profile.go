@@ -12,11 +12,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/ksclient"
+	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/store/api"
@@ -124,7 +127,7 @@ func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
 		if f.data == nil {
 			continue
 		}
-		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), f.data, 0o600, true); err != nil {
 			return nil, err
 		}
 	}
@@ -177,12 +180,9 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 		return nil, nil, err
 	}
 	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger}
-	var ks *ksclient.Client
+	lazy := &lazyKS{open: func() (*ksclient.Client, error) { return openKS(dir, cfg, o.Logger) }}
 	if !cfg.NoKS {
-		if ks, err = openKS(dir, cfg, o.Logger); err != nil {
-			return nil, nil, err
-		}
-		dopts.Keys = ks
+		dopts.Keys = lazy
 	}
 	c, err := dupless.New(be, master, dopts)
 	if err != nil {
@@ -190,10 +190,43 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	}
 	return c, func() {
 		c.Close()
-		if ks != nil {
-			ks.Close()
-		}
+		lazy.close()
 	}, nil
+}
+
+// lazyKS connects to the key server on first use: only storing needs it, so get, ls, rm
+// and prune work without it (even with a broken or missing key server credential).
+type lazyKS struct {
+	open func() (*ksclient.Client, error)
+	once sync.Once
+	c    *ksclient.Client
+	err  error
+}
+
+func (l *lazyKS) client() (*ksclient.Client, error) {
+	l.once.Do(func() { l.c, l.err = l.open() })
+	return l.c, l.err
+}
+
+func (l *lazyKS) DeriveKeys(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
+	c, err := l.client()
+	if err != nil {
+		return nil, fmt.Errorf("key server unavailable: %w", err)
+	}
+	return c.DeriveKeys(ctx, ds)
+}
+
+func (l *lazyKS) KeyID() string {
+	if c, err := l.client(); err == nil {
+		return c.KeyID()
+	}
+	return ""
+}
+
+func (l *lazyKS) close() {
+	if l.c != nil {
+		l.c.Close()
+	}
 }
 
 // OpenStorage connects to the profile's storage service as the user, without encryption
@@ -235,29 +268,4 @@ func openKS(dir string, cfg *Config, log *slog.Logger) (*ksclient.Client, error)
 		}
 	}
 	return ksclient.New(cred, opts)
-}
-
-// writeAtomic writes a private file via temp + fsync + rename.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/veil-project/veil/internal/oblivisync"
+	"github.com/veil-project/veil/internal/oblivisync/fusefs"
+	"github.com/veil-project/veil/internal/oblivisync/osbench"
+)
+
+// osyncFlags are shared by the osync subcommands.
+type osyncFlags struct {
+	backend, passFile, stateDir string
+}
+
+func (f *osyncFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.backend, "backend", "", "backend directory (e.g. a folder inside Dropbox) (required)")
+	c.Flags().StringVar(&f.passFile, "passphrase-file", "", "read the passphrase from this file (default: $VEIL_OSYNC_PASSPHRASE, else prompt)")
+	c.MarkFlagRequired("backend")
+}
+
+func (f *osyncFlags) addState(c *cobra.Command) {
+	c.Flags().StringVar(&f.stateDir, "state", "", "local journal directory, never inside the synced folder (default ~/.local/state/veil/osync/<backend id>)")
+}
+
+// passphrase reads it from --passphrase-file, $VEIL_OSYNC_PASSPHRASE or the terminal.
+func (f *osyncFlags) passphrase(confirm bool) ([]byte, error) {
+	if f.passFile != "" {
+		b, err := os.ReadFile(f.passFile)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(strings.TrimRight(string(b), "\r\n")), nil
+	}
+	if p := os.Getenv("VEIL_OSYNC_PASSPHRASE"); p != "" {
+		return []byte(p), nil
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, errors.New("no passphrase: use --passphrase-file or set VEIL_OSYNC_PASSPHRASE")
+	}
+	fmt.Fprint(os.Stderr, "passphrase: ")
+	p, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(os.Stderr)
+	if err != nil || !confirm {
+		return p, err
+	}
+	fmt.Fprint(os.Stderr, "again: ")
+	q, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(os.Stderr)
+	if err == nil && string(p) != string(q) {
+		err = errors.New("passphrases do not match")
+	}
+	return p, err
+}
+
+func init() {
+	register(func() *cobra.Command {
+		c := &cobra.Command{
+			Use:   "osync",
+			Short: "ObliviSync: a synced folder whose write pattern reveals nothing",
+			Long: `osync keeps a folder in a cloud-synced directory (Dropbox, Syncthing, a NAS share...)
+as N equal-size encrypted files. Every epoch exactly k of them, chosen at random, plus a
+superblock are rewritten, whether you wrote a gigabyte or nothing: the provider cannot
+tell which files changed, how big they are or when you work.
+
+  veil osync init --backend ~/Dropbox/osync
+  veil osync mount --backend ~/Dropbox/osync ~/private        # read-write (one writer)
+  veil osync mount --read-only --backend ~/Dropbox/osync /mnt # any number of readers
+  veil osync status --backend ~/Dropbox/osync`,
+		}
+		c.AddCommand(newOsyncInit(), newOsyncMount(), newOsyncSync(), newOsyncStatus())
+		return c
+	})
+	registerBench(newOsyncBench)
+}
+
+func newOsyncInit() *cobra.Command {
+	var f osyncFlags
+	p := oblivisync.DefaultParams
+	kdf := oblivisync.DefaultKDF
+	var kdfMiB uint32
+	c := &cobra.Command{
+		Use:   "init --backend DIR",
+		Short: "Create a backend: N sparse files of B bytes and a passphrase-sealed key",
+		Long: `init creates the backend directory: N files of exactly B bytes (sparse until first
+written), a superblock, and osync.key, a random master key sealed with a key derived from
+your passphrase by argon2id with a random salt. Capacity is about N*B bytes; keep the
+backend well under a third full for ~1-epoch latency (the paper's linear regime).
+
+Examples:
+  veil osync init --backend ~/Dropbox/osync                      # 1024 x 1 MB, k=3, t=1s
+  veil osync init --backend ~/Dropbox/osync --files 4096 --drip-rate 6 --drip-time 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pass, err := f.passphrase(true)
+			if err != nil {
+				return err
+			}
+			kdf.MemoryKiB = kdfMiB << 10
+			return oblivisync.Init(f.backend, pass, p, kdf)
+		},
+	}
+	f.add(c)
+	c.Flags().IntVar(&p.Files, "files", p.Files, "number of backend files N")
+	c.Flags().IntVar(&p.FileSize, "file-size", p.FileSize, "bytes per backend file B (each holds two blocks)")
+	c.Flags().IntVar(&p.K, "drip-rate", p.K, "backend files rewritten per epoch k")
+	c.Flags().DurationVar(&p.DripTime, "drip-time", p.DripTime, "time between epochs t of a mounted writer")
+	c.Flags().Uint32Var(&kdfMiB, "kdf-memory", kdf.MemoryKiB>>10, "argon2id memory in MiB")
+	c.Flags().Uint32Var(&kdf.Time, "kdf-time", kdf.Time, "argon2id passes")
+	return c
+}
+
+func newOsyncMount() *cobra.Command {
+	var f osyncFlags
+	var cfg fusefs.Config
+	var verbose bool
+	c := &cobra.Command{
+		Use:   "mount --backend DIR [--read-only] MOUNTPOINT",
+		Short: "Mount the backend with FUSE (read-write, or --read-only)",
+		Long: `mount serves the backend as a normal directory. A read-write mount (one per backend)
+buffers writes in an encrypted local journal (they survive a crash) and syncs one epoch
+every drip time; stopping it (Ctrl-C, SIGTERM or fusermount3 -u) unmounts, then keeps the
+same pace until the buffer is empty or --drain-timeout passes, saying what is left.
+Read-only mounts (any number, on any machine sharing the folder) show only fully synced
+versions and follow new epochs.
+
+Examples:
+  veil osync mount --backend ~/Dropbox/osync ~/private
+  veil osync mount --read-only --backend ~/Dropbox/osync /mnt/osync`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pass, err := f.passphrase(false)
+			if err != nil {
+				return err
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Backend, cfg.Mountpoint, cfg.Passphrase = f.backend, args[0], pass
+			cfg.Writer.StateDir = f.stateDir
+			return fusefs.Run(cmd.Context(), cfg)
+		},
+	}
+	f.add(c)
+	f.addState(c)
+	c.Flags().BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only (never writes to the backend)")
+	c.Flags().DurationVar(&cfg.DrainTimeout, "drain-timeout", time.Minute, "how long unmounting keeps syncing to empty the buffer")
+	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes (default: backend capacity)")
+	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "log mounts and epochs")
+	c.Flags().StringVar(&cfg.MetricsAddr, "metrics", "", "serve /healthz and /metrics (prometheus) on this address, e.g. 127.0.0.1:9464")
+	return c
+}
+
+func newOsyncSync() *cobra.Command {
+	var f osyncFlags
+	var epochs, maxEpochs int
+	var drain, asJSON bool
+	c := &cobra.Command{
+		Use:   "sync --backend DIR [--epochs N | --drain]",
+		Short: "Run epochs now, without FUSE (for scripts and tests)",
+		Long: `sync opens the writer (recovering its local journal after a crash), runs epochs back
+to back and exits. Each epoch rewrites exactly k random backend files and the superblock.
+Running epochs on demand instead of on a clock reveals when you sync; for a folder that
+is observed continuously prefer a mounted writer, whose clock never depends on activity.
+
+Examples:
+  veil osync sync --backend ~/Dropbox/osync --epochs 10
+  veil osync sync --backend ~/Dropbox/osync --drain --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pass, err := f.passphrase(false)
+			if err != nil {
+				return err
+			}
+			out := json.NewEncoder(os.Stdout)
+			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir}, epochs, drain, maxEpochs,
+				func(r oblivisync.EpochReport) {
+					if asJSON {
+						out.Encode(r)
+					}
+				})
+			if err != nil {
+				return err
+			}
+			if !asJSON {
+				fmt.Printf("epoch %d: %d bytes pending in %d files; %.1f%% full\n", st.Epoch, st.PendingBytes, st.PendingInodes, 100*float64(st.Used)/float64(st.Capacity))
+			}
+			return nil
+		},
+	}
+	f.add(c)
+	f.addState(c)
+	c.Flags().IntVar(&epochs, "epochs", 1, "number of epochs to run")
+	c.Flags().BoolVar(&drain, "drain", false, "run epochs until nothing is pending")
+	c.Flags().IntVar(&maxEpochs, "max-epochs", 100000, "give up draining after this many epochs")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per epoch")
+	return c
+}
+
+func newOsyncStatus() *cobra.Command {
+	var f osyncFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status --backend DIR",
+		Short: "Show fill level, epoch, and this machine's pending buffer",
+		Long: `status reads the backend's committed state (as any read-only client would) and the
+local writer's last published status (pending bytes, journal size).
+
+Example:
+  veil osync status --backend ~/Dropbox/osync --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pass, err := f.passphrase(false)
+			if err != nil {
+				return err
+			}
+			st, err := oblivisync.Status(f.backend, pass, f.stateDir)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(os.Stdout).Encode(st)
+			}
+			fmt.Printf("backend   %s (%d files x %d bytes, k=%d, t=%s)\n", st.Backend, st.Files, st.FileSize, st.K, st.DripTime)
+			fmt.Printf("epoch     %d\ninodes    %d\nfill      %.2f%% (%d of %d bytes)\n", st.Epoch, st.Inodes, 100*st.Fill, st.Used, st.Capacity)
+			if st.Writer == nil {
+				fmt.Printf("writer    no local writer state in %s\n", st.StateDir)
+			} else {
+				fmt.Printf("buffer    %v bytes pending in %v files (journal %v bytes, as of %v)\n", st.Writer["pending_bytes"], st.Writer["pending_inodes"], st.Writer["journal_bytes"], st.Writer["updated"])
+			}
+			return nil
+		},
+	}
+	f.add(c)
+	f.addState(c)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func newOsyncBench() *cobra.Command {
+	c := osbench.Config{Files: 256, FileSize: 64 << 10, Ks: []int{3, 6, 9, 12}, Fill: 920.0 / 1024, Runs: 1}
+	var names []string
+	var bufferEpochs, fuseMB int
+	var paper, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "osync",
+		Short: "ObliviSync experiments: the paper's Figs. 4-7, writer CPU, FUSE write speed",
+		Long: `osync reproduces the ObliviSync paper's experiments on veil's engine, with epochs driven
+by sync (not a clock), and prints one row per data point:
+
+  throughput  Fig. 4: epochs until each fraction of ~90%*N one-block-pair files is
+              visible to readers, bandwidth overhead, writer CPU per synced MB
+  variable    Fig. 5: lognormal vs fixed-size files, same total bytes (25% of capacity)
+  latency     Fig. 6: epochs per file when files arrive one at a time, by fill level
+  buffer      Fig. 7: pending-buffer size under thrashing at 20/50/75% fill
+  fuse-write  sustained write speed through a FUSE mount into the buffer
+
+The default is scaled down (N=256, B=64 KiB, 1 run; about a minute); --paper uses the
+paper's N=1024, B=1 MiB and 3 runs (hours for the full set).
+
+Examples:
+  veil bench osync
+  veil bench osync --experiment throughput --k 3 --json
+  veil bench osync --paper --experiment throughput,latency`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if paper {
+				c.Files, c.FileSize, c.Runs = 1024, 1<<20, 3
+			}
+			out := json.NewEncoder(os.Stdout)
+			return osbench.Run(c, names, bufferEpochs, int64(fuseMB)<<20, func(r osbench.Row) {
+				if asJSON {
+					out.Encode(r)
+					return
+				}
+				keys := make([]string, 0, len(r))
+				for k := range r {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				var b strings.Builder
+				fmt.Fprintf(&b, "%-11s", r["experiment"])
+				for _, k := range keys {
+					if k != "experiment" {
+						fmt.Fprintf(&b, " %s=%v", k, fmtVal(r[k]))
+					}
+				}
+				fmt.Println(b.String())
+			})
+		},
+	}
+	cmd.Flags().StringSliceVar(&names, "experiment", nil, "experiments to run (default all): "+strings.Join(osbench.Experiments, ","))
+	cmd.Flags().IntVar(&c.Files, "files", c.Files, "backend files N")
+	cmd.Flags().IntVar(&c.FileSize, "file-size", c.FileSize, "backend file size B in bytes")
+	cmd.Flags().IntSliceVar(&c.Ks, "k", c.Ks, "drip rates to compare (variable and buffer use the first)")
+	cmd.Flags().Float64Var(&c.Fill, "fill", c.Fill, "fraction of N inserted for throughput and latency")
+	cmd.Flags().IntVar(&c.Runs, "runs", c.Runs, "runs averaged")
+	cmd.Flags().IntVar(&bufferEpochs, "buffer-epochs", 150, "syncs observed per fill level in the buffer experiment")
+	cmd.Flags().Float64Var(&c.Thrash, "thrash", 1, "buffer experiment: mean bytes rewritten per epoch, as a fraction of B")
+	cmd.Flags().IntVar(&fuseMB, "fuse-mb", 128, "MiB written per write size in fuse-write")
+	cmd.Flags().StringVar(&c.Dir, "dir", "", "scratch directory (default the system temp dir)")
+	cmd.Flags().BoolVar(&paper, "paper", false, "the paper's parameters: N=1024, B=1 MiB, 3 runs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON lines")
+	return cmd
+}
+
+func fmtVal(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'g', 4, 64)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runVeil runs the CLI in-process and returns stdout and the error.
+func runVeil(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	r, w, _ := os.Pipe()
+	old := os.Stdout
+	os.Stdout = w
+	root := newRootCommand()
+	root.SetArgs(args)
+	err := root.Execute()
+	w.Close()
+	os.Stdout = old
+	var out bytes.Buffer
+	io.Copy(&out, r)
+	return out.String(), err
+}
+
+// TestOsyncCommands: init, sync and status end to end (FUSE mounts are tested in
+// internal/oblivisync/fusefs), plus the wrong-passphrase message.
+func TestOsyncCommands(t *testing.T) {
+	be := filepath.Join(t.TempDir(), "be")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test")
+	if _, err := runVeil(t, "osync", "init", "--backend", be, "--files", "16", "--file-size", "8192", "--kdf-memory", "8", "--kdf-time", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runVeil(t, "osync", "init", "--backend", be); err == nil || !strings.Contains(err.Error(), "already an osync backend") {
+		t.Fatalf("second init: %v", err)
+	}
+	out, err := runVeil(t, "osync", "sync", "--backend", be, "--epochs", "3")
+	if err != nil || !strings.Contains(out, "epoch 3:") {
+		t.Fatalf("sync: %q %v", out, err)
+	}
+	out, err = runVeil(t, "osync", "status", "--backend", be)
+	if err != nil || !strings.Contains(out, "epoch     3") || !strings.Contains(out, "16 files x 8192 bytes") {
+		t.Fatalf("status: %q %v", out, err)
+	}
+	ents, _ := os.ReadDir(be)
+	if len(ents) != 18 { // 16 files, super, osync.key
+		t.Fatalf("backend has %d entries", len(ents))
+	}
+	t.Setenv("VEIL_OSYNC_PASSPHRASE", "wrong")
+	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
+		t.Fatalf("wrong passphrase: %v", err)
+	}
+}

@@ -1,0 +1,61 @@
+// Package atomicfile writes small files so that a crash at any point leaves either the
+// old or the new content: a temporary file in the same directory, fsync, rename, and an
+// fsync of the directory. It is a leaf utility: it imports only the standard library.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with data (mode perm). It refuses to replace anything but a regular
+// file: renaming over /dev/null or a symlink would replace the device or the link itself.
+// Without sync it skips both fsyncs (for benchmarks and tests only: a machine crash may
+// then lose the write, a process crash still cannot tear it).
+func Write(path string, data []byte, perm os.FileMode, sync bool) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file", path)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after a successful rename there is nothing left to remove
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory, making renames and creations in it durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,33 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	for _, content := range []string{"first", "second, longer"} {
+		if err := Write(p, []byte(content), 0o600, true); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != content {
+			t.Fatalf("content %q, want %q", b, content)
+		}
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("temporary files left: %v", ents)
+	}
+	os.Symlink(p, filepath.Join(dir, "link"))
+	if err := Write(filepath.Join(dir, "link"), []byte("x"), 0o600, true); err == nil {
+		t.Fatal("replaced a symlink")
+	}
+	if err := Write(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600, false); err == nil {
+		t.Fatal("wrote into a missing directory")
+	}
+}

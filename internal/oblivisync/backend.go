@@ -1,0 +1,181 @@
+package oblivisync
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+const superName = "super"
+
+// backend is an opened backend directory: parameters, keys and file I/O. It caches a few
+// decrypted backend files (keyed by index and the epoch they were written at).
+type backend struct {
+	dir    string
+	params Params
+	g      geometry
+	id     [idLen]byte
+	keys   keys
+	fsync  bool
+
+	mu       sync.Mutex
+	cache    map[uint32]cached
+	order    []uint32
+	inflight map[uint32][]byte // plaintexts of the epoch being written
+}
+
+func (b *backend) setInflight(m map[uint32][]byte) {
+	b.mu.Lock()
+	b.inflight = m
+	b.mu.Unlock()
+}
+
+type cached struct {
+	epoch uint64
+	plain []byte
+}
+
+const cacheFiles = 8
+
+func blockName(i uint32) string { return fmt.Sprintf("b%06d", i) }
+
+// openBackend reads the key file and derives the keys; it does not read the superblock.
+func openBackend(dir string, pass []byte) (*backend, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, keyFileName))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is not an osync backend (no %s; run 'veil osync init')", dir, keyFileName)
+		}
+		return nil, err
+	}
+	kf, master, err := openKeyFile(raw, pass)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, keyFileName), err)
+	}
+	k, err := deriveKeys(master)
+	if err != nil {
+		return nil, err
+	}
+	return &backend{dir: dir, params: kf.params, g: newGeometry(kf.params.FileSize), id: kf.id, keys: k,
+		fsync: true, cache: map[uint32]cached{}}, nil
+}
+
+func (b *backend) path(i uint32) string {
+	if i == superIndex {
+		return filepath.Join(b.dir, superName)
+	}
+	return filepath.Join(b.dir, blockName(i))
+}
+
+// readSuper reads, authenticates and decodes the superblock.
+func (b *backend) readSuper() (*superblock, error) {
+	raw, err := os.ReadFile(b.path(superIndex))
+	if err != nil {
+		return nil, fmt.Errorf("read superblock: %w", err)
+	}
+	plain, err := openContainer(&b.keys.backend, b.id, 'S', superIndex, b.g, raw)
+	if err != nil {
+		return nil, fmt.Errorf("superblock: %w", err)
+	}
+	return decodeSuper(plain, b.g, b.params.Files)
+}
+
+func (b *backend) writeSuper(s *superblock) error {
+	plain, err := s.encode(b.g)
+	if err != nil {
+		return err
+	}
+	img := sealContainer(&b.keys.backend, b.id, 'S', superIndex, plain, randomBytes(24))
+	return writeAtomic(b.path(superIndex), img, b.fsync)
+}
+
+// readBlock returns the plaintext of backend file i, checking it was written at an epoch
+// no older than the superblock says (rollback). A never-written file (want == 0) that is
+// still all zeros reads as an empty plaintext.
+func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
+	b.mu.Lock()
+	if p, ok := b.inflight[i]; ok {
+		b.mu.Unlock()
+		return p, nil
+	}
+	if c, ok := b.cache[i]; ok && c.epoch >= want && (want > 0 || c.epoch == 0) {
+		b.mu.Unlock()
+		return c.plain, nil
+	}
+	b.mu.Unlock()
+	raw, err := os.ReadFile(b.path(i))
+	if err != nil {
+		return nil, fmt.Errorf("read backend file %s: %w", blockName(i), err)
+	}
+	var plain []byte
+	if want == 0 && len(raw) == b.g.B && allZero(raw) {
+		plain = make([]byte, b.g.plain)
+	} else {
+		plain, err = openContainer(&b.keys.backend, b.id, 'B', i, b.g, raw)
+		if err != nil {
+			return nil, fmt.Errorf("backend file %s: %w", blockName(i), err)
+		}
+		if got := binary.BigEndian.Uint32(plain[8:]); got != i {
+			return nil, fmt.Errorf("backend file %s: %w: header names file %d", blockName(i), ErrIntegrity, got)
+		}
+	}
+	epoch := binary.BigEndian.Uint64(plain)
+	if epoch < want {
+		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but the superblock says %d (rolled back?)", blockName(i), ErrIntegrity, epoch, want)
+	}
+	b.remember(i, cached{epoch, plain})
+	return plain, nil
+}
+
+func (b *backend) remember(i uint32, c cached) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.cache[i]; !ok {
+		b.order = append(b.order, i)
+		if len(b.order) > cacheFiles {
+			delete(b.cache, b.order[0])
+			b.order = b.order[1:]
+		}
+	}
+	b.cache[i] = c
+}
+
+// writeBlock seals plain (already stamped with its epoch and index) and replaces
+// backend file i.
+func (b *backend) writeBlock(i uint32, plain []byte) error {
+	epoch := binary.BigEndian.Uint64(plain)
+	img := sealContainer(&b.keys.backend, b.id, 'B', i, plain, randomBytes(24))
+	if err := writeAtomic(b.path(i), img, b.fsync); err != nil {
+		return fmt.Errorf("write backend file %s: %w", blockName(i), err)
+	}
+	b.remember(i, cached{epoch, plain})
+	return nil
+}
+
+// fragment returns the payload of the fragment at r, checking its header names (obj, idx).
+func (b *backend) fragment(r ref, obj uint64, idx uint32, written []uint64) ([]byte, error) {
+	plain, err := b.readBlock(r.File, written[r.File])
+	if err != nil {
+		return nil, err
+	}
+	off := b.g.sideStart(r.Side) + int(r.Off)
+	h := plain[off : off+fragHdr]
+	be := binary.BigEndian
+	if be.Uint64(h) != obj || be.Uint32(h[8:]) != idx || be.Uint32(h[12:]) != r.Stored {
+		return nil, fmt.Errorf("%w: backend file %s side %d offset %d does not hold fragment %d of object %x", errStale, blockName(r.File), r.Side, r.Off, idx, obj)
+	}
+	return plain[off+fragHdr : off+fragHdr+int(r.Valid)], nil
+}
+
+// errStale: a fragment was overwritten after the superblock we hold (a reader raced the
+// writer); reload the superblock and retry.
+var errStale = fmt.Errorf("%w: stale fragment reference", ErrIntegrity)
+
+func allZero(b []byte) bool {
+	return len(bytes.TrimLeft(b, "\x00")) == 0
+}

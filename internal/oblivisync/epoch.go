@@ -1,0 +1,417 @@
+package oblivisync
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"math/big"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// EpochReport describes one sync.
+type EpochReport struct {
+	Epoch         uint64
+	Files         []int // backend files rewritten (besides the superblock)
+	BytesWritten  int64 // bytes written to the backend (k+1 files of B bytes)
+	FragsSynced   int   // pending fragments written this epoch
+	BytesSynced   int64 // payload bytes of those fragments
+	Committed     int   // inodes whose new version became visible to readers
+	PendingFrags  int   // fragments still in the buffer
+	PendingBytes  int64 // payload bytes still in the buffer
+	PendingInodes int   // inodes not yet committed
+	Duration      time.Duration
+}
+
+// TestOnlyAfterBackendWrite, when set (by crash tests only), runs after each of the k
+// backend files an epoch writes (filesWritten 1..k, before the superblock) and after the
+// superblock (k+1, before the checkpoint): a test kills the process there.
+var TestOnlyAfterBackendWrite func(epoch uint64, filesWritten int)
+
+// pickFiles chooses k distinct backend files uniformly at random with crypto/rand.
+func pickFiles(n, k int) []uint32 {
+	seen := make(map[uint32]bool, k)
+	out := make([]uint32, 0, k)
+	for len(out) < k {
+		v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
+		if err != nil {
+			panic("crypto/rand failed: " + err.Error())
+		}
+		f := uint32(v.Int64())
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// gap is free space in one side of a chosen file.
+type gap struct {
+	slot     int // index into the chosen files
+	side     uint8
+	off, end int
+}
+
+// epochState is the working set of one epoch.
+type epochState struct {
+	files []uint32
+	slot  map[uint32]int
+	plain [][]byte
+	gaps  []gap
+}
+
+// place reserves need bytes in the best-fitting gap (smallest that fits).
+func (es *epochState) place(need int) (gap, bool) {
+	best := -1
+	for i, g := range es.gaps {
+		if g.end-g.off >= need && (best < 0 || g.end-g.off < es.gaps[best].end-es.gaps[best].off) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return gap{}, false
+	}
+	g := es.gaps[best]
+	es.gaps[best].off += need
+	return gap{slot: g.slot, side: g.side, off: g.off, end: g.off + need}, true
+}
+
+// put writes a fragment (header + payload) at g and returns its reference.
+func (es *epochState) put(geo geometry, g gap, obj uint64, idx uint32, data []byte) ref {
+	p := es.plain[g.slot][geo.sideStart(g.side)+g.off:]
+	binary.BigEndian.PutUint64(p, obj)
+	binary.BigEndian.PutUint32(p[8:], idx)
+	binary.BigEndian.PutUint32(p[12:], uint32(len(data)))
+	copy(p[fragHdr:], data)
+	return ref{File: es.files[g.slot], Side: g.side, Off: uint32(g.off), Stored: uint32(len(data)), Valid: uint32(len(data))}
+}
+
+// Sync runs one epoch: rewrite exactly k random backend files and the superblock. The
+// frontend stays usable while the files are written (the slow, fsync-bound part): only
+// planning and bookkeeping hold the writer's lock.
+func (w *Writer) Sync() (EpochReport, error) {
+	w.epochMu.Lock()
+	defer w.epochMu.Unlock()
+	start := time.Now()
+	w.mu.Lock()
+	if err := w.usable(); err != nil {
+		w.mu.Unlock()
+		return EpochReport{}, err
+	}
+	pl, err := w.prepare()
+	jf := w.j.f
+	w.mu.Unlock()
+	if err == nil {
+		err = w.writeEpoch(pl, jf)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.be.setInflight(nil)
+	if err == nil {
+		err = w.finish(pl)
+	}
+	if err != nil {
+		w.broken = err
+		return pl.rep, err
+	}
+	pl.rep.Duration = time.Since(start)
+	return pl.rep, nil
+}
+
+// plan is an epoch between preparation and commit.
+type plan struct {
+	es      *epochState
+	sb      *superblock
+	commits map[uint64]*node
+	comRefs []ref
+	rep     EpochReport
+}
+
+// writeEpoch seals and writes the k files in parallel, fsyncs the journal, then writes
+// the superblock: a crash before the superblock leaves the previous epoch in force.
+func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
+	var mu sync.Mutex
+	done := 0
+	errs := make([]error, len(pl.es.files))
+	var wg sync.WaitGroup
+	for i, f := range pl.es.files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = w.be.writeBlock(f, pl.es.plain[i]); errs[i] == nil && TestOnlyAfterBackendWrite != nil {
+				mu.Lock()
+				done++
+				TestOnlyAfterBackendWrite(pl.sb.Epoch, done)
+				mu.Unlock()
+			}
+		}()
+	}
+	if jf != nil && !w.opts.UnsafeNoFsync {
+		jf.Sync()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := w.be.writeSuper(pl.sb); err != nil {
+		return err
+	}
+	if TestOnlyAfterBackendWrite != nil { // k+1: the superblock, before the checkpoint
+		TestOnlyAfterBackendWrite(pl.sb.Epoch, len(pl.es.files)+1)
+	}
+	return nil
+}
+
+// prepare plans an epoch: chosen files, their new plaintexts, placements and commits.
+func (w *Writer) prepare() (*plan, error) {
+	geo, P := w.be.g, w.be.params
+	es := &epochState{files: pickFiles(P.Files, P.K), slot: map[uint32]int{}}
+	for i, f := range es.files {
+		es.slot[f] = i
+	}
+	// Live fragments in the chosen files stay where they are.
+	used := make([][2][][2]int, len(es.files))
+	comRefs := w.committedRefs()
+	addLive := func(r ref) {
+		if s, ok := es.slot[r.File]; ok && !r.isHole() {
+			used[s][r.Side] = append(used[s][r.Side], [2]int{int(r.Off), int(r.Off) + r.span()})
+		}
+	}
+	for _, r := range comRefs {
+		addLive(r)
+	}
+	for _, r := range w.prevRefs {
+		addLive(r)
+	}
+	for _, n := range w.cur.nodes {
+		for _, r := range n.Frags {
+			addLive(r)
+		}
+	}
+	for s, f := range es.files {
+		old, err := w.be.readBlock(f, w.sb.Written[f])
+		if err != nil {
+			return &plan{}, err
+		}
+		nw := make([]byte, geo.plain)
+		for side := uint8(0); side < 2; side++ {
+			iv := used[s][side]
+			sort.Slice(iv, func(a, b int) bool { return iv[a][0] < iv[b][0] })
+			base, at := geo.sideStart(side), 0
+			for _, v := range iv {
+				copy(nw[base+v[0]:base+v[1]], old[base+v[0]:base+v[1]])
+				if v[0] > at {
+					es.gaps = append(es.gaps, gap{slot: s, side: side, off: at, end: v[0]})
+				}
+				at = max(at, v[1])
+			}
+			if at < geo.S {
+				es.gaps = append(es.gaps, gap{slot: s, side: side, off: at, end: geo.S})
+			}
+		}
+		es.plain = append(es.plain, nw)
+	}
+	pl := &plan{es: es, comRefs: comRefs, rep: EpochReport{Epoch: w.sb.Epoch + 1}, commits: map[uint64]*node{}}
+	pl.sb = &superblock{Epoch: w.sb.Epoch + 1, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{}}
+	for p, loc := range w.sb.Pages {
+		pl.sb.Pages[p] = loc
+	}
+	// Metadata first: inodes whose data is already written get their pages before new
+	// data can take all the space (otherwise a backlog would hide every file until the
+	// whole backlog is written). Then data, then pages of inodes completed just now.
+	w.packPages(es, pl.sb, pl.commits)
+	if err := w.packData(es, &pl.rep); err != nil {
+		return pl, err
+	}
+	w.packPages(es, pl.sb, pl.commits)
+	inflight := map[uint32][]byte{}
+	for i, f := range es.files {
+		binary.BigEndian.PutUint64(es.plain[i], pl.sb.Epoch)
+		binary.BigEndian.PutUint32(es.plain[i][8:], f)
+		pl.sb.Written[f] = pl.sb.Epoch
+		pl.rep.Files = append(pl.rep.Files, int(f))
+		inflight[f] = es.plain[i]
+	}
+	w.be.setInflight(inflight) // reads of fragments placed this epoch, until it is on disk
+	return pl, nil
+}
+
+// finish applies a written epoch: commits become the committed state.
+func (w *Writer) finish(pl *plan) error {
+	for ino, n := range pl.commits {
+		w.comPut(ino, n)
+		delete(w.dirty, ino)
+		w.markIfDirty(ino) // changed again while the epoch was being written
+	}
+	pl.rep.Committed = len(pl.commits)
+	w.sb, w.prevRefs = pl.sb, pl.comRefs
+	// An idle epoch (nothing placed, nothing committed) changes no frontend state: its
+	// checkpoint is skipped, so a backend may be a few idle epochs ahead of it.
+	if pl.rep.FragsSynced > 0 || len(pl.commits) > 0 {
+		w.changed = true
+	}
+	pl.rep.BytesWritten = int64(len(pl.es.files)+1) * int64(w.be.g.B)
+	for k := range w.pend {
+		pl.rep.PendingFrags++
+		pl.rep.PendingBytes += int64(w.fragLen(w.cur.get(k.ino), k.idx))
+	}
+	pl.rep.PendingInodes = len(w.dirty)
+	if err := w.checkpoint(); err != nil {
+		return err
+	}
+	return w.writeStatus()
+}
+
+// packData moves pending fragments (oldest first) into free space, best fit.
+func (w *Writer) packData(es *epochState, rep *EpochReport) error {
+	keys := make([]fragKey, 0, len(w.pend))
+	for k := range w.pend {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		pa, pb := w.pend[keys[a]], w.pend[keys[b]]
+		if pa.seq != pb.seq {
+			return pa.seq < pb.seq
+		}
+		if keys[a].ino != keys[b].ino {
+			return keys[a].ino < keys[b].ino
+		}
+		return keys[a].idx < keys[b].idx
+	})
+	for _, k := range keys {
+		n := w.cur.get(k.ino)
+		length := w.fragLen(n, k.idx)
+		g, ok := es.place(fragHdr + length)
+		if !ok {
+			if len(es.gaps) == 0 {
+				break
+			}
+			continue
+		}
+		data := make([]byte, length)
+		if err := w.readPending(w.pend[k], 0, data); err != nil {
+			return err
+		}
+		n.Frags[k.idx] = es.put(w.be.g, g, k.ino, k.idx, data)
+		w.dropPend(k)
+		rep.FragsSynced++
+		rep.BytesSynced += int64(length)
+	}
+	return nil
+}
+
+// packPages commits every inode whose data is complete: it rebuilds the metadata pages
+// they live on and places them; a page that does not fit waits for a later epoch (its
+// inodes stay uncommitted, their written fragments stay live).
+// commits collects the inodes whose new version the written pages hold; a second call in
+// the same epoch rebuilds a page with both rounds' commits (the first copy is left as
+// garbage in its side).
+func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*node) {
+	ready := map[uint64]bool{}
+	for ino := range w.dirty {
+		if _, ok := commits[ino]; !ok && w.npend[ino] == 0 && !w.replacedByPending(ino) {
+			ready[ino] = true
+		}
+	}
+	// Not before its parent: a file moved into a new directory would otherwise vanish
+	// for readers until the directory's record lands. Whole new trees go together.
+	anchored := map[uint64]bool{}
+	var ok func(ino uint64, depth int) bool
+	ok = func(ino uint64, depth int) bool {
+		if v, seen := anchored[ino]; seen {
+			return v
+		}
+		n := w.cur.get(ino)
+		v := n == nil || n.Parent == 0 || depth > 4096
+		if !v {
+			p := n.Parent
+			v = w.com[p] != nil || commits[p] != nil || (ready[p] && ok(p, depth+1))
+		}
+		anchored[ino] = v
+		return v
+	}
+	byPage := map[uint32][]uint64{}
+	for ino := range ready {
+		if ok(ino, 0) {
+			byPage[pageOf(ino)] = append(byPage[pageOf(ino)], ino)
+		}
+	}
+	pages := make([]uint32, 0, len(byPage))
+	for p := range byPage {
+		pages = append(pages, p)
+	}
+	sort.Slice(pages, func(a, b int) bool { return pages[a] < pages[b] })
+	C := w.be.g.C
+	for _, p := range pages {
+		content := map[uint64]*node{}
+		for ino, n := range w.comPages[p] {
+			content[ino] = n
+		}
+		for ino, n := range commits {
+			if pageOf(ino) == p {
+				if n == nil {
+					delete(content, ino)
+				} else {
+					content[ino] = n
+				}
+			}
+		}
+		for _, ino := range byPage[p] {
+			if n := w.cur.get(ino); n != nil {
+				content[ino] = n.clone()
+			} else {
+				delete(content, ino)
+			}
+		}
+		nodes := make([]*node, 0, len(content))
+		for _, n := range content {
+			nodes = append(nodes, n)
+		}
+		sort.Slice(nodes, func(a, b int) bool { return nodes[a].Ino < nodes[b].Ino })
+		if len(nodes) == 0 {
+			delete(sb.Pages, p)
+		} else {
+			data := encodePage(p, nodes)
+			saved := append([]gap(nil), es.gaps...)
+			var spots []gap
+			for off := 0; off < len(data); off += C {
+				g, ok := es.place(fragHdr + min(C, len(data)-off))
+				if !ok {
+					break
+				}
+				spots = append(spots, g)
+			}
+			if len(spots) != fragCount(uint64(len(data)), C) {
+				es.gaps = saved
+				continue
+			}
+			pl := pageLoc{Size: uint32(len(data))}
+			for i, g := range spots {
+				chunk := data[i*C : min(len(data), (i+1)*C)]
+				pl.Frags = append(pl.Frags, es.put(w.be.g, g, pageObj(p), uint32(i), chunk))
+			}
+			sb.Pages[p] = pl
+		}
+		for _, ino := range byPage[p] {
+			commits[ino] = content[ino] // nil: deleted
+		}
+	}
+}
+
+// replacedByPending reports a deleted inode whose name now belongs to an inode whose data
+// is still pending (the "write temp file, rename over the original" save): the old
+// version stays visible to readers until the new one can replace it.
+func (w *Writer) replacedByPending(ino uint64) bool {
+	if w.cur.get(ino) != nil {
+		return false
+	}
+	c := w.com[ino]
+	if c == nil {
+		return false
+	}
+	x := w.cur.lookup(c.Parent, c.Name)
+	return x != nil && w.npend[x.Ino] > 0
+}

@@ -1,0 +1,28 @@
+package oblivisync
+
+import "errors"
+
+// Sentinel errors callers branch on (errors.Is). Every error returned by this package
+// wraps one of these or carries the failing path and operation.
+var (
+	// ErrWrongPassphrase: the key file did not open with the passphrase (or was altered).
+	ErrWrongPassphrase = errors.New("wrong passphrase (or the key file was altered)")
+	// ErrIntegrity: a backend or journal file failed authentication, framing or the
+	// rollback check. No plaintext from it is used.
+	ErrIntegrity = errors.New("integrity check failed")
+	// ErrFormat: bytes of an unknown version or impossible layout.
+	ErrFormat = errors.New("unsupported format")
+	// ErrLocked: another writer holds the local state directory.
+	ErrLocked = errors.New("another writer is running on this backend")
+	// ErrNoSpace: the pending buffer or the backend is full.
+	ErrNoSpace = errors.New("no space left")
+	// ErrReadOnly: a write on a read-only client.
+	ErrReadOnly = errors.New("read-only")
+	// Namespace errors, mapped to errno by the FUSE layer.
+	ErrNotExist = errors.New("no such file or directory")
+	ErrExist    = errors.New("file exists")
+	ErrNotDir   = errors.New("not a directory")
+	ErrIsDir    = errors.New("is a directory")
+	ErrNotEmpty = errors.New("directory not empty")
+	ErrInvalid  = errors.New("invalid argument")
+)

@@ -1,0 +1,63 @@
+package oblivisync
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Init creates a backend in dir: N sparse files of exactly B bytes, an empty superblock,
+// and osync.key holding a random master key sealed under argon2id(passphrase, salt).
+func Init(dir string, pass []byte, p Params, kdf KDF) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if len(pass) == 0 {
+		return fmt.Errorf("%w: empty passphrase", ErrInvalid)
+	}
+	if _, err := os.Stat(filepath.Join(dir, keyFileName)); err == nil {
+		return fmt.Errorf("%s: %w: already an osync backend", dir, ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%w: backend directory %s is not empty (give osync a folder of its own)", ErrExist, dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	kf := &keyFile{kdf: kdf, params: p}
+	copy(kf.salt[:], randomBytes(saltLen))
+	copy(kf.id[:], randomBytes(idLen))
+	master := randomBytes(masterLen)
+	img, err := sealKeyFile(kf, pass, master, randomBytes(24))
+	if err != nil {
+		return err
+	}
+	k, err := deriveKeys(master)
+	if err != nil {
+		return err
+	}
+	be := &backend{dir: dir, params: p, g: newGeometry(p.FileSize), id: kf.id, keys: k, fsync: true, cache: map[uint32]cached{}}
+	for i := 0; i < p.Files; i++ {
+		f, err := os.OpenFile(be.path(uint32(i)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		err = f.Truncate(int64(p.FileSize)) // sparse: all zeros means "never written"
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	sb := &superblock{Epoch: 0, NextIno: rootIno + 1, Written: make([]uint64, p.Files), Pages: map[uint32]pageLoc{}}
+	if err := be.writeSuper(sb); err != nil {
+		return err
+	}
+	// The key file goes last: its presence marks a complete backend.
+	return writeAtomic(filepath.Join(dir, keyFileName), img, true)
+}

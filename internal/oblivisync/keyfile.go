@@ -1,0 +1,185 @@
+package oblivisync
+
+import (
+	"bytes"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// Params fixes a backend's shape; they are authenticated in the key file.
+type Params struct {
+	Files    int           // N: number of backend files (block pairs)
+	FileSize int           // B: bytes per backend file
+	K        int           // drip rate: backend files rewritten per epoch
+	DripTime time.Duration // t: time between epochs of a mounted writer
+}
+
+// DefaultParams are the paper's: N=1024, B=1 MB, k=3, t=1s.
+var DefaultParams = Params{Files: 1024, FileSize: 1 << 20, K: 3, DripTime: time.Second}
+
+// KDF are argon2id's cost parameters; they are stored in the key file.
+type KDF struct {
+	Time      uint32
+	MemoryKiB uint32
+	Threads   uint8
+}
+
+// DefaultKDF follows RFC 9106's second recommended option (64 MiB, t=3).
+var DefaultKDF = KDF{Time: 3, MemoryKiB: 64 << 10, Threads: 4}
+
+const (
+	keyMagic    = "VOSK"
+	keyVersion  = 1
+	keyFileName = "osync.key"
+	saltLen     = 16
+	idLen       = 16
+	masterLen   = 32
+	keyHdrLen   = 4 + 1 + 4 + 4 + 1 + saltLen + idLen + 4*4
+	keyFileLen  = keyHdrLen + chacha20poly1305.NonceSizeX + masterLen + chacha20poly1305.Overhead
+	minFileSize = 4096
+	maxFileSize = 1 << 30
+)
+
+func (p Params) validate() error {
+	switch {
+	case p.Files < 2 || p.Files > 1<<24:
+		return fmt.Errorf("%w: files must be between 2 and %d, got %d", ErrInvalid, 1<<24, p.Files)
+	case p.FileSize < minFileSize || p.FileSize > maxFileSize:
+		return fmt.Errorf("%w: file size must be between %d and %d bytes, got %d", ErrInvalid, minFileSize, maxFileSize, p.FileSize)
+	case p.K < 1 || p.K > p.Files:
+		return fmt.Errorf("%w: drip rate k must be between 1 and files (%d), got %d", ErrInvalid, p.Files, p.K)
+	case 64+8*p.Files > newGeometry(p.FileSize).plain:
+		return fmt.Errorf("%w: %d files need a file size of at least %d bytes (the superblock lists every file's epoch)", ErrInvalid, p.Files, 8*p.Files+64+containerHdr+containerTag)
+	case p.DripTime < time.Millisecond || p.DripTime > 24*time.Hour:
+		return fmt.Errorf("%w: drip time must be between 1ms and 24h, got %s", ErrInvalid, p.DripTime)
+	}
+	return nil
+}
+
+// keys are the subkeys derived from the master key.
+type keys struct {
+	backend [32]byte // backend files and superblock
+	journal [32]byte // local journal and checkpoint
+}
+
+func deriveKeys(master []byte) (keys, error) {
+	var k keys
+	for _, d := range []struct {
+		dst  *[32]byte
+		info string
+	}{{&k.backend, "veil-osync-v1 backend"}, {&k.journal, "veil-osync-v1 journal"}} {
+		b, err := hkdf.Key(sha256.New, master, nil, d.info, 32)
+		if err != nil {
+			return k, err
+		}
+		copy(d.dst[:], b)
+	}
+	return k, nil
+}
+
+// keyFile is the decoded osync.key.
+type keyFile struct {
+	kdf    KDF
+	salt   [saltLen]byte
+	id     [idLen]byte
+	params Params
+}
+
+func (kf *keyFile) header() []byte {
+	b := make([]byte, 0, keyHdrLen)
+	b = append(b, keyMagic...)
+	b = append(b, keyVersion)
+	b = binary.BigEndian.AppendUint32(b, kf.kdf.Time)
+	b = binary.BigEndian.AppendUint32(b, kf.kdf.MemoryKiB)
+	b = append(b, kf.kdf.Threads)
+	b = append(b, kf.salt[:]...)
+	b = append(b, kf.id[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.Files))
+	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.FileSize))
+	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.K))
+	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.DripTime/time.Millisecond))
+	return b
+}
+
+func (kf *keyFile) kek(pass []byte) []byte {
+	return argon2.IDKey(pass, kf.salt[:], kf.kdf.Time, kf.kdf.MemoryKiB, kf.kdf.Threads, 32)
+}
+
+// sealKeyFile encrypts master under a key derived from pass; nonce is the AEAD nonce.
+func sealKeyFile(kf *keyFile, pass, master, nonce []byte) ([]byte, error) {
+	aead, err := chacha20poly1305.NewX(kf.kek(pass))
+	if err != nil {
+		return nil, err
+	}
+	hdr := kf.header()
+	out := append(hdr, nonce...)
+	return aead.Seal(out, nonce, master, hdr), nil
+}
+
+// parseKeyFile checks the framing and returns the header fields (without the passphrase).
+func parseKeyFile(b []byte) (*keyFile, error) {
+	if len(b) != keyFileLen {
+		return nil, fmt.Errorf("%w: key file is %d bytes, want %d", ErrFormat, len(b), keyFileLen)
+	}
+	if !bytes.Equal(b[:4], []byte(keyMagic)) {
+		return nil, fmt.Errorf("%w: not an osync key file (bad magic)", ErrFormat)
+	}
+	if b[4] != keyVersion {
+		return nil, fmt.Errorf("%w: key file version %d, want %d", ErrFormat, b[4], keyVersion)
+	}
+	kf := &keyFile{}
+	p := b[5:]
+	kf.kdf.Time = binary.BigEndian.Uint32(p)
+	kf.kdf.MemoryKiB = binary.BigEndian.Uint32(p[4:])
+	kf.kdf.Threads = p[8]
+	p = p[9:]
+	copy(kf.salt[:], p)
+	copy(kf.id[:], p[saltLen:])
+	p = p[saltLen+idLen:]
+	kf.params = Params{
+		Files:    int(binary.BigEndian.Uint32(p)),
+		FileSize: int(binary.BigEndian.Uint32(p[4:])),
+		K:        int(binary.BigEndian.Uint32(p[8:])),
+		DripTime: time.Duration(binary.BigEndian.Uint32(p[12:])) * time.Millisecond,
+	}
+	if kf.kdf.Time == 0 || kf.kdf.Time > 64 || kf.kdf.MemoryKiB < 8 || kf.kdf.MemoryKiB > 4<<20 || kf.kdf.Threads == 0 {
+		return nil, fmt.Errorf("%w: key file has out-of-range argon2id parameters", ErrFormat)
+	}
+	if err := kf.params.validate(); err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	return kf, nil
+}
+
+// openKeyFile returns the header and the master key.
+func openKeyFile(b, pass []byte) (*keyFile, []byte, error) {
+	kf, err := parseKeyFile(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	aead, err := chacha20poly1305.NewX(kf.kek(pass))
+	if err != nil {
+		return nil, nil, err
+	}
+	nonce := b[keyHdrLen : keyHdrLen+chacha20poly1305.NonceSizeX]
+	master, err := aead.Open(nil, nonce, b[keyHdrLen+len(nonce):], b[:keyHdrLen])
+	if err != nil {
+		return nil, nil, ErrWrongPassphrase
+	}
+	return kf, master, nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // rand.Read never fails on supported platforms
+	}
+	return b
+}

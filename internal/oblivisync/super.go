@@ -1,0 +1,99 @@
+package oblivisync
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// superblock is the decoded "super" file.
+type superblock struct {
+	Epoch   uint64
+	NextIno uint64
+	Written []uint64 // epoch each backend file was last written at (0: never)
+	Pages   map[uint32]pageLoc
+}
+
+// pageLoc locates a metadata page object.
+type pageLoc struct {
+	Size  uint32
+	Frags []ref
+}
+
+func (s *superblock) encode(g geometry) ([]byte, error) {
+	b := make([]byte, 0, g.plain)
+	b = binary.BigEndian.AppendUint64(b, s.Epoch)
+	b = binary.BigEndian.AppendUint64(b, s.NextIno)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s.Written)))
+	for _, e := range s.Written {
+		b = binary.BigEndian.AppendUint64(b, e)
+	}
+	pages := make([]uint32, 0, len(s.Pages))
+	for p := range s.Pages {
+		pages = append(pages, p)
+	}
+	sort.Slice(pages, func(i, j int) bool { return pages[i] < pages[j] })
+	b = binary.BigEndian.AppendUint32(b, uint32(len(pages)))
+	for _, p := range pages {
+		pl := s.Pages[p]
+		b = binary.BigEndian.AppendUint32(b, p)
+		b = binary.BigEndian.AppendUint32(b, pl.Size)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(pl.Frags)))
+		for _, r := range pl.Frags {
+			b = appendRef(b, r)
+		}
+	}
+	if len(b) > g.plain {
+		return nil, fmt.Errorf("%w: page table (%d bytes) exceeds the superblock (%d bytes)", ErrNoSpace, len(b), g.plain)
+	}
+	return b[:g.plain], nil
+}
+
+func decodeSuper(b []byte, g geometry, nfiles int) (*superblock, error) {
+	be := binary.BigEndian
+	if len(b) < 20 {
+		return nil, fmt.Errorf("%w: superblock truncated", ErrFormat)
+	}
+	s := &superblock{Epoch: be.Uint64(b), NextIno: be.Uint64(b[8:]), Pages: map[uint32]pageLoc{}}
+	if n := int(be.Uint32(b[16:])); n != nfiles {
+		return nil, fmt.Errorf("%w: superblock lists %d backend files, key file says %d", ErrFormat, n, nfiles)
+	}
+	p := 20
+	if len(b) < p+8*nfiles+4 {
+		return nil, fmt.Errorf("%w: superblock truncated", ErrFormat)
+	}
+	s.Written = make([]uint64, nfiles)
+	for i := range s.Written {
+		s.Written[i] = be.Uint64(b[p:])
+		if s.Written[i] > s.Epoch {
+			return nil, fmt.Errorf("%w: superblock: file %d written in future epoch", ErrFormat, i)
+		}
+		p += 8
+	}
+	np := int(be.Uint32(b[p:]))
+	p += 4
+	for i := 0; i < np; i++ {
+		if len(b) < p+12 {
+			return nil, fmt.Errorf("%w: superblock page table truncated", ErrFormat)
+		}
+		pg, size, nf := be.Uint32(b[p:]), be.Uint32(b[p+4:]), int(be.Uint32(b[p+8:]))
+		p += 12
+		if nf > (len(b)-p)/refLen || nf != fragCount(uint64(size), g.C) {
+			return nil, fmt.Errorf("%w: superblock: page %d has %d fragments for %d bytes", ErrFormat, pg, nf, size)
+		}
+		if _, dup := s.Pages[pg]; dup || uint64(pg)*inodesPerPage >= s.NextIno+inodesPerPage {
+			return nil, fmt.Errorf("%w: superblock: page %d duplicated or beyond the inode counter", ErrFormat, pg)
+		}
+		pl := pageLoc{Size: size, Frags: make([]ref, nf)}
+		for j := range pl.Frags {
+			r := decodeRef(b[p:])
+			if err := r.check(g, nfiles); err != nil || r.isHole() {
+				return nil, fmt.Errorf("%w: superblock: page %d fragment %d: bad reference", ErrFormat, pg, j)
+			}
+			pl.Frags[j] = r
+			p += refLen
+		}
+		s.Pages[pg] = pl
+	}
+	return s, nil
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/store"
@@ -145,7 +146,7 @@ directory; while it runs, its URL and the admin credential.
 				_, err = cmd.OutOrStdout().Write(cred.Marshal())
 				return err
 			}
-			return os.WriteFile(out, cred.Marshal(), 0o600)
+			return atomicfile.Write(out, cred.Marshal(), 0o600, true)
 		},
 	}
 	tgt.flags(add)

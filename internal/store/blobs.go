@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -48,7 +49,7 @@ func (d diskBlobs) commit(_ context.Context, h [32]byte, tmp string, _ int64) er
 	if err := os.Rename(tmp, p); err != nil {
 		return fmt.Errorf("commit blob: %w", err)
 	}
-	return syncDir(filepath.Dir(p))
+	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
 func (d diskBlobs) open(_ context.Context, h [32]byte) (io.ReadCloser, int64, error) {
@@ -154,13 +155,4 @@ func (s backendBlobs) list(ctx context.Context, fn func([32]byte) error) error {
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

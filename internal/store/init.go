@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -52,7 +53,7 @@ func Init(dir string, hosts ...string) error {
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, AdminCredentialFile), cred.Marshal(), 0o600)
+	return atomicfile.Write(filepath.Join(dir, AdminCredentialFile), cred.Marshal(), 0o600, true)
 }
 
 // writeTLS generates a P-256 CA and a server certificate signed by it.
@@ -108,7 +109,7 @@ func writeTLS(dir string, hosts []string) error {
 	}
 	for _, f := range files {
 		b := pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der})
-		if err := writeFileAtomic(filepath.Join(dir, f.name), b, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), b, 0o600, true); err != nil {
 			return err
 		}
 	}
@@ -128,32 +129,4 @@ func (s *Service) serverTLS() (*tls.Config, error) {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
-}
-
-// writeFileAtomic writes data to path through a temp file, fsync and rename.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
 }

@@ -7,6 +7,6 @@
 // prefix. TempDirName is reserved: it is never listed or searched and cannot be used as a
 // name in the root directory.
 //
-// It imports storage and the standard library (plus x/sys for renameat2) only; it never
-// imports veil's clients, crypto or services.
+// It imports storage, atomicfile and the standard library (plus x/sys for renameat2) only;
+// it never imports veil's clients, crypto or services.
 package local

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -116,7 +117,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 		return fmt.Errorf("put %s: %w", storage.Join(dir, name), mapErr(err))
 	}
 	committed = true
-	return syncDir(filepath.Dir(p))
+	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
 // Get opens dir/name for reading.
@@ -176,16 +177,4 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w (%v)", storage.ErrPermission, err)
 	}
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }

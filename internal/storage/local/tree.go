@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -27,7 +28,7 @@ func (b *Backend) ensureDir(dir string) error {
 		err := os.Mkdir(next, 0o755)
 		switch {
 		case err == nil:
-			if err := syncDir(cur); err != nil {
+			if err := atomicfile.SyncDir(cur); err != nil {
 				return err
 			}
 		case errors.Is(err, fs.ErrExist):
@@ -87,7 +88,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 	if err := os.Remove(p); err != nil {
 		return fmt.Errorf("delete %s: %w", storage.Join(dir, name), mapErr(err))
 	}
-	return syncDir(filepath.Dir(p))
+	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
 // Search returns every entry named name in dir or below, sorted by path.
@@ -183,8 +184,8 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, mapErr(err))
 	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(src))
+	return atomicfile.SyncDir(filepath.Dir(src))
 }

@@ -179,9 +179,9 @@ directory; while it runs, its URL and the admin credential.
 			for _, u := range users {
 				q := "-"
 				if u.Quota > 0 {
-					q = human(u.Quota)
+					q = humanBytes(u.Quota)
 				}
-				fmt.Fprintf(w, "%-20s %-6v %12s %12s  %s\n", u.Name, u.Admin, human(u.Used), q, u.Created.Format(time.RFC3339))
+				fmt.Fprintf(w, "%-20s %-6v %12s %12s  %s\n", u.Name, u.Admin, humanBytes(u.Used), q, u.Created.Format(time.RFC3339))
 			}
 			return nil
 		},
@@ -293,8 +293,8 @@ directory with the server stopped, or ask a running server with the admin creden
 				return json.NewEncoder(w).Encode(st)
 			}
 			fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
-				"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, human(st.LogicalBytes),
-				human(st.PhysicalBytes), st.Blobs, human(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
+				"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
+				humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
 			return nil
 		},
 	}
@@ -332,7 +332,7 @@ crash, and stale upload files. It is safe while uploads run (they wait during th
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %d unreferenced blobs (%s), %d orphaned blobs, %d stale uploads\n",
-				rep.Blobs, human(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
+				rep.Blobs, humanBytes(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
 			return nil
 		},
 	}
@@ -443,17 +443,4 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size like 500MiB", s)
 	}
 	return n * mul, nil
-}
-
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/veil-project/veil/internal/store/api"
 )
 
-// FuzzHandler sends arbitrary authenticated requests (method, path, query, declared length,
+// FuzzHandler sends arbitrary authenticated requests (as a user, or as the admin when the
+// method byte's high bit is set) (method, path, query, declared length,
 // body) to the HTTP API in-process: it must never panic, must answer every request with a
 // status (errors as one JSON error body), and must keep the store consistent.
 func FuzzHandler(f *testing.F) {
@@ -28,9 +29,14 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(0), "/v1/files/../x", "", "-1", []byte("x"))
 	f.Add(uint8(0), "/v1/files/big", "", "99999999999999999999", []byte("x"))
 	f.Add(uint8(3), "/v1/stats", "", "", []byte{})
+	f.Add(uint8(0x84), "/v1/users", "", "", []byte(`{"name":"bob","quota":5}`))
+	f.Add(uint8(0x84), "/v1/users", "", "", []byte(`{"name":"Bad Name"}`))
+	f.Add(uint8(0x83), "/v1/users", "", "", []byte{})
+	f.Add(uint8(0x82), "/v1/users/bob", "", "", []byte{})
+	f.Add(uint8(0x84), "/v1/gc", "", "", []byte{})
 	var once sync.Once
 	var s *Service
-	var cred api.Credential
+	var cred, admin api.Credential
 	f.Fuzz(func(t *testing.T, method uint8, path, query, declared string, body []byte) {
 		once.Do(func() {
 			dir, err := mkdirTemp()
@@ -44,6 +50,7 @@ func FuzzHandler(f *testing.F) {
 				t.Fatal(err)
 			}
 			cred, _ = s.AddUser("fuzz")
+			admin, _ = api.LoadCredential(dir + "/" + AdminCredentialFile)
 		})
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n\t?#") || strings.ContainsAny(query, " \r\n\t#") {
 			return // not a request line a client can send
@@ -64,7 +71,11 @@ func FuzzHandler(f *testing.F) {
 			req.Header.Set(api.HeaderDeclaredLength, declared)
 			req.ContentLength = -1
 		}
-		req.SetBasicAuth(cred.User, cred.Secret)
+		if method&0x80 != 0 { // the admin's routes
+			req.SetBasicAuth(admin.User, admin.Secret)
+		} else {
+			req.SetBasicAuth(cred.User, cred.Secret)
+		}
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, req)
 		if w.Code < 200 || w.Code > 599 {

@@ -42,9 +42,9 @@ type piece struct {
 	digest   mle.Digest
 }
 
-// preparePiece compresses data when that saves at least 1/16 of it, and hashes the result.
-// It takes ownership of data.
-func preparePiece(m *mle.MLE, data []byte, compress bool) piece {
+// preparePiece compresses data when that saves at least 1/16 of it, and hashes the result
+// with the suite mleFor picks for its size. It takes ownership of data.
+func preparePiece(mleFor func(int) *mle.MLE, data []byte, compress bool) piece {
 	p := piece{plainLen: len(data), msg: data}
 	if compress && len(data) >= 64 {
 		c := zenc.EncodeAll(data, make([]byte, 0, len(data)))
@@ -52,7 +52,7 @@ func preparePiece(m *mle.MLE, data []byte, compress bool) piece {
 			p.msg, p.flags = c, flagCompressed
 		}
 	}
-	p.digest = m.Hash(p.msg)
+	p.digest = mleFor(len(p.msg)).Hash(p.msg)
 	return p
 }
 

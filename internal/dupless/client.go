@@ -26,7 +26,7 @@ type Options struct {
 	Jobs        int            // files transferred in parallel (default 2 x cores)
 	NoCompress  bool           // skip zstd
 	Scheme      mle.Scheme     // default HCE2 (deterministic, guarded)
-	Suite       mle.Suite      // default mle.DefaultSuite
+	Suite       mle.Suite      // default: by message size, mle.SuiteFor
 	MaxKeyBatch int            // digests per key server request (default 256)
 	Events      Events         // progress callbacks (may be left empty)
 	Logger      *slog.Logger   // default: discard
@@ -45,12 +45,12 @@ type Events struct {
 
 // Client stores and retrieves files for one user on one storage service.
 type Client struct {
-	be   storage.Backend
-	keys *userKeys
-	ks   *keySource
-	m    *mle.MLE
-	opts Options
-	log  *slog.Logger
+	be     storage.Backend
+	keys   *userKeys
+	ks     *keySource
+	suites map[mle.Suite]*mle.MLE
+	opts   Options
+	log    *slog.Logger
 
 	ownerOnce sync.Once
 	ownerErr  error
@@ -68,18 +68,31 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	if opts.Scheme == 0 {
 		opts.Scheme = mle.HCE2
 	}
+	if opts.Suite != 0 && opts.Suite != mle.SHA256 && opts.Suite != mle.BLAKE3 {
+		return nil, fmt.Errorf("unknown MLE suite %v", opts.Suite)
+	}
 	if opts.Scheme == mle.HCE1 {
 		return nil, errors.New("HCE1 is not tag consistent (duplicate faking): refusing to store with it")
-	}
-	if opts.Suite == 0 {
-		opts.Suite = mle.DefaultSuite
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Client{be: be, keys: uk, ks: newKeySource(opts.Keys, opts.MaxKeyBatch),
-		m: &mle.MLE{Suite: opts.Suite, Scheme: opts.Scheme}, opts: opts, log: log}, nil
+	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys, opts.MaxKeyBatch), opts: opts, log: log,
+		suites: map[mle.Suite]*mle.MLE{}}
+	for _, s := range []mle.Suite{mle.SHA256, mle.BLAKE3} {
+		c.suites[s] = &mle.MLE{Suite: s, Scheme: opts.Scheme}
+	}
+	return c, nil
+}
+
+// mleFor is the MLE instance for an n-byte message: the configured suite, or else the
+// faster one for that size (mle.SuiteFor).
+func (c *Client) mleFor(n int) *mle.MLE {
+	if c.opts.Suite != 0 {
+		return c.suites[c.opts.Suite]
+	}
+	return c.suites[mle.SuiteFor(n)]
 }
 
 // Close releases the client's background work.

@@ -405,3 +405,32 @@ func TestCopiesInOneRunSentOnce(t *testing.T) {
 		}
 	}
 }
+
+// Small chunks use the SHA-256 suite, large ones BLAKE3 (the faster hash for each size).
+func TestSuiteBySize(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "small"), randBytes(3000, 1))
+	write(t, filepath.Join(dir, "large"), randBytes(100_000, 2))
+	if _, err := c.Put(ctx, []string{dir}, ""); err != nil {
+		t.Fatal(err)
+	}
+	suites := map[int]mle.Suite{}
+	filepath.Walk(filepath.Join(be.Root(), ".veil", "chunks"), func(p string, fi fs.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			s, _, _ := mle.Parse(b)
+			suites[len(b)] = s
+		}
+		return nil
+	})
+	if len(suites) != 2 {
+		t.Fatalf("chunk objects: %v", suites)
+	}
+	for n, s := range suites {
+		if want := mle.SuiteFor(n - 34); s != want {
+			t.Errorf("%d-byte chunk object uses %v, want %v", n, s, want)
+		}
+	}
+}

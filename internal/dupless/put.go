@@ -240,7 +240,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			if err != nil {
 				return fmt.Errorf("read: %w", err)
 			}
-			p := preparePiece(c.m, data, !c.opts.NoCompress)
+			p := preparePiece(c.mleFor, data, !c.opts.NoCompress)
 			batch = append(batch, p)
 			size += len(p.msg)
 			c.bytesDone(int64(p.plainLen))
@@ -299,7 +299,8 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
 			}
 			stop = c.timer("encrypt")
-			ct, err := c.m.AppendEnc(make([]byte, 0, len(p.msg)+c.m.Scheme.Overhead()), ref.Key, p.msg)
+			m := c.mleFor(len(p.msg))
+			ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
 			if err != nil {
 				return err
 			}

@@ -49,7 +49,7 @@ func (c *Config) defaults() {
 // by another process (a running server).
 var (
 	ErrNotInitialized = errors.New("not a store data directory (run 'veil store init')")
-	ErrBusy           = errors.New("store database is in use by another process (a running 'veil store serve'?)")
+	ErrBusy           = errors.New("store database is in use by another process (a running 'veil store serve'? use --url and the admin credential)")
 )
 
 // Service is an open store: the metadata database, the blob store and the in-memory state

@@ -30,8 +30,8 @@ otherwise, and stops cleanly on Ctrl-C or SIGTERM.
 
 Examples:
   veil serve --dir ~/veil-server --user alice --user bob
-  veil serve adduser carol --dir ~/veil-server   (while the server is stopped)
-  veil serve stats --dir ~/veil-server           (while the server is stopped)`,
+  veil serve adduser carol --dir ~/veil-server   (running or not)
+  veil serve stats --dir ~/veil-server           (logical vs physical bytes)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			got, err := allinone.Init(dir, cfg)
@@ -62,7 +62,7 @@ Examples:
 	c.Flags().StringVar(&cfg.StoreAddr, "store-listen", allinone.DefaultConfig.StoreAddr, "storage service address (first run only)")
 	c.AddCommand(&cobra.Command{
 		Use:   "adduser NAME",
-		Short: "Register a user and write an invitation (server stopped)",
+		Short: "Register a user and write an invitation to <dir>/invites/NAME.invite",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := writeInvite(dir, args[0])
@@ -73,7 +73,7 @@ Examples:
 		},
 	}, &cobra.Command{
 		Use:   "stats",
-		Short: "Show logical vs physical bytes (the dedup saving; server stopped)",
+		Short: "Show the storage service's logical vs physical bytes (the dedup saving)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := allinone.Stats(dir)

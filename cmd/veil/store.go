@@ -36,10 +36,10 @@ duplicate.
 
   veil store init --dir /srv/veil-store
   veil store user add alice --dir /srv/veil-store --out alice.cred
-  veil store serve --dir /srv/veil-store --listen :7443
+  veil store serve --dir /srv/veil-store --listen :7480
   veil store stats --dir /srv/veil-store        # (with the server stopped)
 
-Clients reach it as veil://host:7443 with the credential file (VEIL_STORE_CREDENTIAL).`,
+Clients reach it as veil://host:7480 with the credential file (VEIL_STORE_CREDENTIAL).`,
 	}
 	c.AddCommand(newStoreInitCommand(), newStoreUserCommand(), newStoreServeCommand(),
 		newStoreStatsCommand(), newStoreGCCommand(), newStoreFsckCommand())
@@ -118,8 +118,8 @@ the store's CA certificate) or writes it to --out with mode 0600. The credential
 copy of the secret: the store keeps just its hash. With the server stopped, give the data
 directory; while it runs, its URL and the admin credential.
 
-  veil store user add alice --dir /srv/veil-store --out alice.cred --endpoint https://store:7443
-  veil store user add bob --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred --quota 10GiB`,
+  veil store user add alice --dir /srv/veil-store --out alice.cred --endpoint https://store:7480
+  veil store user add bob --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred --quota 10GiB`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var q int64
@@ -213,7 +213,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 /v1/stats and /metrics need the admin credential (/metrics can be opened with
 --public-metrics). Content lives in DIR/blobs unless --blobs names an S3 bucket.
 
-  veil store serve --dir /srv/veil-store --listen :7443
+  veil store serve --dir /srv/veil-store --listen :7480
   veil store serve --dir D --blobs 's3://127.0.0.1:7070/veil-blobs?tls=0'   # keys from AWS_* env
   veil store serve --dir D --listen 127.0.0.1:8080 --insecure-http        # loopback development`,
 		Args: cobra.NoArgs,
@@ -243,7 +243,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	}
 	dirFlag(c, &dir)
 	f := c.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:7443", "address to listen on")
+	f.StringVar(&listen, "listen", "127.0.0.1:7480", "address to listen on")
 	f.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "serve plain HTTP (loopback addresses only)")
 	f.StringVar(&blobs, "blobs", "", "keep content in this location instead of DIR/blobs (s3://host:port/bucket?tls=0)")
 	f.StringVar(&maxSize, "max-object-size", "5GiB", "largest object accepted")
@@ -274,7 +274,7 @@ func newStoreStatsCommand() *cobra.Command {
 directory with the server stopped, or ask a running server with the admin credential:
 
   veil store stats --dir /srv/veil-store
-  veil store stats --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred --json`,
+  veil store stats --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st store.Stats
@@ -313,7 +313,7 @@ func newStoreGCCommand() *cobra.Command {
 crash, and stale upload files. It is safe while uploads run (they wait during the sweep).
 
   veil store gc --dir /srv/veil-store
-  veil store gc --url https://127.0.0.1:7443 --credential /srv/veil-store/admin.cred`,
+  veil store gc --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var rep api.GCReport

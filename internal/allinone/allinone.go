@@ -17,7 +17,9 @@ import (
 
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/keyserver"
+	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/store"
+	"github.com/veil-project/veil/internal/store/api"
 )
 
 // Config is the deployment's addresses, fixed at Init (credentials carry them).
@@ -104,19 +106,26 @@ func AddUser(dir, name string) ([]byte, error) {
 	}
 	// The store first: it is the part that refuses while a server runs (its database is
 	// locked), and a store user can be removed again if the key server then fails.
+	// The store first, then the key server (which picks up new clients while running); if
+	// the key server refuses, the store user is removed again. A running deployment holds
+	// the store's database, so the user is then added through the store's admin API.
+	remove := func() { store.With(storeDir(dir), func(s *store.Service) error { return s.RemoveUser(name) }) }
 	sc, err := store.AddUser(storeDir(dir), name)
-	if err != nil {
-		if errors.Is(err, store.ErrBusy) {
-			return nil, fmt.Errorf("the deployment is running: stop 'veil serve' to add users, or start it with --user %s", name)
+	if errors.Is(err, store.ErrBusy) {
+		admin, aerr := adminClient(dir, cfg)
+		if aerr != nil {
+			return nil, aerr
 		}
+		defer admin.Close()
+		sc, err = admin.AddUser(context.Background(), name, 0)
+		remove = func() { admin.RemoveUser(context.Background(), name) }
+	}
+	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	ksCred, err := keyserver.AddClient(ksDir(dir), name, keyserver.AddOptions{})
 	if err != nil {
-		if s, oerr := store.Open(storeDir(dir), store.Config{}); oerr == nil {
-			s.RemoveUser(name)
-			s.Close()
-		}
+		remove()
 		return nil, fmt.Errorf("key server: %w", err)
 	}
 	sc.Endpoint = "https://" + cfg.StoreAddr
@@ -124,10 +133,31 @@ func AddUser(dir, name string) ([]byte, error) {
 	return inv.Marshal()
 }
 
-// Stats reports the storage service's dedup figures (the store must not be running
-// elsewhere), or use the running server's GET /v1/stats.
+// adminClient talks to the running store as its administrator.
+func adminClient(dir string, cfg Config) (*remote.Admin, error) {
+	cred, err := api.LoadCredential(filepath.Join(storeDir(dir), "admin.cred"))
+	if err != nil {
+		return nil, err
+	}
+	return remote.NewAdmin("https://"+cfg.StoreAddr, cred)
+}
+
+// Stats reports the storage service's dedup figures, from the running deployment (admin
+// API) or, when it is stopped, from its database.
 func Stats(dir string) (store.Stats, error) {
 	s, err := store.Open(storeDir(dir), store.Config{})
+	if errors.Is(err, store.ErrBusy) {
+		cfg, err := LoadConfig(dir)
+		if err != nil {
+			return store.Stats{}, err
+		}
+		admin, err := adminClient(dir, cfg)
+		if err != nil {
+			return store.Stats{}, err
+		}
+		defer admin.Close()
+		return admin.Stats(context.Background())
+	}
 	if err != nil {
 		return store.Stats{}, err
 	}

@@ -29,7 +29,7 @@ type Credential struct {
 	User     string `json:"user"`
 	Secret   string `json:"secret"`             // base64url, no padding, SecretSize bytes
 	CA       string `json:"ca,omitempty"`       // PEM certificate of the service's CA
-	Endpoint string `json:"endpoint,omitempty"` // e.g. "https://host:7443"
+	Endpoint string `json:"endpoint,omitempty"` // e.g. "https://host:7480"
 }
 
 var userRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)

@@ -3,6 +3,7 @@ module github.com/veil-project/veil
 go 1.26.8
 
 require (
+	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
 	github.com/cloudflare/circl v1.6.1
 	github.com/hanwen/go-fuse/v2 v2.7.2
 	github.com/klauspost/compress v1.18.0
@@ -10,7 +11,6 @@ require (
 	github.com/prometheus/client_golang v1.22.0
 	github.com/prometheus/client_model v0.6.1
 	github.com/redis/go-redis/v9 v9.7.3
-	github.com/restic/chunker v0.4.0
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/spf13/cobra v1.9.1
 	github.com/spf13/pflag v1.0.6

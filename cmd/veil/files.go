@@ -161,7 +161,7 @@ func newGetCommand() *cobra.Command {
 		Long: `get retrieves SRC (a file, a symlink or a directory, recursively; "/" is everything) to
 DEST (default: the name of SRC in the current directory; "." for the root). Every byte is
 verified before it reaches its final name: each file is written to a temporary file and
-renamed only when its key record, ciphertext hashes and guarded decryption all check out.
+renamed only when its key record, chunk tags and guarded decryption all check out.
 A tampered, swapped or truncated object fails that file, with its name, and the other
 files still arrive (exit status 3). Existing files at DEST are replaced.
 

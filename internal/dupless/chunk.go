@@ -1,27 +1,35 @@
 package dupless
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
+	cdc "github.com/PlakarKorp/go-cdc-chunkers"
+	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers fastcdc-v1.0.0
 	"github.com/klauspost/compress/zstd"
-	"github.com/restic/chunker"
 	"github.com/veil-project/veil/internal/mle"
 )
 
-// Content-defined chunking. Every veil user must cut identical content at identical places,
-// or nothing would deduplicate across users, so the Rabin polynomial is a fixed public
-// constant (restic draws one per repository instead, which hides chunk boundaries but only
-// dedups within a repository). The cost is written in docs/security.md: chunk lengths are
-// a fingerprint of known content.
-const chunkPolynomial = chunker.Pol(0x36f87754c55d55) // irreducible, degree 53 (tested)
+// Content-defined chunking: FastCDC (Xia et al., USENIX ATC 2016) as the maintained
+// github.com/PlakarKorp/go-cdc-chunkers implements it, in its pinned "fastcdc-v1.0.0"
+// variant (the spec's gear table and normalized chunking; the version is in the name, so
+// a library update cannot silently move boundaries). Every veil user must cut identical
+// content at identical places, or nothing would deduplicate across users, so the gear
+// table is the public one (restic draws a Rabin polynomial per repository instead, which
+// hides chunk boundaries but only dedups within a repository). The cost is written in
+// docs/security.md: chunk lengths are a fingerprint of known content. FastCDC chunks at
+// about twice the speed of restic/chunker's Rabin fingerprint here (docs/benchmarks.md).
+const chunkAlgorithm = "fastcdc-v1.0.0"
 
 // Chunk sizes: files below MinChunk are one chunk (exactly the paper's one object per file).
 const (
-	MinChunk = chunker.MinSize // 512 KiB
-	MaxChunk = chunker.MaxSize // 8 MiB; the average is about 1 MiB
+	MinChunk  = 512 << 10
+	NormChunk = 1 << 20
+	MaxChunk  = 8 << 20
 )
 
 // zstd at a fixed level and settings so that the same chunk always compresses to the same
@@ -32,7 +40,16 @@ var (
 	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxChunk+1<<20))
+	// zprobe decides quickly whether a large chunk is worth compressing at all.
+	zprobe, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false))
 )
+
+// probeSize is the prefix of a chunk that is test-compressed first: when even it does not
+// shrink, the chunk is stored uncompressed without compressing it whole (random or already
+// compressed data costs ~3% of a full attempt). The decision depends on the chunk's bytes
+// alone, so it is as deterministic as the compression itself.
+const probeSize = 32 << 10
 
 // piece is one chunk ready for key derivation: the MLE message and its hash.
 type piece struct {
@@ -46,14 +63,46 @@ type piece struct {
 // with the suite mleFor picks for its size. It takes ownership of data.
 func preparePiece(mleFor func(int) *mle.MLE, data []byte, compress bool) piece {
 	p := piece{plainLen: len(data), msg: data}
-	if compress && len(data) >= 64 {
-		c := zenc.EncodeAll(data, make([]byte, 0, len(data)))
+	if compress && len(data) >= 64 && worthCompressing(data) {
+		c := zenc.EncodeAll(data, make([]byte, 0, len(data)+len(data)>>7+64))
 		if len(c) <= len(data)-len(data)/16 {
 			p.msg, p.flags = c, flagCompressed
 		}
 	}
 	p.digest = mleFor(len(p.msg)).Hash(p.msg)
 	return p
+}
+
+func worthCompressing(data []byte) bool {
+	if len(data) < 4*probeSize {
+		return true
+	}
+	probe := zprobe.EncodeAll(data[:probeSize], make([]byte, 0, probeSize+probeSize>>7+64))
+	return len(probe) <= probeSize-probeSize/32
+}
+
+// prepareAll runs preparePiece on every chunk, on all cores, keeping the order.
+func prepareAll(mleFor func(int) *mle.MLE, chunks [][]byte, compress bool) []piece {
+	ps := make([]piece, len(chunks))
+	parallel(len(chunks), func(i int) { ps[i] = preparePiece(mleFor, chunks[i], compress) })
+	return ps
+}
+
+// parallel calls f(0..n-1) on up to GOMAXPROCS goroutines and waits.
+func parallel(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // unpack reverses preparePiece for a decrypted MLE message.
@@ -68,27 +117,55 @@ func unpack(c *chunkRef, msg []byte) ([]byte, error) {
 	return out, nil
 }
 
-var chunkBufs = sync.Pool{New: func() any { return make([]byte, MaxChunk) }}
-
-// splitter cuts a stream into content-defined chunks.
+// splitter cuts a stream into content-defined chunks in a goroutine of its own, a few
+// chunks ahead of the caller, so reading and chunking overlap with the rest of the work.
 type splitter struct {
-	c   *chunker.Chunker
-	buf []byte
+	ch   chan chunkOrErr
+	stop chan struct{}
+	done chan struct{}
+}
+
+type chunkOrErr struct {
+	data []byte
+	err  error
 }
 
 func newSplitter(r io.Reader) *splitter {
-	return &splitter{c: chunker.New(r, chunkPolynomial), buf: chunkBufs.Get().([]byte)}
+	s := &splitter{ch: make(chan chunkOrErr, 4), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		c, err := cdc.NewChunker(chunkAlgorithm, r, &cdc.ChunkerOpts{MinSize: MinChunk, NormalSize: NormChunk, MaxSize: MaxChunk})
+		for err == nil {
+			var ch []byte
+			ch, err = c.Next()
+			if len(ch) > 0 {
+				if !s.send(chunkOrErr{data: bytes.Clone(ch)}) {
+					return
+				}
+			}
+		}
+		s.send(chunkOrErr{err: err}) // io.EOF after the last chunk
+	}()
+	return s
 }
 
-// next returns a copy of the next chunk, or io.EOF after the last one.
-func (s *splitter) next() ([]byte, error) {
-	ch, err := s.c.Next(s.buf)
-	if err != nil {
-		return nil, err
+func (s *splitter) send(c chunkOrErr) bool {
+	select {
+	case s.ch <- c:
+		return true
+	case <-s.stop:
+		return false
 	}
-	out := make([]byte, len(ch.Data))
-	copy(out, ch.Data)
-	return out, nil
 }
 
-func (s *splitter) close() { chunkBufs.Put(s.buf) }
+// next returns the next chunk, or io.EOF after the last one.
+func (s *splitter) next() ([]byte, error) {
+	item := <-s.ch
+	return item.data, item.err
+}
+
+// close stops the chunking goroutine and waits for it (it may still read the file).
+func (s *splitter) close() {
+	close(s.stop)
+	<-s.done
+}

@@ -3,7 +3,6 @@ package dupless
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -213,13 +212,13 @@ func (c *Client) bytesDone(n int64) {
 //
 //	<encdir>/<encname>.key          key record of a file or symlink
 //	<encdir>/.dir                   metadata record of a directory (mode, mtime)
-//	.veil/chunks/<hh>/<sha256 hex>  chunk ciphertexts, named by their hash
+//	.veil/chunks/<hh>/<tag hex>     chunk ciphertexts, named by their MLE tag
 const (
 	dirMetaName = ".dir"
 	chunkRoot   = ".veil/chunks"
 )
 
-func chunkLocation(h [32]byte) (dir, name string) {
+func chunkLocation(h mle.Tag) (dir, name string) {
 	x := hex.EncodeToString(h[:])
 	return chunkRoot + "/" + x[:2], x
 }
@@ -248,7 +247,5 @@ func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *rec
 	b := c.keys.sealRecord(r, storage.Join(encDir, objName))
 	return int64(len(b)), c.be.Put(ctx, encDir, objName, bytes.NewReader(b), int64(len(b)))
 }
-
-func sha(b []byte) [32]byte { return sha256.Sum256(b) }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

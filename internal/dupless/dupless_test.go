@@ -3,6 +3,7 @@ package dupless
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -265,7 +266,7 @@ func chunkFiles(t *testing.T, be *local.Backend) []string {
 	filepath.Walk(filepath.Join(be.Root(), ".veil", "chunks"), func(p string, fi fs.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
 			b, _ := os.ReadFile(p)
-			out = append(out, fmt.Sprintf("%s:%d:%x", fi.Name(), len(b), sha(b)))
+			out = append(out, fmt.Sprintf("%s:%d:%x", fi.Name(), len(b), sha256.Sum256(b)))
 		}
 		return nil
 	})

@@ -392,7 +392,7 @@ func (c *Client) fetchChunks(ctx context.Context, r *record, w io.Writer) error 
 }
 
 func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) {
-	dir, name := chunkLocation(ref.CtHash)
+	dir, name := chunkLocation(ref.Tag)
 	rc, err := c.be.Get(ctx, dir, name)
 	if err != nil {
 		return nil, err
@@ -403,7 +403,9 @@ func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	if sha(ct) != ref.CtHash {
+	// The tag names the object and must match; guarded decryption below then checks the
+	// plaintext against the recorded H(M), so a swapped or altered body is caught too.
+	if tag, err := mle.TagGen(ct); err != nil || tag != ref.Tag {
 		return nil, fmt.Errorf("%w: ciphertext does not match its key record (tampered, swapped or truncated)", ErrIntegrity)
 	}
 	msg, err := mle.Dec(ref.Key, ct, mle.GuardDigest(ref.Digest))

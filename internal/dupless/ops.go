@@ -353,7 +353,7 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		}
 		res.Records++
 		for _, ch := range r.Chunks {
-			used[hex.EncodeToString(ch.CtHash[:])] = true
+			used[hex.EncodeToString(ch.Tag[:])] = true
 		}
 		return nil
 	})

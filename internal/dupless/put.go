@@ -228,7 +228,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	sp := newSplitter(f)
 	defer sp.close()
 	for done := false; !done; {
-		var batch []piece
+		var raw [][]byte
 		size := 0
 		stop := c.timer("chunk")
 		for size < batchBytes {
@@ -240,11 +240,11 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			if err != nil {
 				return fmt.Errorf("read: %w", err)
 			}
-			p := preparePiece(c.mleFor, data, !c.opts.NoCompress)
-			batch = append(batch, p)
-			size += len(p.msg)
-			c.bytesDone(int64(p.plainLen))
+			raw = append(raw, data)
+			size += len(data)
+			c.bytesDone(int64(len(data)))
 		}
+		batch := prepareAll(c.mleFor, raw, !c.opts.NoCompress)
 		stop()
 		if len(rec.Chunks)+len(batch) > maxRecordChunks {
 			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
@@ -282,8 +282,35 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			}
 			fallback = kerr
 		}
-		for _, p := range batch {
-			if r, ok := reuse(p); ok {
+		// Encrypt the new chunks on all cores, then record and send them in file order.
+		stop = c.timer("encrypt")
+		enc := make([]encrypted, len(batch))
+		parallel(len(batch), func(i int) {
+			p := batch[i]
+			if _, ok := reuse(p); ok {
+				return
+			}
+			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
+			if k, ok := keyOf[p.digest]; ok {
+				ref.Key = k
+			} else {
+				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
+			}
+			m := c.mleFor(len(p.msg))
+			ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
+			if err == nil {
+				ref.Tag, err = mle.TagGen(ct) // H(K) for HCE2: no pass over the data
+			}
+			enc[i] = encrypted{ref, ct, err, true}
+		})
+		stop()
+		for i, p := range batch {
+			e := enc[i]
+			if !e.fresh { // reusable when encryption ran, and reuse only ever grows
+				r, ok := reuse(p)
+				if !ok {
+					return errors.New("internal error: a reusable chunk vanished")
+				}
 				rec.Chunks = append(rec.Chunks, r.ref)
 				rec.Size += uint64(p.plainLen)
 				if r.up != nil {
@@ -292,24 +319,21 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 				sum.add(func(s *Summary) { s.ChunksKept++ })
 				continue
 			}
-			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
-			if k, ok := keyOf[p.digest]; ok {
-				ref.Key = k
-			} else {
-				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
+			if e.err != nil {
+				return e.err
 			}
-			stop = c.timer("encrypt")
-			m := c.mleFor(len(p.msg))
-			ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
-			if err != nil {
-				return err
+			if m, ok := mine[p.digest]; ok && e.ref.Flags&flagRandomKey != 0 {
+				e.ref, e.ct = m.ref, nil // a repeat of a fallback chunk of this file: one copy
 			}
-			ref.CtHash = sha(ct)
-			stop()
-			rec.Chunks = append(rec.Chunks, ref)
+			rec.Chunks = append(rec.Chunks, e.ref)
 			rec.Size += uint64(p.plainLen)
-			u := run.store(ctx, ref, ct)
-			mine[p.digest] = pending{ref, u}
+			if e.ct == nil {
+				waits = append(waits, mine[p.digest].up)
+				sum.add(func(s *Summary) { s.ChunksKept++ })
+				continue
+			}
+			u := run.store(ctx, e.ref, e.ct)
+			mine[p.digest] = pending{e.ref, u}
 			waits = append(waits, u)
 		}
 	}
@@ -339,6 +363,14 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		}
 	})
 	return nil
+}
+
+// encrypted is one chunk of a batch after the parallel encryption step.
+type encrypted struct {
+	ref   chunkRef
+	ct    []byte
+	err   error
+	fresh bool // encrypted here (false: reused, decided again in order)
 }
 
 // reason shortens a key derivation error for the summary.

@@ -31,7 +31,7 @@ type chunkRef struct {
 	MsgLen   uint32     // bytes of the MLE message (compressed or plain)
 	Key      mle.Key    // K
 	Digest   mle.Digest // H(M) of the MLE message: the guard of guarded decryption
-	CtHash   [32]byte   // SHA-256 of the ciphertext object
+	Tag      mle.Tag    // MLE tag of the chunk ciphertext (its object name; H(K) for HCE2)
 }
 
 // record is the plaintext of a key record (docs/formats/key-record.md).
@@ -73,7 +73,7 @@ func (r *record) marshal() []byte {
 		b = binary.BigEndian.AppendUint32(b, c.MsgLen)
 		b = append(b, c.Key[:]...)
 		b = append(b, c.Digest[:]...)
-		b = append(b, c.CtHash[:]...)
+		b = append(b, c.Tag[:]...)
 	}
 	return b
 }
@@ -121,7 +121,7 @@ func unmarshalRecord(b []byte) (*record, error) {
 		c.Flags, c.PlainLen, c.MsgLen = p.u8(), p.u32(), p.u32()
 		copy(c.Key[:], p.take(32))
 		copy(c.Digest[:], p.take(32))
-		copy(c.CtHash[:], p.take(32))
+		copy(c.Tag[:], p.take(32))
 		if c.Flags&^knownFlags != 0 {
 			return nil, fmt.Errorf("%w: unknown chunk flags 0x%02x", ErrRecord, c.Flags)
 		}

@@ -22,7 +22,7 @@ type putRun struct {
 
 	mu      sync.Mutex
 	byHash  map[mle.Digest]chunkRef // chunks stored (or being stored) in this run, by H(M)
-	uploads map[[32]byte]*upload    // by ciphertext hash
+	uploads map[mle.Tag]*upload     // by chunk tag
 	keys    map[mle.Digest]*keyFuture
 }
 
@@ -91,7 +91,7 @@ const maxUploads = 8
 
 func newPutRun(be storage.Backend, sum *Summary) *putRun {
 	return &putRun{be: be, sum: sum, dirs: &dirCache{m: map[string]*dirEntries{}},
-		sem: make(chan struct{}, maxUploads), byHash: map[mle.Digest]chunkRef{}, uploads: map[[32]byte]*upload{},
+		sem: make(chan struct{}, maxUploads), byHash: map[mle.Digest]chunkRef{}, uploads: map[mle.Tag]*upload{},
 		keys: map[mle.Digest]*keyFuture{}}
 }
 
@@ -105,7 +105,7 @@ func (r *putRun) lookup(p piece) (pending, bool) {
 	if !ok || ref.Flags&flagCompressed != p.flags&flagCompressed {
 		return pending{}, false
 	}
-	return pending{ref, r.uploads[ref.CtHash]}, true
+	return pending{ref, r.uploads[ref.Tag]}, true
 }
 
 // wait blocks until every upload of the run has finished.
@@ -137,21 +137,21 @@ func (r *putRun) notADir(ctx context.Context, be storage.Backend, encDir, encNam
 // upload to wait for.
 func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
 	r.mu.Lock()
-	if u, ok := r.uploads[ref.CtHash]; ok {
+	if u, ok := r.uploads[ref.Tag]; ok {
 		r.mu.Unlock()
 		r.sum.add(func(s *Summary) { s.ChunksKept++ })
 		return u
 	}
 	u := &upload{done: make(chan struct{})}
-	r.uploads[ref.CtHash] = u
+	r.uploads[ref.Tag] = u
 	if ref.Flags&flagRandomKey == 0 {
 		r.byHash[ref.Digest] = ref
 	}
 	r.mu.Unlock()
-	r.sem <- struct{}{}
-	go func() {
+	go func() { // the caller goes on chunking the next batch while this waits its turn
+		r.sem <- struct{}{}
 		defer func() { <-r.sem; close(u.done) }()
-		dir, name := chunkLocation(ref.CtHash)
+		dir, name := chunkLocation(ref.Tag)
 		if err := r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))); err != nil {
 			u.err = fmt.Errorf("upload chunk: %w", err)
 			return

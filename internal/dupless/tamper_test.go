@@ -94,7 +94,7 @@ func objects(t *testing.T, c *Client, root string) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, name := chunkLocation(r.Chunks[0].CtHash)
+		d, name := chunkLocation(r.Chunks[0].Tag)
 		m["chunk:"+n] = filepath.Join(root, filepath.FromSlash(d), name)
 	}
 	return m

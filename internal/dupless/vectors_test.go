@@ -50,7 +50,7 @@ func genDuplessVectors(t *testing.T) vectors {
 	file := &record{Type: typeFile, Mode: 0o644, MTime: 981173106000007000, Size: 7, KeyID: "k1",
 		Chunks: []chunkRef{{Flags: flagCompressed, PlainLen: 7, MsgLen: 5}}}
 	for i := range file.Chunks[0].Key {
-		file.Chunks[0].Key[i], file.Chunks[0].Digest[i], file.Chunks[0].CtHash[i] = byte(i), byte(2*i), byte(3*i)
+		file.Chunks[0].Key[i], file.Chunks[0].Digest[i], file.Chunks[0].Tag[i] = byte(i), byte(2*i), byte(3*i)
 	}
 	link := &record{Type: typeSymlink, Mode: 0o777, MTime: 1, Target: "../target"}
 	dir := &record{Type: typeDir, Mode: 0o755, MTime: 2}

@@ -130,11 +130,36 @@ type chunkOrErr struct {
 	err  error
 }
 
+// scanBufs are the chunkers' scan buffers, reused across files: allocating (and zeroing)
+// one per file made storing many small files memory-bound.
+var (
+	scanBufs = sync.Pool{New: func() any { return make([]byte, 2*MaxChunk) }}
+	headBufs = sync.Pool{New: func() any { return make([]byte, MinChunk) }}
+)
+
 func newSplitter(r io.Reader) *splitter {
 	s := &splitter{ch: make(chan chunkOrErr, 4), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		c, err := cdc.NewChunker(chunkAlgorithm, r, &cdc.ChunkerOpts{MinSize: MinChunk, NormalSize: NormChunk, MaxSize: MaxChunk})
+		// A file under MinChunk is one chunk: read it whole, no chunker needed.
+		head := headBufs.Get().([]byte)
+		defer headBufs.Put(head)
+		n, err := io.ReadFull(r, head)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			if n > 0 && !s.send(chunkOrErr{data: bytes.Clone(head[:n])}) {
+				return
+			}
+			s.send(chunkOrErr{err: io.EOF})
+			return
+		}
+		if err != nil {
+			s.send(chunkOrErr{err: err})
+			return
+		}
+		buf := scanBufs.Get().([]byte)
+		defer scanBufs.Put(buf)
+		c, err := cdc.NewChunkerBuffer(chunkAlgorithm, io.MultiReader(bytes.NewReader(head), r),
+			&cdc.ChunkerOpts{MinSize: MinChunk, NormalSize: NormChunk, MaxSize: MaxChunk}, buf)
 		for err == nil {
 			var ch []byte
 			ch, err = c.Next()

@@ -172,7 +172,9 @@ func workers[T any](c *Client, sum *Summary, name func(T) string, fn func(T) err
 		go func() {
 			defer wg.Done()
 			for t := range ch {
-				c.done(sum, name(t), fn(t))
+				if err := fn(t); err != errCommitting {
+					c.done(sum, name(t), err)
+				}
 			}
 		}()
 	}

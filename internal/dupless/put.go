@@ -86,6 +86,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 		}
 	}
 	finish()
+	run.waitCommits()
 	sum.Duration = time.Since(start)
 	return sum, ctx.Err()
 }
@@ -337,8 +338,21 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			waits = append(waits, u)
 		}
 	}
+	// Hand the rest to the run: wait for this file's uploads, then write its record (the
+	// commit point). The worker goes on with the next file meanwhile.
+	pendingUploads := waits
+	waits = nil // the commit waits for them, not the deferred cleanup
+	run.commit(func() {
+		err := c.commitFile(ctx, encDir, encName, rec, pendingUploads, fallback, sum)
+		c.done(sum, t.local, err)
+	})
+	return errCommitting
+}
+
+// commitFile waits for a file's chunk uploads, then writes its key record.
+func (c *Client) commitFile(ctx context.Context, encDir, encName string, rec *record, uploads []*upload, fallback error, sum *Summary) error {
 	stop := c.timer("upload")
-	for _, u := range waits {
+	for _, u := range uploads {
 		if err := u.wait(); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
+	"golang.org/x/sync/semaphore"
 )
 
 // putRun is what one Put shares across its files: directory listings, and the chunks it
@@ -15,10 +16,14 @@ import (
 // encrypted and sent once per run. This is the client's knowledge of its own uploads, not a
 // question to the storage service.
 type putRun struct {
-	be   storage.Backend
-	sum  *Summary
-	dirs *dirCache
-	sem  chan struct{} // chunk uploads in flight for the whole run
+	be    storage.Backend
+	sum   *Summary
+	dirs  *dirCache
+	sem   chan struct{}       // chunk uploads in flight for the whole run
+	bytes *semaphore.Weighted // ciphertext bytes held by queued and running uploads
+
+	commits   chan struct{} // files whose uploads and record are being finished
+	commitsWG sync.WaitGroup
 
 	mu      sync.Mutex
 	byHash  map[mle.Digest]chunkRef // chunks stored (or being stored) in this run, by H(M)
@@ -86,12 +91,37 @@ func (u *upload) wait() error {
 	return u.err
 }
 
-// maxUploads bounds the chunk uploads in flight in one run.
-const maxUploads = 8
+// Limits of one run: chunk uploads in flight (small objects are latency-bound, so many),
+// ciphertext bytes waiting for upload (memory), and files being committed (waiting for
+// their uploads, then writing their record) while the workers go on with the next files.
+const (
+	maxUploads     = 32
+	maxUploadBytes = 256 << 20
+	maxCommits     = 64
+)
+
+// errCommitting is returned by a file's put when its commit was handed to the run: the
+// commit reports the file's outcome itself.
+var errCommitting = errors.New("commit pending")
+
+// commit finishes a file in the background: fn waits for its uploads and writes its
+// record. It blocks while maxCommits files are already being finished.
+func (r *putRun) commit(fn func()) {
+	r.commits <- struct{}{}
+	r.commitsWG.Add(1)
+	go func() {
+		defer func() { <-r.commits; r.commitsWG.Done() }()
+		fn()
+	}()
+}
+
+// waitCommits blocks until every file handed to commit is finished.
+func (r *putRun) waitCommits() { r.commitsWG.Wait() }
 
 func newPutRun(be storage.Backend, sum *Summary) *putRun {
 	return &putRun{be: be, sum: sum, dirs: &dirCache{m: map[string]*dirEntries{}},
-		sem: make(chan struct{}, maxUploads), byHash: map[mle.Digest]chunkRef{}, uploads: map[mle.Tag]*upload{},
+		sem: make(chan struct{}, maxUploads), bytes: semaphore.NewWeighted(maxUploadBytes),
+		commits: make(chan struct{}, maxCommits), byHash: map[mle.Digest]chunkRef{}, uploads: map[mle.Tag]*upload{},
 		keys: map[mle.Digest]*keyFuture{}}
 }
 
@@ -148,9 +178,15 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
 		r.byHash[ref.Digest] = ref
 	}
 	r.mu.Unlock()
+	n := min(int64(len(ct)), maxUploadBytes)
+	if err := r.bytes.Acquire(ctx, n); err != nil { // memory bound: wait for uploads to drain
+		u.err = err
+		close(u.done)
+		return u
+	}
 	go func() { // the caller goes on chunking the next batch while this waits its turn
 		r.sem <- struct{}{}
-		defer func() { <-r.sem; close(u.done) }()
+		defer func() { <-r.sem; r.bytes.Release(n); close(u.done) }()
 		dir, name := chunkLocation(ref.Tag)
 		if err := r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))); err != nil {
 			u.err = fmt.Errorf("upload chunk: %w", err)

@@ -237,6 +237,9 @@ func (w *Writer) SetAttr(ino uint64, s SetAttr) (Attr, error) {
 		if !n.isReg() {
 			return Attr{}, ErrIsDir
 		}
+		if *s.Size > w.maxFileSize() {
+			return Attr{}, fmt.Errorf("%w: %d bytes (at most %d)", ErrFileTooBig, *s.Size, w.maxFileSize())
+		}
 		bt.trunc(ino, *s.Size, t)
 	}
 	m := *n
@@ -298,8 +301,10 @@ func (w *Writer) writeChunk(ino uint64, off int64, data []byte) error {
 		return ErrNotExist
 	case !n.isReg():
 		return ErrIsDir
-	case off < 0 || uint64(off)+uint64(len(data)) > 1<<50:
+	case off < 0:
 		return fmt.Errorf("%w: write offset %d out of range", ErrInvalid, off)
+	case uint64(off)+uint64(len(data)) > w.maxFileSize():
+		return fmt.Errorf("%w: write ends at %d bytes (at most %d)", ErrFileTooBig, uint64(off)+uint64(len(data)), w.maxFileSize())
 	case len(data) == 0:
 		return nil
 	case w.j.size+int64(len(data)) > w.opts.MaxPending:

@@ -104,6 +104,9 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := CheckOutside(dir, o.StateDir, "state directory"); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
@@ -115,6 +118,8 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 		lock.Close()
 		return nil, fmt.Errorf("%s: %w", o.StateDir, ErrLocked)
 	}
+	removeStaleTemps(dir)
+	removeStaleTemps(o.StateDir)
 	w := &Writer{be: be, opts: o, lock: lock, log: o.Logger, pend: map[fragKey]*pfrag{},
 		npend: map[uint64]int{}, dirty: map[uint64]bool{}}
 	if err := w.recover(); err != nil {

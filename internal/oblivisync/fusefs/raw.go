@@ -49,6 +49,8 @@ func (r *rawFS) errno(op string, err error) fuse.Status {
 		return fuse.EROFS
 	case errors.Is(err, oblivisync.ErrNoSpace):
 		return fuse.Status(syscall.ENOSPC)
+	case errors.Is(err, oblivisync.ErrFileTooBig):
+		return fuse.Status(syscall.EFBIG)
 	}
 	r.log.Error("fuse operation failed", "op", op, "err", err)
 	return fuse.EIO

@@ -1,0 +1,127 @@
+package oblivisync
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Regressions for the review of issue 6: each test fails without its fix.
+
+// A truncate or write far past the backend's capacity used to build one in-memory
+// fragment reference per C bytes of the new size (gigabytes for a large sparse file) and,
+// at sizes near 2^64, wrapped fragCount so a later read indexed past the fragment list and
+// panicked. The journal replayed the same operation on every restart. Both are refused.
+func TestFileSizeBounded(t *testing.T) {
+	dir := newBackend(t, 16, 16<<10, 2)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	a := must(w.Create(rootIno, "f", 0o644, 0, 0))
+	limit := w.maxFileSize()
+	for _, size := range []uint64{math.MaxUint64, math.MaxUint64 - 100, 1 << 62, limit + 1} {
+		s := size
+		if _, err := w.SetAttr(a.Ino, SetAttr{Size: &s}); !errors.Is(err, ErrFileTooBig) {
+			t.Fatalf("truncate to %d: got %v, want ErrFileTooBig", size, err)
+		}
+	}
+	if _, err := w.Write(a.Ino, int64(limit), []byte("x")); !errors.Is(err, ErrFileTooBig) {
+		t.Fatalf("write past the limit: got %v, want ErrFileTooBig", err)
+	}
+	buf := make([]byte, 16)
+	if _, err := w.Read(a.Ino, 1<<40, buf); err != nil {
+		t.Fatal(err)
+	}
+	// Up to the limit is fine (a sparse file), and survives a restart.
+	s := limit
+	if _, err := w.SetAttr(a.Ino, SetAttr{Size: &s}); err != nil {
+		t.Fatalf("truncate to the limit: %v", err)
+	}
+	must(w.Write(a.Ino, int64(limit)-3, []byte("end")))
+	w.Close()
+	w = openW(t, dir, w.StateDir())
+	if n, err := w.Read(a.Ino, int64(limit)-3, buf); err != nil || string(buf[:n]) != "end" {
+		t.Fatalf("after restart: %q %v", buf[:n], err)
+	}
+}
+
+// A page record whose size makes fragCount wrap around must be rejected, not decoded
+// into a node whose reads index past its fragment list.
+func TestDecodeNodeRejectsWrappingSize(t *testing.T) {
+	n := &node{Ino: 2, Parent: 1, Name: "x", Mode: 0o100644, Size: math.MaxUint64}
+	n.Frags = make([]ref, fragCount(n.Size, vectorGeometry.C)) // wraps to a tiny count
+	if _, _, err := decodeNode(appendNode(nil, n), vectorGeometry, 4); !errors.Is(err, ErrFormat) {
+		t.Fatalf("got %v, want ErrFormat", err)
+	}
+}
+
+// Init used to pass unchecked argon2id parameters on: time 0 panicked inside argon2, and
+// memory 0 (or a --kdf-memory that overflowed) sealed a key file that parseKeyFile then
+// refused, leaving a backend nobody could open.
+func TestInitRejectsBadKDF(t *testing.T) {
+	for _, k := range []KDF{{Time: 0, MemoryKiB: 64, Threads: 1}, {Time: 1, MemoryKiB: 0, Threads: 1},
+		{Time: 1, MemoryKiB: 64, Threads: 0}, {Time: 65, MemoryKiB: 64, Threads: 1}, {Time: 1, MemoryKiB: maxKDFMemoryKiB + 1, Threads: 1}} {
+		dir := filepath.Join(t.TempDir(), "b")
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("Init(%+v) panicked: %v", k, r)
+				}
+			}()
+			err = Init(dir, testPass, Params{Files: 4, FileSize: 4096, K: 1, DripTime: 1e9}, k)
+		}()
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Init(%+v): got %v, want ErrInvalid", k, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, keyFileName)); err == nil {
+			t.Fatalf("Init(%+v) left a key file", k)
+		}
+	}
+}
+
+// A key file is untrusted (it lives in the synced folder): a cloud that raises the
+// argon2id memory must not make every client allocate gigabytes before the passphrase
+// check fails.
+func TestKeyFileMemoryCapped(t *testing.T) {
+	kf := &keyFile{kdf: KDF{Time: 1, MemoryKiB: maxKDFMemoryKiB + 1, Threads: 1}, params: Params{Files: 4, FileSize: 4096, K: 1, DripTime: 1e9}}
+	img := append(kf.header(), make([]byte, keyFileLen-keyHdrLen)...)
+	if _, err := parseKeyFile(img); !errors.Is(err, ErrFormat) {
+		t.Fatalf("got %v, want ErrFormat", err)
+	}
+}
+
+// The journal holds the pending writes in a form whose size follows the workload: a
+// state directory inside the synced backend folder would hand the cloud exactly what
+// ObliviSync hides.
+func TestStateDirInsideBackendRefused(t *testing.T) {
+	dir := newBackend(t, 4, 4096, 1)
+	for _, sd := range []string{filepath.Join(dir, "state"), dir, filepath.Join(dir, "a", "..", "b")} {
+		if w, err := OpenWriter(dir, testPass, Options{StateDir: sd}); !errors.Is(err, ErrInvalid) {
+			if w != nil {
+				w.Close()
+			}
+			t.Fatalf("state dir %s: got %v, want ErrInvalid", sd, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
+		t.Fatal("state dir created inside the backend")
+	}
+}
+
+// A writer killed mid-epoch leaves its half-written temp files in the backend folder,
+// where the sync client uploads them (B bytes each, forever). The next writer removes them.
+func TestStaleTempFilesRemoved(t *testing.T) {
+	dir := newBackend(t, 4, 4096, 1)
+	stale := filepath.Join(dir, ".tmp-123456")
+	if err := os.WriteFile(stale, bytes.Repeat([]byte{1}, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	if _, err := os.Stat(stale); err == nil {
+		t.Fatal("stale temp file still in the backend after the writer opened")
+	}
+}

@@ -388,6 +388,16 @@ func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*n
 				es.gaps = saved
 				continue
 			}
+			prev, had := sb.Pages[p]
+			sb.Pages[p] = pageLoc{Size: uint32(len(data)), Frags: make([]ref, len(spots))}
+			if sb.size() > w.be.g.plain { // the page table would overflow the superblock: wait
+				if es.gaps = saved; had {
+					sb.Pages[p] = prev
+				} else {
+					delete(sb.Pages, p)
+				}
+				continue
+			}
 			pl := pageLoc{Size: uint32(len(data))}
 			for i, g := range spots {
 				chunk := data[i*C : min(len(data), (i+1)*C)]

@@ -3,6 +3,7 @@ package oblivisync
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -123,5 +124,44 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 	defer w.Close()
 	if _, err := os.Stat(stale); err == nil {
 		t.Fatal("stale temp file still in the backend after the writer opened")
+	}
+}
+
+// When the page table no longer fits the superblock (small B, many files), the epoch
+// used to fail after writing its k files ("page table exceeds the superblock"), which
+// stopped the writer, and every restart failed the same way: the writer was bricked.
+// Pages that do not fit now wait (their inodes stay pending, reported by Drain).
+func TestPageTableOverflowWaits(t *testing.T) {
+	dir := newBackend(t, 498, 4096, 4) // leaves room for about one page in the superblock
+	state := t.TempDir()
+	w := openW(t, dir, state)
+	var inos []uint64
+	for i := 0; i < 90; i++ {
+		a := must(w.Create(rootIno, fmt.Sprintf("file-%02d", i), 0o644, 0, 0))
+		must(w.Write(a.Ino, 0, []byte(fmt.Sprint(i))))
+		inos = append(inos, a.Ino)
+	}
+	for i := 0; i < 40; i++ {
+		if _, err := w.Sync(); err != nil {
+			t.Fatalf("epoch %d: %v", i, err)
+		}
+	}
+	if st := w.Stats(); st.PendingInodes == 0 {
+		t.Fatalf("expected inodes waiting for superblock space, got %+v", st)
+	}
+	w.Close()
+	w = openW(t, dir, state)
+	defer w.Close()
+	buf := make([]byte, 8)
+	for i, ino := range inos {
+		if n, err := w.Read(ino, 0, buf); err != nil || string(buf[:n]) != fmt.Sprint(i) {
+			t.Fatalf("file %d after restart: %q %v", i, buf[:n], err)
+		}
+	}
+	if _, err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReader(dir, testPass); err != nil {
+		t.Fatal(err)
 	}
 }

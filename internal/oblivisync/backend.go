@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ type backend struct {
 	id     [idLen]byte
 	keys   keys
 	fsync  bool
+
+	superNonce []byte // nonce of the superblock last read or written by this process
 
 	mu       sync.Mutex
 	cache    map[uint32]cached
@@ -82,7 +85,31 @@ func (b *backend) readSuper() (*superblock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("superblock: %w", err)
 	}
-	return decodeSuper(plain, b.g, b.params.Files)
+	sb, err := decodeSuper(plain, b.g, b.params.Files)
+	if err == nil {
+		b.superNonce = raw[1:containerHdr]
+	}
+	return sb, err
+}
+
+// checkSuperOurs verifies that the superblock on disk is still the one this writer last
+// read or wrote: otherwise another writer (a second machine mounting read-write, or a
+// stale copy restored by the sync client) is rewriting the backend, and carrying on
+// would overwrite fragments only the other superblock references.
+func (b *backend) checkSuperOurs() error {
+	f, err := os.Open(b.path(superIndex))
+	if err != nil {
+		return fmt.Errorf("read superblock: %w", err)
+	}
+	defer f.Close()
+	hdr := make([]byte, containerHdr)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return fmt.Errorf("read superblock: %w", err)
+	}
+	if !bytes.Equal(hdr[1:], b.superNonce) {
+		return fmt.Errorf("%w: the superblock was replaced by someone else (another read-write mount of this backend, or a rolled-back copy); stopping before overwriting its data", ErrIntegrity)
+	}
+	return nil
 }
 
 func (b *backend) writeSuper(s *superblock) error {
@@ -90,8 +117,13 @@ func (b *backend) writeSuper(s *superblock) error {
 	if err != nil {
 		return err
 	}
-	img := sealContainer(&b.keys.backend, b.id, 'S', superIndex, plain, randomBytes(24))
-	return writeAtomic(b.path(superIndex), img, b.fsync)
+	nonce := randomBytes(24)
+	img := sealContainer(&b.keys.backend, b.id, 'S', superIndex, plain, nonce)
+	if err := writeAtomic(b.path(superIndex), img, b.fsync); err != nil {
+		return err
+	}
+	b.superNonce = nonce
+	return nil
 }
 
 // readBlock returns the plaintext of backend file i, checking it was written at an epoch

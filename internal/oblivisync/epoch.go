@@ -101,6 +101,11 @@ func (w *Writer) Sync() (EpochReport, error) {
 		w.mu.Unlock()
 		return EpochReport{}, err
 	}
+	if err := w.be.checkSuperOurs(); err != nil {
+		w.broken = err
+		w.mu.Unlock()
+		return EpochReport{}, err
+	}
 	pl, err := w.prepare()
 	jf := w.j.f
 	w.mu.Unlock()

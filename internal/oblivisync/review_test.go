@@ -165,3 +165,27 @@ func TestPageTableOverflowWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Two read-write writers on one backend (two machines mounting it read-write, each with
+// its own journal) each rewrote the superblock without noticing the other, so each
+// overwrote fragments only the other's superblock referenced. A writer now checks the
+// superblock is still its own before every epoch and stops if not.
+func TestSecondWriterDetected(t *testing.T) {
+	dir := newBackend(t, 16, 16<<10, 3)
+	a := openW(t, dir, t.TempDir())
+	defer a.Close()
+	f := must(a.Create(rootIno, "a.txt", 0o644, 0, 0))
+	must(a.Write(f.Ino, 0, []byte("from a")))
+	drain(t, a, 100)
+	b := openW(t, dir, t.TempDir())
+	defer b.Close()
+	if _, err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sync(); !errors.Is(err, ErrIntegrity) {
+		t.Fatalf("first writer after a second one wrote: got %v, want ErrIntegrity", err)
+	}
+	if _, err := a.Write(f.Ino, 0, []byte("x")); err == nil {
+		t.Fatal("the stopped writer still accepts writes")
+	}
+}

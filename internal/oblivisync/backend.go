@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 const superName = "super"
@@ -158,7 +159,7 @@ func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
 	}
 	epoch := binary.BigEndian.Uint64(plain)
 	if epoch < want {
-		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but the superblock says %d (rolled back?)", blockName(i), ErrIntegrity, epoch, want)
+		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but the superblock says %d (rolled back, or not synced here yet)", blockName(i), errBehind, epoch, want)
 	}
 	b.remember(i, cached{epoch, plain})
 	return plain, nil
@@ -207,6 +208,17 @@ func (b *backend) fragment(r ref, obj uint64, idx uint32, written []uint64) ([]b
 // errStale: a fragment was overwritten after the superblock we hold (a reader raced the
 // writer); reload the superblock and retry.
 var errStale = fmt.Errorf("%w: stale fragment reference", ErrIntegrity)
+
+// errBehind: a backend file is older than the superblock says. On a reader's machine the
+// sync client delivers an epoch's files in any order, so the new superblock can arrive
+// before the files it names: readers wait a little for them before calling it a rollback.
+var errBehind = fmt.Errorf("%w: backend file older than the superblock", ErrIntegrity)
+
+// behindRetries x behindWait bound how long a reader waits for files still in transit.
+const (
+	behindRetries = 40
+	behindWait    = 50 * time.Millisecond
+)
 
 func allZero(b []byte) bool {
 	return len(bytes.TrimLeft(b, "\x00")) == 0

@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Regressions for the review of issue 6: each test fails without its fix.
@@ -187,5 +189,49 @@ func TestSecondWriterDetected(t *testing.T) {
 	}
 	if _, err := a.Write(f.Ino, 0, []byte("x")); err == nil {
 		t.Fatal("the stopped writer still accepts writes")
+	}
+}
+
+// On a reader's machine the sync client delivers an epoch's files in any order: the new
+// superblock can arrive before a backend file it names. Reads used to fail at once with
+// "rolled back?"; a reader now waits briefly for the file (a real rollback still fails).
+func TestReaderWaitsForFilesInTransit(t *testing.T) {
+	dir, ino, data := syncedBackend(t)
+	r, err := OpenReader(dir, testPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.t.get(ino).Frags[0].File
+	path := filepath.Join(dir, blockName(f))
+	old := must(os.ReadFile(path))
+	w := openW(t, dir, t.TempDir())
+	for w.sb.Written[f] == r.sb.Written[f] {
+		if _, err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if err := r.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	cur := must(os.ReadFile(path))
+	delete(r.be.cache, f)
+	os.WriteFile(path, old, 0o600) // the new superblock is here, the new file is not yet
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(300 * time.Millisecond)
+		os.WriteFile(path, cur, 0o600)
+	}()
+	buf := make([]byte, len(data))
+	n, err := r.Read(ino, 0, buf)
+	<-done
+	if err != nil || !bytes.Equal(buf[:n], data) {
+		t.Fatalf("read while a file is in transit: %d bytes, %v", n, err)
+	}
+	delete(r.be.cache, f)
+	os.WriteFile(path, old, 0o600) // and if it never comes, that is a rollback
+	if _, err := r.Read(ino, 0, buf); !errors.Is(err, ErrIntegrity) || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("persistent rollback: got %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -66,7 +67,12 @@ func (r *Reader) superStamp() string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprint(st.ModTime().UnixNano(), st.Size(), st.Sys())
+	// Identity of the file (a new epoch renames a new one in) and its mtime; not the whole
+	// stat, whose atime changes when the superblock is read and forced a second reload.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprint(st.ModTime().UnixNano(), st.Size(), sys.Dev, sys.Ino)
+	}
+	return fmt.Sprint(st.ModTime().UnixNano(), st.Size())
 }
 
 // reload reads the superblock and metadata; a concurrent epoch can make a page fragment

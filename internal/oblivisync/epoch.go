@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"sort"
@@ -154,11 +155,15 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 			}
 		}()
 	}
+	var jerr error
 	if jf != nil && !w.opts.UnsafeNoFsync {
-		jf.Sync()
+		// The superblock may commit what these records say: they must be durable first.
+		if jerr = jf.Sync(); jerr != nil {
+			jerr = fmt.Errorf("journal fsync: %w", jerr)
+		}
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, jerr)...); err != nil {
 		return err
 	}
 	if err := w.be.writeSuper(pl.sb); err != nil {

@@ -254,3 +254,26 @@ func TestSuperStampIgnoresAtime(t *testing.T) {
 		t.Fatalf("stamp changed with the atime:\n%s\n%s", before, after)
 	}
 }
+
+// writeEpoch ignored the journal's fsync error and wrote the superblock anyway, so a
+// machine crash could leave the backend committing changes the journal had lost.
+func TestJournalFsyncFailureStopsEpoch(t *testing.T) {
+	dir := newBackend(t, 8, 8192, 2)
+	w, err := OpenWriter(dir, testPass, Options{StateDir: t.TempDir()}) // fsync on
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(w.Mkdir(rootIno, "d", 0o755, 0, 0)) // metadata only: the epoch reads no journal data
+	epoch := w.sb.Epoch
+	w.j.f.Close() // the next fsync of the journal fails
+	if _, err := w.Sync(); err == nil || !strings.Contains(err.Error(), "journal fsync") {
+		t.Fatalf("got %v, want a journal fsync error", err)
+	}
+	r, err := OpenReader(dir, testPass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Epoch() != epoch {
+		t.Fatalf("superblock written (epoch %d -> %d) although the journal was not durable", epoch, r.Epoch())
+	}
+}

@@ -71,10 +71,15 @@ func writeAtomic(path string, data []byte, fsync bool) error {
 		return err
 	}
 	if fsync {
-		if d, err := os.Open(dir); err == nil {
-			d.Sync()
-			d.Close()
-		}
+		syncDir(dir)
 	}
 	return nil
+}
+
+// syncDir fsyncs a directory so that entries created or renamed in it are durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }

@@ -48,7 +48,9 @@ type Writer struct {
 	seq      uint64
 	prevRefs []ref // committed refs one epoch back (readers may still use them)
 	broken   error
-	changed  bool // state changed since the last checkpoint
+	changed  bool                     // state changed since the last checkpoint
+	opens    map[uint64]int           // open file handles per inode (FUSE)
+	detached map[uint64]*detachedFile // open files whose last name is gone
 }
 
 type fragKey struct {
@@ -121,7 +123,7 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 	removeStaleTemps(dir)
 	removeStaleTemps(o.StateDir)
 	w := &Writer{be: be, opts: o, lock: lock, log: o.Logger, pend: map[fragKey]*pfrag{},
-		npend: map[uint64]int{}, dirty: map[uint64]bool{}}
+		npend: map[uint64]int{}, dirty: map[uint64]bool{}, opens: map[uint64]int{}, detached: map[uint64]*detachedFile{}}
 	if err := w.recover(); err != nil {
 		w.closeFiles()
 		return nil, err

@@ -43,3 +43,31 @@ func TestTruncateHugeIsEFBIG(t *testing.T) {
 		t.Fatalf("after the refused truncate: %q %v", got, err)
 	}
 }
+
+// Through the mount: write, unlink, keep writing and reading through the descriptor.
+func TestUnlinkWhileOpenThroughMount(t *testing.T) {
+	be := newBackend(t, 8, 8<<10, 2)
+	mnt := mkdir(t, "rw")
+	startMount(t, be, mnt, mkdir(t, "state"), false)
+	p := filepath.Join(mnt, "tmp")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("hello")
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(" world"); err != nil {
+		t.Fatalf("write after unlink: %v", err)
+	}
+	buf := make([]byte, 32)
+	n, err := f.ReadAt(buf, 0)
+	if string(buf[:n]) != "hello world" {
+		t.Fatalf("read after unlink: %q %v", buf[:n], err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("name still there: %v", err)
+	}
+}

@@ -107,6 +107,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if kdfMiB == 0 || kdfMiB > 1<<10 {
+				return fmt.Errorf("--kdf-memory must be between 1 and 1024 MiB, got %d", kdfMiB)
+			}
 			kdf.MemoryKiB = kdfMiB << 10
 			return oblivisync.Init(f.backend, pass, p, kdf)
 		},

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 const superName = "super"
@@ -22,6 +24,8 @@ type backend struct {
 	id     [idLen]byte
 	keys   keys
 	fsync  bool
+
+	superNonce []byte // nonce of the superblock last read or written by this process
 
 	mu       sync.Mutex
 	cache    map[uint32]cached
@@ -82,7 +86,31 @@ func (b *backend) readSuper() (*superblock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("superblock: %w", err)
 	}
-	return decodeSuper(plain, b.g, b.params.Files)
+	sb, err := decodeSuper(plain, b.g, b.params.Files)
+	if err == nil {
+		b.superNonce = raw[1:containerHdr]
+	}
+	return sb, err
+}
+
+// checkSuperOurs verifies that the superblock on disk is still the one this writer last
+// read or wrote: otherwise another writer (a second machine mounting read-write, or a
+// stale copy restored by the sync client) is rewriting the backend, and carrying on
+// would overwrite fragments only the other superblock references.
+func (b *backend) checkSuperOurs() error {
+	f, err := os.Open(b.path(superIndex))
+	if err != nil {
+		return fmt.Errorf("read superblock: %w", err)
+	}
+	defer f.Close()
+	hdr := make([]byte, containerHdr)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return fmt.Errorf("read superblock: %w", err)
+	}
+	if !bytes.Equal(hdr[1:], b.superNonce) {
+		return fmt.Errorf("%w: the superblock was replaced by someone else (another read-write mount of this backend, or a rolled-back copy); stopping before overwriting its data", ErrIntegrity)
+	}
+	return nil
 }
 
 func (b *backend) writeSuper(s *superblock) error {
@@ -90,8 +118,13 @@ func (b *backend) writeSuper(s *superblock) error {
 	if err != nil {
 		return err
 	}
-	img := sealContainer(&b.keys.backend, b.id, 'S', superIndex, plain, randomBytes(24))
-	return writeAtomic(b.path(superIndex), img, b.fsync)
+	nonce := randomBytes(24)
+	img := sealContainer(&b.keys.backend, b.id, 'S', superIndex, plain, nonce)
+	if err := writeAtomic(b.path(superIndex), img, b.fsync); err != nil {
+		return err
+	}
+	b.superNonce = nonce
+	return nil
 }
 
 // readBlock returns the plaintext of backend file i, checking it was written at an epoch
@@ -126,7 +159,7 @@ func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
 	}
 	epoch := binary.BigEndian.Uint64(plain)
 	if epoch < want {
-		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but the superblock says %d (rolled back?)", blockName(i), ErrIntegrity, epoch, want)
+		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but the superblock says %d (rolled back, or not synced here yet)", blockName(i), errBehind, epoch, want)
 	}
 	b.remember(i, cached{epoch, plain})
 	return plain, nil
@@ -175,6 +208,17 @@ func (b *backend) fragment(r ref, obj uint64, idx uint32, written []uint64) ([]b
 // errStale: a fragment was overwritten after the superblock we hold (a reader raced the
 // writer); reload the superblock and retry.
 var errStale = fmt.Errorf("%w: stale fragment reference", ErrIntegrity)
+
+// errBehind: a backend file is older than the superblock says. On a reader's machine the
+// sync client delivers an epoch's files in any order, so the new superblock can arrive
+// before the files it names: readers wait a little for them before calling it a rollback.
+var errBehind = fmt.Errorf("%w: backend file older than the superblock", ErrIntegrity)
+
+// behindRetries x behindWait bound how long a reader waits for files still in transit.
+const (
+	behindRetries = 40
+	behindWait    = 50 * time.Millisecond
+)
 
 func allZero(b []byte) bool {
 	return len(bytes.TrimLeft(b, "\x00")) == 0

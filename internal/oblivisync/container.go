@@ -45,11 +45,13 @@ func openContainer(key *[32]byte, id [idLen]byte, kind byte, index uint32, g geo
 	return plain, nil
 }
 
+const tempPrefix = ".tmp-"
+
 // writeAtomic replaces path with data: temp file in the same directory, fsync, rename,
 // fsync of the directory. A reader sees the old or the new file, never a torn one.
 func writeAtomic(path string, data []byte, fsync bool) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-")
+	f, err := os.CreateTemp(dir, tempPrefix)
 	if err != nil {
 		return err
 	}
@@ -69,10 +71,15 @@ func writeAtomic(path string, data []byte, fsync bool) error {
 		return err
 	}
 	if fsync {
-		if d, err := os.Open(dir); err == nil {
-			d.Sync()
-			d.Close()
-		}
+		syncDir(dir)
 	}
 	return nil
+}
+
+// syncDir fsyncs a directory so that entries created or renamed in it are durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"sort"
@@ -101,6 +102,11 @@ func (w *Writer) Sync() (EpochReport, error) {
 		w.mu.Unlock()
 		return EpochReport{}, err
 	}
+	if err := w.be.checkSuperOurs(); err != nil {
+		w.broken = err
+		w.mu.Unlock()
+		return EpochReport{}, err
+	}
 	pl, err := w.prepare()
 	jf := w.j.f
 	w.mu.Unlock()
@@ -149,11 +155,15 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 			}
 		}()
 	}
+	var jerr error
 	if jf != nil && !w.opts.UnsafeNoFsync {
-		jf.Sync()
+		// The superblock may commit what these records say: they must be durable first.
+		if jerr = jf.Sync(); jerr != nil {
+			jerr = fmt.Errorf("journal fsync: %w", jerr)
+		}
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, jerr)...); err != nil {
 		return err
 	}
 	if err := w.be.writeSuper(pl.sb); err != nil {
@@ -386,6 +396,16 @@ func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*n
 			}
 			if len(spots) != fragCount(uint64(len(data)), C) {
 				es.gaps = saved
+				continue
+			}
+			prev, had := sb.Pages[p]
+			sb.Pages[p] = pageLoc{Size: uint32(len(data)), Frags: make([]ref, len(spots))}
+			if sb.size() > w.be.g.plain { // the page table would overflow the superblock: wait
+				if es.gaps = saved; had {
+					sb.Pages[p] = prev
+				} else {
+					delete(sb.Pages, p)
+				}
 				continue
 			}
 			pl := pageLoc{Size: uint32(len(data))}

@@ -16,6 +16,8 @@ var (
 	ErrLocked = errors.New("another writer is running on this backend")
 	// ErrNoSpace: the pending buffer or the backend is full.
 	ErrNoSpace = errors.New("no space left")
+	// ErrFileTooBig: a file would grow past the backend's capacity (EFBIG).
+	ErrFileTooBig = errors.New("file too large for this backend")
 	// ErrReadOnly: a write on a read-only client.
 	ErrReadOnly = errors.New("read-only")
 	// Namespace errors, mapped to errno by the FUSE layer.

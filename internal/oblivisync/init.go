@@ -14,6 +14,9 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
+	if err := kdf.validate(); err != nil {
+		return err
+	}
 	if len(pass) == 0 {
 		return fmt.Errorf("%w: empty passphrase", ErrInvalid)
 	}

@@ -234,6 +234,9 @@ func (j *journal) rotate() error {
 		return err
 	}
 	j.f = f
+	if j.fsync { // the new segment's name must survive a power loss like its records
+		syncDir(j.dir)
+	}
 	return nil
 }
 

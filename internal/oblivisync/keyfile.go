@@ -44,7 +44,10 @@ const (
 	keyHdrLen   = 4 + 1 + 4 + 4 + 1 + saltLen + idLen + 4*4
 	keyFileLen  = keyHdrLen + chacha20poly1305.NonceSizeX + masterLen + chacha20poly1305.Overhead
 	minFileSize = 4096
-	maxFileSize = 1 << 30
+	// maxKDFMemoryKiB caps argon2id's memory (1 GiB): the key file sits in the untrusted
+	// folder, and its cost parameters are used before the passphrase check can fail.
+	maxKDFMemoryKiB = 1 << 20
+	maxFileSize     = 1 << 30
 )
 
 func (p Params) validate() error {
@@ -59,6 +62,14 @@ func (p Params) validate() error {
 		return fmt.Errorf("%w: %d files need a file size of at least %d bytes (the superblock lists every file's epoch)", ErrInvalid, p.Files, 8*p.Files+64+containerHdr+containerTag)
 	case p.DripTime < time.Millisecond || p.DripTime > 24*time.Hour:
 		return fmt.Errorf("%w: drip time must be between 1ms and 24h, got %s", ErrInvalid, p.DripTime)
+	}
+	return nil
+}
+
+func (k KDF) validate() error {
+	if k.Time == 0 || k.Time > 64 || k.MemoryKiB < 8*uint32(max(k.Threads, 1)) || k.MemoryKiB > maxKDFMemoryKiB || k.Threads == 0 {
+		return fmt.Errorf("%w: argon2id needs 1..64 passes, %d KiB..1 GiB of memory and at least 1 lane, got %d passes, %d KiB, %d lanes",
+			ErrInvalid, 8*max(k.Threads, 1), k.Time, k.MemoryKiB, k.Threads)
 	}
 	return nil
 }
@@ -149,7 +160,7 @@ func parseKeyFile(b []byte) (*keyFile, error) {
 		K:        int(binary.BigEndian.Uint32(p[8:])),
 		DripTime: time.Duration(binary.BigEndian.Uint32(p[12:])) * time.Millisecond,
 	}
-	if kf.kdf.Time == 0 || kf.kdf.Time > 64 || kf.kdf.MemoryKiB < 8 || kf.kdf.MemoryKiB > 4<<20 || kf.kdf.Threads == 0 {
+	if err := kf.kdf.validate(); err != nil {
 		return nil, fmt.Errorf("%w: key file has out-of-range argon2id parameters", ErrFormat)
 	}
 	if err := kf.params.validate(); err != nil {

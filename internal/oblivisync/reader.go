@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -66,7 +67,12 @@ func (r *Reader) superStamp() string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprint(st.ModTime().UnixNano(), st.Size(), st.Sys())
+	// Identity of the file (a new epoch renames a new one in) and its mtime; not the whole
+	// stat, whose atime changes when the superblock is read and forced a second reload.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprint(st.ModTime().UnixNano(), st.Size(), sys.Dev, sys.Ino)
+	}
+	return fmt.Sprint(st.ModTime().UnixNano(), st.Size())
 }
 
 // reload reads the superblock and metadata; a concurrent epoch can make a page fragment
@@ -88,7 +94,7 @@ func (r *Reader) reload() error {
 		}
 		var com map[uint64]*node
 		if com, err = loadCommitted(r.be, sb); err != nil {
-			if errors.Is(err, errStale) {
+			if errors.Is(err, errStale) || errors.Is(err, errBehind) && try < 4 {
 				time.Sleep(10 * time.Millisecond)
 				continue
 			}
@@ -193,7 +199,7 @@ func (r *Reader) Readlink(ino uint64) (string, error) {
 func (r *Reader) Read(ino uint64, off int64, buf []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for try := 0; ; try++ {
+	for try, behind := 0, 0; ; {
 		n := r.visible(ino)
 		if n == nil {
 			return 0, ErrNotExist
@@ -202,10 +208,16 @@ func (r *Reader) Read(ino uint64, off int64, buf []byte) (int, error) {
 			return 0, ErrIsDir
 		}
 		got, err := r.read(n, off, buf)
-		if err != nil && errors.Is(err, errStale) && try < 3 {
+		switch {
+		case err != nil && errors.Is(err, errStale) && try < 3:
+			try++
 			if rerr := r.reload(); rerr != nil {
 				return 0, rerr
 			}
+			continue
+		case err != nil && errors.Is(err, errBehind) && behind < behindRetries:
+			behind++ // the file this epoch wrote has not reached this machine yet
+			time.Sleep(behindWait)
 			continue
 		}
 		return got, err

@@ -88,6 +88,9 @@ func decodeNode(b []byte, g geometry, nfiles int) (*node, int, error) {
 	if nf > (len(b)-p)/refLen {
 		return nil, 0, fmt.Errorf("%w: inode %d: %d fragments do not fit the record", ErrFormat, n.Ino, nf)
 	}
+	if n.isReg() && n.Size > fileSizeLimit(g, nfiles) {
+		return nil, 0, fmt.Errorf("%w: inode %d: size %d exceeds the backend's capacity", ErrFormat, n.Ino, n.Size)
+	}
 	if want := fragCount(n.Size, g.C); n.isReg() && nf != want {
 		return nil, 0, fmt.Errorf("%w: inode %d: %d fragments for size %d, want %d", ErrFormat, n.Ino, nf, n.Size, want)
 	}

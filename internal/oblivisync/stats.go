@@ -76,3 +76,9 @@ func (w *Writer) FragmentSize() int { return w.be.g.C }
 
 // Params returns the backend's parameters.
 func (w *Writer) Params() Params { return w.be.params }
+
+// maxFileSize bounds a regular file's size: the backend's payload capacity (N*2*C). The
+// writer keeps one fragment reference per C bytes of size, holes included.
+func (w *Writer) maxFileSize() uint64 { return fileSizeLimit(w.be.g, w.be.params.Files) }
+
+func fileSizeLimit(g geometry, nfiles int) uint64 { return uint64(nfiles) * 2 * uint64(g.C) }

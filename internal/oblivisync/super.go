@@ -49,6 +49,15 @@ func (s *superblock) encode(g geometry) ([]byte, error) {
 	return b[:g.plain], nil
 }
 
+// size is the encoded length of s.
+func (s *superblock) size() int {
+	n := 8 + 8 + 4 + 8*len(s.Written) + 4
+	for _, pl := range s.Pages {
+		n += 12 + refLen*len(pl.Frags)
+	}
+	return n
+}
+
 func decodeSuper(b []byte, g geometry, nfiles int) (*superblock, error) {
 	be := binary.BigEndian
 	if len(b) < 20 {

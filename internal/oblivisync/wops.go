@@ -15,6 +15,9 @@ func (w *Writer) GetAttr(ino uint64) (Attr, error) {
 	if n := w.cur.get(ino); n != nil {
 		return n.attr(), nil
 	}
+	if d := w.detached[ino]; d != nil {
+		return d.n.attr(), nil
+	}
 	return Attr{}, ErrNotExist
 }
 
@@ -59,6 +62,9 @@ func (w *Writer) Read(ino uint64, off int64, buf []byte) (int, error) {
 	defer w.mu.Unlock()
 	n := w.cur.get(ino)
 	if n == nil {
+		if d := w.detached[ino]; d != nil {
+			return d.read(off, buf)
+		}
 		return 0, ErrNotExist
 	}
 	if !n.isReg() {
@@ -153,6 +159,9 @@ func (w *Writer) remove(parent uint64, name string, dir bool) error {
 	case dir && len(w.cur.kids[n.Ino]) > 0:
 		return ErrNotEmpty
 	}
+	if err := w.detach(n); err != nil {
+		return err
+	}
 	bt := newBatch(w.seq + 1)
 	bt.del(n.Ino)
 	if err := w.touchDir(bt, parent, now()); err != nil {
@@ -207,6 +216,9 @@ func (w *Writer) Rename(parent uint64, name string, newParent uint64, newName st
 		case dst.isDir() && len(w.cur.kids[dst.Ino]) > 0:
 			return ErrNotEmpty
 		}
+		if err := w.detach(dst); err != nil {
+			return err
+		}
 		bt.del(dst.Ino)
 	}
 	t := now()
@@ -229,6 +241,9 @@ func (w *Writer) SetAttr(ino uint64, s SetAttr) (Attr, error) {
 	}
 	n := w.cur.get(ino)
 	if n == nil {
+		if d := w.detached[ino]; d != nil {
+			return d.setAttr(s)
+		}
 		return Attr{}, ErrNotExist
 	}
 	t := now()
@@ -236,6 +251,9 @@ func (w *Writer) SetAttr(ino uint64, s SetAttr) (Attr, error) {
 	if s.Size != nil {
 		if !n.isReg() {
 			return Attr{}, ErrIsDir
+		}
+		if *s.Size > w.maxFileSize() {
+			return Attr{}, fmt.Errorf("%w: %d bytes (at most %d)", ErrFileTooBig, *s.Size, w.maxFileSize())
 		}
 		bt.trunc(ino, *s.Size, t)
 	}
@@ -293,13 +311,19 @@ func (w *Writer) writeChunk(ino uint64, off int64, data []byte) error {
 		return err
 	}
 	n := w.cur.get(ino)
+	if d := w.detached[ino]; n == nil && d != nil {
+		_, err := d.write(off, data)
+		return err
+	}
 	switch {
 	case n == nil:
 		return ErrNotExist
 	case !n.isReg():
 		return ErrIsDir
-	case off < 0 || uint64(off)+uint64(len(data)) > 1<<50:
+	case off < 0:
 		return fmt.Errorf("%w: write offset %d out of range", ErrInvalid, off)
+	case uint64(off)+uint64(len(data)) > w.maxFileSize():
+		return fmt.Errorf("%w: write ends at %d bytes (at most %d)", ErrFileTooBig, uint64(off)+uint64(len(data)), w.maxFileSize())
 	case len(data) == 0:
 		return nil
 	case w.j.size+int64(len(data)) > w.opts.MaxPending:

@@ -48,7 +48,9 @@ type Writer struct {
 	seq      uint64
 	prevRefs []ref // committed refs one epoch back (readers may still use them)
 	broken   error
-	changed  bool // state changed since the last checkpoint
+	changed  bool                     // state changed since the last checkpoint
+	opens    map[uint64]int           // open file handles per inode (FUSE)
+	detached map[uint64]*detachedFile // open files whose last name is gone
 }
 
 type fragKey struct {
@@ -104,6 +106,9 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := CheckOutside(dir, o.StateDir, "state directory"); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
@@ -115,8 +120,10 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 		lock.Close()
 		return nil, fmt.Errorf("%s: %w", o.StateDir, ErrLocked)
 	}
+	removeStaleTemps(dir)
+	removeStaleTemps(o.StateDir)
 	w := &Writer{be: be, opts: o, lock: lock, log: o.Logger, pend: map[fragKey]*pfrag{},
-		npend: map[uint64]int{}, dirty: map[uint64]bool{}}
+		npend: map[uint64]int{}, dirty: map[uint64]bool{}, opens: map[uint64]int{}, detached: map[uint64]*detachedFile{}}
 	if err := w.recover(); err != nil {
 		w.closeFiles()
 		return nil, err

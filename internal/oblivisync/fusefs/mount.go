@@ -43,6 +43,9 @@ func Run(ctx context.Context, c Config) error {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = time.Minute
 	}
+	if err := oblivisync.CheckOutside(c.Backend, c.Mountpoint, "mountpoint"); err != nil {
+		return err
+	}
 	var f oblivisync.FS
 	var w *oblivisync.Writer
 	if c.ReadOnly {

@@ -192,8 +192,7 @@ func TestWriterSIGKILLMidEpoch(t *testing.T) {
 	mnt, ref, state := mkdir(t, "rw"), mkdir(t, "ref"), mkdir(t, "state")
 	trigger := filepath.Join(t.TempDir(), "kill-now")
 	wl := osynctest.NewWorkload(11, 60<<10)
-	for round := 0; round < 2; round++ {
-		killAt := []string{"2", "5"}[round] // k = 4: 5 is right after the superblock
+	for round, killAt := range []string{"1", "2", "3", "4", "5"} { // k = 4: 5 is right after the superblock
 		w := startMount(t, be, mnt, state, false, "OSYNC_KILL_FILE="+trigger, "OSYNC_KILL_AT="+killAt)
 		for i := 0; i < 60; i++ {
 			if desc, err := wl.Step(osynctest.Dir(ref), osynctest.Dir(mnt)); err != nil {

@@ -49,6 +49,8 @@ func (r *rawFS) errno(op string, err error) fuse.Status {
 		return fuse.EROFS
 	case errors.Is(err, oblivisync.ErrNoSpace):
 		return fuse.Status(syscall.ENOSPC)
+	case errors.Is(err, oblivisync.ErrFileTooBig):
+		return fuse.Status(syscall.EFBIG)
 	}
 	r.log.Error("fuse operation failed", "op", op, "err", err)
 	return fuse.EIO
@@ -142,7 +144,21 @@ func (r *rawFS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *f
 		return r.errno("create", err)
 	}
 	r.entry(a, &out.EntryOut)
+	r.hold(a.Ino)
 	return fuse.OK
+}
+
+// holder is implemented by the read-write client: it keeps the content of an open file
+// whose last name goes away until the last release (POSIX unlink-while-open).
+type holder interface {
+	Hold(ino uint64)
+	Release(ino uint64)
+}
+
+func (r *rawFS) hold(ino uint64) {
+	if h, ok := r.fs.(holder); ok {
+		h.Hold(ino)
+	}
 }
 
 func (r *rawFS) Symlink(_ <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
@@ -193,6 +209,7 @@ func (r *rawFS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse
 			return r.errno("open", err)
 		}
 	}
+	r.hold(in.NodeId)
 	return fuse.OK
 }
 
@@ -220,7 +237,11 @@ func (r *rawFS) Fsync(_ <-chan struct{}, _ *fuse.FsyncIn) fuse.Status {
 	return r.errno("fsync", r.fs.Flush())
 }
 
-func (r *rawFS) Release(_ <-chan struct{}, _ *fuse.ReleaseIn) {}
+func (r *rawFS) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
+	if h, ok := r.fs.(holder); ok {
+		h.Release(in.NodeId)
+	}
+}
 
 func (r *rawFS) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	ents, err := r.fs.ReadDir(in.NodeId)

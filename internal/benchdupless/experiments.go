@@ -30,7 +30,7 @@ func (e *env) fig5(ctx context.Context, cfg Config, emit func(Row)) error {
 		return err
 	}
 	paper := map[string]string{"keys": "374 ms (KS, OPRFv1)", "encrypt": "49 ms", "upload": "3,676 ms (Dropbox)", "total": "4,099 ms"}
-	for _, p := range []string{"chunk", "keys", "encrypt", "upload", "record"} {
+	for _, p := range []string{"lock", "chunk", "keys", "encrypt", "upload", "record", "unlock"} {
 		emit(Row{Experiment: "fig5", What: p, Size: 1 << 20, Ms: ms(median(e.phases[p])), Paper: paper[p]})
 	}
 	emit(Row{Experiment: "fig5", What: "total", Size: 1 << 20, Ms: ms(total), Paper: paper["total"]})

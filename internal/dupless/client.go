@@ -38,7 +38,8 @@ type Events struct {
 	File  func(path string, err error) // a file, directory or link is done
 	// Phase reports time spent in one step of storing a file: "chunk" (read, chunk,
 	// compress, hash), "keys" (key server round trip), "encrypt", "upload" (chunk objects),
-	// "record" (the key record). For benchmarks (the paper's Fig. 5).
+	// "record" (the key record), and per run "lock" and "unlock" (the namespace lock). For
+	// benchmarks (the paper's Fig. 5).
 	Phase func(phase string, d time.Duration)
 }
 

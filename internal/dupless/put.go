@@ -29,11 +29,13 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 	start := time.Now()
 	sum := &Summary{Fallback: map[string]int{}}
 	dest = cleanPath(dest)
+	stop := c.timer("lock")
 	unlock, err := c.lock(ctx, false)
+	stop()
 	if err != nil {
 		return sum, err
 	}
-	defer unlock()
+	defer func() { stop := c.timer("unlock"); unlock(); stop() }()
 	var tasks []putTask
 	var total int64
 	from := map[string]string{} // destination -> the local path stored there

@@ -222,7 +222,13 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	}
 	rec := &record{Type: typeFile, Mode: unixMode(fi.Mode()), MTime: fi.ModTime().UnixNano()}
 	var waits []*upload // uploads this file's record must not precede
-	defer func() {      // on every path: no upload of this file outlives it
+	var ownedFutures []*keyFuture
+	defer func() { // chunks this file owned but did not store: let the waiting files go on
+		for _, f := range ownedFutures {
+			f.markStored()
+		}
+	}()
+	defer func() { // on every path: no upload of this file outlives it
 		for _, u := range waits {
 			u.wait()
 		}
@@ -263,6 +269,11 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		}
 		stop = c.timer("keys")
 		mineDs, futures := run.claim(need)
+		owned := make(map[mle.Digest]bool, len(mineDs))
+		for _, d := range mineDs {
+			owned[d] = true
+			ownedFutures = append(ownedFutures, futures[d])
+		}
 		keys, kerr := c.ks.derive(ctx, mineDs)
 		run.resolve(mineDs, futures, keys, kerr)
 		keyOf := make(map[mle.Digest]mle.Key, len(need))
@@ -285,14 +296,14 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			}
 			fallback = kerr
 		}
-		// Encrypt the new chunks on all cores, then record and send them in file order.
-		stop = c.timer("encrypt")
-		enc := make([]encrypted, len(batch))
-		parallel(len(batch), func(i int) {
-			p := batch[i]
-			if _, ok := reuse(p); ok {
-				return
-			}
+		// Another file of the run owns a chunk when it derived its key: it encrypts and
+		// stores it, and this file reuses it after its own chunks are sent (never before:
+		// two files waiting on each other's chunks would deadlock).
+		deferred := func(p piece) bool {
+			f, ok := futures[p.digest]
+			return ok && !owned[p.digest] && f.err == nil
+		}
+		encrypt := func(p piece) encrypted {
 			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
 			if k, ok := keyOf[p.digest]; ok {
 				ref.Key = k
@@ -304,40 +315,80 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			if err == nil {
 				ref.Tag, err = mle.TagGen(ct) // H(K) for HCE2: no pass over the data
 			}
-			enc[i] = encrypted{ref, ct, err, true}
+			return encrypted{ref, ct, err, true}
+		}
+		// Encrypt this file's new chunks on all cores, then record and send them in order.
+		stop = c.timer("encrypt")
+		enc := make([]encrypted, len(batch))
+		parallel(len(batch), func(i int) {
+			if p := batch[i]; !deferred(p) {
+				if _, ok := reuse(p); !ok {
+					enc[i] = encrypt(p)
+				}
+			}
 		})
 		stop()
+		refs := make([]chunkRef, len(batch))
+		use := func(i int, r pending) {
+			refs[i] = r.ref
+			if r.up != nil {
+				waits = append(waits, r.up)
+			}
+			sum.add(func(s *Summary) { s.ChunksKept++ })
+		}
+		var later []int
 		for i, p := range batch {
 			e := enc[i]
-			if !e.fresh { // reusable when encryption ran, and reuse only ever grows
+			switch {
+			case deferred(p):
+				later = append(later, i)
+				continue
+			case !e.fresh: // reusable when encryption ran, and reuse only ever grows
 				r, ok := reuse(p)
 				if !ok {
 					return errors.New("internal error: a reusable chunk vanished")
 				}
-				rec.Chunks = append(rec.Chunks, r.ref)
-				rec.Size += uint64(p.plainLen)
-				if r.up != nil {
-					waits = append(waits, r.up)
-				}
-				sum.add(func(s *Summary) { s.ChunksKept++ })
+				use(i, r)
 				continue
-			}
-			if e.err != nil {
+			case e.err != nil:
 				return e.err
 			}
 			if m, ok := mine[p.digest]; ok && e.ref.Flags&flagRandomKey != 0 {
-				e.ref, e.ct = m.ref, nil // a repeat of a fallback chunk of this file: one copy
+				use(i, m) // a repeat of a fallback chunk of this file: one copy
+				continue
 			}
-			rec.Chunks = append(rec.Chunks, e.ref)
-			rec.Size += uint64(p.plainLen)
-			if e.ct == nil {
-				waits = append(waits, mine[p.digest].up)
-				sum.add(func(s *Summary) { s.ChunksKept++ })
+			if m, ok := mine[p.digest]; ok && m.ref.Tag == e.ref.Tag {
+				use(i, m) // a repeat within this batch
 				continue
 			}
 			u := run.store(ctx, e.ref, e.ct)
 			mine[p.digest] = pending{e.ref, u}
+			refs[i] = e.ref
 			waits = append(waits, u)
+		}
+		for _, i := range later { // chunks other files own: reuse theirs once stored
+			p := batch[i]
+			select {
+			case <-futures[p.digest].stored:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if r, ok := reuse(p); ok {
+				use(i, r)
+				continue
+			}
+			e := encrypt(p) // the owner gave up: store it ourselves
+			if e.err != nil {
+				return e.err
+			}
+			u := run.store(ctx, e.ref, e.ct)
+			mine[p.digest] = pending{e.ref, u}
+			refs[i] = e.ref
+			waits = append(waits, u)
+		}
+		for i, p := range batch {
+			rec.Chunks = append(rec.Chunks, refs[i])
+			rec.Size += uint64(p.plainLen)
 		}
 	}
 	// Hand the rest to the run: wait for this file's uploads, then write its record (the

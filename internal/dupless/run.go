@@ -31,12 +31,19 @@ type putRun struct {
 	keys    map[mle.Digest]*keyFuture
 }
 
-// keyFuture is a key being derived by one file of the run for all of them.
+// keyFuture is a key being derived by one file of the run (its owner) for all of them.
+// The owner also encrypts and stores the chunk; stored is closed once it has (or gave up),
+// so the other files reuse its chunk instead of encrypting the same bytes again.
 type keyFuture struct {
-	done chan struct{}
-	key  mle.Key
-	err  error
+	done   chan struct{}
+	key    mle.Key
+	err    error
+	stored chan struct{}
+	once   sync.Once
 }
+
+// markStored says the owner stored the chunk, or will not: waiters may look it up now.
+func (f *keyFuture) markStored() { f.once.Do(func() { close(f.stored) }) }
 
 // claim splits digests into those this caller must derive (and later resolve) and the
 // futures of all of them, so each digest is sent to the key server once per run.
@@ -49,7 +56,7 @@ func (r *putRun) claim(ds []mle.Digest) (mine []mle.Digest, all map[mle.Digest]*
 			all[d] = f
 			continue
 		}
-		f := &keyFuture{done: make(chan struct{})}
+		f := &keyFuture{done: make(chan struct{}), stored: make(chan struct{})}
 		r.keys[d] = f
 		all[d] = f
 		mine = append(mine, d)
@@ -67,6 +74,7 @@ func (r *putRun) resolve(mine []mle.Digest, all map[mle.Digest]*keyFuture, keys 
 		if err != nil {
 			f.err = err
 			delete(r.keys, d)
+			f.markStored()
 		} else {
 			f.key = keys[i]
 		}
@@ -177,7 +185,11 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
 	if ref.Flags&flagRandomKey == 0 {
 		r.byHash[ref.Digest] = ref
 	}
+	f := r.keys[ref.Digest]
 	r.mu.Unlock()
+	if f != nil {
+		f.markStored()
+	}
 	n := min(int64(len(ct)), maxUploadBytes)
 	if err := r.bytes.Acquire(ctx, n); err != nil { // memory bound: wait for uploads to drain
 		u.err = err

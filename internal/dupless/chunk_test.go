@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"testing"
+
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 const chunkVectorFile = "../../testdata/dupless/chunks.json"
@@ -55,16 +56,10 @@ func TestChunkBoundaries(t *testing.T) {
 	if total != len(data) {
 		t.Fatalf("chunks cover %d of %d bytes", total, len(data))
 	}
-	if *update {
-		b, _ := json.Marshal(map[string]any{"algorithm": chunkAlgorithm, "stream": "xorshift64 seed 1, 40 MiB", "sizes": sizes})
-		os.WriteFile(chunkVectorFile, append(b, '\n'), 0o644)
-	}
-	b, err := os.ReadFile(chunkVectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want struct{ Sizes []int }
-	json.Unmarshal(b, &want)
+	testutil.Vectors(t, chunkVectorFile, &want, func() any {
+		return map[string]any{"algorithm": chunkAlgorithm, "stream": "xorshift64 seed 1, 40 MiB", "sizes": sizes}
+	})
 	if got, _ := json.Marshal(sizes); string(got) != string(mustJSON(want.Sizes)) {
 		t.Fatalf("chunk boundaries moved:\n got %v\nwant %v", sizes, want.Sizes)
 	}

@@ -5,12 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/dupless/vectors.json (a format change: say why in the commit)")
+	"github.com/veil-project/veil/internal/testutil"
+)
 
 const vectorFile = "../../testdata/dupless/vectors.json"
 
@@ -78,20 +76,8 @@ func genDuplessVectors(t *testing.T) vectors {
 }
 
 func TestDuplessVectors(t *testing.T) {
-	if *update {
-		b, _ := json.MarshalIndent(genDuplessVectors(t), "", " ")
-		if err := os.WriteFile(vectorFile, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v vectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Vectors(t, vectorFile, &v, func() any { return genDuplessVectors(t) })
 	master, _ := hex.DecodeString(v.Master)
 	k, err := deriveUserKeys(master)
 	if err != nil {

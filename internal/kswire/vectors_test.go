@@ -5,17 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/veil-project/veil/internal/oprf"
+	"github.com/veil-project/veil/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "regenerate testdata/ks/wire.json (write the reason in the commit)")
 
 const vectorFile = "../../testdata/ks/wire.json"
 
@@ -158,20 +154,8 @@ func generate(t *testing.T) *vectors {
 }
 
 func TestVectors(t *testing.T) {
-	if *update {
-		b, _ := json.MarshalIndent(generate(t), "", "  ")
-		if err := os.WriteFile(vectorFile, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v vectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Vectors(t, vectorFile, &v, func() any { return generate(t) })
 	var r255 oprf.PublicKey
 	for _, sv := range v.Suites {
 		s, _ := oprf.ParseSuite(sv.Suite)

@@ -3,14 +3,11 @@ package mle
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/mle/vectors.json (needs a written reason in the commit)")
+	"github.com/veil-project/veil/internal/testutil"
+)
 
 const vectorFile = "../../testdata/mle/vectors.json"
 
@@ -72,20 +69,8 @@ func genVectors(t *testing.T) []vector {
 }
 
 func TestVectors(t *testing.T) {
-	if *update {
-		b, _ := json.MarshalIndent(genVectors(t), "", " ")
-		if err := os.WriteFile(vectorFile, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vs []vector
-	if err := json.Unmarshal(b, &vs); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Vectors(t, vectorFile, &vs, func() any { return genVectors(t) })
 	if len(vs) < 40 {
 		t.Fatalf("only %d vectors", len(vs))
 	}

@@ -5,14 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"syscall"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/oblivisync/vectors.json")
+	"github.com/veil-project/veil/internal/testutil"
+)
 
 const vectorsPath = "../../testdata/oblivisync/vectors.json"
 
@@ -136,23 +134,10 @@ func makeVectors() []vector {
 
 func TestVectors(t *testing.T) {
 	vs := makeVectors()
-	want, _ := json.MarshalIndent(vs, "", "  ")
-	want = append(want, '\n')
-	if *update {
-		if err := os.WriteFile(vectorsPath, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(vectorsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the generator (a format change needs a version bump and a written reason; regenerate with -update)", vectorsPath)
-	}
 	var fileVs []vector
-	if err := json.Unmarshal(got, &fileVs); err != nil {
-		t.Fatal(err)
+	testutil.Vectors(t, vectorsPath, &fileVs, func() any { return vs })
+	if got, want := mustMarshal(fileVs), mustMarshal(vs); !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from the generator (a format change needs a version bump and a written reason; regenerate with -update)", vectorsPath)
 	}
 	for _, v := range fileVs {
 		t.Run(v.Name, func(t *testing.T) {
@@ -234,3 +219,5 @@ func checkVector(t *testing.T, v vector) error {
 	t.Fatalf("unknown vector type %q", v.Type)
 	return nil
 }
+
+func mustMarshal(v any) []byte { b, _ := json.Marshal(v); return b }

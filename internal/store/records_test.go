@@ -3,15 +3,11 @@ package store
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/store/records.json from the generator")
+	"github.com/veil-project/veil/internal/testutil"
+)
 
 const vectorsFile = "../../testdata/store/records.json"
 
@@ -152,21 +148,8 @@ func checkVector(t *testing.T, v recordVector) {
 }
 
 func TestRecordVectors(t *testing.T) {
-	if *update {
-		b, _ := json.MarshalIndent(generateVectors(), "", "  ")
-		os.MkdirAll(filepath.Dir(vectorsFile), 0o755)
-		if err := os.WriteFile(vectorsFile, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := os.ReadFile(vectorsFile)
-	if err != nil {
-		t.Fatalf("%v (generate with go test -run TestRecordVectors -update)", err)
-	}
 	var vs []recordVector
-	if err := json.Unmarshal(data, &vs); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Vectors(t, vectorsFile, &vs, func() any { return generateVectors() })
 	gen := generateVectors()
 	if len(vs) != len(gen) {
 		t.Fatalf("%d vectors on disk, generator makes %d: the format changed without -update", len(vs), len(gen))

@@ -1,0 +1,39 @@
+package testutil
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Update makes Vectors rewrite vector files from their generators: `go test -update`. A
+// rewritten vector is a format change; the commit must say why.
+var Update = flag.Bool("update", false, "rewrite testdata vectors from their generators (a format change: give the reason in the commit)")
+
+// Vectors loads the JSON vector file at path into v. With -update it first writes gen()'s
+// value there (two-space indented JSON). The file, not the generator, is what the test
+// then checks: vectors are published bytes, not a re-run of today's code.
+func Vectors(t testing.TB, path string, v any, gen func() any) {
+	t.Helper()
+	if *Update {
+		b, err := json.MarshalIndent(gen(), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (generate it with go test -update)", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}

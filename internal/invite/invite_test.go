@@ -3,6 +3,7 @@ package invite
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,5 +29,21 @@ func TestRoundTripAndRejects(t *testing.T) {
 		} else if strings.Contains(err.Error(), "\n") {
 			t.Errorf("multi-line error for %q", bad)
 		}
+	}
+}
+
+// TestVector parses the published example invitation byte for byte as documented.
+func TestVector(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/invite/alice.invite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.User != "alice" || inv.Storage != "veil://127.0.0.1:7480" || inv.Store == nil ||
+		inv.Store.User != "alice" || inv.Store.Endpoint != "https://127.0.0.1:7480" || len(inv.KSCredential) == 0 {
+		t.Fatalf("parsed %+v", inv)
 	}
 }

@@ -189,13 +189,9 @@ func (e entry) info(dir, name string) storage.Info {
 	return storage.Info{Dir: dir, Name: name, Size: e.size, IsDir: e.isDir(), ModTime: time.Unix(0, e.modTime)}
 }
 
-// List returns the entries of dir sorted by name.
-func (n *Namespace) List(ctx context.Context, dir string) ([]storage.Info, error) {
-	if err := storage.CheckDir(dir); err != nil {
-		return nil, err
-	}
-	out := []storage.Info{}
-	err := n.s.db.View(func(tx *bolt.Tx) error {
+// viewDir runs fn in a read transaction on the namespace's bucket, once dir is known to exist.
+func (n *Namespace) viewDir(dir string, fn func(b *bolt.Bucket) error) error {
+	return n.s.db.View(func(tx *bolt.Tx) error {
 		b, err := n.bucket(tx)
 		if err != nil {
 			return err
@@ -203,6 +199,17 @@ func (n *Namespace) List(ctx context.Context, dir string) ([]storage.Info, error
 		if err := dirExists(b, dir); err != nil {
 			return err
 		}
+		return fn(b)
+	})
+}
+
+// List returns the entries of dir sorted by name.
+func (n *Namespace) List(ctx context.Context, dir string) ([]storage.Info, error) {
+	if err := storage.CheckDir(dir); err != nil {
+		return nil, err
+	}
+	out := []storage.Info{}
+	err := n.viewDir(dir, func(b *bolt.Bucket) error {
 		prefix := nsKey(dir, "")
 		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -226,14 +233,7 @@ func (n *Namespace) Search(ctx context.Context, dir, name string) ([]storage.Inf
 		return nil, err
 	}
 	out := []storage.Info{}
-	err := n.s.db.View(func(tx *bolt.Tx) error {
-		b, err := n.bucket(tx)
-		if err != nil {
-			return err
-		}
-		if err := dirExists(b, dir); err != nil {
-			return err
-		}
+	err := n.viewDir(dir, func(b *bolt.Bucket) error {
 		prefixes := [][]byte{nil}
 		if dir != "" {
 			prefixes = [][]byte{nsKey(dir, ""), []byte(dir + "/")}

@@ -221,7 +221,10 @@ func TestReaderWaitsForFilesInTransit(t *testing.T) {
 	go func() {
 		defer close(done)
 		time.Sleep(300 * time.Millisecond)
-		os.WriteFile(path, cur, 0o600)
+		// Deliver it as sync clients do (and as the writer writes): whole, by rename. An
+		// in-place os.WriteFile let the reader see a truncated file in between (a flaky test).
+		os.WriteFile(path+".delivery", cur, 0o600)
+		os.Rename(path+".delivery", path)
 	}()
 	buf := make([]byte, len(data))
 	n, err := r.Read(ino, 0, buf)

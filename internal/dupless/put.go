@@ -167,7 +167,7 @@ func (c *Client) encFile(dest string) (encDir, encName string, err error) {
 }
 
 // batchBytes bounds the chunk data a file keeps in memory while its keys are derived.
-const batchBytes = 32 << 20
+const batchBytes = 8 << 20
 
 // putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
 // its key record: the record is the commit point, so a crash never leaves a record that

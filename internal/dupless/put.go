@@ -222,6 +222,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	}
 	rec := &record{Type: typeFile, Mode: unixMode(fi.Mode()), MTime: fi.ModTime().UnixNano()}
 	var waits []*upload // uploads this file's record must not precede
+	kept := 0           // chunks reused rather than sent by this file (counted if it commits)
 	var ownedFutures []*keyFuture
 	defer func() { // chunks this file owned but did not store: let the waiting files go on
 		for _, f := range ownedFutures {
@@ -303,13 +304,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			f, ok := futures[p.digest]
 			return ok && !owned[p.digest] && f.err == nil
 		}
-		encrypt := func(p piece) encrypted {
-			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
-			if k, ok := keyOf[p.digest]; ok {
-				ref.Key = k
-			} else {
-				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
-			}
+		encryptRef := func(p piece, ref chunkRef) encrypted {
 			m := c.mleFor(len(p.msg))
 			ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
 			if err == nil {
@@ -317,12 +312,23 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			}
 			return encrypted{ref, ct, err, true}
 		}
+		encrypt := func(p piece) encrypted {
+			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
+			if k, ok := keyOf[p.digest]; ok {
+				ref.Key = k
+			} else {
+				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
+			}
+			return encryptRef(p, ref)
+		}
 		// Encrypt this file's new chunks on all cores, then record and send them in order.
 		stop = c.timer("encrypt")
 		enc := make([]encrypted, len(batch))
 		parallel(len(batch), func(i int) {
 			if p := batch[i]; !deferred(p) {
-				if _, ok := reuse(p); !ok {
+				if r, ok := reuse(p); ok {
+					enc[i].ref = r.ref // kept in case its upload fails and is forgotten
+				} else {
 					enc[i] = encrypt(p)
 				}
 			}
@@ -334,7 +340,16 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			if r.up != nil {
 				waits = append(waits, r.up)
 			}
-			sum.add(func(s *Summary) { s.ChunksKept++ })
+			kept++
+		}
+		send := func(i int, e encrypted) {
+			u, fresh := run.store(ctx, e.ref, e.ct)
+			if !fresh {
+				kept++ // another file of the run is sending the same chunk
+			}
+			mine[batch[i].digest] = pending{e.ref, u}
+			refs[i] = e.ref
+			waits = append(waits, u)
 		}
 		var later []int
 		for i, p := range batch {
@@ -343,13 +358,15 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			case deferred(p):
 				later = append(later, i)
 				continue
-			case !e.fresh: // reusable when encryption ran, and reuse only ever grows
-				r, ok := reuse(p)
-				if !ok {
-					return errors.New("internal error: a reusable chunk vanished")
+			case !e.fresh:
+				if r, ok := reuse(p); ok {
+					use(i, r)
+					continue
 				}
-				use(i, r)
-				continue
+				// Its upload failed and was forgotten: store it again, same key.
+				if e = encryptRef(p, e.ref); e.err != nil {
+					return e.err
+				}
 			case e.err != nil:
 				return e.err
 			}
@@ -361,10 +378,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 				use(i, m) // a repeat within this batch
 				continue
 			}
-			u := run.store(ctx, e.ref, e.ct)
-			mine[p.digest] = pending{e.ref, u}
-			refs[i] = e.ref
-			waits = append(waits, u)
+			send(i, e)
 		}
 		for _, i := range later { // chunks other files own: reuse theirs once stored
 			p := batch[i]
@@ -381,10 +395,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			if e.err != nil {
 				return e.err
 			}
-			u := run.store(ctx, e.ref, e.ct)
-			mine[p.digest] = pending{e.ref, u}
-			refs[i] = e.ref
-			waits = append(waits, u)
+			send(i, e)
 		}
 		for i, p := range batch {
 			rec.Chunks = append(rec.Chunks, refs[i])
@@ -396,14 +407,14 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	pendingUploads := waits
 	waits = nil // the commit waits for them, not the deferred cleanup
 	run.commit(func() {
-		err := c.commitFile(ctx, encDir, encName, rec, pendingUploads, fallback, sum)
+		err := c.commitFile(ctx, encDir, encName, rec, pendingUploads, fallback, kept, sum)
 		c.done(sum, t.local, err)
 	})
 	return errCommitting
 }
 
 // commitFile waits for a file's chunk uploads, then writes its key record.
-func (c *Client) commitFile(ctx context.Context, encDir, encName string, rec *record, uploads []*upload, fallback error, sum *Summary) error {
+func (c *Client) commitFile(ctx context.Context, encDir, encName string, rec *record, uploads []*upload, fallback error, kept int, sum *Summary) error {
 	stop := c.timer("upload")
 	for _, u := range uploads {
 		if err := u.wait(); err != nil {
@@ -424,6 +435,7 @@ func (c *Client) commitFile(ctx context.Context, encDir, encName string, rec *re
 		s.Files++
 		s.Bytes += int64(rec.Size)
 		s.Chunks += len(rec.Chunks)
+		s.ChunksKept += kept
 		s.BytesUploaded += n
 		if fallback != nil {
 			s.Fallback[reason(fallback)]++

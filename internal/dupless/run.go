@@ -173,12 +173,13 @@ func (r *putRun) notADir(ctx context.Context, be storage.Backend, encDir, encNam
 
 // store sends a chunk object unless this run already sends or sent it, and returns the
 // upload to wait for.
-func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
+//
+// It reports whether it started a new upload (false: the run already sends this chunk).
+func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, bool) {
 	r.mu.Lock()
 	if u, ok := r.uploads[ref.Tag]; ok {
 		r.mu.Unlock()
-		r.sum.add(func(s *Summary) { s.ChunksKept++ })
-		return u
+		return u, false
 	}
 	u := &upload{done: make(chan struct{})}
 	r.uploads[ref.Tag] = u
@@ -187,14 +188,15 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
 	}
 	f := r.keys[ref.Digest]
 	r.mu.Unlock()
-	if f != nil {
+	if f != nil && ref.Flags&flagRandomKey == 0 { // a fallback chunk is nobody's to share
 		f.markStored()
 	}
 	n := min(int64(len(ct)), maxUploadBytes)
 	if err := r.bytes.Acquire(ctx, n); err != nil { // memory bound: wait for uploads to drain
 		u.err = err
+		r.forget(ref, u)
 		close(u.done)
-		return u
+		return u, true
 	}
 	go func() { // the caller goes on chunking the next batch while this waits its turn
 		r.sem <- struct{}{}
@@ -202,11 +204,25 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) *upload {
 		dir, name := chunkLocation(ref.Tag)
 		if err := r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))); err != nil {
 			u.err = fmt.Errorf("upload chunk: %w", err)
+			r.forget(ref, u)
 			return
 		}
 		r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
 	}()
-	return u
+	return u, true
+}
+
+// forget drops a failed upload, so that later files of the run store the chunk again
+// instead of all failing on one transient error. Files that already hold it still fail.
+func (r *putRun) forget(ref chunkRef, u *upload) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.uploads[ref.Tag] == u {
+		delete(r.uploads, ref.Tag)
+	}
+	if cur, ok := r.byHash[ref.Digest]; ok && cur.Tag == ref.Tag {
+		delete(r.byHash, ref.Digest)
+	}
 }
 
 // dirCache lists each destination directory once per run, so storing a new file costs no

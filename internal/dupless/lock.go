@@ -33,6 +33,7 @@ const (
 	locksDir    = ".veil/locks"
 	lockStale   = 15 * time.Minute
 	lockRefresh = lockStale / 3
+	lockRetry   = 30 * time.Second
 )
 
 // ErrForeignKey reports a namespace that belongs to another master key.
@@ -94,14 +95,19 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func(), error) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // keep the lock fresh while the command runs
+	go func() { // keep the lock fresh while the command runs; retry soon if a refresh fails
 		defer wg.Done()
-		t := time.NewTicker(lockRefresh)
+		t := time.NewTimer(lockRefresh)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				put()
+				next := lockRefresh
+				if err := put(); err != nil {
+					c.log.Warn("refreshing the storage lock failed; retrying", "err", err)
+					next = lockRetry
+				}
+				t.Reset(next)
 			case <-stop:
 				return
 			}

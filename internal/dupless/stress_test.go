@@ -172,11 +172,11 @@ func putWithTimeout(t *testing.T, c *Client, cctx context.Context, dir string) (
 
 func TestStressSharedChunksAndFailures(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		beDelay         time.Duration
-		beFail, kdFail  int
-		kdDelay         time.Duration
-		retry0          bool
+		name           string
+		beDelay        time.Duration
+		beFail, kdFail int
+		kdDelay        time.Duration
+		retry0         bool
 	}{
 		{"plain", 3 * time.Millisecond, 0, 0, 0, false},
 		{"befail", 3 * time.Millisecond, 7, 0, 0, false},

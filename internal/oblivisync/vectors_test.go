@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+
 	"github.com/veil-project/veil/internal/testutil"
 )
 

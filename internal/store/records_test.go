@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+
 	"github.com/veil-project/veil/internal/testutil"
 )
 

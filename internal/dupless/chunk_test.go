@@ -6,6 +6,9 @@ import (
 	"io"
 	"testing"
 
+
+
+
 	"github.com/veil-project/veil/internal/testutil"
 )
 

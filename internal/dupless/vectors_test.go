@@ -7,6 +7,9 @@ import (
 	"errors"
 	"testing"
 
+
+
+
 	"github.com/veil-project/veil/internal/testutil"
 )
 

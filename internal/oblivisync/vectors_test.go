@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+
+
+
 	"github.com/veil-project/veil/internal/testutil"
 )
 

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"testing"
 
+
+
+
 	"github.com/veil-project/veil/internal/testutil"
 )
 

@@ -1,0 +1,142 @@
+package main
+
+// The store's maintenance commands: stats, gc and fsck, offline or against a running
+// server through the admin API.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/veil-project/veil/internal/storage/remote"
+	"github.com/veil-project/veil/internal/store"
+	"github.com/veil-project/veil/internal/store/api"
+)
+
+func newStoreStatsCommand() *cobra.Command {
+	var tgt storeTarget
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "stats (--dir DIR | --url URL --credential ADMIN.cred)",
+		Short: "Show logical vs physical bytes and the dedup ratio",
+		Long: `stats prints the store's totals: what users stored (logical bytes), what the store keeps
+(physical bytes, each distinct content once), and their ratio. Read them from the data
+directory with the server stopped, or ask a running server with the admin credential:
+
+  veil store stats --dir /srv/veil-store
+  veil store stats --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var st store.Stats
+			err := tgt.run(func(s *store.Service) (err error) {
+				st, err = s.Stats()
+				return err
+			}, func(a *remote.Admin) (err error) {
+				st, err = a.Stats(cmd.Context())
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if jsonOut {
+				return json.NewEncoder(w).Encode(st)
+			}
+			fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
+				"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
+				humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
+			return nil
+		},
+	}
+	tgt.flags(c)
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return c
+}
+
+func newStoreGCCommand() *cobra.Command {
+	var tgt storeTarget
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "gc (--dir DIR | --url URL --credential ADMIN.cred)",
+		Short: "Reclaim unreferenced content and leftovers of crashes",
+		Long: `gc removes content no name references any more, content files left without a record by a
+crash, and stale upload files. It is safe while uploads run (they wait during the sweep).
+
+  veil store gc --dir /srv/veil-store
+  veil store gc --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var rep api.GCReport
+			err := tgt.run(func(s *store.Service) error {
+				r, err := s.GC(cmd.Context())
+				rep = api.GCReport(r)
+				return err
+			}, func(a *remote.Admin) (err error) {
+				rep, err = a.GC(cmd.Context())
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d unreferenced blobs (%s), %d orphaned blobs, %d stale uploads\n",
+				rep.Blobs, humanBytes(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
+			return nil
+		},
+	}
+	tgt.flags(c)
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return c
+}
+
+func newStoreFsckCommand() *cobra.Command {
+	var dir string
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "fsck --dir DIR",
+		Short: "Check every record and re-hash all content",
+		Long: `fsck checks the metadata (records, reference counts, per-user totals) and re-hashes every
+content file (with the server stopped). It exits 0 when clean and 3 when it found problems;
+leftovers of crashes are reported but are not problems (gc reclaims them).
+
+  veil store fsck --dir /srv/veil-store`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return store.With(dir, func(s *store.Service) error {
+				rep, err := s.Fsck(cmd.Context())
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if jsonOut {
+					json.NewEncoder(w).Encode(rep)
+				} else {
+					printFsck(w, rep)
+				}
+				if !rep.Clean() {
+					return exitError{fmt.Sprintf("fsck: %d problems", len(rep.Problems)), 3}
+				}
+				return nil
+			})
+		},
+	}
+	dirFlag(c, &dir)
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return c
+}
+
+func printFsck(w io.Writer, rep store.FsckReport) {
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "problem: %s\n", p)
+	}
+	state := "clean"
+	if !rep.Clean() {
+		state = fmt.Sprintf("%d problems", len(rep.Problems))
+	}
+	fmt.Fprintf(w, "%s: %d objects, %d blobs (%d unreferenced), %d orphaned blobs, %d stale uploads\n",
+		state, rep.Objects, rep.Blobs, rep.GarbageBlobs, rep.OrphanBlobs, rep.StaleUploads)
+}

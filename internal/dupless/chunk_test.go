@@ -6,9 +6,6 @@ import (
 	"io"
 	"testing"
 
-
-
-
 	"github.com/veil-project/veil/internal/testutil"
 )
 

@@ -7,9 +7,6 @@ import (
 	"errors"
 	"testing"
 
-
-
-
 	"github.com/veil-project/veil/internal/testutil"
 )
 

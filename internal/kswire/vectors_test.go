@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/veil-project/veil/internal/testutil"
 	"github.com/veil-project/veil/internal/oprf"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 const vectorFile = "../../testdata/ks/wire.json"

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-
-
-
 	"github.com/veil-project/veil/internal/testutil"
 )
 

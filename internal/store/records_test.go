@@ -6,9 +6,6 @@ import (
 	"errors"
 	"testing"
 
-
-
-
 	"github.com/veil-project/veil/internal/testutil"
 )
 

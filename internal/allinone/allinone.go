@@ -13,7 +13,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/keyserver"
@@ -170,7 +169,6 @@ type Deployment struct {
 	Config Config
 	cancel context.CancelFunc
 	errs   chan error
-	once   sync.Once
 	done   chan struct{}
 	err    error
 }

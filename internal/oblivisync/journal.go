@@ -31,7 +31,6 @@ type journal struct {
 	seg      uint32
 	f        *os.File
 	off      int64
-	seq      uint64
 	unsynced bool
 	size     int64 // bytes in all segments
 

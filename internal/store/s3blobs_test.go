@@ -2,11 +2,9 @@ package store
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/storage/s3"
 	"github.com/veil-project/veil/internal/storage/storagetest"
 	"github.com/veil-project/veil/internal/testutil"
 )
@@ -16,13 +14,8 @@ import (
 // deduplicated, and gc removes unreferenced objects from the bucket.
 func TestS3Blobs(t *testing.T) {
 	srv := testutil.StartS3(t)
-	var n atomic.Int64
 	open := func(t *testing.T) (*Service, storage.Backend) {
-		bucket, err := s3.New(t.Context(), s3.Config{Endpoint: srv.Endpoint, Bucket: fmt.Sprintf("blobs-%d", n.Add(1)),
-			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, CreateBucket: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		bucket := srv.NewBucket(t, "blobs", "")
 		return newTestService(t, Config{Blobs: bucket}), bucket
 	}
 	t.Run("Conformance", func(t *testing.T) {

@@ -1,9 +1,14 @@
 package testutil
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/veil-project/veil/internal/storage/s3"
 )
 
 // S3Server is a real S3 server (versitygw, posix backend) on loopback for one test.
@@ -13,6 +18,19 @@ type S3Server struct {
 	SecretKey string
 	Root      string // the directory versitygw serves (buckets are its subdirectories)
 	Proc      *Process
+	buckets   atomic.Int64
+}
+
+// NewBucket creates a fresh bucket named <name>-<n> and returns a backend on it, with
+// objects under prefix ("" for the bucket's root).
+func (s *S3Server) NewBucket(t testing.TB, name, prefix string) *s3.Backend {
+	t.Helper()
+	b, err := s3.New(context.Background(), s3.Config{Endpoint: s.Endpoint, Bucket: fmt.Sprintf("%s-%d", name, s.buckets.Add(1)),
+		Prefix: prefix, AccessKey: s.AccessKey, SecretKey: s.SecretKey, CreateBucket: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // StartS3 starts versitygw on a free loopback port serving a fresh temporary directory and

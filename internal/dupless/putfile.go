@@ -108,8 +108,11 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		// One key request for the distinct new digests of the batch.
 		var need []mle.Digest
 		asked := map[mle.Digest]bool{}
+		known := map[mle.Digest]chunkRef{} // reusable now; its key if its upload fails meanwhile
 		for _, p := range batch {
-			if _, ok := reuse(p); !ok && !asked[p.digest] {
+			if r, ok := reuse(p); ok {
+				known[p.digest] = r.ref
+			} else if !asked[p.digest] {
 				asked[p.digest] = true
 				need = append(need, p.digest)
 			}
@@ -162,6 +165,8 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
 			if k, ok := keyOf[p.digest]; ok {
 				ref.Key = k
+			} else if r, ok := known[p.digest]; ok && r.Flags&flagRandomKey == 0 {
+				ref.Key = r.Key // was reusable when keys were asked for; its upload failed since
 			} else {
 				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
 			}
@@ -253,17 +258,17 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	pendingUploads := waits
 	waits = nil // the commit waits for them, not the deferred cleanup
 	run.commit(func() {
-		err := c.commitFile(ctx, encDir, encName, rec, pendingUploads, fallback, kept, sum)
+		err := c.commitFile(ctx, run, encDir, encName, rec, pendingUploads, fallback, kept, sum)
 		c.done(sum, t.local, err)
 	})
 	return errCommitting
 }
 
 // commitFile waits for a file's chunk uploads, then writes its key record.
-func (c *Client) commitFile(ctx context.Context, encDir, encName string, rec *record, uploads []*upload, fallback error, kept int, sum *Summary) error {
+func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName string, rec *record, uploads []*upload, fallback error, kept int, sum *Summary) error {
 	stop := c.timer("upload")
 	for _, u := range uploads {
-		if err := u.wait(); err != nil {
+		if err := run.await(ctx, u); err != nil {
 			return err
 		}
 	}
@@ -272,7 +277,11 @@ func (c *Client) commitFile(ctx context.Context, encDir, encName string, rec *re
 		rec.KeyID = c.ks.keyID()
 	}
 	stop = c.timer("record")
-	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, rec)
+	var n int64
+	err := retry(ctx, func() (err error) {
+		n, err = c.writeRecord(ctx, encDir, encName+keySuffix, rec)
+		return err
+	})
 	if err != nil {
 		return err
 	}

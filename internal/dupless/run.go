@@ -88,10 +88,13 @@ type pending struct {
 	up  *upload
 }
 
-// upload is one chunk object being sent; wait returns its outcome.
+// upload is one chunk object being sent; wait returns its outcome. A failed upload keeps
+// its ciphertext so that the files waiting for it can send it again (retry).
 type upload struct {
 	done chan struct{}
 	err  error
+	ref  chunkRef
+	ct   []byte // nil once stored
 }
 
 func (u *upload) wait() error {
@@ -181,7 +184,7 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 		r.mu.Unlock()
 		return u, false
 	}
-	u := &upload{done: make(chan struct{})}
+	u := &upload{done: make(chan struct{}), ref: ref, ct: ct}
 	r.uploads[ref.Tag] = u
 	if ref.Flags&flagRandomKey == 0 {
 		r.byHash[ref.Digest] = ref
@@ -202,14 +205,28 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 		r.sem <- struct{}{}
 		defer func() { <-r.sem; r.bytes.Release(n); close(u.done) }()
 		dir, name := chunkLocation(ref.Tag)
-		if err := r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))); err != nil {
+		err := retry(ctx, func() error { return r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))) })
+		if err != nil {
 			u.err = fmt.Errorf("upload chunk: %w", err)
 			r.forget(ref, u)
 			return
 		}
+		u.ct = nil
 		r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
 	}()
 	return u, true
+}
+
+// await waits for an upload a record depends on. If it failed on a transient error, the
+// chunk is sent again (shared with the other files waiting for it), so one bad moment of
+// the network fails no file.
+func (r *putRun) await(ctx context.Context, u *upload) error {
+	err := u.wait()
+	if err == nil || u.ct == nil || !transient(ctx, err) {
+		return err
+	}
+	again, _ := r.store(ctx, u.ref, u.ct)
+	return again.wait()
 }
 
 // forget drops a failed upload, so that later files of the run store the chunk again

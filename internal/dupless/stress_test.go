@@ -171,6 +171,7 @@ func putWithTimeout(t *testing.T, c *Client, cctx context.Context, dir string) (
 }
 
 func TestStressSharedChunksAndFailures(t *testing.T) {
+	fastRetries(t)
 	for _, tc := range []struct {
 		name           string
 		beDelay        time.Duration
@@ -234,51 +235,77 @@ func TestCancelAtRandomTimes(t *testing.T) {
 	}
 }
 
-// One transient chunk upload failure fails every file of the run that contains the chunk,
-// including files processed long after the failure.
+// Failed chunk uploads are retried, by the run and then by every file waiting for the
+// chunk, so transient failures fail no file, and a chunk that can never be stored fails
+// exactly the files that contain it, with the backend's error.
 func TestFailedUploadDoesNotFailTheRun(t *testing.T) {
-	var once atomic.Bool
-	be := &slowBE{Backend: newBackend(t)}
-	be.failEach = 0
-	inner := be.Backend
-	failing := &failFirstBE{Backend: inner, once: &once}
-	c, err := New(failing, NewMasterKey(), Options{Keys: mle.LocalKeys{}, Jobs: 1}) // sequential: no overlap at all
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	dir := filepath.Join(t.TempDir(), "src")
-	data := randBytes(100_000, 5)
-	for i := range 5 {
-		write(t, filepath.Join(dir, fmt.Sprintf("f%d", i)), data)
-	}
-	sum, err := c.Put(ctx, []string{dir}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("failed files: %d of 5 after 1 failed chunk put; Files=%d Chunks=%d ChunksKept=%d ChunksUploaded=%d",
-		len(sum.Errors), sum.Files, sum.Chunks, sum.ChunksKept, sum.ChunksUploaded)
-	if len(sum.Errors) > 1 {
-		t.Errorf("one transient upload failure failed %d files: %v", len(sum.Errors), sum.Err())
-	}
-	if sum.ChunksKept > sum.Chunks {
-		t.Errorf("ChunksKept %d > Chunks %d (kept counted for files that failed)", sum.ChunksKept, sum.Chunks)
+	fastRetries(t)
+	for _, tc := range []struct {
+		failures int64 // chunk puts that fail before the backend recovers
+		failed   int   // files expected to fail
+	}{
+		{1, 0},
+		{int64(len(uploadBackoff) + 1), 0}, // the run gives up; the waiting files do not
+		{1 << 30, 5},
+	} {
+		t.Run(fmt.Sprint(tc.failures), func(t *testing.T) {
+			failing := &failingBE{Backend: newBackend(t), left: tc.failures}
+			c, err := New(failing, NewMasterKey(), Options{Keys: mle.LocalKeys{}, Jobs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			dir := filepath.Join(t.TempDir(), "src")
+			data := randBytes(100_000, 5)
+			for i := range 5 {
+				write(t, filepath.Join(dir, fmt.Sprintf("f%d", i)), data)
+			}
+			other := randBytes(60_000, 6) // a file with other content is unaffected
+			write(t, filepath.Join(dir, "other"), other)
+			sum, err := c.Put(ctx, []string{dir}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("failed files: %d of 6 after %d failed chunk puts; Files=%d Chunks=%d ChunksKept=%d ChunksUploaded=%d",
+				len(sum.Errors), tc.failures, sum.Files, sum.Chunks, sum.ChunksKept, sum.ChunksUploaded)
+			if len(sum.Errors) != tc.failed || sum.Files != 6-tc.failed {
+				t.Errorf("%d files failed, %d stored; want %d failed: %v", len(sum.Errors), sum.Files, tc.failed, sum.Err())
+			}
+			if tc.failed > 0 && !strings.Contains(sum.Err().Error(), "connection reset") {
+				t.Errorf("error does not carry the backend's: %v", sum.Err())
+			}
+			if sum.ChunksKept > sum.Chunks {
+				t.Errorf("ChunksKept %d > Chunks %d (kept counted for files that failed)", sum.ChunksKept, sum.Chunks)
+			}
+		})
 	}
 }
 
-type failFirstBE struct {
+// failingBE fails the first puts of the first chunk over 80 kB it sees.
+type failingBE struct {
 	storage.Backend
-	once *atomic.Bool
+	mu   sync.Mutex
+	bad  string // the chunk that fails
+	left int64
 }
 
-func (b *failFirstBE) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
-	if strings.HasPrefix(dir, chunkRoot) && once(b.once) {
-		return errors.New("transient: connection reset")
+func (b *failingBE) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if strings.HasPrefix(dir, chunkRoot) {
+		b.mu.Lock()
+		if b.bad == "" && size > 80_000 { // not the other file's chunk
+			b.bad = dir + "/" + name
+		}
+		fail := b.bad == dir+"/"+name && b.left > 0
+		if fail {
+			b.left--
+		}
+		b.mu.Unlock()
+		if fail {
+			return errors.New("transient: connection reset")
+		}
 	}
 	return b.Backend.Put(ctx, dir, name, r, size)
 }
-
-func once(b *atomic.Bool) bool { return b.CompareAndSwap(false, true) }
 
 type blockKD struct{ calls atomic.Int64 }
 
@@ -325,4 +352,11 @@ func TestCancelMidRun(t *testing.T) {
 			waitGoroutines(t, base)
 		})
 	}
+}
+
+// fastRetries shortens the pauses between upload retries for the duration of a test.
+func fastRetries(t *testing.T) {
+	saved := uploadBackoff
+	uploadBackoff = []time.Duration{time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { uploadBackoff = saved })
 }

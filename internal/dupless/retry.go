@@ -1,0 +1,53 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// uploadBackoff is the wait before each retry of a failed chunk upload, as restic and
+// rclone retry their backends: a dropped connection or a restarting server costs a pause,
+// not the files of the run.
+var uploadBackoff = []time.Duration{250 * time.Millisecond, time.Second}
+
+// permanent are the storage errors that no retry can fix.
+var permanent = []error{
+	storage.ErrExists, storage.ErrNotEmpty, storage.ErrIsDir, storage.ErrNotDir,
+	storage.ErrInvalidName, storage.ErrIntegrity, storage.ErrPermission,
+	storage.ErrTooLarge, storage.ErrQuota, storage.ErrSizeMismatch,
+}
+
+// transient reports whether err may go away if the operation is tried again.
+func transient(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	for _, p := range permanent {
+		if errors.Is(err, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// retry runs op, and again after each uploadBackoff pause while it fails transiently.
+func retry(ctx context.Context, op func() error) error {
+	err := op()
+	for _, d := range uploadBackoff {
+		if err == nil || !transient(ctx, err) {
+			return err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		err = op()
+	}
+	return err
+}

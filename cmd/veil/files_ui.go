@@ -33,7 +33,7 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens (to stderr)")
 	if transfers {
 		c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
-		c.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "files transferred in parallel (default 2 x cores)")
+		c.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "files transferred in parallel (default 16; at most 2 x cores of them over 1 MiB)")
 	}
 }
 

@@ -19,10 +19,10 @@ import (
 )
 
 // Options configure a Client. The zero value works: no key server (random keys, no dedup),
-// HCE2 over the default suite, compression on, 2 x cores parallel transfers.
+// HCE2 over the default suite, compression on, 16 parallel transfers.
 type Options struct {
 	Keys        mle.KeyDeriver // the key server client; nil stores under random keys
-	Jobs        int            // files transferred in parallel (default 2 x cores)
+	Jobs        int            // files transferred in parallel (default 16; at most 2 x cores over 1 MiB)
 	NoCompress  bool           // skip zstd
 	Scheme      mle.Scheme     // default HCE2 (deterministic, guarded)
 	Suite       mle.Suite      // default: by message size, mle.SuiteFor
@@ -52,6 +52,8 @@ type Client struct {
 	opts   Options
 	log    *slog.Logger
 
+	large chan struct{} // transfers of files over largeFile in progress
+
 	ownerOnce sync.Once
 	ownerErr  error
 }
@@ -63,7 +65,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 		return nil, err
 	}
 	if opts.Jobs <= 0 {
-		opts.Jobs = 2 * runtime.NumCPU()
+		opts.Jobs = max(16, 2*runtime.NumCPU())
 	}
 	if opts.Scheme == 0 {
 		opts.Scheme = mle.HCE2
@@ -79,7 +81,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys, opts.MaxKeyBatch), opts: opts, log: log,
-		suites: map[mle.Suite]*mle.MLE{}}
+		suites: map[mle.Suite]*mle.MLE{}, large: make(chan struct{}, min(opts.Jobs, 2*runtime.NumCPU()))}
 	for _, s := range []mle.Suite{mle.SHA256, mle.BLAKE3} {
 		c.suites[s] = &mle.MLE{Suite: s, Scheme: opts.Scheme}
 	}
@@ -180,6 +182,26 @@ func workers[T any](c *Client, sum *Summary, name func(T) string, fn func(T) err
 		}()
 	}
 	return ch, func() { close(ch); wg.Wait() }
+}
+
+// largeFile is the size above which a file takes one of the 2 x cores large-transfer
+// slots: many small files go in parallel (their cost is latency: key server and storage
+// round trips), while the memory held by large ones (up to one 8 MiB batch, or four
+// chunks, each) stays bounded as before.
+const largeFile = 1 << 20
+
+// transfer waits for a large-transfer slot if a file of size needs one; call the result
+// when the transfer is over.
+func (c *Client) transfer(ctx context.Context, size int64) (func(), error) {
+	if size <= largeFile {
+		return func() {}, nil
+	}
+	select {
+	case c.large <- struct{}{}:
+		return func() { <-c.large }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // done records the outcome of one item: a per-item error in sum, and the File event.

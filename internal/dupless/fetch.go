@@ -10,6 +10,11 @@ import (
 
 // fetchChunks downloads and verifies a file's chunks, a few at a time, writing them in order.
 func (c *Client) fetchChunks(ctx context.Context, r *record, w io.Writer) error {
+	release, err := c.transfer(ctx, int64(r.Size))
+	if err != nil {
+		return err
+	}
+	defer release()
 	const ahead = 4
 	type result struct {
 		data []byte

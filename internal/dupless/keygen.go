@@ -12,8 +12,10 @@ import (
 )
 
 // keySource derives chunk keys through the key server. Concurrent requests from all
-// workers are coalesced into one batched KeyDeriver call (one round trip for all chunks in
-// flight). When derivation fails the caller falls back to a random key; after a failure the
+// workers are coalesced into batched KeyDeriver calls, up to maxInflight at once: a
+// request goes out at once while a slot is free, and requests that arrive while all slots
+// are busy wait and leave together (one round trip for all of them), so the client's
+// blinding and verification overlap the server's evaluation. When derivation fails the caller falls back to a random key; after a failure the
 // key server is left alone for retryAfter, so a dead KS costs one timeout, not one per chunk.
 type keySource struct {
 	kd         mle.KeyDeriver  // nil: no key server configured
@@ -22,9 +24,11 @@ type keySource struct {
 	maxBatch   int
 	retryAfter time.Duration
 
-	reqs chan *keyReq
-	stop chan struct{}
-	once sync.Once
+	reqs  chan *keyReq
+	slots chan struct{} // batches in flight
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
 
 	mu        sync.Mutex
 	downUntil time.Time
@@ -47,14 +51,20 @@ func newKeySource(kd mle.KeyDeriver, maxBatch int) *keySource {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &keySource{kd: kd, ctx: ctx, cancel: cancel, maxBatch: maxBatch, retryAfter: 30 * time.Second,
-		reqs: make(chan *keyReq), stop: make(chan struct{})}
+		reqs: make(chan *keyReq), slots: make(chan struct{}, maxInflight), stop: make(chan struct{})}
 	if kd != nil {
 		go s.loop()
 	}
 	return s
 }
 
-func (s *keySource) close() { s.once.Do(func() { s.cancel(); close(s.stop) }) }
+// maxInflight is the number of key server requests a client has in flight.
+const maxInflight = 4
+
+func (s *keySource) close() {
+	s.once.Do(func() { s.cancel(); close(s.stop) })
+	s.wg.Wait()
+}
 
 // derive returns one key per digest, or the reason it could not.
 func (s *keySource) derive(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
@@ -96,6 +106,12 @@ func (s *keySource) loop() {
 		case <-s.stop:
 			return
 		}
+		select { // wait for a free slot; requests arriving meanwhile join this batch
+		case s.slots <- struct{}{}:
+		case <-s.stop:
+			s.fail(batch, errors.New("client closed"))
+			return
+		}
 		n := len(batch[0].digests)
 	drain: // take whatever else is already waiting, up to maxBatch digests
 		for n < s.maxBatch {
@@ -107,7 +123,18 @@ func (s *keySource) loop() {
 				break drain
 			}
 		}
-		s.run(batch, n)
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-s.slots; s.wg.Done() }()
+			s.run(batch, n)
+		}()
+	}
+}
+
+func (s *keySource) fail(batch []*keyReq, err error) {
+	for _, r := range batch {
+		r.err = err
+		close(r.done)
 	}
 }
 

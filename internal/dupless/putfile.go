@@ -26,6 +26,11 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
 		return err
 	}
+	release, err := c.transfer(ctx, t.info.Size())
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Open without following links or blocking on FIFOs, and insist it is still the regular
 	// file the walk saw: a path swapped for a symlink meanwhile is not read.
 	f, err := os.OpenFile(t.local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)

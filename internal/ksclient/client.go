@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/veil-project/veil/internal/kswire"
@@ -44,7 +46,16 @@ type Client struct {
 	opts Options
 	log  *slog.Logger
 	tr   transport
+
+	// A key server in a delay mode answers one query of a client at a time and refuses
+	// the others (errBusy). Once told so, or over UDP where a refusal is a silent drop,
+	// the client sends one request at a time (serial) instead of falling back.
+	oneAtATime atomic.Bool
+	serial     sync.Mutex
 }
+
+// errBusy is the key server's "a query of this client is already in flight".
+var errBusy = errors.New("a query of this client is already in flight")
 
 // transport sends one encoded Request and returns the encoded Response.
 type transport interface {
@@ -109,6 +120,7 @@ func New(cred *Credential, opts Options) (*Client, error) {
 			return nil, errors.New("udp transport: no UDP address in the credential or options")
 		}
 		c.tr = newUDP(h, opts)
+		c.oneAtATime.Store(true)
 	default:
 		return nil, fmt.Errorf("transport %q: want https or udp", opts.Transport)
 	}
@@ -175,9 +187,7 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 		if err != nil {
 			return nil, err
 		}
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		raw, err := c.tr.roundTrip(actx, req)
-		cancel()
+		raw, err := c.roundTrip(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -193,6 +203,40 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 		return c.finish(pub, b, raw, len(ds))
 	}
 	return nil, fmt.Errorf("%w: %d attempts failed, last: %v", ErrKSUnavailable, c.opts.Retries, last)
+}
+
+// roundTrip sends one request with the attempt timeout t_R. A request refused because
+// another of this client's is in flight is sent again, one at a time, until the key server
+// takes it or the client's whole patience (Retries x t_R) is spent.
+func (c *Client) roundTrip(ctx context.Context, req []byte) ([]byte, error) {
+	deadline := time.Now().Add(time.Duration(c.opts.Retries) * c.opts.Timeout)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		raw, err := c.send(ctx, req)
+		if !errors.Is(err, errBusy) {
+			return raw, err
+		}
+		if !c.oneAtATime.Swap(true) {
+			c.log.Debug("key server takes one query at a time: sending one request at a time")
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause): // a request sent before we knew may still be in flight
+		}
+	}
+}
+
+func (c *Client) send(ctx context.Context, req []byte) ([]byte, error) {
+	if c.oneAtATime.Load() {
+		c.serial.Lock()
+		defer c.serial.Unlock()
+	}
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	return c.tr.roundTrip(actx, req)
 }
 
 func (c *Client) finish(pub oprf.PublicKey, b *oprf.Blinded, raw []byte, n int) ([]mle.Key, error) {

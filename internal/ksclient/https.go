@@ -57,7 +57,11 @@ func (h *httpsTransport) post(ctx context.Context, path string, body []byte) ([]
 	case resp.StatusCode == http.StatusOK:
 		return out, nil
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, fmt.Errorf("%w (%s)", ErrRateLimited, resp.Header.Get("Veil-Reason"))
+		reason := resp.Header.Get("Veil-Reason")
+		if reason == "in_flight" {
+			return nil, fmt.Errorf("%w (%w)", ErrRateLimited, errBusy)
+		}
+		return nil, fmt.Errorf("%w (%s)", ErrRateLimited, reason)
 	case resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%w: %s", ErrUnauthorized, msg)
 	case resp.StatusCode >= 500:

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
 	github.com/cloudflare/circl v1.6.1
+	github.com/gtank/ristretto255 v0.1.2
 	github.com/hanwen/go-fuse/v2 v2.7.2
 	github.com/klauspost/compress v1.18.0
 	github.com/minio/minio-go/v7 v7.0.90

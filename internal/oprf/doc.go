@@ -17,8 +17,11 @@
 //
 // Suites:
 //
-//	ristretto255  RFC 9497 VOPRF, ristretto255-SHA512 (circl/oprf, verifiable mode); one
-//	              batched DLEQ proof covers all n evaluations. Default.
+//	ristretto255  RFC 9497 VOPRF, ristretto255-SHA512, verifiable mode; one batched DLEQ
+//	              proof covers all n evaluations. Default. Composed in voprf.go over
+//	              gtank/ristretto255 (multi-scalar multiplication for the proof's public
+//	              composites) and circl's expand_message_xmd; output identical to circl/oprf
+//	              (tested both ways) and to RFC 9497's vectors (testdata/oprf).
 //	rsa           RFC 9474 RSABSSA-SHA384-PSSZERO-Deterministic (circl/blindsign/blindrsa),
 //	              the paper's construction; the client verifies each unblinded signature.
 //	              PSSZERO (salt length 0) is the only RFC 9474 variant whose signature is a
@@ -28,6 +31,6 @@
 // output is the 64-byte RFC 9497 Finalize output or the RSA signature (docs/formats/ks-wire.md).
 //
 // Randomness is injected (an io.Reader) so tests and vectors are deterministic. This package
-// sits on the protocols layer: it imports only the standard library and circl; it must not
-// import keyserver, ksclient, storage, services or cmd.
+// sits on the protocols layer: it imports only the standard library, circl and
+// gtank/ristretto255; it must not import keyserver, ksclient, storage, services or cmd.
 package oprf

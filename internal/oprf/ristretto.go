@@ -1,17 +1,15 @@
 package oprf
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 
-	"github.com/cloudflare/circl/group"
 	circl "github.com/cloudflare/circl/oprf"
-	"github.com/cloudflare/circl/zk/dleq"
+	"github.com/gtank/ristretto255"
 )
 
 var (
-	r255       = circl.SuiteRistretto255
-	r255Group  = group.Ristretto255
 	r255Elem   = 32
 	r255Proof  = 64
 	blindDST   = []byte("veil-ks-v1 blind")
@@ -19,76 +17,80 @@ var (
 )
 
 type r255Private struct {
-	k   *circl.PrivateKey
-	srv circl.VerifiableServer
+	k   *ristretto255.Scalar
+	raw []byte
 	pub *r255Public
 }
 
 type r255Public struct {
-	pk  *circl.PublicKey
-	cli circl.VerifiableClient
+	pk  *ristretto255.Element
 	raw []byte
 	id  KeyID
 }
 
+// r255State is what a client keeps of a blinded batch to finalize it.
+type r255State struct {
+	inputs  [][]byte
+	blinds  []*ristretto255.Scalar
+	blinded []*ristretto255.Element
+}
+
+// generateR255 derives the key from 32 bytes of rnd with RFC 9497's DeriveKeyPair
+// (circl), so a key directory's key is a function of its seed.
 func generateR255(rnd io.Reader) (PrivateKey, error) {
 	seed := make([]byte, 32)
 	if _, err := io.ReadFull(rnd, seed); err != nil {
 		return nil, fmt.Errorf("generate ristretto255 key: %w", err)
 	}
-	k, err := circl.DeriveKey(r255, circl.VerifiableMode, seed, keySeedDST)
+	k, err := circl.DeriveKey(circl.SuiteRistretto255, circl.VerifiableMode, seed, keySeedDST)
 	if err != nil {
 		return nil, fmt.Errorf("generate ristretto255 key: %w", err)
 	}
-	return newR255Private(k)
+	raw, err := k.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return parseR255Private(raw)
 }
 
 func parseR255Private(b []byte) (PrivateKey, error) {
 	if len(b) != 32 {
 		return nil, fmt.Errorf("%w: ristretto255 private key is %d bytes, want 32", ErrFormat, len(b))
 	}
-	k := new(circl.PrivateKey)
-	if err := k.UnmarshalBinary(r255, b); err != nil {
-		return nil, fmt.Errorf("%w: ristretto255 private key: %v", ErrFormat, err)
+	k := ristretto255.NewScalar()
+	if err := k.Decode(b); err != nil {
+		return nil, fmt.Errorf("%w: ristretto255 private key: not a canonical scalar", ErrFormat)
 	}
-	return newR255Private(k)
-}
-
-func newR255Private(k *circl.PrivateKey) (PrivateKey, error) {
-	raw, err := k.Public().MarshalBinary()
+	if k.Equal(ristretto255.NewScalar()) == 1 {
+		return nil, fmt.Errorf("%w: ristretto255 private key is zero", ErrFormat)
+	}
+	pub, err := parseR255Public(encode(ristretto255.NewElement().ScalarBaseMult(k)))
 	if err != nil {
 		return nil, err
 	}
-	pub, err := parseR255Public(raw)
-	if err != nil {
-		return nil, err
-	}
-	return &r255Private{k: k, srv: circl.NewVerifiableServer(r255, k), pub: pub.(*r255Public)}, nil
+	return &r255Private{k: k, raw: append([]byte(nil), b...), pub: pub.(*r255Public)}, nil
 }
 
 func parseR255Public(b []byte) (PublicKey, error) {
-	if _, err := parseElement(b); err != nil {
+	pk, err := parseElement(b)
+	if err != nil {
 		return nil, fmt.Errorf("ristretto255 public key: %w", err)
 	}
-	pk := new(circl.PublicKey)
-	if err := pk.UnmarshalBinary(r255, b); err != nil {
-		return nil, fmt.Errorf("%w: ristretto255 public key: %v", ErrFormat, err)
-	}
 	raw := append([]byte(nil), b...)
-	return &r255Public{pk: pk, cli: circl.NewVerifiableClient(r255, pk), raw: raw, id: keyIDOf(Ristretto255, raw)}, nil
+	return &r255Public{pk: pk, raw: raw, id: keyIDOf(Ristretto255, raw)}, nil
 }
 
 // parseElement decodes one canonical, non-identity ristretto255 element.
-func parseElement(b []byte) (group.Element, error) {
+func parseElement(b []byte) (*ristretto255.Element, error) {
 	if len(b) != r255Elem {
 		return nil, fmt.Errorf("%w: element is %d bytes, want %d", ErrFormat, len(b), r255Elem)
 	}
-	e := r255Group.NewElement()
-	if err := e.UnmarshalBinary(b); err != nil {
+	e := ristretto255.NewElement()
+	if err := e.Decode(b); err != nil {
 		return nil, fmt.Errorf("%w: not a ristretto255 element", ErrFormat)
 	}
-	if e.IsIdentity() {
-		return nil, fmt.Errorf("%w: identity element", ErrFormat)
+	if isIdentity(e) {
+		return nil, fmt.Errorf("%w: %v", ErrFormat, errIdentity)
 	}
 	return e, nil
 }
@@ -96,35 +98,34 @@ func parseElement(b []byte) (group.Element, error) {
 func (k *r255Private) Suite() SuiteID                 { return Ristretto255 }
 func (k *r255Private) ID() KeyID                      { return k.pub.id }
 func (k *r255Private) Public() PublicKey              { return k.pub }
-func (k *r255Private) MarshalBinary() ([]byte, error) { return k.k.MarshalBinary() }
+func (k *r255Private) MarshalBinary() ([]byte, error) { return append([]byte(nil), k.raw...), nil }
 
+// Evaluate is RFC 9497's BlindEvaluate (VOPRF): each element times the key, and one
+// batched DLEQ proof that all of them used the key behind the public key.
 func (k *r255Private) Evaluate(blinded [][]byte) ([][]byte, []byte, error) {
+	r, err := randomScalar(rand.Reader, hashToScalarDST)
+	if err != nil {
+		return nil, nil, fmt.Errorf("evaluate: %w", err)
+	}
+	return k.evaluate(blinded, r)
+}
+
+// evaluate is Evaluate with the proof nonce r given (RFC 9497's vectors fix it).
+func (k *r255Private) evaluate(blinded [][]byte, r *ristretto255.Scalar) ([][]byte, []byte, error) {
 	if len(blinded) == 0 {
 		return nil, nil, fmt.Errorf("%w: empty batch", ErrFormat)
 	}
-	req := &circl.EvaluationRequest{Elements: make([]circl.Blinded, len(blinded))}
+	cEls := make([]*ristretto255.Element, len(blinded))
+	out := make([][]byte, len(blinded))
 	for i, b := range blinded {
 		e, err := parseElement(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("blinded element %d: %w", i, err)
 		}
-		req.Elements[i] = e
+		cEls[i] = e
+		out[i] = encode(ristretto255.NewElement().ScalarMult(k.k, e))
 	}
-	ev, err := k.srv.Evaluate(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("evaluate: %w", err)
-	}
-	out := make([][]byte, len(ev.Elements))
-	for i, e := range ev.Elements {
-		if out[i], err = e.MarshalBinaryCompress(); err != nil {
-			return nil, nil, err
-		}
-	}
-	proof, err := ev.Proof.MarshalBinary()
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, proof, nil
+	return out, prove(k.k, k.pub.raw, cEls, blinded, out, r), nil
 }
 
 func (p *r255Public) Suite() SuiteID                 { return Ristretto255 }
@@ -133,65 +134,76 @@ func (p *r255Public) ElementSize() int               { return r255Elem }
 func (p *r255Public) ProofSize() int                 { return r255Proof }
 func (p *r255Public) MarshalBinary() ([]byte, error) { return append([]byte(nil), p.raw...), nil }
 
-// Blind draws each blind as HashToScalar(64 bytes of rnd) (circl's RandomScalar ignores its
-// reader for ristretto255, so this is how randomness is injected) and blinds with circl.
+// Blind draws each blind as HashToScalar(64 bytes of rnd) under blindDST and sends
+// blind * HashToGroup(input) (RFC 9497's Blind).
 func (p *r255Public) Blind(rnd io.Reader, inputs [][]byte) (*Blinded, error) {
 	if len(inputs) == 0 {
 		return nil, fmt.Errorf("%w: empty batch", ErrFormat)
 	}
-	blinds := make([]circl.Blind, len(inputs))
-	buf := make([]byte, 64)
+	blinds := make([]*ristretto255.Scalar, len(inputs))
 	for i := range blinds {
-		for {
-			if _, err := io.ReadFull(rnd, buf); err != nil {
-				return nil, fmt.Errorf("blind: %w", err)
-			}
-			s := r255Group.HashToScalar(buf, blindDST)
-			if !s.IsZero() {
-				blinds[i] = s
-				break
-			}
+		r, err := randomScalar(rnd, blindDST)
+		if err != nil {
+			return nil, fmt.Errorf("blind: %w", err)
 		}
+		blinds[i] = r
 	}
-	fin, req, err := p.cli.DeterministicBlind(inputs, blinds)
-	if err != nil {
-		return nil, fmt.Errorf("blind: %w", err)
-	}
-	b := &Blinded{Elements: make([][]byte, len(inputs)), state: fin}
-	for i, e := range req.Elements {
-		if b.Elements[i], err = e.MarshalBinaryCompress(); err != nil {
-			return nil, err
+	return blindWith(inputs, blinds)
+}
+
+// blindWith blinds inputs with the given blinds.
+func blindWith(inputs [][]byte, blinds []*ristretto255.Scalar) (*Blinded, error) {
+	st := &r255State{inputs: inputs, blinds: blinds, blinded: make([]*ristretto255.Element, len(inputs))}
+	b := &Blinded{Elements: make([][]byte, len(inputs)), state: st}
+	for i, in := range inputs {
+		e := ristretto255.NewElement().ScalarMult(blinds[i], hashToGroup(in))
+		if isIdentity(e) {
+			return nil, fmt.Errorf("blind: input %d: %w", i, errIdentity)
 		}
+		st.blinded[i], b.Elements[i] = e, encode(e)
 	}
 	return b, nil
 }
 
+// Finalize verifies the batch proof, unblinds each evaluation and hashes it with its
+// input (RFC 9497's Finalize), then derives veil's key from the output.
 func (p *r255Public) Finalize(b *Blinded, evals [][]byte, proof []byte) ([][KeySize]byte, error) {
-	fin, ok := b.state.(*circl.FinalizeData)
-	if !ok || len(evals) != len(b.Elements) {
-		return nil, fmt.Errorf("%w: %d evaluations for %d inputs", ErrVerify, len(evals), len(b.Elements))
-	}
-	ev := &circl.Evaluation{Elements: make([]circl.Evaluated, len(evals)), Proof: new(dleq.Proof)}
-	for i, e := range evals {
-		el, err := parseElement(e)
-		if err != nil {
-			return nil, fmt.Errorf("%w: evaluation %d: %v", ErrVerify, i, err)
-		}
-		ev.Elements[i] = el
-	}
-	if len(proof) != r255Proof {
-		return nil, fmt.Errorf("%w: proof is %d bytes, want %d", ErrVerify, len(proof), r255Proof)
-	}
-	if err := ev.Proof.UnmarshalBinary(r255Group, proof); err != nil {
-		return nil, fmt.Errorf("%w: proof: %v", ErrVerify, err)
-	}
-	outs, err := p.cli.Finalize(fin, ev)
+	outs, err := p.outputs(b, evals, proof)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrVerify, err)
+		return nil, err
 	}
 	keys := make([][KeySize]byte, len(outs))
 	for i, o := range outs {
 		keys[i] = deriveKey(Ristretto255, p.id, o)
 	}
 	return keys, nil
+}
+
+// outputs is RFC 9497's Finalize: the 64-byte PRF outputs of a verified batch.
+func (p *r255Public) outputs(b *Blinded, evals [][]byte, proof []byte) ([][]byte, error) {
+	st, ok := b.state.(*r255State)
+	if !ok || len(evals) != len(b.Elements) {
+		return nil, fmt.Errorf("%w: %d evaluations for %d inputs", ErrVerify, len(evals), len(b.Elements))
+	}
+	dEls := make([]*ristretto255.Element, len(evals))
+	for i, e := range evals {
+		el, err := parseElement(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w: evaluation %d: %v", ErrVerify, i, err)
+		}
+		dEls[i] = el
+	}
+	if len(proof) != r255Proof {
+		return nil, fmt.Errorf("%w: proof is %d bytes, want %d", ErrVerify, len(proof), r255Proof)
+	}
+	if !verify(p.pk, p.raw, st.blinded, dEls, b.Elements, evals, proof) {
+		return nil, fmt.Errorf("%w: proof does not verify against the pinned key", ErrVerify)
+	}
+	outs := make([][]byte, len(evals))
+	inv := invertAll(st.blinds)
+	for i, d := range dEls {
+		n := ristretto255.NewElement().ScalarMult(inv[i], d)
+		outs[i] = finalizeHash(st.inputs[i], n)
+	}
+	return outs, nil
 }

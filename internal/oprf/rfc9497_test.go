@@ -1,0 +1,224 @@
+package oprf
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cloudflare/circl/group"
+	circl "github.com/cloudflare/circl/oprf"
+	"github.com/cloudflare/circl/zk/dleq"
+	"github.com/gtank/ristretto255"
+)
+
+// TestRFC9497Vectors checks every step of the VOPRF against RFC 9497's own vectors
+// (Appendix A.1.2): key, blinded elements, evaluations, the batched proof (with the
+// RFC's proof nonce) and the outputs.
+func TestRFC9497Vectors(t *testing.T) {
+	var tv struct {
+		SkSm, PkSm string
+		Vectors    []struct {
+			Batch                                                   int
+			Input, Blind, BlindedElement, EvaluationElement, Output string
+			Proof                                                   struct{ Proof, R string }
+		}
+	}
+	b, err := os.ReadFile("../../testdata/oprf/rfc9497-voprf-ristretto255.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &tv); err != nil {
+		t.Fatal(err)
+	}
+	k, err := parseR255Private(unhex(t, tv.SkSm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk, _ := k.Public().MarshalBinary(); hex.EncodeToString(pk) != tv.PkSm {
+		t.Fatalf("public key %x, RFC %s", pk, tv.PkSm)
+	}
+	if len(tv.Vectors) != 3 {
+		t.Fatalf("%d vectors, want the RFC's 3", len(tv.Vectors))
+	}
+	for i, v := range tv.Vectors {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			inputs, blinds := list(t, v.Input), list(t, v.Blind)
+			if len(inputs) != v.Batch || len(blinds) != v.Batch {
+				t.Fatalf("batch %d with %d inputs, %d blinds", v.Batch, len(inputs), len(blinds))
+			}
+			bs := make([]*ristretto255.Scalar, len(blinds))
+			for j, s := range blinds {
+				bs[j] = scalar(t, hex.EncodeToString(s))
+			}
+			bl, err := blindWith(inputs, bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := join(bl.Elements); got != v.BlindedElement {
+				t.Fatalf("blinded %s, RFC %s", got, v.BlindedElement)
+			}
+			evals, proof, err := k.(*r255Private).evaluate(bl.Elements, scalar(t, v.Proof.R))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := join(evals); got != v.EvaluationElement {
+				t.Fatalf("evaluated %s, RFC %s", got, v.EvaluationElement)
+			}
+			if hex.EncodeToString(proof) != v.Proof.Proof {
+				t.Fatalf("proof %x, RFC %s", proof, v.Proof.Proof)
+			}
+			outs, err := k.Public().(*r255Public).outputs(bl, evals, proof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := join(outs); got != v.Output {
+				t.Fatalf("output %s, RFC %s", got, v.Output)
+			}
+		})
+	}
+}
+
+// TestMatchesCircl runs batches both ways between this implementation and circl/oprf:
+// circl verifies our proofs and gets our outputs, and we verify circl's.
+func TestMatchesCircl(t *testing.T) {
+	suite := circl.SuiteRistretto255
+	g := group.Ristretto255
+	for _, n := range []int{1, 2, 3, 7, 40} {
+		k := testKey(t, Ristretto255)
+		raw, _ := k.MarshalBinary()
+		ck := new(circl.PrivateKey)
+		if err := ck.UnmarshalBinary(suite, raw); err != nil {
+			t.Fatal(err)
+		}
+		cli := circl.NewVerifiableClient(suite, ck.Public())
+		srv := circl.NewVerifiableServer(suite, ck)
+		in := digests(n, fmt.Sprint("circl", n))
+
+		// Ours blinds and evaluates; circl, given the same blinds, verifies and finalizes.
+		bl, err := k.Public().Blind(rand.Reader, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evals, proof, err := k.Evaluate(bl.Elements)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cBlinds := make([]circl.Blind, n)
+		for i, s := range bl.state.(*r255State).blinds {
+			cBlinds[i] = g.NewScalar()
+			if err := cBlinds[i].UnmarshalBinary(s.Encode(nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fin, req, err := cli.DeterministicBlind(in, cBlinds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range req.Elements {
+			if b, _ := e.MarshalBinaryCompress(); !bytes.Equal(b, bl.Elements[i]) {
+				t.Fatalf("n=%d: blinded element %d differs from circl's", n, i)
+			}
+		}
+		ev := &circl.Evaluation{Elements: make([]circl.Evaluated, n), Proof: new(dleq.Proof)}
+		for i, e := range evals {
+			ev.Elements[i] = g.NewElement()
+			if err := ev.Elements[i].UnmarshalBinary(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ev.Proof.UnmarshalBinary(g, proof); err != nil {
+			t.Fatal(err)
+		}
+		cOuts, err := cli.Finalize(fin, ev)
+		if err != nil {
+			t.Fatalf("n=%d: circl rejects our evaluation: %v", n, err)
+		}
+		outs, err := k.Public().(*r255Public).outputs(bl, evals, proof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range outs {
+			if !bytes.Equal(outs[i], cOuts[i]) {
+				t.Fatalf("n=%d: output %d differs from circl's", n, i)
+			}
+		}
+
+		// circl evaluates (its own proof nonce); ours verifies and gets the same outputs.
+		cev, err := srv.Evaluate(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cEvals := make([][]byte, n)
+		for i, e := range cev.Elements {
+			cEvals[i], _ = e.MarshalBinaryCompress()
+		}
+		cProof, _ := cev.Proof.MarshalBinary()
+		outs2, err := k.Public().(*r255Public).outputs(bl, cEvals, cProof)
+		if err != nil {
+			t.Fatalf("n=%d: circl's evaluation rejected: %v", n, err)
+		}
+		for i := range outs2 {
+			if !bytes.Equal(outs2[i], outs[i]) {
+				t.Fatalf("n=%d: output %d from circl's evaluation differs", n, i)
+			}
+		}
+	}
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func list(t *testing.T, s string) [][]byte {
+	var out [][]byte
+	for _, p := range strings.Split(s, ",") {
+		out = append(out, unhex(t, p))
+	}
+	return out
+}
+
+func join(bs [][]byte) string {
+	var ss []string
+	for _, b := range bs {
+		ss = append(ss, hex.EncodeToString(b))
+	}
+	return strings.Join(ss, ",")
+}
+
+func scalar(t *testing.T, s string) *ristretto255.Scalar {
+	t.Helper()
+	x := ristretto255.NewScalar()
+	if err := x.Decode(unhex(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestInvertAll(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 5, 64} {
+		xs := make([]*ristretto255.Scalar, n)
+		for i := range xs {
+			x, err := randomScalar(rand.Reader, blindDST)
+			if err != nil {
+				t.Fatal(err)
+			}
+			xs[i] = x
+		}
+		inv := invertAll(xs)
+		for i := range xs {
+			if want := ristretto255.NewScalar().Invert(xs[i]); inv[i].Equal(want) != 1 {
+				t.Fatalf("n=%d: inverse %d wrong", n, i)
+			}
+		}
+	}
+}

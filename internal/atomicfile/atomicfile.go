@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write replaces path with data (mode perm). It refuses to replace anything but a regular
@@ -18,7 +19,7 @@ func Write(path string, data []byte, perm os.FileMode, sync bool) error {
 		return fmt.Errorf("%s exists and is not a regular file", path)
 	}
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempMark+"*")
 	if err != nil {
 		return err
 	}
@@ -48,6 +49,24 @@ func Write(path string, data []byte, perm os.FileMode, sync bool) error {
 		return nil
 	}
 	return SyncDir(dir)
+}
+
+// tempMark separates a temporary file's target name from CreateTemp's random digits.
+const tempMark = ".tmp"
+
+// IsTemp reports whether name (a base name) is one of Write's temporary files, which a
+// process killed mid-write leaves behind.
+func IsTemp(name string) bool {
+	i := strings.LastIndex(name, tempMark)
+	if !strings.HasPrefix(name, ".") || i < 1 || i+len(tempMark) == len(name) {
+		return false
+	}
+	for _, c := range name[i+len(tempMark):] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // SyncDir fsyncs a directory, making renames and creations in it durable.

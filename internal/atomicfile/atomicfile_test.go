@@ -31,3 +31,20 @@ func TestWrite(t *testing.T) {
 		t.Fatal("wrote into a missing directory")
 	}
 }
+
+func TestIsTemp(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.CreateTemp(dir, ".b000001"+tempMark+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if name := filepath.Base(f.Name()); !IsTemp(name) {
+		t.Fatalf("IsTemp(%q) = false for Write's own pattern", name)
+	}
+	for _, name := range []string{"b000001", "super", ".tmp", ".x.tmp", ".x.tmpa1", "x.tmp12", ".hidden", "osync.key"} {
+		if IsTemp(name) {
+			t.Errorf("IsTemp(%q) = true", name)
+		}
+	}
+}

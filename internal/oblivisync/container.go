@@ -3,8 +3,8 @@ package oblivisync
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/veil-project/veil/internal/atomicfile"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -45,41 +45,8 @@ func openContainer(key *[32]byte, id [idLen]byte, kind byte, index uint32, g geo
 	return plain, nil
 }
 
-const tempPrefix = ".tmp-"
-
-// writeAtomic replaces path with data: temp file in the same directory, fsync, rename,
-// fsync of the directory. A reader sees the old or the new file, never a torn one.
+// writeAtomic replaces path with data (mode 0600): a reader sees the old or the new file,
+// never a torn one, and a crash loses nothing written before.
 func writeAtomic(path string, data []byte, fsync bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tempPrefix)
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil && fsync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if fsync {
-		syncDir(dir)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so that entries created or renamed in it are durable.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	return atomicfile.Write(path, data, 0o600, fsync)
 }

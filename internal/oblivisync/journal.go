@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/veil-project/veil/internal/atomicfile"
+
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -234,7 +236,7 @@ func (j *journal) rotate() error {
 	}
 	j.f = f
 	if j.fsync { // the new segment's name must survive a power loss like its records
-		syncDir(j.dir)
+		atomicfile.SyncDir(j.dir)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/veil-project/veil/internal/atomicfile"
 )
 
 // CheckOutside refuses a path (the writer's state directory, a mountpoint) that is the
@@ -36,8 +38,7 @@ func resolvePath(p string) string {
 	}
 }
 
-// removeStaleTemps deletes temp files a killed writer left in dir (writeAtomic's
-// ".tmp-*"): in the backend folder the sync client would otherwise upload them forever.
+// removeStaleTemps deletes temp files a killed writer left in dir (writeAtomic's): in the backend folder the sync client would otherwise upload them forever.
 // Only the one writer calls it, after taking its lock; readers never write.
 func removeStaleTemps(dir string) {
 	ents, err := os.ReadDir(dir)
@@ -45,7 +46,8 @@ func removeStaleTemps(dir string) {
 		return
 	}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), tempPrefix) && e.Type().IsRegular() {
+		legacy := strings.HasPrefix(e.Name(), ".tmp-") // temp names before atomicfile
+		if (atomicfile.IsTemp(e.Name()) || legacy) && e.Type().IsRegular() {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

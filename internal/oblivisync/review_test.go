@@ -118,14 +118,19 @@ func TestStateDirInsideBackendRefused(t *testing.T) {
 // where the sync client uploads them (B bytes each, forever). The next writer removes them.
 func TestStaleTempFilesRemoved(t *testing.T) {
 	dir := newBackend(t, 4, 4096, 1)
-	stale := filepath.Join(dir, ".tmp-123456")
-	if err := os.WriteFile(stale, bytes.Repeat([]byte{1}, 4096), 0o600); err != nil {
-		t.Fatal(err)
+	var stale []string
+	for _, name := range []string{".b000001.tmp123456", ".super.tmp99", ".tmp-123456"} {
+		stale = append(stale, filepath.Join(dir, name))
+		if err := os.WriteFile(stale[len(stale)-1], bytes.Repeat([]byte{1}, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w := openW(t, dir, t.TempDir())
 	defer w.Close()
-	if _, err := os.Stat(stale); err == nil {
-		t.Fatal("stale temp file still in the backend after the writer opened")
+	for _, s := range stale {
+		if _, err := os.Stat(s); err == nil {
+			t.Fatalf("stale temp file %s still in the backend after the writer opened", filepath.Base(s))
+		}
 	}
 }
 

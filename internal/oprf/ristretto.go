@@ -116,16 +116,17 @@ func (k *r255Private) evaluate(blinded [][]byte, r *ristretto255.Scalar) ([][]by
 		return nil, nil, fmt.Errorf("%w: empty batch", ErrFormat)
 	}
 	cEls := make([]*ristretto255.Element, len(blinded))
+	dEls := make([]*ristretto255.Element, len(blinded))
 	out := make([][]byte, len(blinded))
 	for i, b := range blinded {
 		e, err := parseElement(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("blinded element %d: %w", i, err)
 		}
-		cEls[i] = e
-		out[i] = encode(ristretto255.NewElement().ScalarMult(k.k, e))
+		cEls[i], dEls[i] = e, ristretto255.NewElement().ScalarMult(k.k, e)
+		out[i] = encode(dEls[i])
 	}
-	return out, prove(k.k, k.pub.raw, cEls, blinded, out, r), nil
+	return out, prove(k.k, k.pub.raw, cEls, dEls, blinded, out, r), nil
 }
 
 func (p *r255Public) Suite() SuiteID                 { return Ristretto255 }

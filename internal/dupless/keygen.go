@@ -59,7 +59,7 @@ func newKeySource(kd mle.KeyDeriver, maxBatch int) *keySource {
 }
 
 // maxInflight is the number of key server requests a client has in flight.
-const maxInflight = 4
+const maxInflight = 2
 
 func (s *keySource) close() {
 	s.once.Do(func() { s.cancel(); close(s.stop) })

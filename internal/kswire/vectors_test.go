@@ -63,15 +63,6 @@ type vectors struct {
 
 func h(b []byte) string { return hex.EncodeToString(b) }
 
-func unhex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func vectorGrant() *Grant {
 	g := &Grant{Expiry: time.Unix(1_800_000_000, 0), MaxDatagram: 8192}
 	for i := range g.ID {
@@ -130,11 +121,11 @@ func generate(t *testing.T) *vectors {
 	}
 	g := vectorGrant()
 	v.Grant = h(AppendGrant(nil, g))
-	v.Datagram = h(AppendDatagram(nil, &Datagram{Type: TypeRequest, Session: g.ID, Seq: 7, Body: unhex(t, v.Suites[0].Request)}, &g.MACKey))
-	dg := unhex(t, v.Datagram)
+	v.Datagram = h(AppendDatagram(nil, &Datagram{Type: TypeRequest, Session: g.ID, Seq: 7, Body: testutil.Unhex(t, v.Suites[0].Request)}, &g.MACKey))
+	dg := testutil.Unhex(t, v.Datagram)
 	flip := func(b []byte, i int) []byte { c := bytes.Clone(b); c[i] ^= 1; return c }
-	req := unhex(t, v.Suites[0].Request)
-	resp := unhex(t, v.Suites[0].Response)
+	req := testutil.Unhex(t, v.Suites[0].Request)
+	resp := testutil.Unhex(t, v.Suites[0].Response)
 	v.MustFail = []failVector{
 		{"request: empty", "request", "", "malformed"},
 		{"request: version 2", "request", h(append([]byte{2}, req[1:]...)), "malformed"},
@@ -159,11 +150,11 @@ func TestVectors(t *testing.T) {
 	var r255 oprf.PublicKey
 	for _, sv := range v.Suites {
 		s, _ := oprf.ParseSuite(sv.Suite)
-		k, err := oprf.ParsePrivateKey(s, unhex(t, sv.Private))
+		k, err := oprf.ParsePrivateKey(s, testutil.Unhex(t, sv.Private))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pk, _ := k.Public().MarshalBinary(); !bytes.Equal(pk, unhex(t, sv.Public)) || k.ID().String() != sv.KeyID {
+		if pk, _ := k.Public().MarshalBinary(); !bytes.Equal(pk, testutil.Unhex(t, sv.Public)) || k.ID().String() != sv.KeyID {
 			t.Fatalf("%s: public key or key id differs", sv.Suite)
 		}
 		if s == oprf.Ristretto255 {
@@ -171,13 +162,13 @@ func TestVectors(t *testing.T) {
 		}
 		var inputs [][]byte
 		for _, in := range sv.Inputs {
-			inputs = append(inputs, unhex(t, in))
+			inputs = append(inputs, testutil.Unhex(t, in))
 		}
 		bl, req := blindVector(t, k.Public(), inputs)
-		if !bytes.Equal(req, unhex(t, sv.Request)) {
+		if !bytes.Equal(req, testutil.Unhex(t, sv.Request)) {
 			t.Fatalf("%s: request encoding differs from the vector", sv.Suite)
 		}
-		resp := unhex(t, sv.Response)
+		resp := testutil.Unhex(t, sv.Response)
 		parsed, err := ParseResponse(resp, k.Public(), len(inputs))
 		if err != nil {
 			t.Fatal(err)
@@ -205,10 +196,10 @@ func TestVectors(t *testing.T) {
 	if h(AppendGrant(nil, g)) != v.Grant {
 		t.Fatal("grant encoding differs")
 	}
-	if pg, err := ParseGrant(unhex(t, v.Grant)); err != nil || *pg != *g {
+	if pg, err := ParseGrant(testutil.Unhex(t, v.Grant)); err != nil || *pg != *g {
 		t.Fatalf("grant does not parse back: %v", err)
 	}
-	d, err := OpenDatagram(unhex(t, v.Datagram), &g.MACKey)
+	d, err := OpenDatagram(testutil.Unhex(t, v.Datagram), &g.MACKey)
 	if err != nil || d.Seq != 7 || d.Session != g.ID || h(d.Body) != v.Suites[0].Request {
 		t.Fatalf("datagram: %v", err)
 	}
@@ -216,7 +207,7 @@ func TestVectors(t *testing.T) {
 		t.Fatal("datagram encoding differs")
 	}
 	for _, f := range v.MustFail {
-		b := unhex(t, f.Hex)
+		b := testutil.Unhex(t, f.Hex)
 		var err error
 		switch f.Kind {
 		case "request":
@@ -230,7 +221,7 @@ func TestVectors(t *testing.T) {
 			if p, err = ParseResponse(b, r255, 3); err == nil {
 				inputs := [][]byte{}
 				for _, in := range v.Suites[0].Inputs {
-					inputs = append(inputs, unhex(t, in))
+					inputs = append(inputs, testutil.Unhex(t, in))
 				}
 				bl, _ := blindVector(t, r255, inputs)
 				_, err = r255.Finalize(bl, p.Evals, p.Proof)

@@ -34,14 +34,6 @@ func seq(n int, start byte) []byte {
 
 func hx(b []byte) string { return hex.EncodeToString(b) }
 
-func unhx(t *testing.T, s string) []byte {
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func flip(b []byte, i int) []byte {
 	c := append([]byte(nil), b...)
 	c[i] ^= 1
@@ -167,11 +159,11 @@ func TestVectors(t *testing.T) {
 // checkVector parses a vector's bytes as a reader would and, for good vectors, checks
 // that the plaintext matches the inputs.
 func checkVector(t *testing.T, v vector) error {
-	b := unhx(t, v.Bytes)
+	b := testutil.Unhex(t, v.Bytes)
 	in := v.Input
 	key32 := func(s string) *[32]byte {
 		var k [32]byte
-		copy(k[:], unhx(t, s))
+		copy(k[:], testutil.Unhex(t, s))
 		return &k
 	}
 	switch v.Type {
@@ -183,7 +175,7 @@ func checkVector(t *testing.T, v vector) error {
 		return err
 	case "container":
 		var id [idLen]byte
-		copy(id[:], unhx(t, in["id"]))
+		copy(id[:], testutil.Unhex(t, in["id"]))
 		idx := map[string]uint32{"2": 2, "3": 3}[in["index"]]
 		plain, err := openContainer(key32(in["key"]), id, in["kind"][0], idx, vectorGeometry, b)
 		if err == nil && in["plaintext"] != "" && hx(plain) != in["plaintext"] {

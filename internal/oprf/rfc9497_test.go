@@ -14,6 +14,7 @@ import (
 	circl "github.com/cloudflare/circl/oprf"
 	"github.com/cloudflare/circl/zk/dleq"
 	"github.com/gtank/ristretto255"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // TestRFC9497Vectors checks every step of the VOPRF against RFC 9497's own vectors
@@ -35,7 +36,7 @@ func TestRFC9497Vectors(t *testing.T) {
 	if err := json.Unmarshal(b, &tv); err != nil {
 		t.Fatal(err)
 	}
-	k, err := parseR255Private(unhex(t, tv.SkSm))
+	k, err := parseR255Private(testutil.Unhex(t, tv.SkSm))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,19 +171,10 @@ func TestMatchesCircl(t *testing.T) {
 	}
 }
 
-func unhex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func list(t *testing.T, s string) [][]byte {
 	var out [][]byte
 	for _, p := range strings.Split(s, ",") {
-		out = append(out, unhex(t, p))
+		out = append(out, testutil.Unhex(t, p))
 	}
 	return out
 }
@@ -198,7 +190,7 @@ func join(bs [][]byte) string {
 func scalar(t *testing.T, s string) *ristretto255.Scalar {
 	t.Helper()
 	x := ristretto255.NewScalar()
-	if err := x.Decode(unhex(t, s)); err != nil {
+	if err := x.Decode(testutil.Unhex(t, s)); err != nil {
 		t.Fatal(err)
 	}
 	return x

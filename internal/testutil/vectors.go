@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"os"
@@ -36,4 +37,14 @@ func Vectors(t testing.TB, path string, v any, gen func() any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+// Unhex decodes a hex string from a vector file, failing the test on bad hex.
+func Unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatalf("vector: %v", err)
+	}
+	return b
 }

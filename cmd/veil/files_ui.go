@@ -144,22 +144,28 @@ func humanBytes(n int64) string {
 // passphrase reads the passphrase from a file (flag, then $VEIL_PASSWORD_FILE) or, on a
 // terminal, a prompt (twice when confirm is set).
 func passphrase(file string, confirm bool) ([]byte, error) {
+	return readPassphrase(file, "--password-file", profile.EnvPassword, "passphrase", confirm)
+}
+
+// readPassphrase reads a passphrase (what) from file (given by flag), else from the file
+// named by $env, else from the terminal (typed twice with confirm).
+func readPassphrase(file, flag, env, what string, confirm bool) ([]byte, error) {
 	if file == "" {
-		file = os.Getenv(profile.EnvPassword)
+		file = os.Getenv(env)
 	}
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("passphrase file: %w", err)
+			return nil, fmt.Errorf("%s file: %w", what, err)
 		}
 		p := strings.TrimRight(string(b), "\r\n")
 		if p == "" {
-			return nil, errors.New("passphrase file is empty")
+			return nil, fmt.Errorf("%s file is empty", what)
 		}
 		return []byte(p), nil
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, fmt.Errorf("no passphrase: use --password-file or set %s (stdin is not a terminal)", profile.EnvPassword)
+		return nil, fmt.Errorf("no %s: use %s or set %s (stdin is not a terminal)", what, flag, env)
 	}
 	read := func(prompt string) ([]byte, error) {
 		fmt.Fprint(os.Stderr, prompt)
@@ -167,12 +173,12 @@ func passphrase(file string, confirm bool) ([]byte, error) {
 		fmt.Fprintln(os.Stderr)
 		return p, err
 	}
-	p, err := read("passphrase: ")
+	p, err := read(what + ": ")
 	if err != nil {
 		return nil, err
 	}
 	if len(p) == 0 {
-		return nil, errors.New("empty passphrase")
+		return nil, fmt.Errorf("empty %s", what)
 	}
 	if confirm {
 		q, err := read("again: ")

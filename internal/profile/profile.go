@@ -134,6 +134,29 @@ func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
 	return cfg, nil
 }
 
+// ChangePassphrase re-seals the master key in dir under a new passphrase (fresh salt and
+// nonce). The key itself does not change, so everything stored stays readable; the old
+// passphrase no longer opens the key file. The key file is replaced atomically.
+func ChangePassphrase(dir string, old, new []byte) error {
+	path := filepath.Join(dir, KeyFile)
+	kf, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no veil key in %s (run 'veil init', or set %s)", dir, EnvConfig)
+	}
+	if err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	master, err := dupless.OpenKeyFile(kf, old)
+	if err != nil {
+		return err
+	}
+	sealed, err := dupless.SealKeyFile(master, new)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, sealed, 0o600, true)
+}
+
 // Load reads the profile in dir and applies environment overrides.
 func Load(dir string) (*Config, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/profile"
+)
+
+// envNewPassword names a file holding the new passphrase for 'veil passwd'.
+const envNewPassword = "VEIL_NEW_PASSWORD_FILE"
+
+func init() { register(newPasswdCommand) }
+
+func newPasswdCommand() *cobra.Command {
+	var o clientFlags
+	var newFile string
+	c := &cobra.Command{
+		Use:   "passwd",
+		Short: "Change the passphrase that protects your veil key",
+		Long: `passwd re-seals your master key under a new passphrase (argon2id, fresh salt). The key
+itself does not change: everything you stored stays readable, nothing is re-encrypted or
+re-sent. Afterwards only the new passphrase opens the key file; copies of the profile
+directory made before still open with the old one, so replace your backups of it too.
+
+The current passphrase comes from --password-file, $VEIL_PASSWORD_FILE or a prompt; the
+new one from --new-password-file, $VEIL_NEW_PASSWORD_FILE or a prompt (typed twice).
+
+Examples:
+  veil passwd
+  veil passwd --password-file old.txt --new-password-file new.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			old, err := passphrase(o.passwordFile, false)
+			if err != nil {
+				return err
+			}
+			nw, err := readPassphrase(newFile, "--new-password-file", envNewPassword, "new passphrase", true)
+			if err != nil {
+				return err
+			}
+			if err := profile.ChangePassphrase(o.dir(), old, nw); err != nil {
+				return err
+			}
+			if o.json {
+				return json.NewEncoder(os.Stdout).Encode(map[string]any{"profile": o.dir(), "changed": true})
+			}
+			fmt.Printf("passphrase of %s changed; the key and your files are unchanged\n", o.dir())
+			return nil
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().StringVar(&newFile, "new-password-file", "", "read the new passphrase from this file (default $"+envNewPassword+", else prompt)")
+	return c
+}

@@ -115,6 +115,14 @@ Modes, modification times, empty directories and symlinks (stored as links, neve
 followed) are kept. What cannot be stored (sockets, devices, unreadable files, names over
 171 bytes) is reported per file without stopping the run (exit status 3).
 
+A file already stored at its destination with the same size, modification time and mode
+is not read again (like restic and rclone); --force reads and checks every file. Content
+that did not change is never sent twice either way.
+
+--exclude PATTERN (repeatable) skips every file or directory whose name, or whose path
+below a PATH argument, matches PATTERN (shell patterns: *, ?, [...]; a directory that
+matches is skipped with everything below it).
+
 If the key server cannot be reached, files are stored under random keys: readable, just
 not deduplicated. The summary says how many and why.
 
@@ -122,6 +130,7 @@ Examples:
   veil put ~/Documents
   veil put report.pdf notes.txt work/2026
   veil put *.txt --to notes
+  veil put ~/src --exclude node_modules --exclude '*.o' --exclude 'build/*'
   veil put -j 16 --json /srv/data backups`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -150,6 +159,8 @@ Examples:
 	}
 	o.addFlags(c, true)
 	c.Flags().StringVar(&to, "to", "", "destination directory in storage (default: the root)")
+	c.Flags().BoolVar(&o.force, "force", false, "read every file, even those whose size, modification time and mode match what is stored")
+	c.Flags().StringArrayVar(&o.exclude, "exclude", nil, "skip files and directories matching this pattern (name or path below PATH; repeatable)")
 	return c
 }
 

@@ -24,6 +24,8 @@ type clientFlags struct {
 	quiet        bool
 	verbose      bool
 	jobs         int
+	force        bool
+	exclude      []string
 }
 
 func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
@@ -86,7 +88,8 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 			fmt.Fprintf(os.Stderr, "veil: %s: %v\n", path, err)
 		}
 	}
-	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Jobs: o.jobs, Events: ev, Logger: log})
+	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Jobs: o.jobs, Events: ev, Logger: log,
+		Force: o.force, Exclude: o.exclude})
 	return cl, done, ui, err
 }
 
@@ -103,6 +106,12 @@ func (o *clientFlags) report(verb string, s *dupless.Summary, err error) error {
 			humanBytes(s.Bytes), s.Duration.Round(1e6))
 		if verb == "stored" {
 			fmt.Printf(": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
+			if s.Unchanged > 0 {
+				fmt.Printf("; %d files unchanged (not read)", s.Unchanged)
+			}
+			if s.Excluded > 0 {
+				fmt.Printf("; %d excluded", s.Excluded)
+			}
 		}
 		fmt.Println()
 		for why, n := range s.Fallback {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -24,6 +25,8 @@ type Options struct {
 	Keys        mle.KeyDeriver // the key server client; nil stores under random keys
 	Jobs        int            // files transferred in parallel (default 16; at most 2 x cores over 1 MiB)
 	NoCompress  bool           // skip zstd
+	Force       bool           // put reads every file, even those whose size, mtime and mode match what is stored
+	Exclude     []string       // put skips entries whose name, or path below a PATH argument, matches (filepath.Match)
 	Scheme      mle.Scheme     // default HCE2 (deterministic, guarded)
 	Suite       mle.Suite      // default: by message size, mle.SuiteFor
 	MaxKeyBatch int            // digests per key server request (default 256)
@@ -73,6 +76,11 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	if opts.Suite != 0 && opts.Suite != mle.SHA256 && opts.Suite != mle.BLAKE3 {
 		return nil, fmt.Errorf("unknown MLE suite %v", opts.Suite)
 	}
+	for _, p := range opts.Exclude {
+		if _, err := filepath.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("exclude pattern %q: %w", p, err)
+		}
+	}
 	if opts.Scheme == mle.HCE1 {
 		return nil, errors.New("HCE1 is not tag consistent (duplicate faking): refusing to store with it")
 	}
@@ -103,6 +111,8 @@ func (c *Client) Close() { c.ks.close() }
 // Summary reports what an operation did.
 type Summary struct {
 	Files          int            `json:"files"`
+	Unchanged      int            `json:"unchanged"` // files (among Files) already stored as they are: not read
+	Excluded       int            `json:"excluded"`  // entries skipped by Options.Exclude
 	Dirs           int            `json:"dirs"`
 	Symlinks       int            `json:"symlinks"`
 	Bytes          int64          `json:"bytes"`           // plaintext bytes of the files

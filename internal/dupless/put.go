@@ -12,6 +12,20 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 )
 
+// excluded reports whether an entry (its name, and its slash-separated path below the
+// PATH argument) matches one of Options.Exclude.
+func (c *Client) excluded(name, rel string) bool {
+	for _, p := range c.opts.Exclude {
+		if m, _ := filepath.Match(p, name); m {
+			return true
+		}
+		if m, _ := filepath.Match(p, rel); m {
+			return true
+		}
+	}
+	return false
+}
+
 // putTask is one local entry to store at a destination path.
 type putTask struct {
 	local string
@@ -43,6 +57,13 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 			d := joinPath(dest, base, filepath.ToSlash(rel))
 			if err != nil {
 				c.done(sum, p, err)
+				return nil
+			}
+			if rel != "." && c.excluded(fi.Name(), filepath.ToSlash(rel)) {
+				sum.add(func(s *Summary) { s.Excluded++ })
+				if fi.IsDir() {
+					return filepath.SkipDir
+				}
 				return nil
 			}
 			if other, dup := from[d]; dup {
@@ -113,10 +134,14 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 			return fmt.Errorf("%s is stored as a file: 'veil rm' it before storing a directory there", t.dest)
 		}
 	}
+	r := &record{Type: typeDir, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
+	if c.stored(ctx, run, enc, dirMetaName, r) {
+		sum.add(func(s *Summary) { s.Dirs++ })
+		return nil
+	}
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
 	}
-	r := &record{Type: typeDir, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
 	n, err := c.writeRecord(ctx, enc, dirMetaName, r)
 	sum.add(func(s *Summary) { s.Dirs++; s.BytesUploaded += n })
 	return err
@@ -143,12 +168,30 @@ func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, run *putRu
 		if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
 			return err
 		}
+		if c.stored(ctx, run, encDir, encName+keySuffix, r) {
+			sum.add(func(s *Summary) { s.Symlinks++ })
+			return nil
+		}
 		n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
 		sum.add(func(s *Summary) { s.Symlinks++; s.BytesUploaded += n })
 		return err
 	default:
 		return fmt.Errorf("cannot store a %s (only files, directories and symlinks)", fileKind(mode))
 	}
+}
+
+// stored reports whether the record of a directory or symlink is already stored exactly
+// as r (same kind, mode, mtime and target), so that put need not write it again. Any
+// doubt (not listed, unreadable, different) means no.
+func (c *Client) stored(ctx context.Context, run *putRun, encDir, objName string, r *record) bool {
+	if c.opts.Force {
+		return false
+	}
+	if exists, err := run.dirs.has(ctx, c.be, encDir, objName); err != nil || !exists {
+		return false
+	}
+	old, err := c.readRecord(ctx, encDir, objName)
+	return err == nil && old.Type == r.Type && old.Mode == r.Mode && old.MTime == r.MTime && old.Target == r.Target
 }
 
 func (c *Client) encFile(dest string) (encDir, encName string, err error) {

@@ -52,6 +52,18 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		return err
 	} else if exists {
 		if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
+			if c.unchanged(old, fi) {
+				n := len(old.Chunks)
+				sum.add(func(s *Summary) {
+					s.Files++
+					s.Unchanged++
+					s.Bytes += int64(old.Size)
+					s.Chunks += n
+					s.ChunksKept += n
+				})
+				c.bytesDone(fi.Size())
+				return nil
+			}
 			for _, ch := range old.Chunks {
 				if ch.Flags&flagRandomKey == 0 || c.ks.kd == nil { // retry the KS for fallbacks
 					prev[ch.Digest] = ch
@@ -267,6 +279,23 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		c.done(sum, t.local, err)
 	})
 	return errCommitting
+}
+
+// unchanged reports whether the stored record old already describes the local file fi:
+// same size, modification time and mode, like restic and rclone decide without reading
+// the file (Options.Force reads every file). A file stored under random keys while the key
+// server was away is stored again, so that it gets deduplicated.
+func (c *Client) unchanged(old *record, fi os.FileInfo) bool {
+	if c.opts.Force || old.Type != typeFile || old.Size != uint64(fi.Size()) ||
+		old.MTime != fi.ModTime().UnixNano() || old.Mode != unixMode(fi.Mode()) {
+		return false
+	}
+	for _, ch := range old.Chunks {
+		if ch.Flags&flagRandomKey != 0 && c.ks.kd != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // commitFile waits for a file's chunk uploads, then writes its key record.

@@ -178,9 +178,11 @@ func Load(dir string) (*Config, error) {
 
 // ClientOptions are the per-run settings the CLI passes through.
 type ClientOptions struct {
-	Jobs   int
-	Events dupless.Events
-	Logger *slog.Logger
+	Jobs    int
+	Force   bool     // put: read every file, even unchanged ones
+	Exclude []string // put: patterns of entries to skip
+	Events  dupless.Events
+	Logger  *slog.Logger
 }
 
 // Open unlocks the master key with passphrase and connects to the storage service and key
@@ -202,7 +204,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger}
+	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude}
 	lazy := &lazyKS{open: func() (*ksclient.Client, error) { return openKS(dir, cfg, o.Logger) }}
 	if !cfg.NoKS {
 		dopts.Keys = lazy

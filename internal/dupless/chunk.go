@@ -133,8 +133,8 @@ type chunkOrErr struct {
 // scanBufs are the chunkers' scan buffers, reused across files: allocating (and zeroing)
 // one per file made storing many small files memory-bound.
 var (
-	scanBufs = sync.Pool{New: func() any { return make([]byte, 2*MaxChunk) }}
-	headBufs = sync.Pool{New: func() any { return make([]byte, MinChunk) }}
+	scanBufs = sync.Pool{New: func() any { b := make([]byte, 2*MaxChunk); return &b }} // pointers: no allocation per Put
+	headBufs = sync.Pool{New: func() any { b := make([]byte, MinChunk); return &b }}
 )
 
 func newSplitter(r io.Reader) *splitter {
@@ -142,8 +142,9 @@ func newSplitter(r io.Reader) *splitter {
 	go func() {
 		defer close(s.done)
 		// A file under MinChunk is one chunk: read it whole, no chunker needed.
-		head := headBufs.Get().([]byte)
-		defer headBufs.Put(head)
+		headp := headBufs.Get().(*[]byte)
+		defer headBufs.Put(headp)
+		head := *headp
 		n, err := io.ReadFull(r, head)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			if n > 0 && !s.send(chunkOrErr{data: bytes.Clone(head[:n])}) {
@@ -156,8 +157,9 @@ func newSplitter(r io.Reader) *splitter {
 			s.send(chunkOrErr{err: err})
 			return
 		}
-		buf := scanBufs.Get().([]byte)
-		defer scanBufs.Put(buf)
+		bufp := scanBufs.Get().(*[]byte)
+		defer scanBufs.Put(bufp)
+		buf := *bufp
 		c, err := cdc.NewChunkerBuffer(chunkAlgorithm, io.MultiReader(bytes.NewReader(head), r),
 			&cdc.ChunkerOpts{MinSize: MinChunk, NormalSize: NormChunk, MaxSize: MaxChunk}, buf)
 		for err == nil {

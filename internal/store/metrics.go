@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the service's Prometheus series, on a registry of its own (so several
@@ -37,7 +38,7 @@ func newMetrics() *metrics {
 		Name: "veil_store_commit_group_size", Help: "Uploads committed together by one database commit.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
 	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors, m.group,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

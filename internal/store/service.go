@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -109,7 +110,7 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 	// commit, same durability (bbolt's documented trade: slower open of huge databases).
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true,
 		FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, ErrBusy
 	}
 	if err != nil {

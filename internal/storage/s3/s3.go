@@ -111,16 +111,19 @@ func (b *Backend) isDir(ctx context.Context, path string) (bool, error) {
 	if _, ok := b.dirs.Load(path); ok {
 		return true, nil
 	}
-	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.marker(path), MaxKeys: 1}) {
-		if oi.Err != nil {
-			if notFound(oi.Err) {
-				return false, nil
-			}
-			return false, oi.Err
-		}
-		return true, nil
+	// Leaving the listing early must stop minio's producer goroutine: cancel its context.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	oi, ok := <-b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.marker(path), MaxKeys: 1})
+	switch {
+	case !ok:
+		return false, nil
+	case oi.Err != nil && notFound(oi.Err):
+		return false, nil
+	case oi.Err != nil:
+		return false, oi.Err
 	}
-	return false, nil
+	return true, nil
 }
 
 // ensureDirs writes the missing markers of dir and its parents; a file in the way is

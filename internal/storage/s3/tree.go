@@ -17,6 +17,8 @@ func (b *Backend) keys(ctx context.Context, path string, recursive bool, fn func
 	if path != "" {
 		prefix = b.marker(path)
 	}
+	ctx, cancel := context.WithCancel(ctx) // an early return must stop minio's lister
+	defer cancel()
 	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: recursive}) {
 		if oi.Err != nil {
 			return oi.Err

@@ -36,6 +36,12 @@ func (f *osyncFlags) addState(c *cobra.Command) {
 
 // passphrase reads it from --passphrase-file, $VEIL_OSYNC_PASSPHRASE or the terminal.
 func (f *osyncFlags) passphrase(confirm bool) ([]byte, error) {
+	return f.read("VEIL_OSYNC_PASSPHRASE", "passphrase", confirm)
+}
+
+// read reads a passphrase (what) from f.passFile, else the variable env (the passphrase
+// itself), else the terminal.
+func (f *osyncFlags) read(env, what string, confirm bool) ([]byte, error) {
 	if f.passFile != "" {
 		b, err := os.ReadFile(f.passFile)
 		if err != nil {
@@ -43,13 +49,13 @@ func (f *osyncFlags) passphrase(confirm bool) ([]byte, error) {
 		}
 		return []byte(strings.TrimRight(string(b), "\r\n")), nil
 	}
-	if p := os.Getenv("VEIL_OSYNC_PASSPHRASE"); p != "" {
+	if p := os.Getenv(env); p != "" {
 		return []byte(p), nil
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, errors.New("no passphrase: use --passphrase-file or set VEIL_OSYNC_PASSPHRASE")
+		return nil, fmt.Errorf("no %s: use a passphrase file or set %s", what, env)
 	}
-	fmt.Fprint(os.Stderr, "passphrase: ")
+	fmt.Fprint(os.Stderr, what+": ")
 	p, err := term.ReadPassword(int(os.Stdin.Fd()))
 	fmt.Fprintln(os.Stderr)
 	if err != nil || !confirm {
@@ -79,7 +85,7 @@ tell which files changed, how big they are or when you work.
   veil osync mount --read-only --backend ~/Dropbox/osync /mnt # any number of readers
   veil osync status --backend ~/Dropbox/osync`,
 		}
-		c.AddCommand(newOsyncInit(), newOsyncMount(), newOsyncSync(), newOsyncStatus())
+		c.AddCommand(newOsyncInit(), newOsyncMount(), newOsyncSync(), newOsyncStatus(), newOsyncPasswd())
 		return c
 	})
 	registerBench(newOsyncBench)
@@ -121,6 +127,44 @@ Examples:
 	c.Flags().DurationVar(&p.DripTime, "drip-time", p.DripTime, "time between epochs t of a mounted writer")
 	c.Flags().Uint32Var(&kdfMiB, "kdf-memory", kdf.MemoryKiB>>10, "argon2id memory in MiB")
 	c.Flags().Uint32Var(&kdf.Time, "kdf-time", kdf.Time, "argon2id passes")
+	return c
+}
+
+func newOsyncPasswd() *cobra.Command {
+	var f osyncFlags
+	var newFile string
+	c := &cobra.Command{
+		Use:   "passwd --backend DIR",
+		Short: "Change the passphrase of a backend (the key and the files stay as they are)",
+		Long: `passwd re-seals the backend's master key (osync.key) under a new passphrase, with a
+fresh argon2id salt. No backend file is rewritten. Every mount, here or on other machines,
+needs the new passphrase once the sync service has delivered the new osync.key.
+
+The current passphrase comes from --passphrase-file, $VEIL_OSYNC_PASSPHRASE or a prompt;
+the new one from --new-passphrase-file, $VEIL_OSYNC_NEW_PASSPHRASE or a prompt (twice).
+
+Example:
+  veil osync passwd --backend ~/Dropbox/osync`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			old, err := f.passphrase(false)
+			if err != nil {
+				return err
+			}
+			nf := osyncFlags{passFile: newFile}
+			nw, err := nf.read("VEIL_OSYNC_NEW_PASSPHRASE", "new passphrase", true)
+			if err != nil {
+				return err
+			}
+			if err := oblivisync.ChangePassphrase(f.backend, old, nw); err != nil {
+				return err
+			}
+			fmt.Printf("passphrase of %s changed\n", f.backend)
+			return nil
+		},
+	}
+	f.add(c)
+	c.Flags().StringVar(&newFile, "new-passphrase-file", "", "read the new passphrase from this file (default: $VEIL_OSYNC_NEW_PASSPHRASE, else prompt)")
 	return c
 }
 

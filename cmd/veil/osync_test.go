@@ -53,4 +53,23 @@ func TestOsyncCommands(t *testing.T) {
 	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("wrong passphrase: %v", err)
 	}
+	// passwd: refused with a wrong current passphrase; afterwards only the new one opens.
+	t.Setenv("VEIL_OSYNC_NEW_PASSPHRASE", "cli test 2")
+	if _, err := runVeil(t, "osync", "passwd", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
+		t.Fatalf("passwd with a wrong passphrase: %v", err)
+	}
+	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test")
+	if _, err := runVeil(t, "osync", "passwd", "--backend", be); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
+		t.Fatalf("old passphrase after passwd: %v", err)
+	}
+	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test 2")
+	if out, err := runVeil(t, "osync", "status", "--backend", be); err != nil || !strings.Contains(out, "epoch     3") {
+		t.Fatalf("status with the new passphrase: %q %v", out, err)
+	}
+	if ents, _ := os.ReadDir(be); len(ents) != 18 {
+		t.Fatalf("backend has %d entries after passwd", len(ents))
+	}
 }

@@ -64,3 +64,27 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	// The key file goes last: its presence marks a complete backend.
 	return writeAtomic(filepath.Join(dir, keyFileName), img, true)
 }
+
+// ChangePassphrase re-seals the backend's master key under a new passphrase with a fresh
+// salt and nonce; the key, and so every backend file, stays as it is. Readers and writers
+// elsewhere need the new passphrase once the sync client has delivered osync.key.
+func ChangePassphrase(dir string, old, new []byte) error {
+	if len(new) == 0 {
+		return fmt.Errorf("%w: empty passphrase", ErrInvalid)
+	}
+	path := filepath.Join(dir, keyFileName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: not an osync backend: %w", dir, err)
+	}
+	kf, master, err := openKeyFile(b, old)
+	if err != nil {
+		return err
+	}
+	copy(kf.salt[:], randomBytes(saltLen))
+	img, err := sealKeyFile(kf, new, master, randomBytes(24))
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, img, true)
+}

@@ -142,18 +142,7 @@ func TestE2ENamesAndMoves(t *testing.T) {
 // The key server dies in the middle of a run: the remaining files are stored under random
 // keys, everything reads back, and the summary says how many fell back and why.
 func TestE2EKeyServerKilledMidRun(t *testing.T) {
-	ksDir := filepath.Join(t.TempDir(), "ks")
-	ksAddr, udp := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
-	run := func(args ...string) {
-		if out, err := execVeil(args...); err != nil {
-			t.Fatalf("veil %v: %v\n%s", args, err, out)
-		}
-	}
-	run("keyserver", "init", "--dir", ksDir, "--url", "https://"+ksAddr, "--udp", udp)
-	cred := filepath.Join(t.TempDir(), "alice.ks.json")
-	run("keyserver", "client", "add", "alice", "--dir", ksDir, "--out", cred)
-	ks := testutil.Start(t, veilBin, "keyserver", "serve", "--dir", ksDir, "--https", ksAddr, "--udp", udp)
-	testutil.WaitTCP(t, ksAddr, 20*time.Second)
+	ks, cred := startKeyServer(t)
 	storageDir := t.TempDir()
 	alice := newUser(t, "alice", "--storage", storageDir, "--ks-credential", cred)
 	src := t.TempDir()
@@ -193,6 +182,42 @@ func TestE2EKeyServerKilledMidRun(t *testing.T) {
 	ls := alice.mustRun(t, "ls", "-l", "again/first")
 	if !strings.Contains(ls, "*one") {
 		t.Fatalf("ls -l does not mark the fallback file: %q", ls)
+	}
+}
+
+// startKeyServer runs a key server (serve flags extra) with one client, alice, and returns
+// the process and alice's credential file.
+func startKeyServer(t *testing.T, extra ...string) (*testutil.Process, string) {
+	t.Helper()
+	ksDir := filepath.Join(t.TempDir(), "ks")
+	ksAddr, udp := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	run := func(args ...string) {
+		if out, err := execVeil(args...); err != nil {
+			t.Fatalf("veil %v: %v\n%s", args, err, out)
+		}
+	}
+	run("keyserver", "init", "--dir", ksDir, "--url", "https://"+ksAddr, "--udp", udp)
+	cred := filepath.Join(t.TempDir(), "alice.ks.json")
+	run("keyserver", "client", "add", "alice", "--dir", ksDir, "--out", cred)
+	ks := testutil.Start(t, veilBin, append([]string{"keyserver", "serve", "--dir", ksDir, "--https", ksAddr, "--udp", udp}, extra...)...)
+	testutil.WaitTCP(t, ksAddr, 20*time.Second)
+	return ks, cred
+}
+
+// A key server in a delay mode answers one query of a client at a time and refuses the
+// others; put (16 files in parallel, two key requests in flight) waits its turn instead of
+// falling back to random keys.
+func TestE2EDelayModeKeyServer(t *testing.T) {
+	_, cred := startKeyServer(t, "--ratelimit", "fixed", "--ratelimit-delay", "5ms")
+	alice := newUser(t, "alice", "--storage", t.TempDir(), "--ks-credential", cred)
+	src := t.TempDir()
+	const n = 64
+	for i := range n {
+		randomFile(t, filepath.Join(src, "files", fmt.Sprintf("f%02d", i)), 3000+i, byte(i))
+	}
+	s := alice.summary(t, "put", filepath.Join(src, "files"))
+	if fb, _ := s["fallback"].(map[string]any); len(fb) != 0 || s["files"].(float64) != n {
+		t.Fatalf("stored %v of %d files, fallback %v: want all, none without dedup", s["files"], n, fb)
 	}
 }
 

@@ -1,6 +1,7 @@
 package keyserver
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -78,9 +79,46 @@ func TestDirLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.lim.st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
 	defer s.tcp.Close()
 	if _, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"}); err == nil {
 		t.Fatal("second server opened the same rate-limit file")
+	}
+}
+
+// A client added within the same clock tick as the previous change (same mtime) is still
+// picked up by the reload loop: every atomic rewrite of clients.json is a new inode.
+func TestReloadSeesChangesWithinOneTick(t *testing.T) {
+	dir := t.TempDir()
+	if err := Init(dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	path := filepath.Join(dir, fileClients)
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddClient(dir, "alice", AddOptions{URL: "https://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, before.ModTime(), before.ModTime()); err != nil { // as if in the same tick
+		t.Fatal(err)
+	}
+	if err := s.reload(false); err != nil {
+		t.Fatal(err)
+	}
+	if !s.state.Load().active["alice"] {
+		t.Fatal("a client added within the same mtime tick was not loaded")
 	}
 }

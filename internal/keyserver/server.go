@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -98,7 +99,8 @@ type Server struct {
 	m       *metrics
 	lim     *limiter
 	state   atomic.Pointer[state]
-	modTime [2]time.Time
+	reloadM sync.Mutex   // one reload at a time
+	seen    [2]fileStamp // ks.json and clients.json as last loaded
 	tcp     net.Listener
 	udp     *net.UDPConn
 	http    *http.Server
@@ -255,9 +257,31 @@ func (s *Server) reloadLoop(stop <-chan struct{}) {
 	}
 }
 
+// fileStamp tells versions of a file apart: modification time alone misses two writes in
+// one clock tick, but every atomic replacement is a new inode.
+type fileStamp struct {
+	mtime time.Time
+	size  int64
+	ino   uint64
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	st := fileStamp{mtime: fi.ModTime(), size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st
+}
+
+// Reload re-reads the key ring and the client registry now, instead of at the next reload
+// interval.
+func (s *Server) Reload() error { return s.reload(true) }
+
 // reload re-reads ks.json, the keys and clients.json when either file changed.
 func (s *Server) reload(force bool) error {
-	var mt [2]time.Time
+	s.reloadM.Lock()
+	defer s.reloadM.Unlock()
+	var mt [2]fileStamp
 	for i, f := range []string{fileMeta, fileClients} {
 		fi, err := os.Stat(filepath.Join(s.dir, f))
 		if err != nil {
@@ -266,9 +290,9 @@ func (s *Server) reload(force bool) error {
 			}
 			return err
 		}
-		mt[i] = fi.ModTime()
+		mt[i] = stampOf(fi)
 	}
-	if !force && mt == s.modTime {
+	if !force && mt == s.seen {
 		return nil
 	}
 	m, err := readMeta(s.dir)
@@ -289,7 +313,7 @@ func (s *Server) reload(force bool) error {
 		st.active[c.Name] = c.Revoked == nil
 	}
 	s.state.Store(st)
-	s.modTime = mt
+	s.seen = mt
 	if !force {
 		s.log.Info("reloaded key ring and clients", "keys", len(r.keys), "clients", len(reg.Clients))
 	}

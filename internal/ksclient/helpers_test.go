@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,7 +53,31 @@ func startKS(t *testing.T, dir string, cfg keyserver.Config) *ks {
 	k := &ks{t: t, dir: dir, cfg: cfg}
 	k.start()
 	t.Cleanup(func() { k.stop() })
+	replicasMu.Lock()
+	replicas[dir] = append(replicas[dir], k)
+	replicasMu.Unlock()
+	t.Cleanup(func() { replicasMu.Lock(); delete(replicas, dir); replicasMu.Unlock() })
 	return k
+}
+
+// replicas are the running servers of each key server directory.
+var (
+	replicasMu sync.Mutex
+	replicas   = map[string][]*ks{}
+)
+
+// reloadAll makes every server of k's directory load the directory now: the reload loop
+// (tested on its own in TestRevokedClientRefused) runs on its own schedule.
+func (k *ks) reloadAll() {
+	k.t.Helper()
+	replicasMu.Lock()
+	rs := append([]*ks(nil), replicas[k.dir]...)
+	replicasMu.Unlock()
+	for _, r := range rs {
+		if err := r.srv.Reload(); err != nil {
+			k.t.Fatal(err)
+		}
+	}
 }
 
 func (k *ks) start() {
@@ -101,7 +126,7 @@ func (k *ks) cred(name string) *ksclient.Credential {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	time.Sleep(2 * k.cfg.ReloadInterval) // let the server see the new client
+	k.reloadAll() // let the servers see the new client
 	return c
 }
 
@@ -158,6 +183,6 @@ func parsedCred(t *testing.T, k *ks, name string) *kswire.Parsed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * k.cfg.ReloadInterval)
+	k.reloadAll()
 	return p
 }

@@ -14,7 +14,7 @@ import (
 // and Serve returns only after it.
 func TestGracefulStopDrainsInFlight(t *testing.T) {
 	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{RateLimit: keyserver.RateLimit{
-		Mode: keyserver.ModeFixed, Delay: time.Second}})
+		Mode: keyserver.ModeFixed, Delay: 2 * time.Second}})
 	c := k.client(k.cred("alice"), "https", ksclient.Options{Retries: 1, Timeout: 5 * time.Second})
 	if _, err := c.DeriveKeys(context.Background(), digestsN(1, "warm")); err != nil { // opens the connection
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestGracefulStopDrainsInFlight(t *testing.T) {
 		_, err := c.DeriveKeys(context.Background(), digestsN(1, "drain"))
 		errc <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // the query is at the server, waiting its 2 s delay
 	t0 := time.Now()
 	k.stop()
 	if err := <-errc; err != nil {

@@ -1,9 +1,12 @@
 package osbench
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/veil-project/veil/internal/oblivisync"
 )
 
 // Buffer is Fig. 7: fill the backend to 20/50/75% with lognormal-size files, then thrash:
@@ -14,6 +17,7 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 	k := c.Ks[0]
 	for _, fill := range []float64{0.2, 0.5, 0.75} {
 		var samples []float64
+		full := 0 // syncs before which the buffer was full (writes refused until epochs drain it)
 		for run := 0; run < c.Runs; run++ {
 			e, err := newEnv(c, k)
 			if err != nil {
@@ -50,7 +54,12 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 				for done := 0; done < batch; {
 					i := sort.SearchFloat64s(cum, rng.Float64()*acc)
 					i = min(i, len(sizes)-1)
-					if err := e.fill(inos[i], sizes[i], rng); err != nil {
+					err := e.fill(inos[i], sizes[i], rng)
+					if errors.Is(err, oblivisync.ErrNoSpace) {
+						full++ // the workload outruns k files per epoch: sync, as a user must
+						break
+					}
+					if err != nil {
 						e.close()
 						return err
 					}
@@ -68,7 +77,8 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 		sort.Float64s(samples)
 		q := func(p float64) float64 { return samples[min(len(samples)-1, int(p*float64(len(samples))))] }
 		emit(Row{"experiment": "buffer", "k": k, "fill": fill, "thrash": c.Thrash, "syncs": len(samples), "p20": q(0.2), "p50": q(0.5),
-			"p80": q(0.8), "p95": q(0.95), "max": samples[len(samples)-1], "max_blocks": samples[len(samples)-1] / float64(c.FileSize/2)})
+			"p80": q(0.8), "p95": q(0.95), "max": samples[len(samples)-1], "max_blocks": samples[len(samples)-1] / float64(c.FileSize/2),
+			"full_syncs": full})
 	}
 	return nil
 }

@@ -134,7 +134,7 @@ func (k *ks) client(c *ksclient.Credential, transport string, opts ksclient.Opti
 	k.t.Helper()
 	opts.Transport = transport
 	if opts.Timeout == 0 {
-		opts.Timeout = 2 * time.Second
+		opts.Timeout = 10 * time.Second // generous: a loaded CI machine is slow; tests of timeouts set their own
 	}
 	cl, err := ksclient.New(c, opts)
 	if err != nil {

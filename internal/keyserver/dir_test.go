@@ -75,14 +75,7 @@ func TestDirLifecycle(t *testing.T) {
 		t.Fatalf("after rotate: %d keys, current %s, want %s", len(p.Keys), p.CurrentKey, id)
 	}
 	// A second server on the same directory cannot take the rate-limit file.
-	s, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	s := serve(t, dir)
 	defer s.tcp.Close()
 	if _, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"}); err == nil {
 		t.Fatal("second server opened the same rate-limit file")
@@ -96,14 +89,7 @@ func TestReloadSeesChangesWithinOneTick(t *testing.T) {
 	if err := Init(dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	s := serve(t, dir)
 	path := filepath.Join(dir, fileClients)
 	before, err := os.Stat(path)
 	if err != nil {
@@ -121,4 +107,18 @@ func TestReloadSeesChangesWithinOneTick(t *testing.T) {
 	if !s.state.Load().active["alice"] {
 		t.Fatal("a client added within the same mtime tick was not loaded")
 	}
+}
+
+// serve opens and runs a key server on dir until the test ends.
+func serve(t *testing.T, dir string) *Server {
+	t.Helper()
+	s, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s
 }

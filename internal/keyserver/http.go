@@ -54,6 +54,8 @@ func (s *Server) evaluate(ctx context.Context, client, transport string, body []
 		return nil, &evalError{http.StatusNotFound, kswire.CodeUnknownKey, "unknown_key",
 			errors.New("key " + req.Suite.String() + "/" + req.KeyID.String() + " is not served here")}
 	}
+	s.m.inFlight.Inc() // from here to the answer: the rate-limit delay, then the evaluation
+	defer s.m.inFlight.Dec()
 	release, err := s.lim.admit(ctx, client, len(req.Elements))
 	switch {
 	case errors.Is(err, ErrRateLimited):

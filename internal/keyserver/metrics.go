@@ -14,6 +14,7 @@ type metrics struct {
 	rejections  *prometheus.CounterVec   // transport, reason (answered with an error)
 	latency     *prometheus.HistogramVec // transport
 	sessions    prometheus.Gauge
+	inFlight    prometheus.Gauge // queries between the rate limiter and their answer
 }
 
 func newMetrics() *metrics {
@@ -32,8 +33,10 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"transport"}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_ks_udp_sessions",
 			Help: "Open UDP sessions."}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_ks_queries_in_flight",
+			Help: "Evaluation queries being processed: at the rate limiter (waiting out a delay) or being evaluated."}),
 	}
-	m.reg.MustRegister(m.requests, m.evaluations, m.drops, m.rejections, m.latency, m.sessions,
+	m.reg.MustRegister(m.requests, m.evaluations, m.drops, m.rejections, m.latency, m.sessions, m.inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

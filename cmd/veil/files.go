@@ -116,8 +116,11 @@ followed) are kept. What cannot be stored (sockets, devices, unreadable files, n
 171 bytes) is reported per file without stopping the run (exit status 3).
 
 A file already stored at its destination with the same size, modification time and mode
-is not read again (like restic and rclone); --force reads and checks every file. Content
-that did not change is never sent twice either way.
+is not read again (like rclone; restic also compares ctime and inode); --force reads every
+file. Use --force after tools that change content but restore the modification time
+(cp -p, rsync -t, touch -r onto a same-size file), or on file systems with coarse
+timestamps (FAT) where a file can change twice within one tick. Content that did not
+change is never sent twice either way.
 
 --exclude PATTERN (repeatable) skips every file or directory whose name, or whose path
 below a PATH argument, matches PATTERN (shell patterns: *, ?, [...]; a directory that

@@ -53,7 +53,8 @@ func newKeySource(kd mle.KeyDeriver, maxBatch int) *keySource {
 	s := &keySource{kd: kd, ctx: ctx, cancel: cancel, maxBatch: maxBatch, retryAfter: 30 * time.Second,
 		reqs: make(chan *keyReq), slots: make(chan struct{}, maxInflight), stop: make(chan struct{})}
 	if kd != nil {
-		go s.loop()
+		s.wg.Add(1) // the loop counts too: close waits for it, then for its batches
+		go func() { defer s.wg.Done(); s.loop() }()
 	}
 	return s
 }

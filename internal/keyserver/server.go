@@ -263,12 +263,13 @@ type fileStamp struct {
 	mtime time.Time
 	size  int64
 	ino   uint64
+	ctime int64 // an inode number can be reused; its change time then moves
 }
 
 func stampOf(fi os.FileInfo) fileStamp {
 	st := fileStamp{mtime: fi.ModTime(), size: fi.Size()}
 	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
+		st.ino, st.ctime = sys.Ino, sys.Ctim.Nano()
 	}
 	return st
 }

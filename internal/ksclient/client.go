@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,7 +50,7 @@ type Client struct {
 	// the others (errBusy). Once told so, or over UDP where a refusal is a silent drop,
 	// the client sends one request at a time (serial) instead of falling back.
 	oneAtATime atomic.Bool
-	serial     sync.Mutex
+	serial     chan struct{} // holds one token while a request is out (one-at-a-time mode)
 }
 
 // errBusy is the key server's "a query of this client is already in flight".
@@ -111,7 +110,7 @@ func New(cred *Credential, opts Options) (*Client, error) {
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cred.p.Cert}, RootCAs: cred.p.CAs,
 		ServerName: host, MinVersion: tls.VersionTLS13}
 	h := newHTTPS(u, tlsCfg, opts)
-	c := &Client{cred: cred, opts: opts, log: opts.Logger}
+	c := &Client{cred: cred, opts: opts, log: opts.Logger, serial: make(chan struct{}, 1)}
 	switch opts.Transport {
 	case "", "https":
 		c.tr = h
@@ -171,14 +170,19 @@ func (c *Client) derive(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest
 }
 
 // batch derives one request's worth of keys, retrying timeouts up to Retries attempts.
-// Each attempt blinds afresh, so the key server never sees the same bytes twice.
+// Each attempt blinds afresh, so the key server never sees the same bytes twice. A request
+// refused because another query of this client is in flight (delay modes) does not count
+// as an attempt: the client switches to one request at a time and tries again, until the
+// server takes it or the client's whole patience (Retries x t_R) is spent.
 func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest) ([]mle.Key, error) {
 	inputs := make([][]byte, len(ds))
 	for i := range ds {
 		inputs[i] = ds[i][:]
 	}
+	deadline := time.Now().Add(time.Duration(c.opts.Retries) * c.opts.Timeout)
+	pause := 10 * time.Millisecond // between busy refusals: the other query may take t_D
 	var last error
-	for attempt := 1; attempt <= c.opts.Retries; attempt++ {
+	for attempt := 1; attempt <= c.opts.Retries; {
 		b, err := pub.Blind(c.opts.Rand, inputs)
 		if err != nil {
 			return nil, err
@@ -187,52 +191,54 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 		if err != nil {
 			return nil, err
 		}
-		raw, err := c.roundTrip(ctx, req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+		raw, err := c.send(ctx, req, deadline)
+		switch {
+		case err == nil:
+			return c.finish(pub, b, raw, len(ds))
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, errBusy):
+			if !c.oneAtATime.Swap(true) {
+				c.log.Debug("key server takes one query at a time: sending one request at a time")
 			}
-			var r errRetry
-			if !errors.As(err, &r) {
+			if time.Now().Add(pause).After(deadline) {
 				return nil, err
 			}
-			last = err
-			c.log.Debug("key server attempt failed", "attempt", attempt, "err", err)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 500*time.Millisecond)
 			continue
 		}
-		return c.finish(pub, b, raw, len(ds))
+		var r errRetry
+		if !errors.As(err, &r) {
+			return nil, err
+		}
+		last = err
+		c.log.Debug("key server attempt failed", "attempt", attempt, "err", err)
+		attempt++
 	}
 	return nil, fmt.Errorf("%w: %d attempts failed, last: %v", ErrKSUnavailable, c.opts.Retries, last)
 }
 
-// roundTrip sends one request with the attempt timeout t_R. A request refused because
-// another of this client's is in flight is sent again, one at a time, until the key server
-// takes it or the client's whole patience (Retries x t_R) is spent.
-func (c *Client) roundTrip(ctx context.Context, req []byte) ([]byte, error) {
-	deadline := time.Now().Add(time.Duration(c.opts.Retries) * c.opts.Timeout)
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
-		raw, err := c.send(ctx, req)
-		if !errors.Is(err, errBusy) {
-			return raw, err
-		}
-		if !c.oneAtATime.Swap(true) {
-			c.log.Debug("key server takes one query at a time: sending one request at a time")
-		}
-		if time.Now().Add(pause).After(deadline) {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(pause): // a request sent before we knew may still be in flight
-		}
-	}
-}
-
-func (c *Client) send(ctx context.Context, req []byte) ([]byte, error) {
+// send makes one round trip with the attempt timeout t_R; one at a time when the key
+// server takes one query of this client at a time, waiting for the turn no longer than
+// ctx and the client's patience (deadline) allow.
+func (c *Client) send(ctx context.Context, req []byte, deadline time.Time) ([]byte, error) {
 	if c.oneAtATime.Load() {
-		c.serial.Lock()
-		defer c.serial.Unlock()
+		wait, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		select {
+		case c.serial <- struct{}{}:
+			defer func() { <-c.serial }()
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%w: gave up waiting for this client's other query in flight", ErrKSUnavailable)
+		}
 	}
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()

@@ -52,3 +52,21 @@ func TestGracefulStopDrainsInFlight(t *testing.T) {
 		t.Fatalf("after stop: %v", err)
 	}
 }
+
+// While another query of the client holds the one-at-a-time turn, a caller whose context
+// ends stops waiting at once: its deadline holds whatever the other query takes.
+func TestWaitingForTurnHonoursContext(t *testing.T) {
+	const tD = 3 * time.Second
+	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{RateLimit: keyserver.RateLimit{
+		Mode: keyserver.ModeFixed, Delay: tD}})
+	c := k.client(k.cred("alice"), "udp", ksclient.Options{Timeout: 10 * time.Second, Retries: 1}) // udp: one at a time
+	go c.DeriveKeys(context.Background(), digestsN(1, "a"))
+	k.waitInFlight()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.DeriveKeys(ctx, digestsN(1, "b"))
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > tD/2 {
+		t.Fatalf("a 100 ms context waiting behind a %v query: %v after %v", tD, err, took)
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"github.com/gtank/ristretto255"
 )
 
+// maxBatch is the most elements one proof covers: RFC 9497 frames the index in 2 bytes.
+const maxBatch = 1<<16 - 1
+
 var (
 	r255Elem   = 32
 	r255Proof  = 64
@@ -112,8 +115,8 @@ func (k *r255Private) Evaluate(blinded [][]byte) ([][]byte, []byte, error) {
 
 // evaluate is Evaluate with the proof nonce r given (RFC 9497's vectors fix it).
 func (k *r255Private) evaluate(blinded [][]byte, r *ristretto255.Scalar) ([][]byte, []byte, error) {
-	if len(blinded) == 0 {
-		return nil, nil, fmt.Errorf("%w: empty batch", ErrFormat)
+	if len(blinded) == 0 || len(blinded) > maxBatch {
+		return nil, nil, fmt.Errorf("%w: batch of %d (1 to %d)", ErrFormat, len(blinded), maxBatch)
 	}
 	cEls := make([]*ristretto255.Element, len(blinded))
 	dEls := make([]*ristretto255.Element, len(blinded))
@@ -138,8 +141,8 @@ func (p *r255Public) MarshalBinary() ([]byte, error) { return append([]byte(nil)
 // Blind draws each blind as HashToScalar(64 bytes of rnd) under blindDST and sends
 // blind * HashToGroup(input) (RFC 9497's Blind).
 func (p *r255Public) Blind(rnd io.Reader, inputs [][]byte) (*Blinded, error) {
-	if len(inputs) == 0 {
-		return nil, fmt.Errorf("%w: empty batch", ErrFormat)
+	if len(inputs) == 0 || len(inputs) > maxBatch {
+		return nil, fmt.Errorf("%w: batch of %d (1 to %d)", ErrFormat, len(inputs), maxBatch)
 	}
 	blinds := make([]*ristretto255.Scalar, len(inputs))
 	for i := range blinds {
@@ -183,7 +186,7 @@ func (p *r255Public) Finalize(b *Blinded, evals [][]byte, proof []byte) ([][KeyS
 // outputs is RFC 9497's Finalize: the 64-byte PRF outputs of a verified batch.
 func (p *r255Public) outputs(b *Blinded, evals [][]byte, proof []byte) ([][]byte, error) {
 	st, ok := b.state.(*r255State)
-	if !ok || len(evals) != len(b.Elements) {
+	if !ok || len(evals) != len(b.Elements) || len(evals) != len(st.blinded) {
 		return nil, fmt.Errorf("%w: %d evaluations for %d inputs", ErrVerify, len(evals), len(b.Elements))
 	}
 	dEls := make([]*ristretto255.Element, len(evals))

@@ -111,10 +111,9 @@ func (b *Backend) isDir(ctx context.Context, path string) (bool, error) {
 	if _, ok := b.dirs.Load(path); ok {
 		return true, nil
 	}
-	// Leaving the listing early must stop minio's producer goroutine: cancel its context.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	oi, ok := <-b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.marker(path), MaxKeys: 1})
+	ch, stop := b.list(ctx, minio.ListObjectsOptions{Prefix: b.marker(path), MaxKeys: 1})
+	defer stop()
+	oi, ok := <-ch
 	switch {
 	case !ok:
 		return false, nil

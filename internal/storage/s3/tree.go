@@ -12,14 +12,27 @@ import (
 )
 
 // keys calls fn for every key below path ("" for everything), recursively or not.
+// list lists objects under a context of its own; stop (deferred by the caller) ends the
+// listing wherever the caller left it. minio's lister goroutine ends only once its context
+// is cancelled and its last send is taken, so stop cancels, then drains.
+func (b *Backend) list(ctx context.Context, o minio.ListObjectsOptions) (ch <-chan minio.ObjectInfo, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	in := b.c.ListObjects(ctx, b.bucket, o)
+	return in, func() {
+		cancel()
+		for range in {
+		}
+	}
+}
+
 func (b *Backend) keys(ctx context.Context, path string, recursive bool, fn func(minio.ObjectInfo) error) error {
 	prefix := b.prefix
 	if path != "" {
 		prefix = b.marker(path)
 	}
-	ctx, cancel := context.WithCancel(ctx) // an early return must stop minio's lister
-	defer cancel()
-	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: recursive}) {
+	ch, stop := b.list(ctx, minio.ListObjectsOptions{Prefix: prefix, Recursive: recursive})
+	defer stop()
+	for oi := range ch {
 		if oi.Err != nil {
 			return oi.Err
 		}

@@ -163,18 +163,29 @@ func readPassphrase(file, flag, env, what string, confirm bool) ([]byte, error) 
 		file = os.Getenv(env)
 	}
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("%s file: %w", what, err)
-		}
-		p := strings.TrimRight(string(b), "\r\n")
-		if p == "" {
-			return nil, fmt.Errorf("%s file is empty", what)
-		}
-		return []byte(p), nil
+		return passphraseFile(file, what)
 	}
+	return promptPassphrase(what, fmt.Sprintf("use %s or set %s", flag, env), confirm)
+}
+
+// passphraseFile reads a passphrase (what) from a file, without its line ending.
+func passphraseFile(file, what string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s file: %w", what, err)
+	}
+	p := strings.TrimRight(string(b), "\r\n")
+	if p == "" {
+		return nil, fmt.Errorf("%s file is empty", what)
+	}
+	return []byte(p), nil
+}
+
+// promptPassphrase asks the terminal for a passphrase (what), twice with confirm; hint
+// says how to give it when stdin is not a terminal.
+func promptPassphrase(what, hint string, confirm bool) ([]byte, error) {
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, fmt.Errorf("no %s: use %s or set %s (stdin is not a terminal)", what, flag, env)
+		return nil, fmt.Errorf("no %s: %s (stdin is not a terminal)", what, hint)
 	}
 	read := func(prompt string) ([]byte, error) {
 		fmt.Fprint(os.Stderr, prompt)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/veil-project/veil/internal/oblivisync"
 	"github.com/veil-project/veil/internal/oblivisync/fusefs"
@@ -43,31 +41,12 @@ func (f *osyncFlags) passphrase(confirm bool) ([]byte, error) {
 // itself), else the terminal.
 func (f *osyncFlags) read(env, what string, confirm bool) ([]byte, error) {
 	if f.passFile != "" {
-		b, err := os.ReadFile(f.passFile)
-		if err != nil {
-			return nil, err
-		}
-		return []byte(strings.TrimRight(string(b), "\r\n")), nil
+		return passphraseFile(f.passFile, what)
 	}
 	if p := os.Getenv(env); p != "" {
 		return []byte(p), nil
 	}
-	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, fmt.Errorf("no %s: use a passphrase file or set %s", what, env)
-	}
-	fmt.Fprint(os.Stderr, what+": ")
-	p, err := term.ReadPassword(int(os.Stdin.Fd()))
-	fmt.Fprintln(os.Stderr)
-	if err != nil || !confirm {
-		return p, err
-	}
-	fmt.Fprint(os.Stderr, "again: ")
-	q, err := term.ReadPassword(int(os.Stdin.Fd()))
-	fmt.Fprintln(os.Stderr)
-	if err == nil && string(p) != string(q) {
-		err = errors.New("passphrases do not match")
-	}
-	return p, err
+	return promptPassphrase(what, "use a passphrase file or set "+env, confirm)
 }
 
 func init() {

@@ -282,8 +282,8 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 }
 
 // unchanged reports whether the stored record old already describes the local file fi:
-// same size, modification time and mode, like restic and rclone decide without reading
-// the file (Options.Force reads every file). A file stored under random keys while the key
+// same size, modification time and mode, as rclone decides without reading the file
+// (restic also compares ctime and inode; Options.Force reads every file). A file stored under random keys while the key
 // server was away is stored again, so that it gets deduplicated.
 func (c *Client) unchanged(old *record, fi os.FileInfo) bool {
 	if c.opts.Force || old.Type != typeFile || old.Size != uint64(fi.Size()) ||

@@ -79,9 +79,9 @@ func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) 
 	if tag, err := mle.TagGen(ct); err != nil || tag != ref.Tag {
 		return nil, fmt.Errorf("%w: ciphertext does not match its key record (tampered, swapped or truncated)", ErrIntegrity)
 	}
-	msg, err := mle.Dec(ref.Key, ct, mle.GuardDigest(ref.Digest))
+	msg, err := decryptChunk(ref, ct)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIntegrity, err)
+		return nil, err
 	}
 	if len(msg) != int(ref.MsgLen) {
 		return nil, fmt.Errorf("%w: message length %d, record says %d", ErrIntegrity, len(msg), ref.MsgLen)
@@ -94,4 +94,26 @@ func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) 
 		return nil, fmt.Errorf("%w: chunk length %d, record says %d", ErrIntegrity, len(data), ref.PlainLen)
 	}
 	return data, nil
+}
+
+// decryptChunk checks that the ciphertext's header is the suite and scheme its record names
+// (version 2 records; a version 1 record names none, and then only guarded schemes are
+// accepted) before any byte is decrypted, then decrypts with the guard H(M) = recorded.
+func decryptChunk(ref *chunkRef, ct []byte) ([]byte, error) {
+	suite, scheme := ref.Suite, ref.Scheme
+	if scheme == 0 { // version 1 record
+		s, sc, err := mle.Parse(ct)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrIntegrity, err)
+		}
+		if !knownFormat(s, sc) {
+			return nil, fmt.Errorf("%w: chunk header names %v/%v, which veil never writes", ErrIntegrity, s, sc)
+		}
+		suite, scheme = s, sc
+	}
+	msg, err := mle.DecAs(ref.Key, ct, suite, scheme, mle.GuardDigest(ref.Digest))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIntegrity, err)
+	}
+	return msg, nil
 }

@@ -65,7 +65,9 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 				return nil
 			}
 			for _, ch := range old.Chunks {
-				if ch.Flags&flagRandomKey == 0 || c.ks.kd == nil { // retry the KS for fallbacks
+				// Retry the KS for fallbacks; a version 1 reference does not name its
+				// chunk's suite and scheme, so it is encrypted anew (the service dedups it).
+				if (ch.Flags&flagRandomKey == 0 || c.ks.kd == nil) && ch.Scheme != 0 {
 					prev[ch.Digest] = ch
 				}
 			}
@@ -172,6 +174,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		}
 		encryptRef := func(p piece, ref chunkRef) encrypted {
 			m := c.mleFor(len(p.msg))
+			ref.Suite, ref.Scheme = m.Suite, m.Scheme
 			ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
 			if err == nil {
 				ref.Tag, err = mle.TagGen(ct) // H(K) for HCE2: no pass over the data

@@ -32,6 +32,11 @@ type chunkRef struct {
 	Key      mle.Key    // K
 	Digest   mle.Digest // H(M) of the MLE message: the guard of guarded decryption
 	Tag      mle.Tag    // MLE tag of the chunk ciphertext (its object name; H(K) for HCE2)
+	// Suite and Scheme are the chunk ciphertext's header as the client wrote it; reading
+	// refuses a ciphertext whose header names anything else (version 2). Zero in version 1
+	// records, which did not bind them: readers then accept only guarded schemes.
+	Suite  mle.Suite
+	Scheme mle.Scheme
 }
 
 // record is the plaintext of a key record (docs/formats/key-record.md).
@@ -46,10 +51,11 @@ type record struct {
 }
 
 const (
-	recordVersion   = 0x01
-	chunkRefSize    = 1 + 4 + 4 + 3*32
-	maxRecordChunks = 1 << 20 // 1 Mi chunks: 512 GiB at the minimum chunk size, ~1 TiB on average
-	recordHeader    = 1 + 24  // version, nonce
+	recordVersion   = 0x02                   // written; 0x01 is still read
+	chunkRefSizeV1  = 1 + 4 + 4 + 3*32       // flags, lengths, K, H(M), tag
+	chunkRefSize    = chunkRefSizeV1 + 1 + 1 // version 2 adds suite and scheme
+	maxRecordChunks = 1 << 20                // 1 Mi chunks: 512 GiB at the minimum chunk size, ~1 TiB on average
+	recordHeader    = 1 + 24                 // version, nonce
 )
 
 // ErrRecord reports a key record that fails authentication or does not parse: tampered,
@@ -68,7 +74,7 @@ func (r *record) marshal() []byte {
 	b = append(b, r.KeyID...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Chunks)))
 	for _, c := range r.Chunks {
-		b = append(b, c.Flags)
+		b = append(b, c.Flags, byte(c.Suite), byte(c.Scheme))
 		b = binary.BigEndian.AppendUint32(b, c.PlainLen)
 		b = binary.BigEndian.AppendUint32(b, c.MsgLen)
 		b = append(b, c.Key[:]...)
@@ -100,13 +106,18 @@ func (p *parser) u16() uint16 { return binary.BigEndian.Uint16(p.take(2)) }
 func (p *parser) u32() uint32 { return binary.BigEndian.Uint32(p.take(4)) }
 func (p *parser) u64() uint64 { return binary.BigEndian.Uint64(p.take(8)) }
 
-func unmarshalRecord(b []byte) (*record, error) {
+// unmarshalRecord parses the plaintext of a record of the given version (1 or 2).
+func unmarshalRecord(b []byte, version byte) (*record, error) {
+	refSize := chunkRefSize
+	if version == 1 {
+		refSize = chunkRefSizeV1
+	}
 	p := &parser{b: b}
 	r := &record{Type: p.u8(), Mode: p.u32(), MTime: int64(p.u64()), Size: p.u64()}
 	r.Target = string(p.take(int(p.u16())))
 	r.KeyID = string(p.take(int(p.u8())))
 	n := p.u32()
-	if p.err == nil && (n > maxRecordChunks || int(n)*chunkRefSize != len(p.b)) {
+	if p.err == nil && (n > maxRecordChunks || int(n)*refSize != len(p.b)) {
 		return nil, fmt.Errorf("%w: %d chunks do not fit %d bytes", ErrRecord, n, len(p.b))
 	}
 	if p.err != nil {
@@ -118,7 +129,14 @@ func unmarshalRecord(b []byte) (*record, error) {
 	var total uint64
 	for i := range r.Chunks {
 		c := &r.Chunks[i]
-		c.Flags, c.PlainLen, c.MsgLen = p.u8(), p.u32(), p.u32()
+		c.Flags = p.u8()
+		if version >= 2 {
+			c.Suite, c.Scheme = mle.Suite(p.u8()), mle.Scheme(p.u8())
+			if !knownFormat(c.Suite, c.Scheme) {
+				return nil, fmt.Errorf("%w: chunk %d: unknown suite/scheme %d/%d", ErrRecord, i+1, c.Suite, c.Scheme)
+			}
+		}
+		c.PlainLen, c.MsgLen = p.u32(), p.u32()
 		copy(c.Key[:], p.take(32))
 		copy(c.Digest[:], p.take(32))
 		copy(c.Tag[:], p.take(32))
@@ -142,9 +160,20 @@ func unmarshalRecord(b []byte) (*record, error) {
 }
 
 // recordAD binds a record to the encrypted path it is stored under, so the storage service
-// cannot swap records (and with them contents) between names.
-func recordAD(encPath string) []byte {
-	return append([]byte("veil/v1 key record\x00"), encPath...)
+// cannot swap records (and with them contents) between names, and to its version byte
+// (each version has its own label), so a record cannot be read as another version.
+func recordAD(version byte, encPath string) []byte {
+	label := "veil/v2 key record\x00"
+	if version == 1 {
+		label = "veil/v1 key record\x00"
+	}
+	return append([]byte(label), encPath...)
+}
+
+// knownFormat reports whether a record may name this chunk format: the guarded schemes
+// veil writes (never HCE1, which is not tag consistent) over a known suite.
+func knownFormat(s mle.Suite, sc mle.Scheme) bool {
+	return (s == mle.SHA256 || s == mle.BLAKE3) && (sc == mle.CE || sc == mle.HCE2 || sc == mle.RCE)
 }
 
 // seal encrypts and authenticates the record for encPath.
@@ -158,7 +187,7 @@ func (k *userKeys) sealRecordNonce(r *record, encPath string, nonce []byte) []by
 	out := make([]byte, recordHeader, recordHeader+len(r.Chunks)*chunkRefSize+64)
 	out[0] = recordVersion
 	copy(out[1:], nonce)
-	return k.records.Seal(out, out[1:recordHeader], r.marshal(), recordAD(encPath))
+	return k.records.Seal(out, out[1:recordHeader], r.marshal(), recordAD(recordVersion, encPath))
 }
 
 // openRecord authenticates and parses a record read from encPath.
@@ -166,12 +195,12 @@ func (k *userKeys) openRecord(b []byte, encPath string) (*record, error) {
 	if len(b) < recordHeader+k.records.Overhead() {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrRecord, len(b))
 	}
-	if b[0] != recordVersion {
+	if b[0] != 1 && b[0] != recordVersion {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrRecord, b[0])
 	}
-	pt, err := k.records.Open(nil, b[1:recordHeader], b[recordHeader:], recordAD(encPath))
+	pt, err := k.records.Open(nil, b[1:recordHeader], b[recordHeader:], recordAD(b[0], encPath))
 	if err != nil {
 		return nil, fmt.Errorf("%w: authentication failed (tampered, moved, or another user's)", ErrRecord)
 	}
-	return unmarshalRecord(pt)
+	return unmarshalRecord(pt, b[0])
 }

@@ -276,3 +276,18 @@ func grow(b []byte, n int) (all, tail []byte) {
 	b = b[:l+n]
 	return b, b[l:]
 }
+
+// DecAs is Dec for a caller that knows how c was made (it recorded suite and scheme when
+// it encrypted): a header naming anything else is ErrIntegrity before any byte is
+// decrypted. Without it the untrusted header chooses the scheme, and a storage service
+// could relabel an HCE2 ciphertext as HCE1 to switch guarded decryption off.
+func DecAs(k Key, c []byte, suite Suite, scheme Scheme, guard Guard) ([]byte, error) {
+	s, sc, err := parseHeader(c)
+	if err != nil {
+		return nil, err
+	}
+	if s != suite || sc != scheme {
+		return nil, fmt.Errorf("%w: ciphertext says %v/%v, its key record says %v/%v", ErrIntegrity, s, sc, suite, scheme)
+	}
+	return AppendDec(nil, k, c, guard)
+}

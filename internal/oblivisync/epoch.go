@@ -169,6 +169,9 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 	if err := w.be.writeSuper(pl.sb); err != nil {
 		return err
 	}
+	if err := w.writeSeen(pl.sb.Epoch, w.be.superNonce); err != nil {
+		return err
+	}
 	if TestOnlyAfterBackendWrite != nil { // k+1: the superblock, before the checkpoint
 		TestOnlyAfterBackendWrite(pl.sb.Epoch, len(pl.es.files)+1)
 	}

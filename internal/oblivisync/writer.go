@@ -140,6 +140,9 @@ func (w *Writer) recover() error {
 	if err != nil {
 		return err
 	}
+	if err := checkSeen(w.opts.StateDir, sb.Epoch, w.be.superNonce); err != nil {
+		return err
+	}
 	w.sb, w.com, w.comPages = sb, com, map[uint32]map[uint64]*node{}
 	for ino, n := range com {
 		w.comPut(ino, n)
@@ -187,6 +190,9 @@ func (w *Writer) recover() error {
 	}
 	w.changed = true
 	if err := w.checkpoint(); err != nil {
+		return err
+	}
+	if err := w.writeSeen(sb.Epoch, w.be.superNonce); err != nil {
 		return err
 	}
 	return w.writeStatus()

@@ -1,0 +1,133 @@
+package oblivisync
+
+import (
+	"fmt"
+
+	"bytes"
+	"errors"
+	"github.com/veil-project/veil/internal/testutil"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// idleBackend returns a backend with one committed file and a closed writer whose last
+// non-idle epoch (and so its checkpoint) is several idle epochs behind the backend, plus
+// the superblock as it was after the first of those idle epochs.
+func idleBackend(t *testing.T) (dir, state string, old []byte, oldEpoch, last uint64) {
+	t.Helper()
+	dir, state = newBackend(t, 8, 16<<10, 2), t.TempDir()
+	w := openW(t, dir, state)
+	f := must(w.Create(rootIno, "a", 0o600, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("version 1")))
+	drain(t, w, 50)
+	rep := must(w.Sync()) // idle: no checkpoint
+	if rep.FragsSynced != 0 || rep.Committed != 0 {
+		t.Fatalf("epoch %d was not idle: %+v", rep.Epoch, rep)
+	}
+	old, oldEpoch = must(os.ReadFile(filepath.Join(dir, superName))), rep.Epoch
+	for i := 0; i < 3; i++ {
+		last = must(w.Sync()).Epoch
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, state, old, oldEpoch, last
+}
+
+// The cloud puts back an older, authentic superblock from the idle epochs after the
+// writer's last checkpoint. Before the writer kept `seen`, it accepted it (the checkpoint
+// was older still) and went on writing epoch numbers that already had a superblock, so
+// two authentic superblocks then existed for each of those epochs and a running reader's
+// rollback check (by epoch number) could be fooled with the pre-rollback ones.
+func TestWriterRefusesRolledBackSuperblockAfterIdleEpochs(t *testing.T) {
+	dir, state, old, oldEpoch, last := idleBackend(t)
+	if err := os.WriteFile(filepath.Join(dir, superName), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenWriter(dir, testPass, Options{StateDir: state, UnsafeNoFsync: true})
+	if !errors.Is(err, ErrIntegrity) || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("superblock of epoch %d put back after epoch %d: got %v, want ErrIntegrity (rolled back)", oldEpoch, last, err)
+	}
+}
+
+// A different authentic superblock at the very epoch this writer last wrote (another
+// writer, or a copy made by one) is refused too.
+func TestWriterRefusesOtherSuperblockAtSameEpoch(t *testing.T) {
+	dir, state, _, _, last := idleBackend(t)
+	be := must(openBackend(dir, testPass))
+	sb := must(be.readSuper())
+	if sb.Epoch != last {
+		t.Fatalf("backend at epoch %d, want %d", sb.Epoch, last)
+	}
+	if err := be.writeSuper(sb); err != nil { // same content, fresh nonce
+		t.Fatal(err)
+	}
+	_, err := OpenWriter(dir, testPass, Options{StateDir: state, UnsafeNoFsync: true})
+	if !errors.Is(err, ErrIntegrity) || !strings.Contains(err.Error(), "replaced") {
+		t.Fatalf("other superblock at epoch %d: got %v, want ErrIntegrity (replaced)", last, err)
+	}
+}
+
+// Without tampering, reopening works and a backend ahead of `seen` (a crash between the
+// superblock and `seen`) is accepted.
+func TestWriterSeenAcceptsCurrentAndNewer(t *testing.T) {
+	dir, state, _, _, last := idleBackend(t)
+	w := openW(t, dir, state)
+	if w.sb.Epoch != last {
+		t.Fatalf("reopened at epoch %d, want %d", w.sb.Epoch, last)
+	}
+	seen := must(os.ReadFile(filepath.Join(state, seenName)))
+	must(w.Sync())
+	w.Close()
+	os.WriteFile(filepath.Join(state, seenName), seen, 0o600) // as if the crash came before `seen`
+	w = openW(t, dir, state)
+	defer w.Close()
+	if w.sb.Epoch != last+1 {
+		t.Fatalf("reopened at epoch %d, want %d", w.sb.Epoch, last+1)
+	}
+	if got := must(os.ReadFile(filepath.Join(state, seenName))); bytes.Equal(got, seen) {
+		t.Fatal("seen not updated on open")
+	}
+}
+
+const seenVectorsPath = "../../testdata/oblivisync/seen.json"
+
+// TestSeenVectors pins the `seen` record byte for byte, with records a writer must refuse.
+func TestSeenVectors(t *testing.T) {
+	var vs []vector
+	testutil.Vectors(t, seenVectorsPath, &vs, func() any {
+		ok := encodeSeen(0x0102030405060708, seq(24, 0x60))
+		in := map[string]string{"epoch": "72623859790382856", "nonce": hx(seq(24, 0x60))}
+		bad := append([]byte(nil), ok...)
+		bad[0] = 2
+		return []vector{
+			{"seen", "seen", in, hx(ok), "ok"},
+			{"seen, version 2", "seen", nil, hx(bad), "format"},
+			{"seen, truncated", "seen", nil, hx(ok[:len(ok)-1]), "format"},
+		}
+	})
+	if len(vs) != 3 {
+		t.Fatalf("%d vectors", len(vs))
+	}
+	for _, v := range vs {
+		dir := t.TempDir()
+		b := testutil.Unhex(t, v.Bytes)
+		os.WriteFile(filepath.Join(dir, seenName), b, 0o600)
+		epoch, nonce, ok, err := readSeen(dir)
+		switch v.Result {
+		case "ok":
+			if err != nil || !ok || fmt.Sprint(epoch) != v.Input["epoch"] || hx(nonce) != v.Input["nonce"] {
+				t.Fatalf("%s: got %d %x %v %v", v.Name, epoch, nonce, ok, err)
+			}
+			if !bytes.Equal(encodeSeen(epoch, nonce), b) {
+				t.Fatalf("%s: re-encoding differs", v.Name)
+			}
+		case "format":
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("%s: got %v, want ErrFormat", v.Name, err)
+			}
+		}
+	}
+}

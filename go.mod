@@ -4,7 +4,8 @@ go 1.26.8
 
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
-	github.com/cloudflare/circl v1.6.1
+	github.com/ProtonMail/go-crypto v1.5.2
+	github.com/cloudflare/circl v1.6.3
 	github.com/gtank/ristretto255 v0.1.2
 	github.com/hanwen/go-fuse/v2 v2.7.2
 	github.com/klauspost/compress v1.18.0

@@ -13,16 +13,18 @@ const mod = "github.com/veil-project/veil/"
 // of the values. Imports point down the layers: cmd -> services/clients -> protocols and
 // formats -> primitives.
 var rules = map[string][]string{
-	"internal/mle":          {"internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oprf", "internal/oblivisync", "cmd"},
-	"internal/oprf":         {"internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "cmd"},
-	"internal/storage":      {"internal/mle", "internal/oprf", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "cmd"},
-	"internal/store":        {"internal/mle", "internal/oprf", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "cmd"},
-	"internal/keyserver":    {"internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/oblivisync", "cmd"},
-	"internal/ksclient":     {"internal/storage", "internal/store", "internal/dupless", "internal/keyserver", "internal/oblivisync", "cmd"},
-	"internal/dupless":      {"internal/keyserver", "internal/store", "internal/oblivisync", "cmd"},
-	"internal/oblivisync":   {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "cmd"},
-	"internal/testutil":     {"cmd"},
-	"internal/mle/mlebench": {"cmd"},
+	"internal/mle":           {"internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oprf", "internal/oblivisync", "cmd"},
+	"internal/oprf":          {"internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "cmd"},
+	"internal/storage":       {"internal/mle", "internal/oprf", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "cmd"},
+	"internal/store":         {"internal/mle", "internal/oprf", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "cmd"},
+	"internal/keyserver":     {"internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/oblivisync", "cmd"},
+	"internal/ksclient":      {"internal/storage", "internal/store", "internal/dupless", "internal/keyserver", "internal/oblivisync", "cmd"},
+	"internal/dupless":       {"internal/keyserver", "internal/store", "internal/oblivisync", "cmd"},
+	"internal/oblivisync":    {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "cmd"},
+	"internal/testutil":      {"cmd"},
+	"internal/mle/mlebench":  {"cmd"},
+	"internal/metal/circuit": {"internal/metal/twopc", "internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
+	"internal/metal/twopc":   {"internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
 }
 
 type pkg struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/veil-project/veil/internal/keyserver"
 	"github.com/veil-project/veil/internal/ksbench"
+	"github.com/veil-project/veil/internal/server"
 )
 
 func init() {
@@ -261,7 +262,7 @@ Examples:
 	f.IntVar(&cfg.MaxConns, "max-conns", 10_000, "most simultaneous HTTPS connections")
 	f.DurationVar(&cfg.SessionTTL, "session-ttl", time.Hour, "UDP session lifetime")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive idle timeout")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "graceful drain limit on SIGTERM")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.IntVar(&cfg.UDPWorkers, "udp-workers", 2, "UDP reader goroutines")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	return c

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/store"
@@ -248,6 +249,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	f.StringVar(&maxSize, "max-object-size", "5GiB", "largest object accepted")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Hour, "deadline for reading or writing one request")
 	f.IntVar(&cfg.MaxConns, "max-conns", 1024, "concurrent connections (0: unlimited)")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.BoolVar(&cfg.PublicMetrics, "public-metrics", false, "serve /metrics without the admin credential")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
 	return c

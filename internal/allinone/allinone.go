@@ -16,6 +16,7 @@ import (
 
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/keyserver"
+	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/store"
 	"github.com/veil-project/veil/internal/store/api"
@@ -168,7 +169,6 @@ func Stats(dir string) (store.Stats, error) {
 type Deployment struct {
 	Config Config
 	cancel context.CancelFunc
-	errs   chan error
 	done   chan struct{}
 	err    error
 }
@@ -180,47 +180,36 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, erro
 	if err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	var g server.Group
+	fail := func(what string, err error) (*Deployment, error) {
+		g.Close()
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	ks, err := keyserver.Open(ksDir(dir), keyserver.Config{HTTPSAddr: cfg.KSAddr, UDPAddr: cfg.KSUDP, Logger: log})
+	ks, err := keyserver.Open(ctx, ksDir(dir), keyserver.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("key server: %w", err)
+		return fail("key server", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	closeKS := func() { // the key server releases its sockets when its Serve returns
-		stopped, c := context.WithCancel(ctx)
-		c()
-		ks.Serve(stopped)
+	ksl, err := server.Listen(cfg.KSAddr, cfg.KSUDP)
+	if err != nil {
+		ks.Close()
+		return fail("key server", err)
 	}
+	g.Add("key server", ks, ksl)
 	st, err := store.Open(storeDir(dir), store.Config{Logger: log})
 	if err != nil {
-		closeKS()
-		cancel()
-		return nil, fmt.Errorf("store: %w", err)
+		return fail("store", err)
 	}
-	ln, err := net.Listen("tcp", cfg.StoreAddr)
+	stl, err := server.Listen(cfg.StoreAddr, "")
 	if err != nil {
 		st.Close()
-		closeKS()
-		cancel()
-		return nil, fmt.Errorf("store: %w", err)
+		return fail("store", err)
 	}
-	d := &Deployment{Config: cfg, cancel: cancel, errs: make(chan error, 2), done: make(chan struct{})}
-	go func() { d.errs <- wrap("key server", ks.Serve(ctx)) }()
-	go func() {
-		err := st.Serve(ctx, ln)
-		st.Close()
-		d.errs <- wrap("store", err)
-	}()
-	go func() {
-		first := <-d.errs
-		d.cancel()
-		second := <-d.errs
-		d.err = first
-		if d.err == nil {
-			d.err = second
-		}
+	g.Add("store", st, stl)
+	ctx, cancel := context.WithCancel(ctx)
+	d := &Deployment{Config: cfg, cancel: cancel, done: make(chan struct{})}
+	go func() { // one failing stops the other; both are closed once both have stopped
+		d.err = errors.Join(g.Serve(ctx), g.Close())
+		cancel()
 		close(d.done)
 	}()
 	return d, nil
@@ -246,11 +235,4 @@ func Serve(ctx context.Context, dir string, log *slog.Logger) error {
 		return err
 	}
 	return d.Wait()
-}
-
-func wrap(what string, err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }

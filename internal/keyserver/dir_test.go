@@ -12,7 +12,7 @@ import (
 
 func TestDirLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Open(dir, Config{}); !errors.Is(err, ErrNotInit) {
+	if _, err := Open(context.Background(), dir, Config{}); !errors.Is(err, ErrNotInit) {
 		t.Fatalf("open before init: %v", err)
 	}
 	if err := Init(dir, InitOptions{Suite: "dsa"}); err == nil {
@@ -75,9 +75,8 @@ func TestDirLifecycle(t *testing.T) {
 		t.Fatalf("after rotate: %d keys, current %s, want %s", len(p.Keys), p.CurrentKey, id)
 	}
 	// A second server on the same directory cannot take the rate-limit file.
-	s := serve(t, dir)
-	defer s.tcp.Close()
-	if _, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"}); err == nil {
+	serve(t, dir)
+	if _, err := Open(context.Background(), dir, Config{}); err == nil {
 		t.Fatal("second server opened the same rate-limit file")
 	}
 }
@@ -112,13 +111,17 @@ func TestReloadSeesChangesWithinOneTick(t *testing.T) {
 // serve opens and runs a key server on dir until the test ends.
 func serve(t *testing.T, dir string) *Server {
 	t.Helper()
-	s, err := Open(dir, Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
+	s, err := Open(context.Background(), dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := Listen(Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { done <- s.Serve(ctx, ls) }()
+	t.Cleanup(func() { cancel(); <-done; s.Close() })
 	return s
 }

@@ -2,7 +2,8 @@ package keyserver
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 // metrics are the server's Prometheus series, on a registry of its own.
@@ -19,7 +20,7 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg: server.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_ks_requests_total",
 			Help: "Evaluation requests by transport and result."}, []string{"transport", "result"}),
 		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_ks_evaluations_total",
@@ -36,7 +37,6 @@ func newMetrics() *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_ks_queries_in_flight",
 			Help: "Evaluation queries being processed: at the rate limiter (waiting out a delay) or being evaluated."}),
 	}
-	m.reg.MustRegister(m.requests, m.evaluations, m.drops, m.rejections, m.latency, m.sessions, m.inFlight,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.requests, m.evaluations, m.drops, m.rejections, m.latency, m.sessions, m.inFlight)
 	return m
 }

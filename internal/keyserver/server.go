@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 // Config configures a running key server. Zero values take the documented defaults.
@@ -35,7 +37,7 @@ type Config struct {
 	SessionTTL      time.Duration // UDP session lifetime (default 1h)
 	ReadTimeout     time.Duration // HTTPS read timeout (default 10s)
 	IdleTimeout     time.Duration // keep-alive idle timeout (default 2m)
-	ShutdownTimeout time.Duration // graceful drain limit (default 10s)
+	ShutdownTimeout time.Duration // graceful drain limit (default server.DefaultShutdownTimeout)
 	ReloadInterval  time.Duration // how often keys and clients are re-read (default 1s)
 	MaxHeaderBytes  int           // HTTP header limit (default 16 KiB)
 	UDPWorkers      int           // UDP reader goroutines (default 2)
@@ -62,13 +64,11 @@ func (c *Config) defaults() {
 	setDefault(&c.SessionTTL, time.Hour)
 	setDefault(&c.ReadTimeout, 10*time.Second)
 	setDefault(&c.IdleTimeout, 2*time.Minute)
-	setDefault(&c.ShutdownTimeout, 10*time.Second)
+	setDefault(&c.ShutdownTimeout, server.DefaultShutdownTimeout)
 	setDefault(&c.ReloadInterval, time.Second)
 	setDefault(&c.MaxHeaderBytes, 16<<10)
 	setDefault(&c.UDPWorkers, 2)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = server.Logger(c.Logger, "keyserver")
 	if c.testNow == nil {
 		c.testNow = time.Now
 	}
@@ -101,8 +101,8 @@ type Server struct {
 	state   atomic.Pointer[state]
 	reloadM sync.Mutex   // one reload at a time
 	seen    [2]fileStamp // ks.json and clients.json as last loaded
-	tcp     net.Listener
 	udp     *net.UDPConn
+	reqCtx  context.Context // requests' context: Serve's values, cancelled when cut short
 	http    *http.Server
 	sess    sessions
 	wg      sync.WaitGroup
@@ -115,8 +115,9 @@ type state struct {
 	active  map[string]bool       // names of unrevoked clients
 }
 
-// Open loads the directory, opens the rate-limit store and binds the listeners.
-func Open(dir string, cfg Config) (*Server, error) {
+// Open loads the directory and opens the rate-limit store (ctx bounds connecting to
+// Redis). It binds nothing: Serve is given the listeners (see Listen).
+func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	cfg.defaults()
 	if err := cfg.RateLimit.check(); err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 	}
 	var st Store
 	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {
-		st, err = openRedisStore(context.Background(), cfg.RateLimitStore)
+		st, err = openRedisStore(ctx, cfg.RateLimitStore)
 	} else if cfg.RateLimitStore == "" {
 		st, err = openBoltStore(filepath.Join(dir, fileRateDB))
 	} else {
@@ -148,34 +149,15 @@ func Open(dir string, cfg Config) (*Server, error) {
 	}
 	s.lim = &limiter{p: cfg.RateLimit, st: st, now: cfg.testNow, sleep: sleepCtx}
 	s.sess.init(cfg.MaxSessions, cfg.MaxClientSess)
-	tlsCfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientCAs:    pool,
-		ClientAuth:   tls.VerifyClientCertIfGiven, // /healthz and /metrics need no certificate
-		MinVersion:   tls.VersionTLS13,
-		NextProtos:   []string{"h2", "http/1.1"},
-	}
-	if s.tcp, err = net.Listen("tcp", cfg.HTTPSAddr); err != nil {
-		st.Close()
-		return nil, err
-	}
-	s.tcp = netutil.LimitListener(s.tcp, cfg.MaxConns)
-	if cfg.UDPAddr != "" {
-		ua, err := net.ResolveUDPAddr("udp", cfg.UDPAddr)
-		if err == nil {
-			s.udp, err = net.ListenUDP("udp", ua)
-		}
-		if err != nil {
-			s.tcp.Close()
-			st.Close()
-			return nil, fmt.Errorf("udp listen %s: %w", cfg.UDPAddr, err)
-		}
-		s.udp.SetReadBuffer(4 << 20)
-		s.udp.SetWriteBuffer(4 << 20)
-	}
 	s.http = &http.Server{
-		Handler:           s.routes(),
-		TLSConfig:         tlsCfg,
+		Handler: s.routes(),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			ClientCAs:    pool,
+			ClientAuth:   tls.VerifyClientCertIfGiven, // /healthz and /metrics need no certificate
+			MinVersion:   tls.VersionTLS13,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
 		ReadHeaderTimeout: cfg.ReadTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.ReadTimeout + cfg.longestDelay() + 30*time.Second,
@@ -186,24 +168,32 @@ func Open(dir string, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Addr is the bound HTTPS address.
-func (s *Server) Addr() string { return s.tcp.Addr().String() }
-
-// UDPAddr is the bound UDP address, or "" without UDP.
-func (s *Server) UDPAddr() string {
-	if s.udp == nil {
-		return ""
-	}
-	return s.udp.LocalAddr().String()
+// Listen binds the addresses of cfg: HTTPSAddr (default 127.0.0.1:7443) and UDPAddr
+// ("" or "-": no UDP).
+func Listen(cfg Config) (server.Listeners, error) {
+	cfg.defaults()
+	return server.Listen(cfg.HTTPSAddr, cfg.UDPAddr)
 }
 
-// Serve answers requests until ctx is cancelled, then stops accepting, drains in-flight
-// requests (up to ShutdownTimeout), persists rate-limit state and returns.
-func (s *Server) Serve(ctx context.Context) error {
-	s.log.Info("key server listening", "https", s.Addr(), "udp", s.UDPAddr(),
+// Serve answers HTTPS on ls.HTTP and UDP sessions on ls.Packet (nil: none) until ctx is
+// cancelled, then stops accepting, drains in-flight requests (up to ShutdownTimeout) and
+// returns, having closed ls. Call it once; Close afterwards.
+func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
+	if ls.Packet != nil {
+		udp, ok := ls.Packet.(*net.UDPConn)
+		if !ok {
+			ls.Close()
+			return fmt.Errorf("key server: the datagram listener must be UDP, not %T", ls.Packet)
+		}
+		udp.SetReadBuffer(4 << 20)
+		udp.SetWriteBuffer(4 << 20)
+		s.udp = udp
+	}
+	s.log.Info("key server listening", "https", ls.Addr(), "udp", ls.PacketAddr(),
 		"suite", s.state.Load().ring.suite.String(), "ratelimit", s.cfg.RateLimit.Mode)
-	errc := make(chan error, 1)
-	go func() { errc <- s.http.ServeTLS(s.tcp, "", "") }()
+	var cancelReqs context.CancelFunc
+	s.reqCtx, cancelReqs = context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReqs()
 	stop := make(chan struct{})
 	if s.udp != nil {
 		for range s.cfg.UDPWorkers {
@@ -213,31 +203,20 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go s.reloadLoop(stop)
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
+	err := server.ServeHTTP(ctx, s.http, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	s.log.Info("key server stopping")
 	close(stop)
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	if serr := s.http.Shutdown(sctx); serr != nil && err == nil {
-		err = serr
-	}
 	if s.udp != nil {
-		s.udp.Close()
+		s.udp.Close() // its answers could no longer be sent: cut their delays short
+		cancelReqs()
 	}
 	s.wg.Wait()
-	if cerr := s.lim.st.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	s.log.Info("key server stopped")
 	return err
 }
+
+// Close persists and closes the rate-limit state. Call it after Serve returned.
+func (s *Server) Close() error { return s.lim.st.Close() }
 
 func (s *Server) reloadLoop(stop <-chan struct{}) {
 	defer s.wg.Done()

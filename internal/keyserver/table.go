@@ -1,14 +1,23 @@
 package keyserver
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
-// ListenAndServe opens dir with cfg and serves until ctx is cancelled.
-func ListenAndServe(ctx context.Context, dir string, cfg Config) error {
-	s, err := Open(dir, cfg)
+// ListenAndServe opens dir with cfg, binds cfg's addresses, serves until ctx is cancelled
+// and closes: what 'veil keyserver serve' does.
+func ListenAndServe(ctx context.Context, dir string, cfg Config) (err error) {
+	s, err := Open(ctx, dir, cfg)
 	if err != nil {
 		return err
 	}
-	return s.Serve(ctx)
+	defer func() { err = errors.Join(err, s.Close()) }()
+	ls, err := Listen(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ls)
 }
 
 // RateRow is one line of the paper's Fig. 2: the fastest online brute-force rate (queries

@@ -149,7 +149,7 @@ func (s *Server) accept(b []byte) (*session, *kswire.Datagram, bool) {
 
 // answer evaluates one authenticated request and sends the reply (or drops it).
 func (s *Server) answer(out []byte, sess *session, id [kswire.SessionIDSize]byte, seq uint64, body []byte, to netip.AddrPort) []byte {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReadTimeout+s.cfg.longestDelay())
+	ctx, cancel := context.WithTimeout(s.reqCtx, s.cfg.ReadTimeout+s.cfg.longestDelay())
 	defer cancel()
 	resp, e := s.evaluate(ctx, sess.client, "udp", body)
 	d := &kswire.Datagram{Type: kswire.TypeResponse, Session: id, Seq: seq, Body: resp}

@@ -16,6 +16,7 @@ import (
 	"github.com/veil-project/veil/internal/ksclient"
 	"github.com/veil-project/veil/internal/kswire"
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/server"
 )
 
 // ks is a real key server on loopback, started for one test.
@@ -24,6 +25,7 @@ type ks struct {
 	dir  string
 	cfg  keyserver.Config
 	srv  *keyserver.Server
+	ls   server.Listeners // the running server's sockets
 	stop func()
 }
 
@@ -82,14 +84,19 @@ func (k *ks) reloadAll() {
 
 func (k *ks) start() {
 	k.t.Helper()
-	srv, err := keyserver.Open(k.dir, k.cfg)
+	srv, err := keyserver.Open(context.Background(), k.dir, k.cfg)
 	if err != nil {
+		k.t.Fatal(err)
+	}
+	ls, err := keyserver.Listen(k.cfg)
+	if err != nil {
+		srv.Close()
 		k.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	k.srv = srv
+	go func() { done <- srv.Serve(ctx, ls) }()
+	k.srv, k.ls = srv, ls
 	stopped := false
 	k.stop = func() {
 		if stopped {
@@ -100,13 +107,16 @@ func (k *ks) start() {
 		if err := <-done; err != nil {
 			k.t.Errorf("serve: %v", err)
 		}
+		if err := srv.Close(); err != nil {
+			k.t.Errorf("close: %v", err)
+		}
 	}
 }
 
 // restart stops the server gracefully and starts it again on the same ports.
 func (k *ks) restart() {
 	k.t.Helper()
-	k.cfg.HTTPSAddr, k.cfg.UDPAddr = k.srv.Addr(), k.srv.UDPAddr()
+	k.cfg.HTTPSAddr, k.cfg.UDPAddr = k.ls.Addr(), k.ls.PacketAddr()
 	k.stop()
 	k.start()
 }
@@ -114,7 +124,7 @@ func (k *ks) restart() {
 // cred issues a credential for name pointing at this server's bound addresses.
 func (k *ks) cred(name string) *ksclient.Credential {
 	k.t.Helper()
-	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.srv.Addr(), UDP: k.srv.UDPAddr()})
+	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -148,7 +158,7 @@ func (k *ks) client(c *ksclient.Credential, transport string, opts ksclient.Opti
 func (k *ks) metric(prefix string) string {
 	k.t.Helper()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: k.tlsNoClient()}}
-	resp, err := hc.Get("https://" + k.srv.Addr() + "/metrics")
+	resp, err := hc.Get("https://" + k.ls.Addr() + "/metrics")
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -175,7 +185,7 @@ func digestsN(n int, salt string) []mle.Digest {
 
 func parsedCred(t *testing.T, k *ks, name string) *kswire.Parsed {
 	t.Helper()
-	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.srv.Addr(), UDP: k.srv.UDPAddr()})
+	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
 	if err != nil {
 		t.Fatal(err)
 	}

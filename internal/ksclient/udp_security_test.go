@@ -33,7 +33,7 @@ func openSession(t *testing.T, k *ks, p *kswire.Parsed) *kswire.Grant {
 func tryOpenSession(k *ks, p *kswire.Parsed) (*kswire.Grant, error) {
 	cfg := &tls.Config{Certificates: []tls.Certificate{p.Cert}, RootCAs: p.CAs, ServerName: "127.0.0.1"}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-	resp, err := hc.Post("https://"+k.srv.Addr()+"/v1/session", "application/octet-stream", nil)
+	resp, err := hc.Post("https://"+k.ls.Addr()+"/v1/session", "application/octet-stream", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func TestUDPRejectsReplayForgeryAndForeignSessions(t *testing.T) {
 	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{MaxDatagram: 2048})
 	p := parsedCred(t, k, "alice")
 	g1, g2 := openSession(t, k, p), openSession(t, k, p)
-	ua, _ := net.ResolveUDPAddr("udp", k.srv.UDPAddr())
+	ua, _ := net.ResolveUDPAddr("udp", k.ls.PacketAddr())
 	conn, err := net.DialUDP("udp", nil, ua)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func startTap(t *testing.T, target string) (string, *udpTap) {
 // and never the digest itself.
 func TestKSNeverSeesTheSameBytesTwice(t *testing.T) {
 	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{})
-	addr, tap := startTap(t, k.srv.UDPAddr())
+	addr, tap := startTap(t, k.ls.PacketAddr())
 	c := k.client(k.cred("alice"), "udp", ksclient.Options{UDPAddr: addr})
 	d := digest("the same file")
 	var keys [2][32]byte

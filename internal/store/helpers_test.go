@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/store/api"
 )
 
@@ -47,7 +48,7 @@ func serve(t *testing.T, s *Service) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: ln}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -4,7 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 // metrics are the service's Prometheus series, on a registry of its own (so several
@@ -21,7 +22,7 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg: server.NewRegistry(),
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "veil_store_operations_total", Help: "Completed operations by kind."}, []string{"op"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -37,8 +38,7 @@ func newMetrics() *metrics {
 	m.group = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "veil_store_commit_group_size", Help: "Uploads committed together by one database commit.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
-	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors, m.group,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors, m.group)
 	return m
 }
 

@@ -3,7 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
-	"net"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 // Run opens the store at dir, serves it on listen until ctx is cancelled, and closes it:
@@ -15,14 +16,14 @@ func Run(ctx context.Context, dir, listen string, cfg Config, ready func(addr st
 		return err
 	}
 	defer s.Close()
-	ln, err := net.Listen("tcp", listen)
+	ls, err := server.Listen(listen, "")
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(ls.Addr())
 	}
-	return s.Serve(ctx, ln)
+	return s.Serve(ctx, ls)
 }
 
 // With opens the store at dir (which no server may hold), calls fn, and closes it: for the

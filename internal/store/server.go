@@ -7,21 +7,28 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
-// Serve answers the HTTP API on ln until ctx is cancelled, then shuts down gracefully
-// (in-flight requests finish, up to 30 s). TLS with the generated certificate unless
-// Config.InsecureHTTP.
-func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+// Serve answers the HTTP API on ls.HTTP until ctx is cancelled, then shuts down gracefully
+// (in-flight requests finish, up to Config.ShutdownTimeout) and returns, having closed the
+// listener. TLS with the generated certificate unless Config.InsecureHTTP. The store has no
+// datagram transport: ls.Packet must be nil. Close the Service afterwards.
+func (s *Service) Serve(ctx context.Context, ls server.Listeners) error {
+	ln := ls.HTTP
+	if ls.Packet != nil {
+		ls.Close()
+		return errors.New("serve: the store has no datagram transport")
+	}
 	if !s.cfg.InsecureHTTP {
 		tc, err := s.serverTLS()
 		if err != nil {
+			ln.Close()
 			return fmt.Errorf("serve: %w", err)
 		}
 		ln = tls.NewListener(ln, tc)
@@ -36,36 +43,22 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.cfg.RequestTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
-	done := make(chan error, 1)
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		done <- srv.Shutdown(sctx)
-	}()
 	s.cfg.Logger.Info("store serving", "addr", ln.Addr().String(), "tls", !s.cfg.InsecureHTTP)
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		err = <-done
-		s.cfg.Logger.Info("store stopped")
-	}
+	err := server.ServeHTTP(ctx, srv, ln, s.cfg.ShutdownTimeout)
+	s.cfg.Logger.Info("store stopped")
 	return err
 }
 
 // Handler returns the HTTP API (docs/formats/store-api.md).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("ok\n"))
-	})
-	metricsH := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	guard := func(h http.Handler) http.Handler { return s.admin(h.ServeHTTP) }
 	if s.cfg.PublicMetrics {
-		mux.Handle("GET /metrics", metricsH)
-	} else {
-		mux.Handle("GET /metrics", s.admin(metricsH.ServeHTTP))
+		guard = nil
 	}
+	server.Mount(mux, s.metrics.reg, guard)
 	mux.Handle("GET /v1/stats", s.admin(func(w http.ResponseWriter, r *http.Request) {
 		st, err := s.Stats()
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -25,6 +26,7 @@ type Config struct {
 	InsecureHTTP      bool            // serve plain HTTP (loopback development only)
 	PublicMetrics     bool            // serve /metrics without the admin credential
 	Blobs             storage.Backend // where content lives; nil means blobs/ in the data dir
+	ShutdownTimeout   time.Duration   // graceful drain limit (default server.DefaultShutdownTimeout)
 	Logger            *slog.Logger    // default: discard
 }
 
@@ -41,9 +43,8 @@ func (c *Config) defaults() {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 2 * time.Minute
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.ShutdownTimeout = server.ShutdownTimeout(c.ShutdownTimeout)
+	c.Logger = server.Logger(c.Logger, "store")
 }
 
 // ErrNotInitialized is a data directory without a store; ErrBusy one whose database is held

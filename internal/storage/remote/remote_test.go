@@ -6,6 +6,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storage/storagetest"
@@ -33,7 +34,7 @@ func serveStore(t *testing.T) (string, api.Credential) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: ln}) }()
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
 	return "https://" + ln.Addr().String(), cred
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/store"
 )
@@ -253,7 +254,7 @@ func startStore(ctx context.Context, dir, veil string) (*storeTarget, error) {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	go func() { t.done <- svc.Serve(sctx, ln) }()
+	go func() { t.done <- svc.Serve(sctx, server.Listeners{HTTP: ln}) }()
 	t.stop = func() { cancel(); <-t.done; t.b.Close(); svc.Close() }
 	t.b, err = remote.New("https://"+ln.Addr().String(), cred)
 	return t, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/kswire"
+	"github.com/veil-project/veil/internal/pki"
 )
 
 // ClientInfo is one entry of the client registry (clients.json).
@@ -79,20 +80,20 @@ func addClient(dir, name string, opts AddOptions, deliver func([]byte) error) er
 	if err != nil {
 		return err
 	}
-	c, err := loadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
+	c, err := pki.LoadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
 	if err != nil {
 		return err
 	}
 	if opts.Validity <= 0 {
 		opts.Validity = 365 * 24 * time.Hour
 	}
-	iss, err := c.issue(name, nil, true, opts.Validity)
+	iss, err := c.IssueClient(name, opts.Validity)
 	if err != nil {
 		return err
 	}
 	cred := &kswire.Credential{Version: kswire.CredentialVersion, Name: name, Suite: m.Suite,
-		CurrentKey: m.CurrentKey, CAPEM: string(c.pem), CertPEM: string(iss.certPEM),
-		KeyPEM: string(iss.keyPEM), URL: m.URL, UDP: m.UDP}
+		CurrentKey: m.CurrentKey, CAPEM: string(c.PEM), CertPEM: string(iss.CertPEM),
+		KeyPEM: string(iss.KeyPEM), URL: m.URL, UDP: m.UDP}
 	if opts.URL != "" {
 		cred.URL = opts.URL
 	}
@@ -118,7 +119,7 @@ func addClient(dir, name string, opts AddOptions, deliver func([]byte) error) er
 		return fmt.Errorf("write credential: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	reg.Clients = append(reg.Clients, ClientInfo{Name: name, Serial: iss.serial.Text(16), Added: now,
+	reg.Clients = append(reg.Clients, ClientInfo{Name: name, Serial: iss.Serial.Text(16), Added: now,
 		Expires: now.Add(opts.Validity)})
 	return writeJSON(filepath.Join(dir, fileClients), reg)
 }

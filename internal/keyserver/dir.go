@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/oprf"
+	"github.com/veil-project/veil/internal/pki"
 )
 
 // Errors callers branch on.
@@ -25,10 +26,10 @@ var (
 const (
 	fileMeta     = "ks.json"
 	fileClients  = "clients.json"
-	fileCACert   = "ca.crt"
-	fileCAKey    = "ca.key"
-	fileSrvCert  = "server.crt"
-	fileSrvKey   = "server.key"
+	fileCACert   = pki.CACertFile
+	fileCAKey    = pki.CAKeyFile
+	fileSrvCert  = pki.ServerCertFile
+	fileSrvKey   = pki.ServerKeyFile
 	fileRateDB   = "ratelimit.db"
 	dirKeys      = "keys"
 	metaVersion  = 1
@@ -94,22 +95,22 @@ func Init(dir string, opts InitOptions) error {
 	if err := writeKey(dir, key); err != nil {
 		return err
 	}
-	caIss, err := newCA(caValidity)
+	caIss, err := pki.NewCA("veil key server CA", caValidity)
 	if err != nil {
 		return err
 	}
-	if err := writePair(dir, fileCACert, fileCAKey, caIss); err != nil {
+	if err := pki.WritePair(dir, fileCACert, fileCAKey, caIss); err != nil {
 		return err
 	}
-	c, err := loadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
+	c, err := pki.LoadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
 	if err != nil {
 		return err
 	}
-	srv, err := c.issue("veil key server", opts.Hosts, false, srvValidity)
+	srv, err := c.IssueServer("veil key server", opts.Hosts, srvValidity)
 	if err != nil {
 		return err
 	}
-	if err := writePair(dir, fileSrvCert, fileSrvKey, srv); err != nil {
+	if err := pki.WritePair(dir, fileSrvCert, fileSrvKey, srv); err != nil {
 		return err
 	}
 	if err := writeJSON(filepath.Join(dir, fileClients), &registry{Version: metaVersion}); err != nil {
@@ -118,14 +119,6 @@ func Init(dir string, opts InitOptions) error {
 	// ks.json last: its presence marks a complete directory.
 	return writeJSON(filepath.Join(dir, fileMeta), &meta{Version: metaVersion, Suite: suite.String(),
 		CurrentKey: key.ID().String(), Keys: []string{key.ID().String()}, URL: opts.URL, UDP: opts.UDP, Hosts: opts.Hosts})
-}
-
-// writePair writes a certificate (world-readable) and its private key (owner only).
-func writePair(dir, certFile, keyFile string, iss *issued) error {
-	if err := writeFileAtomic(filepath.Join(dir, keyFile), iss.keyPEM, 0o600); err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(dir, certFile), iss.certPEM, 0o644)
 }
 
 func writeKey(dir string, k oprf.PrivateKey) error {

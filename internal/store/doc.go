@@ -12,7 +12,7 @@
 //
 // Layout of a data directory: meta.db (bbolt: users, namespaces, blob records; formats in
 // docs/formats/store-records.md), blobs/xx/<hex> (content, when blobs are local), tmp/
-// (uploads in flight), tls/ (generated CA and server certificate), admin.cred.
+// (uploads in flight), tls/ (CA and server certificate from internal/pki), admin.cred.
 //
 // It imports storage, storage backends (for blobs in S3), store/api, bbolt and prometheus;
 // it must not import veil's clients or crypto (dupless, mle, ksclient) or cmd.

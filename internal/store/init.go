@@ -1,21 +1,14 @@
 package store
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -56,75 +49,44 @@ func Init(dir string, hosts ...string) error {
 	return atomicfile.Write(filepath.Join(dir, AdminCredentialFile), cred.Marshal(), 0o600, true)
 }
 
-// writeTLS generates a P-256 CA and a server certificate signed by it.
+// writeTLS generates the store's CA and a server certificate signed by it (internal/pki)
+// for localhost, the loopback addresses, this host's name and hosts.
 func writeTLS(dir string, hosts []string) error {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caIss, err := pki.NewCA("veil store CA", 10*365*24*time.Hour)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "veil store CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
-		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	if err := pki.WritePair(dir, pki.CACertFile, pki.CAKeyFile, caIss); err != nil {
+		return err
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca, err := pki.LoadCA(filepath.Join(dir, pki.CACertFile), filepath.Join(dir, pki.CAKeyFile))
 	if err != nil {
 		return err
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	all := []string{"localhost", "127.0.0.1", "::1"}
+	if h, err := os.Hostname(); err == nil {
+		all = append(all, h)
+	}
+	srv, err := ca.IssueServer("veil store", append(all, hosts...), 5*365*24*time.Hour)
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "veil store"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(5, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		tmpl.DNSNames = append(tmpl.DNSNames, h)
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	caKeyDER, _ := x509.MarshalECPrivateKey(caKey)
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	files := []struct {
-		name, typ string
-		der       []byte
-	}{
-		{"ca.pem", "CERTIFICATE", caDER}, {"ca.key", "EC PRIVATE KEY", caKeyDER},
-		{"server.pem", "CERTIFICATE", der}, {"server.key", "EC PRIVATE KEY", keyDER},
-	}
-	for _, f := range files {
-		b := pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der})
-		if err := atomicfile.Write(filepath.Join(dir, f.name), b, 0o600, true); err != nil {
-			return err
-		}
-	}
-	return nil
+	return pki.WritePair(dir, pki.ServerCertFile, pki.ServerKeyFile, srv)
 }
 
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	return n
+// caPEM is the store's CA certificate (given to users in their credentials).
+func (s *Service) caPEM() ([]byte, error) {
+	b, err := os.ReadFile(pki.CertFile(filepath.Join(s.dir, tlsName), "ca"))
+	if err != nil {
+		return nil, fmt.Errorf("store CA certificate: %w", err)
+	}
+	return b, nil
 }
 
 // serverTLS loads the generated server certificate.
 func (s *Service) serverTLS() (*tls.Config, error) {
 	d := filepath.Join(s.dir, tlsName)
-	cert, err := tls.LoadX509KeyPair(filepath.Join(d, "server.pem"), filepath.Join(d, "server.key"))
+	cert, err := tls.LoadX509KeyPair(pki.CertFile(d, "server"), filepath.Join(d, pki.ServerKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}

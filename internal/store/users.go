@@ -6,8 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -100,13 +98,17 @@ func (s *Service) AddUser(name string, opts ...UserOption) (api.Credential, erro
 	if err := api.CheckUser(name); err != nil {
 		return api.Credential{}, err
 	}
+	ca, err := s.caPEM() // before the user exists: a credential without the CA is useless
+	if err != nil {
+		return api.Credential{}, fmt.Errorf("add user: %w", err)
+	}
 	secret := make([]byte, api.SecretSize)
 	rand.Read(secret)
 	u := userRec{secretHash: sha256.Sum256(secret), created: time.Now().Unix()}
 	for _, o := range opts {
 		o(&u)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		if users.Get([]byte(name)) != nil {
 			return fmt.Errorf("user %q: %w", name, storage.ErrExists)
@@ -120,7 +122,6 @@ func (s *Service) AddUser(name string, opts ...UserOption) (api.Credential, erro
 		return api.Credential{}, fmt.Errorf("add user: %w", err)
 	}
 	s.users.set(name, &u)
-	ca, _ := os.ReadFile(filepath.Join(s.dir, tlsName, "ca.pem"))
 	return api.Credential{Version: api.CredentialVersion, User: name,
 		Secret: base64.RawURLEncoding.EncodeToString(secret), CA: string(ca)}, nil
 }

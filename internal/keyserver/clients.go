@@ -39,6 +39,9 @@ func readRegistry(dir string) (*registry, error) {
 	if err := readJSON(filepath.Join(dir, fileClients), &r); err != nil {
 		return nil, err
 	}
+	if r.Version != metaVersion { // a registry of another version may mean something else by its fields
+		return nil, fmt.Errorf("%s: version %d, want %d", fileClients, r.Version, metaVersion)
+	}
 	return &r, nil
 }
 

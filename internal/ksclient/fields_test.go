@@ -450,3 +450,25 @@ func dropCount(k *ks, reason string) float64 {
 	}
 	return 0
 }
+
+// A session's datagrams stop being answered once its expiry (server-side state) passes.
+func TestFieldsDatagramSessionExpiry(t *testing.T) {
+	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{SessionTTL: time.Second})
+	u := issue(t, k, "alice")
+	g := openSession(t, k, u.parsed)
+	conn := dialUDP(t, k)
+	body := request(t, u.parsed)
+	dg := func(seq uint64) []byte {
+		return kswire.AppendDatagram(nil, &kswire.Datagram{Type: kswire.TypeRequest, Session: g.ID, Seq: seq, Body: body}, &g.MACKey)
+	}
+	if typ, _ := exchangeType(t, conn, dg(1), &g.MACKey); typ != kswire.TypeResponse {
+		t.Fatal("fresh session not answered")
+	}
+	time.Sleep(time.Until(g.Expiry) + 1100*time.Millisecond) // past the expiry the grant carries (the server's own)
+	if typ, _ := exchangeType(t, conn, dg(2), &g.MACKey); typ != 0 {
+		t.Fatalf("expired session answered (type %d)", typ)
+	}
+	if dropCount(k, "expired")+dropCount(k, "unknown_session") == 0 { // pruned sessions are unknown
+		t.Fatal("drop not counted as expired or unknown_session")
+	}
+}

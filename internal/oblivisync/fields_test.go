@@ -338,3 +338,24 @@ func TestFieldsStateDirNotInCloud(t *testing.T) {
 	_, err := OpenWriter(dir, testPass, Options{StateDir: filepath.Join(dir, "state"), UnsafeNoFsync: true})
 	wantErr(t, err, ErrInvalid, "inside the synced backend folder")
 }
+
+// The cloud keeps every version of osync.key: after `osync passwd` it can put the old one
+// back. It opens only with the old passphrase and holds the same master key, so it adds
+// nothing unless the old passphrase leaked (documented: passwd does not protect a backend
+// whose old key file and old passphrase are both known).
+func TestFieldsKeyFileReplayAfterPasswd(t *testing.T) {
+	dir, ino, data := syncedBackend(t)
+	old := must(os.ReadFile(filepath.Join(dir, keyFileName)))
+	newPass := []byte("a new passphrase")
+	if err := ChangePassphrase(dir, testPass, newPass); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, keyFileName), old, 0o600)
+	if _, err := OpenReader(dir, newPass); !errors.Is(err, ErrWrongPassphrase) {
+		t.Fatalf("new passphrase on the replayed key file: got %v", err)
+	}
+	got, err := openAndRead(dir, ino, len(data))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("old passphrase on the replayed key file: %v", err)
+	}
+}

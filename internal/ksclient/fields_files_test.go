@@ -100,11 +100,11 @@ func TestFieldsCredential(t *testing.T) {
 		}
 	})
 	t.Run("url (another server)", func(t *testing.T) {
-		err := derive(t, func(m map[string]any) { m["url"] = "https://" + other.srv.Addr() }, "https")
+		err := derive(t, func(m map[string]any) { m["url"] = "https://" + other.ls.Addr() }, "https")
 		wantIs(t, err, ksclient.ErrKSUnavailable, "certificate signed by unknown authority")
 	})
 	t.Run("udp (another server's UDP port)", func(t *testing.T) {
-		err := derive(t, func(m map[string]any) { m["udp"] = other.srv.UDPAddr() }, "udp")
+		err := derive(t, func(m map[string]any) { m["udp"] = other.ls.PacketAddr() }, "udp")
 		wantIs(t, err, ksclient.ErrKSUnavailable, "")
 	})
 	t.Run("name (harmless: the server knows the client by its certificate)", func(t *testing.T) {
@@ -123,16 +123,11 @@ func TestFieldsCredential(t *testing.T) {
 // startErr opens a key server on dir and returns the error (closing it if it opened).
 func startErr(t *testing.T, dir string) error {
 	t.Helper()
-	srv, err := keyserver.Open(dir, keyserver.Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
+	srv, err := keyserver.Open(context.Background(), dir, keyserver.Config{})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	cancel()
-	<-done
-	return nil
+	return srv.Close()
 }
 
 func editFile(t *testing.T, path string, f func(m map[string]any)) {
@@ -211,7 +206,7 @@ func TestFieldsKSDir(t *testing.T) {
 		}
 		k.reloadAll()
 		cred := must(ksclient.ParseCredential(b))
-		if _, err := k.client(cred, "https", ksclient.Options{URL: "https://" + k.srv.Addr()}).DeriveKeys(context.Background(), digestsN(1, "x")); err != nil {
+		if _, err := k.client(cred, "https", ksclient.Options{URL: "https://" + k.ls.Addr()}).DeriveKeys(context.Background(), digestsN(1, "x")); err != nil {
 			t.Fatal(err)
 		}
 	})

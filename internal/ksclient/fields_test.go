@@ -151,7 +151,7 @@ func TestFieldsSessionGrant(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m.set(func(m *mitm) { m.grant = c.alter })
-			cl := k.client(u.cred, "udp", ksclient.Options{URL: m.url, UDPAddr: k.srv.UDPAddr(), Timeout: fast.Timeout, Retries: fast.Retries})
+			cl := k.client(u.cred, "udp", ksclient.Options{URL: m.url, UDPAddr: k.ls.PacketAddr(), Timeout: fast.Timeout, Retries: fast.Retries})
 			_, err := cl.DeriveKeys(context.Background(), digestsN(1, c.name))
 			wantIs(t, err, c.class, c.text)
 		})
@@ -167,7 +167,7 @@ func TestFieldsSessionGrant(t *testing.T) {
 	for _, c := range harmless {
 		t.Run(c.name+" (harmless)", func(t *testing.T) {
 			m.set(func(m *mitm) { m.grant = c.alter })
-			cl := k.client(u.cred, "udp", ksclient.Options{URL: m.url, UDPAddr: k.srv.UDPAddr()})
+			cl := k.client(u.cred, "udp", ksclient.Options{URL: m.url, UDPAddr: k.ls.PacketAddr()})
 			for i := 0; i < 2; i++ {
 				got, err := cl.DeriveKeys(context.Background(), digestsN(5, "harmless"))
 				if err != nil || !equalKeys(got, want) {
@@ -282,7 +282,7 @@ func TestFieldsEvalRequest(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		Certificates: []tls.Certificate{u.parsed.Cert}, RootCAs: u.parsed.CAs, ServerName: "127.0.0.1"}}}
 	post := func(b []byte) (int, string) {
-		resp, err := hc.Post("https://"+k.srv.Addr()+"/v1/evaluate", "application/octet-stream", bytes.NewReader(b))
+		resp, err := hc.Post("https://"+k.ls.Addr()+"/v1/evaluate", "application/octet-stream", bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +410,7 @@ func appendMAC(b []byte, key *[kswire.MACKeySize]byte) []byte {
 
 func dialUDP(t *testing.T, k *ks) *net.UDPConn {
 	t.Helper()
-	ua, _ := net.ResolveUDPAddr("udp", k.srv.UDPAddr())
+	ua, _ := net.ResolveUDPAddr("udp", k.ls.PacketAddr())
 	conn, err := net.DialUDP("udp", nil, ua)
 	if err != nil {
 		t.Fatal(err)

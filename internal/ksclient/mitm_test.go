@@ -39,7 +39,7 @@ type user struct {
 
 func issue(t *testing.T, k *ks, name string) user {
 	t.Helper()
-	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.srv.Addr(), UDP: k.srv.UDPAddr()})
+	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func startMITM(t *testing.T, k *ks, u user) *mitm {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		resp, err := up.Post("https://"+k.srv.Addr()+r.URL.Path, "application/octet-stream", bytes.NewReader(body))
+		resp, err := up.Post("https://"+k.ls.Addr()+r.URL.Path, "application/octet-stream", bytes.NewReader(body))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -110,7 +110,7 @@ func startMITM(t *testing.T, k *ks, u user) *mitm {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	m.url = "https://" + l.Addr().(*net.TCPAddr).String()
-	m.udp = m.relayUDP(t, k.srv.UDPAddr())
+	m.udp = m.relayUDP(t, k.ls.PacketAddr())
 	return m
 }
 

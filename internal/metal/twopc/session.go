@@ -42,7 +42,7 @@ type Session struct {
 	role   Role
 	rw     *bufio.ReadWriter
 	h      *hasher
-	delta  Label        // garbler only: the free-XOR offset, also the IKNP correlation
+	delta  Label         // garbler only: the free-XOR offset, also the IKNP correlation
 	prg    cipher.Stream // garbler only: input-label randomness
 	cotS   *cotSender
 	cotR   *cotReceiver

@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"crypto/hpke"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+const (
+	publishPad = 512  // a sealed publication item's plaintext is a multiple of this
+	MaxChunk   = 4096 // pairs per publication chunk (one HPKE context)
+)
+
+// KeyItem is what the K-server learns of one pair: its id, its key, and the pseudonym
+// public keys allowed to match it (none: every querier).
+type KeyItem struct {
+	ID         ID
+	Key        string
+	Pseudonyms [][32]byte
+}
+
+// CheckKey validates a key (also used for queries' lengths).
+func CheckKey(k string) error {
+	switch {
+	case len(k) == 0 || len(k) > MaxQuery:
+		return fmt.Errorf("key of %d bytes: want 1..%d", len(k), MaxQuery)
+	case !utf8.ValidString(k):
+		return errors.New("key is not UTF-8")
+	}
+	return nil
+}
+
+// MarshalKeyItem encodes the padded plaintext of one publication item.
+func MarshalKeyItem(it *KeyItem) ([]byte, error) {
+	if err := CheckKey(it.Key); err != nil {
+		return nil, err
+	}
+	if len(it.Pseudonyms) > MaxPseudonyms {
+		return nil, fmt.Errorf("%d pseudonyms: at most %d", len(it.Pseudonyms), MaxPseudonyms)
+	}
+	w := &writer{}
+	w.u8(Version)
+	w.raw(it.ID[:])
+	w.b16([]byte(it.Key))
+	w.u8(uint8(len(it.Pseudonyms)))
+	for _, p := range it.Pseudonyms {
+		w.raw(p[:])
+	}
+	w.padTo(publishPad)
+	return w.b, nil
+}
+
+// ParseKeyItem decodes a publication item plaintext.
+func ParseKeyItem(b []byte) (*KeyItem, error) {
+	r := newReader("publication item", b)
+	if len(b)%publishPad != 0 {
+		r.fail("%d bytes, not a multiple of %d", len(b), publishPad)
+	}
+	if v := r.u8("version"); r.err == nil && v != Version {
+		r.fail("version %d, want %d", v, Version)
+	}
+	it := &KeyItem{ID: r.id("id"), Key: string(r.b16("key"))}
+	n := int(r.u8("pseudonyms"))
+	if r.err == nil && n > MaxPseudonyms {
+		r.fail("%d pseudonyms, at most %d", n, MaxPseudonyms)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		var p [32]byte
+		copy(p[:], r.take(32, "pseudonym"))
+		it.Pseudonyms = append(it.Pseudonyms, p)
+	}
+	if err := r.endPadded(multipleOf(publishPad)); err != nil {
+		return nil, err
+	}
+	if err := CheckKey(it.Key); err != nil {
+		return nil, fmt.Errorf("%w: publication item: %v", ErrMalformed, err)
+	}
+	return it, nil
+}
+
+// SealedChunk is a publication chunk sealed to the K-server: one HPKE encapsulation and
+// one ciphertext per item, in sequence (the context's nonce counter orders them).
+type SealedChunk struct {
+	Enc   []byte
+	Items [][]byte
+}
+
+// SealChunk seals items (1..MaxChunk) to the K-server.
+func SealChunk(pub *KServerPub, items []KeyItem) (*SealedChunk, error) {
+	if len(items) == 0 || len(items) > MaxChunk {
+		return nil, fmt.Errorf("chunk of %d pairs: want 1..%d", len(items), MaxChunk)
+	}
+	enc, s, err := hpke.NewSender(pub.pub, kdf(), aead(), []byte(infoPublish))
+	if err != nil {
+		return nil, err
+	}
+	c := &SealedChunk{Enc: enc}
+	for i := range items {
+		pt, err := MarshalKeyItem(&items[i])
+		if err != nil {
+			return nil, fmt.Errorf("pair %d: %w", i, err)
+		}
+		ct, err := s.Seal(nil, pt)
+		if err != nil {
+			return nil, err
+		}
+		c.Items = append(c.Items, ct)
+	}
+	return c, nil
+}
+
+// OpenChunk opens every item in order; any altered, dropped or reordered item fails the
+// whole chunk with ErrOpen.
+func OpenChunk(k *KServerKey, c *SealedChunk) ([]KeyItem, error) {
+	if len(c.Enc) != encLen() || len(c.Items) == 0 || len(c.Items) > MaxChunk {
+		return nil, fmt.Errorf("%w: publication chunk header", ErrMalformed)
+	}
+	rc, err := hpke.NewRecipient(c.Enc, k.priv, kdf(), aead(), []byte(infoPublish))
+	if err != nil {
+		return nil, ErrOpen
+	}
+	out := make([]KeyItem, 0, len(c.Items))
+	for _, ct := range c.Items {
+		pt, err := rc.Open(nil, ct)
+		if err != nil {
+			return nil, ErrOpen
+		}
+		it, err := ParseKeyItem(pt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *it)
+	}
+	return out, nil
+}
+
+// MarshalChunk encodes a sealed chunk as the relay payload: b16 enc, u32 n, n x b16 item.
+func MarshalChunk(c *SealedChunk) []byte {
+	w := &writer{}
+	w.b16(c.Enc)
+	w.u32(uint32(len(c.Items)))
+	for _, it := range c.Items {
+		w.b16(it)
+	}
+	return w.b
+}
+
+// ParseChunk decodes MarshalChunk's output.
+func ParseChunk(b []byte) (*SealedChunk, error) {
+	r := newReader("publication chunk", b)
+	c := &SealedChunk{Enc: r.b16("enc")}
+	n := r.count("items", MaxChunk, 2)
+	for i := 0; i < n && r.err == nil; i++ {
+		c.Items = append(c.Items, r.b16("item"))
+	}
+	if err := r.end(false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

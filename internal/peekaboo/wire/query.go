@@ -1,0 +1,148 @@
+package wire
+
+import (
+	"crypto/hpke"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Match modes.
+const (
+	ModeExact     = 1
+	ModeSubstring = 2
+)
+
+// Limits fixed by the format.
+const (
+	MaxQuery      = 256  // bytes of a query or key
+	MaxLimit      = 1000 // results per search
+	MaxPseudonyms = 8    // pseudonym proofs per query, pseudonyms per pair
+	queryPad      = 1024 // a sealed query's plaintext is a multiple of this
+)
+
+// ErrOpen is returned when a sealed message does not open: altered, or sealed to another key.
+var ErrOpen = errors.New("sealed message does not open (altered or wrong key)")
+
+// PseudonymProof shows that the querier holds a pseudonym: its Ed25519 public key and a
+// signature over the request (see docs/design-peekaboo.md).
+type PseudonymProof struct {
+	Pub [32]byte
+	Sig [64]byte
+}
+
+// Query is the plaintext a client seals to the K-server.
+type Query struct {
+	Mode       uint8
+	Advanced   bool
+	Limit      uint16
+	OneTimeKey [32]byte
+	Nonce      [16]byte
+	Time       uint64 // unix seconds
+	Text       string
+	Proofs     []PseudonymProof
+}
+
+// Check validates the fields a parser cannot fix.
+func (q *Query) Check() error {
+	switch {
+	case q.Mode != ModeExact && q.Mode != ModeSubstring:
+		return fmt.Errorf("mode %d: want 1 (exact) or 2 (substring)", q.Mode)
+	case q.Limit == 0 || q.Limit > MaxLimit:
+		return fmt.Errorf("limit %d: want 1..%d", q.Limit, MaxLimit)
+	case len(q.Text) == 0 || len(q.Text) > MaxQuery:
+		return fmt.Errorf("query of %d bytes: want 1..%d", len(q.Text), MaxQuery)
+	case !utf8.ValidString(q.Text):
+		return errors.New("query is not UTF-8")
+	case len(q.Proofs) > MaxPseudonyms:
+		return fmt.Errorf("%d pseudonym proofs: at most %d", len(q.Proofs), MaxPseudonyms)
+	}
+	return nil
+}
+
+// MarshalQuery encodes the padded plaintext (docs/formats/peekaboo-wire.md, "Query").
+func MarshalQuery(q *Query) ([]byte, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	w := &writer{}
+	w.u8(Version)
+	w.u8(q.Mode)
+	var flags uint8
+	if q.Advanced {
+		flags = 1
+	}
+	w.u8(flags)
+	w.u16(q.Limit)
+	w.raw(q.OneTimeKey[:])
+	w.raw(q.Nonce[:])
+	w.u64(q.Time)
+	w.b16([]byte(q.Text))
+	w.u8(uint8(len(q.Proofs)))
+	for _, p := range q.Proofs {
+		w.raw(p.Pub[:])
+		w.raw(p.Sig[:])
+	}
+	w.padTo(queryPad)
+	return w.b, nil
+}
+
+// ParseQuery decodes a query plaintext.
+func ParseQuery(b []byte) (*Query, error) {
+	r := newReader("query", b)
+	if len(b)%queryPad != 0 {
+		r.fail("%d bytes, not a multiple of %d", len(b), queryPad)
+	}
+	if v := r.u8("version"); r.err == nil && v != Version {
+		r.fail("version %d, want %d", v, Version)
+	}
+	q := &Query{Mode: r.u8("mode")}
+	flags := r.u8("flags")
+	if r.err == nil && flags&^1 != 0 {
+		r.fail("unknown flags 0x%02x", flags)
+	}
+	q.Advanced = flags&1 != 0
+	q.Limit = r.u16("limit")
+	copy(q.OneTimeKey[:], r.take(32, "one-time key"))
+	copy(q.Nonce[:], r.take(16, "nonce"))
+	q.Time = r.u64("time")
+	q.Text = string(r.b16("query"))
+	n := int(r.u8("proofs"))
+	if r.err == nil && n > MaxPseudonyms {
+		r.fail("%d pseudonym proofs, at most %d", n, MaxPseudonyms)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		var p PseudonymProof
+		copy(p.Pub[:], r.take(32, "pseudonym"))
+		copy(p.Sig[:], r.take(64, "signature"))
+		q.Proofs = append(q.Proofs, p)
+	}
+	if err := r.endPadded(multipleOf(queryPad)); err != nil {
+		return nil, err
+	}
+	if err := q.Check(); err != nil {
+		return nil, fmt.Errorf("%w: query: %v", ErrMalformed, err)
+	}
+	return q, nil
+}
+
+// SealQuery seals q to the K-server: single-shot HPKE, enc || ciphertext.
+func SealQuery(pub *KServerPub, q *Query) ([]byte, error) {
+	pt, err := MarshalQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	return hpke.Seal(pub.pub, kdf(), aead(), []byte(infoQuery), pt)
+}
+
+// OpenQuery opens a sealed query. ErrOpen means altered or not for this key.
+func OpenQuery(k *KServerKey, sealed []byte) (*Query, error) {
+	if len(sealed) < encLen()+queryPad+16 {
+		return nil, fmt.Errorf("%w: sealed query of %d bytes", ErrMalformed, len(sealed))
+	}
+	pt, err := hpke.Open(k.priv, kdf(), aead(), []byte(infoQuery), sealed)
+	if err != nil {
+		return nil, ErrOpen
+	}
+	return ParseQuery(pt)
+}

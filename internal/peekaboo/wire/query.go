@@ -38,7 +38,7 @@ type Query struct {
 	Limit      uint16
 	OneTimeKey [32]byte
 	Nonce      [16]byte
-	Time       uint64 // unix seconds
+	Time       uint64 // unix milliseconds
 	Text       string
 	Proofs     []PseudonymProof
 }

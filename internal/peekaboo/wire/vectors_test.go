@@ -50,7 +50,7 @@ func sampleID(b byte) (id ID) {
 }
 
 func sampleQuery() *Query {
-	q := &Query{Mode: ModeSubstring, Advanced: true, Limit: 100, Time: 1_790_000_000, Text: "report.pdf"}
+	q := &Query{Mode: ModeSubstring, Advanced: true, Limit: 100, Time: 1_790_000_000_000, Text: "report.pdf"}
 	for i := range q.OneTimeKey {
 		q.OneTimeKey[i] = byte(i)
 	}

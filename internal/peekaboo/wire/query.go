@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"crypto/ed25519"
 	"crypto/hpke"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -145,4 +147,44 @@ func OpenQuery(k *KServerKey, sealed []byte) (*Query, error) {
 		return nil, ErrOpen
 	}
 	return ParseQuery(pt)
+}
+
+// PseudonymMessage is what a pseudonym proof signs: it binds the proof to this one query
+// (nonce, a hash of the one-time key, mode, flags, limit, text), so a proof cannot be
+// lifted into another query.
+func PseudonymMessage(q *Query) []byte {
+	kh := sha256.Sum256(q.OneTimeKey[:])
+	w := &writer{}
+	w.raw([]byte("veil peekaboo v1 pseudonym"))
+	w.raw(q.Nonce[:])
+	w.raw(kh[:])
+	w.u8(q.Mode)
+	var f uint8
+	if q.Advanced {
+		f = 1
+	}
+	w.u8(f)
+	w.u16(q.Limit)
+	w.b16([]byte(q.Text))
+	return w.b
+}
+
+// Prove adds a proof that the querier holds the pseudonym priv (Ed25519).
+func (q *Query) Prove(priv ed25519.PrivateKey) {
+	var p PseudonymProof
+	copy(p.Pub[:], priv.Public().(ed25519.PublicKey))
+	copy(p.Sig[:], ed25519.Sign(priv, PseudonymMessage(q)))
+	q.Proofs = append(q.Proofs, p)
+}
+
+// Verified returns the pseudonyms whose proofs verify.
+func (q *Query) Verified() [][32]byte {
+	var out [][32]byte
+	msg := PseudonymMessage(q)
+	for _, p := range q.Proofs {
+		if ed25519.Verify(p.Pub[:], msg, p.Sig[:]) {
+			out = append(out, p.Pub)
+		}
+	}
+	return out
 }

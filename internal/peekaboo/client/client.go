@@ -1,0 +1,136 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// Errors callers branch on.
+var (
+	ErrRejected  = errors.New("k-server rejected the query")
+	ErrIntegrity = errors.New("v-server returned a result the k-server did not match")
+	ErrNoOwner   = errors.New("credential has no owner key (run veil peekaboo join)")
+)
+
+// Client talks to one V-server as one user.
+type Client struct {
+	cred     *wire.UserCred
+	kpub     *wire.KServerPub
+	ownerKey []byte
+	base     string
+	http     *http.Client
+	now      func() time.Time
+}
+
+// New makes a client from a credential file's contents.
+func New(cred []byte) (*Client, error) {
+	c, kpub, err := wire.ParseUserCred(cred)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := pki.ClientConfig([]byte(c.CA), nil)
+	if err != nil {
+		return nil, fmt.Errorf("credential: %w", err)
+	}
+	return &Client{cred: c, kpub: kpub, ownerKey: c.OwnerKeyBytes(), base: strings.TrimSuffix(c.Endpoint, "/"), now: time.Now,
+		http: &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16}}}, nil
+}
+
+// Join returns cred with a fresh owner key added (unchanged if it has one).
+func Join(cred []byte) ([]byte, error) {
+	c, _, err := wire.ParseUserCred(cred)
+	if err != nil {
+		return nil, err
+	}
+	if c.OwnerKey == "" {
+		k := make([]byte, wire.SecretBytes)
+		rand.Read(k)
+		c.OwnerKey = base64.RawURLEncoding.EncodeToString(k)
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n'), err
+}
+
+// User is the credential's user name.
+func (c *Client) User() string { return c.cred.User }
+
+// KServerFingerprint identifies the pinned K-server key (check it with the K-server's operator).
+func (c *Client) KServerFingerprint() string { return c.kpub.Fingerprint() }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// do sends one request and returns the body of a 200 reply, or the server's one-line error.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth(c.cred.User, c.cred.Secret)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("v-server: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("v-server reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("v-server: %s", strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// AddUser asks the V-server (with the administrator's credential) for a new user's
+// credential.
+func AddUser(ctx context.Context, adminCred []byte, name string) ([]byte, error) {
+	c, err := New(adminCred)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	body, _ := json.Marshal(map[string]string{"name": name})
+	return c.do(ctx, http.MethodPost, "/v1/admin/users", body)
+}
+
+const ownerAAD = "veil peekaboo v1 owner"
+
+func (c *Client) sealOwner(id wire.ID, key string) ([]byte, error) {
+	a, err := chacha20poly1305.NewX(c.ownerKey)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(key)+a.Overhead())
+	rand.Read(nonce)
+	return a.Seal(nonce, nonce, []byte(key), append([]byte(ownerAAD), id[:]...)), nil
+}
+
+func (c *Client) openOwner(id wire.ID, blob []byte) (string, error) {
+	a, err := chacha20poly1305.NewX(c.ownerKey)
+	if err != nil {
+		return "", err
+	}
+	if len(blob) < a.NonceSize() {
+		return "", errors.New("owner blob too short")
+	}
+	pt, err := a.Open(nil, blob[:a.NonceSize()], blob[a.NonceSize():], append([]byte(ownerAAD), id[:]...))
+	if err != nil {
+		return "", fmt.Errorf("pair %x: owner blob does not open (another owner key?)", id[:4])
+	}
+	return string(pt), nil
+}

@@ -1,0 +1,98 @@
+package kserver
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// Files in a K-server directory.
+const (
+	FileDB        = "kserver.db"
+	FileKey       = "kserver.key"
+	FilePub       = "kserver.pub"
+	FileCACert    = "ca.pem"
+	FileCAKey     = "ca.key"
+	FileCert      = "server.pem"
+	FileCertKey   = "server.key"
+	FileRelayCred = "relay.cred"
+)
+
+// InitOptions say how to set up a K-server directory.
+type InitOptions struct {
+	Endpoint string   // the URL the V-server reaches the K-server at (https://host:port)
+	Hosts    []string // names/IPs for the server certificate (default: 127.0.0.1, localhost)
+}
+
+// Init creates dir with a fresh HPKE key, a CA, a server certificate and the V-server's
+// relay credential (relay.cred: hand it to `veil peekaboo vserver init`).
+func Init(dir string, o InitOptions) error {
+	if _, err := os.Stat(filepath.Join(dir, FileKey)); err == nil {
+		return fmt.Errorf("%s already holds a K-server; refusing to overwrite it", dir)
+	}
+	if o.Endpoint == "" {
+		return errors.New("no endpoint (the https:// URL the V-server reaches this K-server at)")
+	}
+	if len(o.Hosts) == 0 {
+		o.Hosts = []string{"127.0.0.1", "localhost"}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	k, err := wire.GenerateKServerKey()
+	if err != nil {
+		return err
+	}
+	kb, err := k.Marshal()
+	if err != nil {
+		return err
+	}
+	ca, err := pki.NewCA("veil peekaboo K-server CA")
+	if err != nil {
+		return err
+	}
+	srv, err := ca.Server("veil peekaboo K-server", o.Hosts)
+	if err != nil {
+		return err
+	}
+	relay, err := ca.Client("vserver")
+	if err != nil {
+		return err
+	}
+	pub := k.Public().Marshal()
+	cred, err := json.MarshalIndent(wire.RelayCred{Version: 1, Endpoint: o.Endpoint, CA: string(ca.Cert),
+		Cert: string(relay.Cert), Key: string(relay.Key), KServerKey: base64.StdEncoding.EncodeToString(pub)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, _, err := wire.ParseRelayCred(cred); err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		data []byte
+		perm os.FileMode
+	}{
+		{FileCACert, ca.Cert, 0o644}, {FileCAKey, ca.Key, 0o600},
+		{FileCert, srv.Cert, 0o644}, {FileCertKey, srv.Key, 0o600},
+		{FileRelayCred, append(cred, '\n'), 0o600}, {FilePub, pub, 0o644},
+		{FileKey, kb, 0o600}, // last: its presence marks a complete directory
+	}
+	for _, f := range files {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), f.data, f.perm, true); err != nil {
+			return err
+		}
+	}
+	db, err := openDB(filepath.Join(dir, FileDB))
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}

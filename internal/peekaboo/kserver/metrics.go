@@ -1,0 +1,33 @@
+package kserver
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+type metrics struct {
+	reg     *prometheus.Registry
+	items   *prometheus.CounterVec
+	batch   prometheus.Histogram
+	latency prometheus.Histogram
+	pairs   prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.items = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_pkb_k_items_total",
+		Help: "Relay items handled, by kind and status."}, []string{"kind", "status"})
+	m.batch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_pkb_k_batch_items",
+		Help: "Items per relay batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_pkb_k_batch_seconds",
+		Help: "Time to answer a relay batch.", Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
+	m.pairs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_pkb_k_pairs", Help: "Pairs held."})
+	m.reg.MustRegister(m.items, m.batch, m.latency, m.pairs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }

@@ -1,0 +1,154 @@
+package kserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"golang.org/x/net/netutil"
+
+	"github.com/veil-project/veil/internal/peekaboo/index"
+	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// Config configures a running K-server. Zero values take the documented defaults.
+type Config struct {
+	ReplayWindow    time.Duration // accepted query clock skew and replay memory (default 10m)
+	MaxBody         int64         // largest relay batch (default 64 MiB)
+	MaxConns        int           // simultaneous connections (default 1024)
+	Workers         int           // relay items opened in parallel (default 4)
+	ReadTimeout     time.Duration // default 60s
+	IdleTimeout     time.Duration // default 2m
+	ShutdownTimeout time.Duration // graceful drain limit (default 30s)
+	Logger          *slog.Logger  // default: discard
+	// TestTap, when set, is given every request the server receives (headers and body):
+	// the tests that check what the K-server learns read it. Not for production.
+	TestTap func(r *http.Request, body []byte)
+	now     func() time.Time
+}
+
+func (c *Config) defaults() {
+	def(&c.ReplayWindow, 10*time.Minute)
+	def(&c.MaxBody, 64<<20)
+	def(&c.MaxConns, 1024)
+	def(&c.Workers, 4)
+	def(&c.ReadTimeout, time.Minute)
+	def(&c.IdleTimeout, 2*time.Minute)
+	def(&c.ShutdownTimeout, 30*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+}
+
+func def[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Server is an opened K-server.
+type Server struct {
+	dir    string
+	cfg    Config
+	log    *slog.Logger
+	key    *wire.KServerKey
+	db     *bbolt.DB
+	idx    *index.Index
+	replay *replayCache
+	tls    *tls.Config
+	m      *metrics
+}
+
+// Open loads dir (made by Init), rebuilds the index and prepares TLS.
+func Open(dir string, cfg Config) (*Server, error) {
+	cfg.defaults()
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+	kb, err := read(FileKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a K-server directory (run veil peekaboo kserver init): %w", dir, err)
+	}
+	key, err := wire.ParseKServerKey(kb)
+	if err != nil {
+		return nil, err
+	}
+	ca, err1 := read(FileCACert)
+	cert, err2 := read(FileCert)
+	ckey, err3 := read(FileCertKey)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	tc, err := pki.ServerConfig(pki.Pair{Cert: cert, Key: ckey}, ca)
+	if err != nil {
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	db, err := openDB(filepath.Join(dir, FileDB))
+	if err != nil {
+		return nil, err
+	}
+	idx, err := load(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("load %s: %w", FileDB, err)
+	}
+	s := &Server{dir: dir, cfg: cfg, log: cfg.Logger.With("server", "peekaboo-kserver"), key: key, db: db, idx: idx,
+		replay: newReplayCache(cfg.ReplayWindow, cfg.now()), tls: tc, m: newMetrics()}
+	s.m.pairs.Set(float64(idx.Len()))
+	s.log.Info("k-server opened", "dir", dir, "pairs", idx.Len())
+	return s, nil
+}
+
+// Pairs is the number of pairs held.
+func (s *Server) Pairs() int { return s.idx.Len() }
+
+// Handler is the HTTP API: /healthz, /metrics, POST /v1/relay (client certificate required).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", s.m.handler())
+	mux.HandleFunc("POST /v1/relay", s.handleRelay)
+	return mux
+}
+
+// Serve answers on ln (TLS) until ctx is cancelled, then drains in-flight requests.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln = tls.NewListener(netutil.LimitListener(ln, s.cfg.MaxConns), s.tls)
+	srv := &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	return serveHTTP(ctx, srv, ln, s.cfg.ShutdownTimeout, s.log)
+}
+
+// Close closes the state file.
+func (s *Server) Close() error { return s.db.Close() }
+
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close()
+		err = fmt.Errorf("graceful shutdown did not finish within %v: %w", timeout, err)
+	}
+	<-errc
+	log.Info("stopped")
+	return err
+}

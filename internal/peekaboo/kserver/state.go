@@ -1,0 +1,107 @@
+package kserver
+
+import (
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/peekaboo/index"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+var (
+	bucketMeta = []byte("meta")
+	bucketKeys = []byte("keys")
+)
+
+func openDB(path string) (*bbolt.DB, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w (is another K-server running on it?)", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		m, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := m.Get([]byte("version")); v != nil && string(v) != "1" {
+			return fmt.Errorf("%s: state version %q, this veil reads 1", path, v)
+		}
+		if err := m.Put([]byte("version"), []byte("1")); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketKeys)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// load rebuilds the index from the keys bucket.
+func load(db *bbolt.DB) (*index.Index, error) {
+	idx := index.New()
+	err := db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketKeys).ForEach(func(k, v []byte) error {
+			id, err := wire.ParseID(k)
+			if err != nil {
+				return err
+			}
+			it, err := wire.ParseKeyRecord(id, v)
+			if err != nil {
+				return fmt.Errorf("pair %x: %w", k, err)
+			}
+			idx.Put(it)
+			return nil
+		})
+	})
+	return idx, err
+}
+
+// store commits items in one transaction (fsynced), then adds them to the index.
+func (s *Server) store(items []wire.KeyItem) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		for i := range items {
+			if err := b.Put(items[i].ID[:], wire.MarshalKeyRecord(&items[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range items {
+		s.idx.Put(&items[i])
+	}
+	return nil
+}
+
+// remove deletes ids in one transaction and from the index; it returns how many existed.
+func (s *Server) remove(ids []wire.ID) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		n = 0
+		for _, id := range ids {
+			if b.Get(id[:]) != nil {
+				n++
+				if err := b.Delete(id[:]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		s.idx.Delete(id)
+	}
+	return n, nil
+}

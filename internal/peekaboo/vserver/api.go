@@ -1,0 +1,215 @@
+package vserver
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// Handler is the client API (docs/formats/peekaboo-wire.md) with /healthz and /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", s.m.handler())
+	mux.HandleFunc("POST /v1/search", s.user("search", s.handleSearch))
+	mux.HandleFunc("POST /v1/publish", s.user("publish", s.handlePublish))
+	mux.HandleFunc("POST /v1/unpublish", s.user("unpublish", s.handleUnpublish))
+	mux.HandleFunc("GET /v1/pairs", s.user("list", s.handleList))
+	mux.HandleFunc("POST /v1/admin/users", s.user("adduser", s.handleAddUser))
+	mux.HandleFunc("GET /v1/kserver-key", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(s.kkey + "\n")) })
+	return mux
+}
+
+type userHandler func(w http.ResponseWriter, r *http.Request, user string, body []byte) (int, error)
+
+// user authenticates the caller (HTTP Basic: name and secret), reads the body, and maps
+// the handler's error to a one-line text reply.
+func (s *Server) user(op string, h userHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+		if s.cfg.TestTap != nil {
+			s.cfg.TestTap("request", tapRequest(r, body))
+		}
+		code := http.StatusOK
+		switch name, ok := s.authenticate(r); {
+		case err != nil:
+			code, err = http.StatusRequestEntityTooLarge, fmt.Errorf("request body: %v", err)
+		case !ok:
+			code, err = http.StatusUnauthorized, errors.New("unknown user or wrong secret")
+		default:
+			code, err = h(w, r, name, body)
+		}
+		if err != nil {
+			if code == http.StatusInternalServerError {
+				s.log.Error(op, "err", err)
+			}
+			http.Error(w, err.Error(), code)
+		}
+		s.m.requests.WithLabelValues(op, strconv.Itoa(code)).Inc()
+	}
+}
+
+func tapRequest(r *http.Request, body []byte) []byte {
+	var b []byte
+	b = append(b, r.Method+" "+r.URL.String()+"\n"...)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			b = append(b, k+": "+v+"\n"...)
+		}
+	}
+	return append(b, body...)
+}
+
+func (s *Server) authenticate(r *http.Request) (string, bool) {
+	name, secret, ok := r.BasicAuth()
+	if !ok {
+		return "", false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(secret)
+	if err != nil {
+		return "", false
+	}
+	s.usersMu.RLock()
+	u, known := s.users[name]
+	s.usersMu.RUnlock()
+	h := sha256.Sum256(raw)
+	if !known || subtle.ConstantTimeCompare(h[:], u.SecretHash[:]) != 1 {
+		return "", false
+	}
+	return name, true
+}
+
+func (s *Server) isAdmin(name string) bool {
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
+	return s.users[name].Admin
+}
+
+func writeBin(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(b)
+}
+
+// relayErr maps a mixer/relay failure to an HTTP status.
+func relayErr(err error) (int, error) {
+	if errors.Is(err, errKServer) || errors.Is(err, errStopped) {
+		return http.StatusBadGateway, err
+	}
+	return http.StatusServiceUnavailable, err
+}
+
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, user string, body []byte) (int, error) {
+	req, err := wire.ParseSearch(body)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindQuery, Payload: req.Sealed})
+	if err != nil {
+		return relayErr(err)
+	}
+	out := &wire.Results{Status: res.Status}
+	if res.Status == wire.StatusOK {
+		ms, err := wire.ParseMatches(res.Payload)
+		if err != nil {
+			return http.StatusBadGateway, fmt.Errorf("k-server reply: %w", err)
+		}
+		if out.Results, err = release(s.db, user, ms); err != nil {
+			return http.StatusInternalServerError, err
+		}
+	}
+	writeBin(w, out.Marshal())
+	return http.StatusOK, nil
+}
+
+func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user string, body []byte) (int, error) {
+	req, err := wire.ParsePublish(body)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	if err := storePairs(s.db, user, req.Pairs); err != nil {
+		if errors.Is(err, errNotYours) {
+			return http.StatusForbidden, err
+		}
+		return http.StatusInternalServerError, err
+	}
+	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindPublish, Payload: wire.MarshalChunk(req.Chunk())})
+	if err != nil {
+		return relayErr(err)
+	}
+	if res.Status != wire.StatusOK {
+		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, or altered", res.Status)
+	}
+	if n, err := wire.ParseN(res.Payload); err != nil || int(n) != len(req.Pairs) {
+		return http.StatusBadGateway, fmt.Errorf("k-server stored %d of %d pairs (%v)", n, len(req.Pairs), err)
+	}
+	writeBin(w, (&wire.Count{N: uint32(len(req.Pairs))}).Marshal())
+	return http.StatusOK, nil
+}
+
+func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user string, body []byte) (int, error) {
+	req, err := wire.ParseIDs(body)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	gone, err := removePairs(s.db, user, req.IDs)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if len(gone) > 0 {
+		res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindUnpublish, Payload: (&wire.IDs{IDs: gone}).Marshal()})
+		if err != nil {
+			return relayErr(err)
+		}
+		if res.Status != wire.StatusOK {
+			return http.StatusBadGateway, fmt.Errorf("k-server refused the removal (status %d)", res.Status)
+		}
+	}
+	writeBin(w, (&wire.Count{N: uint32(len(gone))}).Marshal())
+	return http.StatusOK, nil
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request, user string, _ []byte) (int, error) {
+	l, err := listPairs(s.db, user)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	writeBin(w, l.Marshal())
+	return http.StatusOK, nil
+}
+
+func (s *Server) handleAddUser(w http.ResponseWriter, r *http.Request, user string, body []byte) (int, error) {
+	if !s.isAdmin(user) {
+		return http.StatusForbidden, errors.New("adding users needs the administrator's credential")
+	}
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return http.StatusBadRequest, fmt.Errorf("add user: body is not {\"name\": ...}")
+	}
+	if err := wire.CheckName(req.Name); err != nil {
+		return http.StatusBadRequest, err
+	}
+	cred, secret, err := newCredential(req.Name, s.endpoint, s.caPEM, s.kkey)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	rec := wire.UserRecord{SecretHash: sha256.Sum256(secret)}
+	if err := putUser(s.db, req.Name, &rec); err != nil {
+		return http.StatusConflict, err
+	}
+	s.usersMu.Lock()
+	s.users[req.Name] = rec
+	s.usersMu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(cred)
+	return http.StatusOK, nil
+}

@@ -1,0 +1,194 @@
+package vserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"golang.org/x/net/netutil"
+
+	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// Config configures a running V-server. Zero values take the documented defaults.
+type Config struct {
+	BatchSize       int           // relay items per mixed batch (default 16; 1 = no mixing)
+	MaxDelay        time.Duration // longest wait for a batch to fill (default 5ms)
+	MaxBody         int64         // largest request body (default 32 MiB)
+	MaxConns        int           // simultaneous client connections (default 4096)
+	RelayTimeout    time.Duration // one relay batch to the K-server (default 60s)
+	ReadTimeout     time.Duration // default 60s
+	IdleTimeout     time.Duration // default 2m
+	ShutdownTimeout time.Duration // graceful drain limit (default 30s)
+	Logger          *slog.Logger  // default: discard
+	// TestTap, when set, is given every byte the server receives: each request's headers
+	// and body, and each relay reply from the K-server. Tests read it. Not for production.
+	TestTap func(where string, data []byte)
+}
+
+func (c *Config) defaults() {
+	def(&c.BatchSize, 16)
+	def(&c.MaxDelay, 5*time.Millisecond)
+	def(&c.MaxBody, 32<<20)
+	def(&c.MaxConns, 4096)
+	def(&c.RelayTimeout, time.Minute)
+	def(&c.ReadTimeout, time.Minute)
+	def(&c.IdleTimeout, 2*time.Minute)
+	def(&c.ShutdownTimeout, 30*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func def[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Server is an opened V-server.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	db       *bbolt.DB
+	tls      *tls.Config
+	relayURL string
+	kkey     string // the K-server public key, base64, as in credentials
+	endpoint string
+	caPEM    string
+	http     *http.Client
+	mix      *mixer
+	m        *metrics
+	usersMu  sync.RWMutex
+	users    map[string]wire.UserRecord
+}
+
+// Open loads dir (made by Init) and prepares the relay to the K-server.
+func Open(dir string, cfg Config) (*Server, error) {
+	cfg.defaults()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	rcb := read(FileRelayCred)
+	if rcb == nil {
+		return nil, fmt.Errorf("%s is not a V-server directory (run veil peekaboo vserver init)", dir)
+	}
+	rc, _, err := wire.ParseRelayCred(rcb)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := pki.ServerConfig(pki.Pair{Cert: read(FileCert), Key: read(FileCertKey)}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	ctc, err := pki.ClientConfig([]byte(rc.CA), &pki.Pair{Cert: []byte(rc.Cert), Key: []byte(rc.Key)})
+	if err != nil {
+		return nil, fmt.Errorf("relay credential: %w", err)
+	}
+	admin, _, err := wire.ParseUserCred(read(FileAdminCred))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FileAdminCred, err)
+	}
+	db, err := openDB(filepath.Join(dir, FileDB))
+	if err != nil {
+		return nil, err
+	}
+	users, err := loadUsers(db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("server", "peekaboo-vserver"), db: db, tls: tc, users: users,
+		relayURL: strings.TrimSuffix(rc.Endpoint, "/") + "/v1/relay", kkey: rc.KServerKey,
+		endpoint: admin.Endpoint, caPEM: string(read(FileCACert)), m: newMetrics(),
+		http: &http.Client{Transport: &http.Transport{TLSClientConfig: ctc, ForceAttemptHTTP2: true,
+			MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}}
+	s.mix = newMixer(cfg.BatchSize, cfg.MaxDelay, s.relay, func(n int) { s.m.batch.Observe(float64(n)) })
+	s.log.Info("v-server opened", "dir", dir, "users", len(users), "kserver", rc.Endpoint)
+	return s, nil
+}
+
+// relay sends one mixed batch to the K-server.
+func (s *Server) relay(ctx context.Context, items []wire.RelayItem) ([]wire.RelayResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RelayTimeout)
+	defer cancel()
+	body := (&wire.Relay{Items: items}).Marshal()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.relayURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	start := time.Now()
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errKServer, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errKServer, err)
+	}
+	s.m.relay.Observe(time.Since(start).Seconds())
+	if s.cfg.TestTap != nil {
+		s.cfg.TestTap("relay-reply", b)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: %s: %s", errKServer, resp.Status, strings.TrimSpace(string(b)))
+	}
+	rr, err := wire.ParseRelayResp(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errKServer, err)
+	}
+	return rr.Results, nil
+}
+
+var errKServer = errors.New("k-server unavailable")
+
+// Serve answers on ln (TLS) until ctx is cancelled, then drains in-flight requests.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln = tls.NewListener(netutil.LimitListener(ln, s.cfg.MaxConns), s.tls)
+	srv := &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("serving", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close()
+		err = fmt.Errorf("graceful shutdown did not finish within %v: %w", s.cfg.ShutdownTimeout, err)
+	}
+	<-errc
+	s.log.Info("stopped")
+	return err
+}
+
+// Close stops the mixer and closes the state file.
+func (s *Server) Close() error {
+	s.mix.close()
+	s.http.CloseIdleConnections()
+	return s.db.Close()
+}

@@ -1,0 +1,173 @@
+package vserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+var (
+	bucketMeta   = []byte("meta")
+	bucketUsers  = []byte("users")
+	bucketPairs  = []byte("pairs")
+	bucketOwners = []byte("owners")
+)
+
+// errNotYours refuses a publication that reuses another owner's pair id.
+var errNotYours = errors.New("a pair id in the chunk belongs to another owner")
+
+func openDB(path string) (*bbolt.DB, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w (is another V-server running on it?)", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		m, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := m.Get([]byte("version")); v != nil && string(v) != "1" {
+			return fmt.Errorf("%s: state version %q, this veil reads 1", path, v)
+		}
+		if err := m.Put([]byte("version"), []byte("1")); err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketUsers, bucketPairs, bucketOwners} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func putUser(db *bbolt.DB, name string, u *wire.UserRecord) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketUsers)
+		if b.Get([]byte(name)) != nil {
+			return fmt.Errorf("user %q exists", name)
+		}
+		return b.Put([]byte(name), wire.MarshalUserRecord(u))
+	})
+}
+
+func loadUsers(db *bbolt.DB) (map[string]wire.UserRecord, error) {
+	out := map[string]wire.UserRecord{}
+	err := db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
+			u, err := wire.ParseUserRecord(v)
+			if err != nil {
+				return fmt.Errorf("user %q: %w", k, err)
+			}
+			out[string(k)] = *u
+			return nil
+		})
+	})
+	return out, err
+}
+
+func ownerKey(owner string, id wire.ID) []byte {
+	return append(append([]byte(owner), 0), id[:]...)
+}
+
+// storePairs commits an owner's chunk in one transaction.
+func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
+		for i := range pairs {
+			p := &pairs[i]
+			if old := pb.Get(p.ID[:]); old != nil {
+				rec, err := wire.ParsePairRecord(old)
+				if err != nil || rec.Owner != owner {
+					return errNotYours
+				}
+			}
+			rec := wire.MarshalPairRecord(&wire.PairRecord{Owner: owner, Value: p.Value, ACL: p.ACL, OwnerBlob: p.OwnerBlob})
+			if err := pb.Put(p.ID[:], rec); err != nil {
+				return err
+			}
+			if err := ob.Put(ownerKey(owner, p.ID), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// removePairs deletes the owner's pairs among ids and returns those it deleted.
+func removePairs(db *bbolt.DB, owner string, ids []wire.ID) ([]wire.ID, error) {
+	var gone []wire.ID
+	err := db.Update(func(tx *bbolt.Tx) error {
+		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
+		gone = gone[:0]
+		for _, id := range ids {
+			if ob.Get(ownerKey(owner, id)) == nil {
+				continue
+			}
+			if err := errors.Join(pb.Delete(id[:]), ob.Delete(ownerKey(owner, id))); err != nil {
+				return err
+			}
+			gone = append(gone, id)
+		}
+		return nil
+	})
+	return gone, err
+}
+
+// listPairs returns the owner's pairs.
+func listPairs(db *bbolt.DB, owner string) (*wire.List, error) {
+	out := &wire.List{}
+	prefix := append([]byte(owner), 0)
+	err := db.View(func(tx *bbolt.Tx) error {
+		pb := tx.Bucket(bucketPairs)
+		c := tx.Bucket(bucketOwners).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			id, err := wire.ParseID(k[len(prefix):])
+			if err != nil {
+				return err
+			}
+			rec, err := wire.ParsePairRecord(pb.Get(id[:]))
+			if err != nil {
+				return fmt.Errorf("pair %x: %w", id, err)
+			}
+			out.Pairs = append(out.Pairs, wire.Listed{ID: id, Value: rec.Value, ACL: rec.ACL, OwnerBlob: rec.OwnerBlob})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// release maps matched ids to the values user may see; others are dropped unseen.
+func release(db *bbolt.DB, user string, ms []wire.Matched) ([]wire.Result, error) {
+	var out []wire.Result
+	err := db.View(func(tx *bbolt.Tx) error {
+		pb := tx.Bucket(bucketPairs)
+		for _, m := range ms {
+			v := pb.Get(m.ID[:])
+			if v == nil {
+				continue // inert: published on the K-server only, or since removed
+			}
+			rec, err := wire.ParsePairRecord(v)
+			if err != nil {
+				return fmt.Errorf("pair %x: %w", m.ID, err)
+			}
+			if len(rec.ACL) > 0 && rec.Owner != user && !slices.Contains(rec.ACL, user) {
+				continue
+			}
+			out = append(out, wire.Result{ID: m.ID, Match: m.Record, Value: bytes.Clone(rec.Value)})
+		}
+		return nil
+	})
+	return out, err
+}

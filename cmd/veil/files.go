@@ -10,12 +10,12 @@ import (
 	"github.com/veil-project/veil/internal/profile"
 )
 
-// The DupLESS client commands: init, put, get, ls, rm, mv, mkdir, find, prune. Shared
+// The DupLESS client commands: init, put, get, ls, rm, mv, mkdir, find, prune, root. Shared
 // plumbing (profile, passphrase, progress, output) is in files_ui.go.
 
 func init() {
 	for _, f := range []func() *cobra.Command{newInitCommand, newPutCommand, newGetCommand,
-		newLsCommand, newRmCommand, newMvCommand, newMkdirCommand, newFindCommand, newPruneCommand} {
+		newLsCommand, newRmCommand, newMvCommand, newMkdirCommand, newFindCommand, newPruneCommand, newTreeRootCommand} {
 		register(f)
 	}
 }

@@ -36,14 +36,27 @@ Examples:
 				if err != nil {
 					return err
 				}
+				bad := 0
+				for _, e := range es {
+					if e.Err != "" {
+						bad++
+					}
+				}
+				failed := func() error {
+					if bad == 0 {
+						return nil
+					}
+					return exitError{fmt.Sprintf("%d entries failed verification", bad), 3}
+				}
+				out := cmd.OutOrStdout()
 				if o.json {
-					enc := json.NewEncoder(os.Stdout)
+					enc := json.NewEncoder(out)
 					for _, e := range es {
 						enc.Encode(e)
 					}
-					return nil
+					return failed()
 				}
-				tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
+				tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 				for _, e := range es {
 					name := lastElem(e.Path)
 					if e.IsDir {
@@ -51,6 +64,10 @@ Examples:
 					}
 					if e.Symlink != "" {
 						name += " -> " + e.Symlink
+					}
+					if !long && e.Err != "" {
+						fmt.Fprintf(tw, "%s (%s)\n", name, e.Err)
+						continue
 					}
 					if !long {
 						fmt.Fprintln(tw, name)
@@ -66,7 +83,10 @@ Examples:
 					}
 					fmt.Fprintf(tw, "%s\t%d\t%s\t%s%s\n", e.Mode, e.Size, e.ModTime.Format(time.DateTime), mark, name)
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				return failed()
 			})
 		},
 	}

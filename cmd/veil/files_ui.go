@@ -26,6 +26,7 @@ type clientFlags struct {
 	jobs         int
 	force        bool
 	exclude      []string
+	noRootCheck  bool
 }
 
 func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
@@ -33,6 +34,7 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	c.Flags().StringVar(&o.passwordFile, "password-file", "", "read the passphrase from this file (default $VEIL_PASSWORD_FILE, else prompt)")
 	c.Flags().BoolVar(&o.json, "json", false, "machine-readable output (JSON)")
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens (to stderr)")
+	c.Flags().BoolVar(&o.noRootCheck, "no-root-check", false, "warn instead of failing when the storage service shows a file, or a tree root, older than this device has seen (rollback)")
 	if transfers {
 		c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 		c.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "files transferred in parallel (default 16; at most 2 x cores of them over 1 MiB)")
@@ -75,10 +77,11 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		ev.Total = func(files int, bytes int64) { ui.bar.ChangeMax64(bytes) }
 		ev.Bytes = func(n int64) { ui.bar.Add64(n) }
 	}
-	log := slog.New(slog.DiscardHandler)
+	level := slog.LevelWarn // warnings (a skipped foreign entry, --no-root-check findings) always show
 	if o.verbose {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ev.File = func(path string, err error) {
 		ui.files.Add(1)
 		if err != nil && !o.json {
@@ -89,7 +92,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		}
 	}
 	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Jobs: o.jobs, Events: ev, Logger: log,
-		Force: o.force, Exclude: o.exclude})
+		Force: o.force, Exclude: o.exclude, NoRootCheck: o.noRootCheck})
 	return cl, done, ui, err
 }
 

@@ -2,7 +2,9 @@ package dupless
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // Attacks by a malicious storage service, played through the objects it holds (a local
@@ -123,4 +126,221 @@ func TestDowngradeOfVersion1Record(t *testing.T) {
 	if msg, err := decryptChunk(&ref, ct); !errors.Is(err, ErrIntegrity) || msg != nil {
 		t.Fatalf("downgraded chunk under a version 1 reference: %v", err)
 	}
+}
+
+func clientWith(t *testing.T, be storage.Backend, master []byte, mem RootMemory) *Client {
+	t.Helper()
+	c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3, Roots: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestWrongKeyReadsFail(t *testing.T) {
+	be := newBackend(t)
+	owner, intruder := newClient(t, be, mle.LocalKeys{}), newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f"), randBytes(4000, 1))
+	if _, err := owner.Put(ctx, []string{dir}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := intruder.Get(ctx, "", t.TempDir()); !errors.Is(err, ErrForeignKey) {
+		t.Errorf("get: %v, want ErrForeignKey", err)
+	}
+	if _, err := intruder.List(ctx, "", true); !errors.Is(err, ErrForeignKey) {
+		t.Errorf("ls: %v, want ErrForeignKey", err)
+	}
+	if _, err := intruder.Find(ctx, "f"); !errors.Is(err, ErrForeignKey) {
+		t.Errorf("find: %v, want ErrForeignKey", err)
+	}
+}
+
+// putVersions stores a, then a changed a, and returns the first version's record bytes.
+func putVersions(t *testing.T, c *Client, dir string) (encA string, old []byte) {
+	t.Helper()
+	write(t, filepath.Join(dir, "a"), []byte("version one"))
+	write(t, filepath.Join(dir, "b"), []byte("bystander"))
+	if _, err := c.Put(ctx, []string{dir + "/a", dir + "/b"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	encA, _ = c.keys.encName("a")
+	old = readObject(t, c.be, "", encA+keySuffix)
+	write(t, filepath.Join(dir, "a"), []byte("version two, longer"))
+	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return encA, old
+}
+
+func readObject(t *testing.T, be storage.Backend, dir, name string) []byte {
+	t.Helper()
+	rc, err := be.Get(ctx, dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func putObject(t *testing.T, be storage.Backend, dir, name string, b []byte) {
+	t.Helper()
+	if err := be.Put(ctx, dir, name, bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRecordRollbackDetected(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	encA, old := putVersions(t, c, t.TempDir())
+	putObject(t, be, "", encA+keySuffix, old) // an older, authentic record
+	wantIntegrityFailure(t, c, "a", ErrStale)
+	if _, err := c.Get(ctx, "a", filepath.Join(t.TempDir(), "a")); !errors.Is(err, ErrStale) {
+		// a single-file get fails in the file's own error
+		sum, _ := c.Get(ctx, "a", filepath.Join(t.TempDir(), "a"))
+		if sum == nil || len(sum.Errors) != 1 || !strings.Contains(sum.Errors[0].Err, ErrStale.Error()) {
+			t.Errorf("get a: %v %v, want ErrStale", err, sum.Errors)
+		}
+	}
+	es, err := c.List(ctx, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if (e.Path == "a") != strings.Contains(e.Err, ErrStale.Error()) {
+			t.Errorf("ls -l: %s error %q", e.Path, e.Err)
+		}
+	}
+	// The explicit flag turns the error into a warning.
+	c.opts.RootCheck = RootWarn
+	if sum, err := c.Get(ctx, "", t.TempDir()); err != nil || sum.Err() != nil {
+		t.Errorf("with RootWarn: %v %v", err, sum.Err())
+	}
+}
+
+func TestRecordDeletionDetected(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	encA, _ := putVersions(t, c, t.TempDir())
+	if err := be.Delete(ctx, "", encA+keySuffix); err != nil {
+		t.Fatal(err)
+	}
+	wantIntegrityFailure(t, c, "a", ErrStale)
+	if _, err := c.Get(ctx, "a", filepath.Join(t.TempDir(), "a")); !errors.Is(err, ErrStale) {
+		t.Errorf("get a: %v, want ErrStale", err)
+	}
+	if _, err := c.List(ctx, "a", false); !errors.Is(err, ErrStale) {
+		t.Errorf("ls a: %v, want ErrStale", err)
+	}
+	es, err := c.List(ctx, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].Path != "a" || !strings.Contains(es[0].Err, "deleted") || es[1].Err != "" {
+		t.Errorf("ls: %+v, want a marked deleted and b fine", es)
+	}
+	if _, err := c.Prune(ctx, 0, false); !errors.Is(err, ErrStale) {
+		t.Errorf("prune: %v, want it to stop on ErrStale", err)
+	}
+}
+
+func TestRecordSwapBetweenOwnFilesDetected(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	encA, _ := putVersions(t, c, t.TempDir())
+	encB, _ := c.keys.encName("b")
+	a, b := readObject(t, be, "", encA+keySuffix), readObject(t, be, "", encB+keySuffix)
+	putObject(t, be, "", encA+keySuffix, b)
+	putObject(t, be, "", encB+keySuffix, a)
+	sum, err := c.Get(ctx, "", t.TempDir())
+	if err != nil || len(sum.Errors) != 2 {
+		t.Fatalf("get: %v, errors %v; want both files refused", err, sum.Errors)
+	}
+	for _, e := range sum.Errors {
+		if !strings.Contains(e.Err, ErrRecord.Error()) {
+			t.Errorf("%s: %s, want %v", e.Path, e.Err, ErrRecord)
+		}
+	}
+}
+
+// The service presents an older root (and the records it lists): a device that saw the
+// newer one refuses; 'root accept' trusts it again.
+func TestRootRollbackDetected(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	mem := RootFile(filepath.Join(t.TempDir(), "roots.json"))
+	c := clientWith(t, be, master, mem)
+	encA, old := putVersions(t, c, t.TempDir())
+	info, err := c.Root(ctx)
+	if err != nil || info == nil || info.Seq != 2 {
+		t.Fatalf("root after two puts: %+v %v", info, err)
+	}
+	// Roll everything back to after the first put: record and root.
+	putObject(t, be, "", encA+keySuffix, old)
+	if err := be.Delete(ctx, rootsDir, rootName(2)); err != nil {
+		t.Fatal(err)
+	}
+	later := clientWith(t, be, master, mem) // the same device, a later command
+	if _, err := later.Get(ctx, "", t.TempDir()); !errors.Is(err, ErrRollback) {
+		t.Fatalf("get after root rollback: %v, want ErrRollback", err)
+	}
+	if _, err := later.List(ctx, "", false); !errors.Is(err, ErrRollback) {
+		t.Fatalf("ls after root rollback: %v, want ErrRollback", err)
+	}
+	// Deleting every root is no way out either.
+	if err := be.Delete(ctx, rootsDir, rootName(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := later.Get(ctx, "", t.TempDir()); !errors.Is(err, ErrRollback) {
+		t.Fatalf("get with no root left: %v, want ErrRollback", err)
+	}
+}
+
+// A command that wrote records but could not publish its root (crash, network) leaves
+// them unlisted: reads refuse them, and running the command again repairs it.
+func TestUnpublishedPutIsRepairedByAnotherPut(t *testing.T) {
+	be := newBackend(t)
+	fail := &noRootsBE{Backend: be}
+	c := newClient(t, fail, mle.LocalKeys{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a"), []byte("first"))
+	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "a"), []byte("second version"))
+	fail.on = true
+	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err == nil || !strings.Contains(err.Error(), "tree root") {
+		t.Fatalf("put without roots: %v, want a tree root error", err)
+	}
+	fail.on = false
+	wantIntegrityFailure(t, c, "a", ErrStale)
+	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if sum, err := c.Get(ctx, "", out); err != nil || sum.Err() != nil {
+		t.Fatalf("get after the repair: %v %v", err, sum.Err())
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "a")); string(b) != "second version" {
+		t.Fatalf("a = %q", b)
+	}
+}
+
+// noRootsBE refuses to move anything into .veil/roots while on.
+type noRootsBE struct {
+	storage.Backend
+	on bool
+}
+
+func (b *noRootsBE) Move(ctx context.Context, sd, sn, dd, dn string) error {
+	if b.on && dd == rootsDir {
+		return errors.New("injected: connection reset")
+	}
+	return b.Backend.Move(ctx, sd, sn, dd, dn)
 }

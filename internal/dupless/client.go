@@ -32,6 +32,8 @@ type Options struct {
 	MaxKeyBatch int            // digests per key server request (default 256)
 	Events      Events         // progress callbacks (may be left empty)
 	Logger      *slog.Logger   // default: discard
+	Roots       RootMemory     // the newest tree root this device has seen (default: this Client's lifetime only)
+	RootCheck   RootCheck      // what reads do when the tree root does not vouch for a record (default: fail)
 }
 
 // Events are progress callbacks; any may be nil. They are called from several goroutines.
@@ -59,6 +61,9 @@ type Client struct {
 
 	ownerOnce sync.Once
 	ownerErr  error
+
+	mem  RootMemory
+	view treeView
 }
 
 // New returns a client for the user holding master, storing on be.
@@ -90,6 +95,10 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	}
 	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys, opts.MaxKeyBatch), opts: opts, log: log,
 		suites: map[mle.Suite]*mle.MLE{}, large: make(chan struct{}, min(opts.Jobs, 2*runtime.NumCPU()))}
+	c.mem = opts.Roots
+	if c.mem == nil {
+		c.mem = &memRoot{}
+	}
 	for _, s := range []mle.Suite{mle.SHA256, mle.BLAKE3} {
 		c.suites[s] = &mle.MLE{Suite: s, Scheme: opts.Scheme}
 	}
@@ -273,14 +282,27 @@ func (c *Client) readRecord(ctx context.Context, encDir, objName string) (*recor
 	if err != nil {
 		return nil, err
 	}
-	return c.keys.openRecord(b, storage.Join(encDir, objName))
+	path := storage.Join(encDir, objName)
+	r, err := c.keys.openRecord(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkRecord(path, b); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
 
 func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
-	b := c.keys.sealRecord(r, storage.Join(encDir, objName))
-	return int64(len(b)), c.be.Put(ctx, encDir, objName, bytes.NewReader(b), int64(len(b)))
+	path := storage.Join(encDir, objName)
+	b := c.keys.sealRecord(r, path)
+	if err := c.be.Put(ctx, encDir, objName, bytes.NewReader(b), int64(len(b))); err != nil {
+		return 0, err
+	}
+	c.noteRecord(path, b)
+	return int64(len(b)), nil
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

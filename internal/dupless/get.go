@@ -48,6 +48,9 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	start := time.Now()
 	sum := &Summary{}
 	src = cleanPath(src)
+	if err := c.refresh(ctx); err != nil {
+		return sum, err
+	}
 	// A file is the common case: read its record straight away (one round trip), and look
 	// for a directory only if there is none.
 	var first *getTask
@@ -63,6 +66,9 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		case err == nil:
 			t.rec, kind, first = rec, typeFile, &t
 		case errors.Is(err, storage.ErrNotFound):
+			if err := c.missing(storage.Join(encDir, t.objName)); err != nil {
+				return sum, err
+			}
 			if kind, err = c.kindOf(ctx, src); err != nil {
 				return sum, err
 			}
@@ -75,6 +81,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		func(t getTask) error { return c.getOne(ctx, t, sum, ls) })
 	var dirs []getTask
 	var err error
+	seen := map[string]bool{}
 	if kind == typeDir {
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			finish()
@@ -86,6 +93,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		}
 		err = c.walk(ctx, src, false, func(rel string, isDir bool, encDir, objName string) error {
 			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), root: local, encDir: encDir, objName: objName}
+			seen[storage.Join(encDir, objName)] = true
 			if isDir {
 				if err := safeDir(t.root, t.local); err != nil {
 					c.done(sum, t.src, err) // and each file below it fails the same check
@@ -101,6 +109,15 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 			}
 			return nil
 		})
+		if err == nil {
+			enc, _ := c.keys.encPath(src)
+			seen[storage.Join(enc, dirMetaName)] = true
+			for _, p := range c.unseen(enc, seen) {
+				if err := c.stale(fmt.Errorf("deleted: %w", ErrStale)); err != nil {
+					c.done(sum, p, err)
+				}
+			}
+		}
 	} else {
 		work <- *first
 	}
@@ -221,7 +238,9 @@ func cutSuffix(s, suffix string) (string, bool) {
 func (c *Client) restoreDir(ctx context.Context, t getTask) error {
 	r, err := c.readRecord(ctx, t.encDir, dirMetaName)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil // created by mkdir -p of a parent or by another tool: keep defaults
+		// Created by mkdir -p of a parent or by another tool: keep defaults, unless the
+		// root lists its metadata.
+		return c.missing(storage.Join(t.encDir, dirMetaName))
 	}
 	if err != nil {
 		return err

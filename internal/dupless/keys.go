@@ -18,6 +18,7 @@ const MasterKeySize = 32
 type userKeys struct {
 	names   *subtle.AESSIV // AES-SIV (64-byte key) for names
 	records cipher.AEAD    // XChaCha20-Poly1305 for key records and directory metadata
+	roots   cipher.AEAD    // XChaCha20-Poly1305 for tree roots
 }
 
 func deriveUserKeys(master []byte) (*userKeys, error) {
@@ -32,6 +33,14 @@ func deriveUserKeys(master []byte) (*userKeys, error) {
 	if err != nil {
 		return nil, err
 	}
+	tk, err := hkdf.Key(sha256.New, master, nil, "veil/v1/roots xchacha20poly1305", chacha20poly1305.KeySize)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := chacha20poly1305.NewX(tk)
+	if err != nil {
+		return nil, err
+	}
 	siv, err := subtle.NewAESSIV(nk)
 	if err != nil {
 		return nil, err
@@ -40,5 +49,5 @@ func deriveUserKeys(master []byte) (*userKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &userKeys{names: siv, records: aead}, nil
+	return &userKeys{names: siv, records: aead, roots: roots}, nil
 }

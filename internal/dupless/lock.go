@@ -37,8 +37,8 @@ const (
 )
 
 // ErrForeignKey reports a namespace that belongs to another master key.
-var ErrForeignKey = errors.New("this storage location belongs to another veil key (a second 'veil init'?): " +
-	"refusing to change it; to use it from another machine, copy your profile directory there")
+var ErrForeignKey = errors.New("this storage location belongs to another veil key (a second 'veil init'?); " +
+	"to use it from another machine, copy your profile directory there")
 
 // ErrLocked reports a conflicting command running on the same namespace.
 var ErrLocked = errors.New("another veil command holds a conflicting lock on this storage")
@@ -59,9 +59,11 @@ func (c *Client) checkOwner(ctx context.Context) error {
 	return c.ownerErr
 }
 
-// lock takes a shared or exclusive lock on the namespace after checking its owner. The
-// returned function releases it.
-func (c *Client) lock(ctx context.Context, exclusive bool) (func(), error) {
+// lock takes a shared or exclusive lock on the namespace after checking its owner, and loads
+// the tree root. A shared lock is taken by commands that change records: they are tracked,
+// and the returned function publishes the next tree root before it releases the lock
+// (reporting a failure to publish). Prune (exclusive) changes no record.
+func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error) {
 	if err := c.checkOwner(ctx); err != nil {
 		return nil, err
 	}
@@ -113,5 +115,25 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func(), error) {
 			}
 		}
 	}()
-	return func() { close(stop); wg.Wait(); release() }, nil
+	unlock := func() { close(stop); wg.Wait(); release() }
+	begin := c.beginChanges
+	if exclusive {
+		begin = c.refresh
+	}
+	if err := begin(ctx); err != nil {
+		unlock()
+		return nil, err
+	}
+	return func() error {
+		defer unlock()
+		// Publish even when the command was cancelled: what it wrote must be listed.
+		return c.publishChanges(context.WithoutCancel(ctx))
+	}, nil
+}
+
+// unlockInto runs unlock and keeps its error in *err unless *err already holds one.
+func unlockInto(err *error, unlock func() error) {
+	if e := unlock(); e != nil && *err == nil {
+		*err = e
+	}
 }

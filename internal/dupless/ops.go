@@ -29,7 +29,16 @@ type Entry struct {
 // set it reads each entry's record for size, mode and time (one request per entry).
 func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, error) {
 	path = cleanPath(path)
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
 	kind, err := c.kindOf(ctx, path)
+	if errors.Is(err, storage.ErrNotFound) && path != "" {
+		encDir, encName, _ := c.encFile(path)
+		if e := c.missing(storage.Join(encDir, encName+keySuffix)); e != nil {
+			return nil, e
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +59,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 		return nil, err
 	}
 	var out []Entry
+	expect := c.rootChildren(encDir)
 	for _, fi := range infos {
 		if isInternal(fi.Name) {
 			continue
@@ -59,6 +69,12 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 			continue // not ours
 		}
 		e := Entry{Path: joinPath(path, plain), IsDir: isDir}
+		if _, listed := expect[fi.Name]; expect != nil && !isDir && !listed {
+			if err := c.stale(ErrStale); err != nil {
+				e.Err = err.Error() // a record the root does not list: rolled back from a deletion?
+			}
+		}
+		delete(expect, fi.Name)
 		if long {
 			d, n := encDir, fi.Name
 			if isDir {
@@ -69,6 +85,15 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 			}
 		}
 		out = append(out, e)
+	}
+	for name, isDir := range expect { // listed in the root, not by the storage service
+		plain, _, err := c.plainName(storage.Info{Name: name, IsDir: isDir})
+		if err != nil {
+			continue
+		}
+		if err := c.stale(fmt.Errorf("deleted: %w", ErrStale)); err != nil {
+			out = append(out, Entry{Path: joinPath(path, plain), IsDir: isDir, Err: err.Error()})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
@@ -96,12 +121,12 @@ func (c *Client) fillEntry(ctx context.Context, e *Entry, encDir, objName string
 }
 
 // Mkdir creates a directory (and its parents).
-func (c *Client) Mkdir(ctx context.Context, path string) error {
+func (c *Client) Mkdir(ctx context.Context, path string) (err error) {
 	unlock, err := c.lock(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer unlockInto(&err, unlock)
 	return c.mkdir(ctx, path)
 }
 
@@ -123,21 +148,21 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 
 // Remove deletes a file or symlink; a directory only with recursive. Chunk objects are
 // left for Prune, since other files of the user may share them.
-func (c *Client) Remove(ctx context.Context, path string, recursive bool) (*Summary, error) {
+func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Summary, err error) {
 	sum := &Summary{}
 	path = cleanPath(path)
 	unlock, err := c.lock(ctx, false)
 	if err != nil {
 		return sum, err
 	}
-	defer unlock()
+	defer unlockInto(&err, unlock)
 	kind, err := c.kindOf(ctx, path)
 	if err != nil {
 		return sum, err
 	}
 	if kind != typeDir {
 		encDir, encName, _ := c.encFile(path)
-		if err := c.be.Delete(ctx, encDir, encName+keySuffix); err != nil {
+		if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil {
 			return sum, err
 		}
 		sum.Files++
@@ -171,7 +196,7 @@ func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) er
 			}
 			continue
 		}
-		if err := c.be.Delete(ctx, encDir, e.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := c.deleteRecord(ctx, encDir, e.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		if _, ok := cutSuffix(e.Name, keySuffix); ok {
@@ -187,7 +212,7 @@ func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) er
 // path, so each record below src is re-sealed for its new path and written before the old
 // one is deleted: interrupted, every file stays readable under one of the two names.
 // Content is never re-sent.
-func (c *Client) Move(ctx context.Context, src, dst string) error {
+func (c *Client) Move(ctx context.Context, src, dst string) (err error) {
 	src, dst = cleanPath(src), cleanPath(dst)
 	if src == "" || dst == "" {
 		return errors.New("cannot move the root or onto it")
@@ -199,7 +224,7 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer unlockInto(&err, unlock)
 	if _, err := c.kindOf(ctx, dst); err == nil {
 		return fmt.Errorf("%s: %w", dst, storage.ErrExists)
 	} else if !errors.Is(err, storage.ErrNotFound) {
@@ -243,7 +268,7 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 			p = joinPath(src, dirs[i])
 		}
 		enc, _ := c.keys.encPath(p)
-		if err := c.be.Delete(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := c.deleteRecord(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		d, n := storage.Split(enc)
@@ -272,7 +297,7 @@ func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
 	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
 		return err
 	}
-	return c.be.Delete(ctx, sd, sn+keySuffix)
+	return c.deleteRecord(ctx, sd, sn+keySuffix)
 }
 
 func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
@@ -301,6 +326,12 @@ func (c *Client) Find(ctx context.Context, name string) ([]string, error) {
 	enc, err := c.keys.encName(name)
 	if err != nil {
 		return nil, err
+	}
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if paths, ok := c.findInRoot(enc); ok {
+		return paths, nil
 	}
 	var out []string
 	for _, n := range []string{enc + keySuffix, enc} {
@@ -342,8 +373,9 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		return res, err
 	}
 	defer unlock()
-	used := map[string]bool{}
+	used, seen := map[string]bool{}, map[string]bool{}
 	err = c.walk(ctx, "", true, func(rel string, isDir bool, encDir, objName string) error {
+		seen[storage.Join(encDir, objName)] = true
 		if isDir {
 			return nil
 		}
@@ -359,6 +391,11 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 	})
 	if err != nil {
 		return res, err
+	}
+	if gone := c.unseen("", seen); len(gone) > 0 {
+		if err := c.stale(fmt.Errorf("%s (and %d more): deleted: %w (prune stops: it must see every record)", gone[0], len(gone)-1, ErrStale)); err != nil {
+			return res, err
+		}
 	}
 	res.ChunksInUse = len(used)
 	prefixes, err := c.be.List(ctx, chunkRoot)

@@ -36,7 +36,7 @@ type putTask struct {
 // Put stores each local path (file, symlink or directory, recursively) under
 // dest/<base name of the path>. Per-file failures (unreadable files, sockets, names too
 // long) are recorded in the summary and do not stop the run; Summary.Err reports them.
-func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summary, error) {
+func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summary, err error) {
 	start := time.Now()
 	sum := &Summary{Fallback: map[string]int{}}
 	dest = cleanPath(dest)
@@ -46,7 +46,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summar
 	if err != nil {
 		return sum, err
 	}
-	defer func() { stop := c.timer("unlock"); unlock(); stop() }()
+	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop() }()
 	var tasks []putTask
 	var total int64
 	from := map[string]string{} // destination -> the local path stored there

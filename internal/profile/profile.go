@@ -6,6 +6,8 @@ package profile
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -178,11 +180,12 @@ func Load(dir string) (*Config, error) {
 
 // ClientOptions are the per-run settings the CLI passes through.
 type ClientOptions struct {
-	Jobs    int
-	Force   bool     // put: read every file, even unchanged ones
-	Exclude []string // put: patterns of entries to skip
-	Events  dupless.Events
-	Logger  *slog.Logger
+	NoRootCheck bool // reads warn instead of failing when the tree root does not vouch for a record
+	Jobs        int
+	Force       bool     // put: read every file, even unchanged ones
+	Exclude     []string // put: patterns of entries to skip
+	Events      dupless.Events
+	Logger      *slog.Logger
 }
 
 // Open unlocks the master key with passphrase and connects to the storage service and key
@@ -204,7 +207,11 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude}
+	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude,
+		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage))}
+	if o.NoRootCheck {
+		dopts.RootCheck = dupless.RootWarn
+	}
 	lazy := &lazyKS{open: func() (*ksclient.Client, error) { return openKS(dir, cfg, o.Logger) }}
 	if !cfg.NoKS {
 		dopts.Keys = lazy
@@ -217,6 +224,13 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 		c.Close()
 		lazy.close()
 	}, nil
+}
+
+// RootMemoryFile is where the profile in dir remembers the newest tree root it has seen
+// at a storage location (docs/security.md, "Rollback").
+func RootMemoryFile(dir, location string) string {
+	h := sha256.Sum256([]byte(location))
+	return filepath.Join(dir, "roots", hex.EncodeToString(h[:8])+".json")
 }
 
 // lazyKS connects to the key server on first use: only storing needs it, so get, ls, rm

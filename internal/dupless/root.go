@@ -1,0 +1,157 @@
+package dupless
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The tree root (docs/formats/key-record.md, "Tree root"): after every command that changes
+// the namespace, the client writes .veil/roots/<seq>, an authenticated, numbered list of
+// every key record it holds with a hash of the record object's bytes. Readers check each
+// record they use against the newest root, and the root's number against the newest one
+// this device has seen (RootMemory), so a storage service that rolls a file back to an
+// older authentic record, deletes one, or presents an older root is caught.
+
+const (
+	rootVersion  = 0x01
+	rootsDir     = ".veil/roots"
+	rootKeep     = 3       // roots kept: the newest and two before it
+	maxRootBytes = 1 << 30 // compressed or not: ~10 M records
+	maxRootPaths = 1 << 24
+)
+
+// ErrStale reports a record the newest tree root does not vouch for.
+var ErrStale = errors.New("not as the newest authenticated tree root lists it " +
+	"(rolled back, replaced or deleted by the storage service, or written by a command that did not finish: " +
+	"run that command again)")
+
+// ErrRollback reports a tree root older than one this device has seen, or a different one
+// under the same number.
+var ErrRollback = errors.New("the storage service presents an older tree root than this device has seen " +
+	"(rollback or deletion by the service, or a second device's history it did not show us); " +
+	"if you trust its current state, run 'veil root accept'")
+
+// treeRoot is the plaintext of a tree root.
+type treeRoot struct {
+	Seq     uint64
+	Time    int64    // nanoseconds since the Unix epoch
+	Parent  [32]byte // SHA-256 of the previous root object (zero for the first)
+	Entries map[string][32]byte
+
+	sum [32]byte // SHA-256 of this root's object bytes (set when sealed or opened)
+}
+
+func rootName(seq uint64) string { return fmt.Sprintf("%016x", seq) }
+
+func parseRootName(n string) (uint64, bool) {
+	if len(n) != 16 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(n, 16, 64)
+	return v, err == nil
+}
+
+func rootAD(name string) []byte { return append([]byte("veil/v1 tree root\x00"), name...) }
+
+var (
+	rootEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false))
+	rootDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRootBytes))
+)
+
+func (r *treeRoot) marshal() []byte {
+	paths := make([]string, 0, len(r.Entries))
+	size := 52
+	for p := range r.Entries {
+		paths = append(paths, p)
+		size += 34 + len(p)
+	}
+	sort.Strings(paths)
+	b := make([]byte, 0, size)
+	b = binary.BigEndian.AppendUint64(b, r.Seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Time))
+	b = append(b, r.Parent[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(paths)))
+	for _, p := range paths {
+		h := r.Entries[p]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
+		b = append(b, p...)
+		b = append(b, h[:]...)
+	}
+	return b
+}
+
+func unmarshalRoot(b []byte) (*treeRoot, error) {
+	p := &parser{b: b}
+	r := &treeRoot{Seq: p.u64(), Time: int64(p.u64())}
+	copy(r.Parent[:], p.take(32))
+	n := p.u32()
+	if p.err == nil && (n > maxRootPaths || uint64(n)*35 > uint64(len(p.b))) {
+		return nil, fmt.Errorf("tree root: %d entries do not fit %d bytes", n, len(p.b))
+	}
+	r.Entries = make(map[string][32]byte, n)
+	prev := ""
+	for i := uint32(0); i < n && p.err == nil; i++ {
+		path := string(p.take(int(p.u16())))
+		if path == "" || i > 0 && path <= prev {
+			return nil, fmt.Errorf("tree root: entry %d out of order or empty", i)
+		}
+		var h [32]byte
+		copy(h[:], p.take(32))
+		r.Entries[path], prev = h, path
+	}
+	if p.err == nil && len(p.b) != 0 {
+		return nil, fmt.Errorf("tree root: %d bytes after the entries", len(p.b))
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("tree root: %w", p.err)
+	}
+	return r, nil
+}
+
+// sealRoot encrypts r for its object name and sets r.sum.
+func (k *userKeys) sealRoot(r *treeRoot) []byte {
+	var nonce [recordHeader - 1]byte
+	rand.Read(nonce[:])
+	return k.sealRootNonce(r, nonce[:])
+}
+
+func (k *userKeys) sealRootNonce(r *treeRoot, nonce []byte) []byte {
+	plain := rootEnc.EncodeAll(r.marshal(), nil)
+	out := make([]byte, recordHeader, recordHeader+len(plain)+k.roots.Overhead())
+	out[0] = rootVersion
+	copy(out[1:], nonce)
+	out = k.roots.Seal(out, out[1:recordHeader], plain, rootAD(rootName(r.Seq)))
+	r.sum = sha256.Sum256(out)
+	return out
+}
+
+// openRoot authenticates and parses the root stored as .veil/roots/name.
+func (k *userKeys) openRoot(b []byte, name string) (*treeRoot, error) {
+	if len(b) < recordHeader+k.roots.Overhead() || b[0] != rootVersion {
+		return nil, fmt.Errorf("tree root %s: not a version %d root of %d bytes", name, rootVersion, len(b))
+	}
+	z, err := k.roots.Open(nil, b[1:recordHeader], b[recordHeader:], rootAD(name))
+	if err != nil {
+		return nil, fmt.Errorf("tree root %s: authentication failed (tampered, renamed, or another key's)", name)
+	}
+	plain, err := rootDec.DecodeAll(z, nil)
+	if err != nil {
+		return nil, fmt.Errorf("tree root %s: %w", name, err)
+	}
+	r, err := unmarshalRoot(plain)
+	if err != nil {
+		return nil, err
+	}
+	if rootName(r.Seq) != name {
+		return nil, fmt.Errorf("tree root %s: holds number %d", name, r.Seq)
+	}
+	r.sum = sha256.Sum256(b)
+	return r, nil
+}

@@ -1,0 +1,475 @@
+package dupless
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// RootCheck says what a reader does when the tree root does not vouch for what it reads.
+type RootCheck int
+
+const (
+	RootStrict RootCheck = iota // an error (default)
+	RootWarn                    // a logged warning, and the read goes on (--no-root-check)
+)
+
+// treeView is what a Client knows of the namespace's tree root: the newest verified root
+// and, while a command that changes the namespace runs, the record changes it made.
+type treeView struct {
+	mu       sync.Mutex
+	root     *treeRoot            // nil: the namespace has no root (new, or written before roots)
+	delta    map[string]*[32]byte // storage path -> hash of the record written (nil: deleted)
+	tracking bool
+	warned   bool // "no root yet" said once
+}
+
+// stale returns err in strict mode; in warn mode it logs it and returns nil.
+func (c *Client) stale(err error) error {
+	if c.opts.RootCheck == RootWarn {
+		c.log.Warn("tree root check failed; going on (--no-root-check)", "err", err)
+		return nil
+	}
+	return err
+}
+
+// refresh checks that the namespace is this key's and loads its newest tree root, checked
+// against the newest this device has seen. Every command starts with it.
+func (c *Client) refresh(ctx context.Context) error {
+	if err := c.checkKey(ctx); err != nil {
+		return err
+	}
+	root, err := c.latestRoot(ctx)
+	if err != nil {
+		return err
+	}
+	c.view.mu.Lock()
+	c.view.root = root
+	c.view.mu.Unlock()
+	return nil
+}
+
+// checkKey verifies the namespace's key check without writing it: a namespace of another
+// master key is ErrForeignKey, for reading commands too.
+func (c *Client) checkKey(ctx context.Context) error {
+	_, err := c.readRecord(ctx, veilDir, keyCheck)
+	switch {
+	case err == nil, errors.Is(err, storage.ErrNotFound): // nothing stored yet
+		return nil
+	case errors.Is(err, ErrRecord):
+		return ErrForeignKey
+	}
+	return fmt.Errorf("key check: %w", err)
+}
+
+// latestRoot returns the newest root stored (nil if none), after checking it against
+// c.mem and remembering it there if it is newer.
+func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) {
+	memSeq, memSum, seen, err := c.mem.Load()
+	if err != nil {
+		return nil, err
+	}
+	root, err := c.fetchRoot(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case root == nil && seen:
+		return nil, c.stale(fmt.Errorf("no tree root stored, this device saw number %d: %w", memSeq, ErrRollback))
+	case root == nil:
+		return nil, nil
+	case seen && root.Seq < memSeq:
+		return root, c.stale(fmt.Errorf("tree root %d, this device saw %d: %w", root.Seq, memSeq, ErrRollback))
+	case seen && root.Seq == memSeq && root.sum != memSum:
+		return root, c.stale(fmt.Errorf("tree root %d differs from the one this device saw: %w", root.Seq, ErrRollback))
+	case !seen || root.Seq > memSeq:
+		if err := c.mem.Save(root.Seq, root.sum); err != nil {
+			return nil, fmt.Errorf("remember tree root: %w", err)
+		}
+	}
+	return root, nil
+}
+
+// fetchRoot reads and authenticates the newest root stored (nil if none).
+func (c *Client) fetchRoot(ctx context.Context) (*treeRoot, error) {
+	infos, err := c.be.List(ctx, rootsDir)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("list tree roots: %w", err)
+	}
+	var seq uint64
+	found := false
+	for _, i := range infos {
+		if s, ok := parseRootName(i.Name); ok && !i.IsDir && (!found || s > seq) {
+			seq, found = s, true
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	rc, err := c.be.Get(ctx, rootsDir, rootName(seq))
+	if err != nil {
+		return nil, fmt.Errorf("tree root %d: %w", seq, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("tree root %d: %w", seq, err)
+	}
+	root, err := c.keys.openRoot(b, rootName(seq))
+	if err != nil {
+		return nil, c.stale(fmt.Errorf("%w: %w", ErrIntegrity, err))
+	}
+	return root, nil
+}
+
+// checkRecord verifies that the record object b read from path is the one the newest root
+// (or this command's own changes) lists.
+func (c *Client) checkRecord(path string, b []byte) error {
+	if strings.HasPrefix(path, veilDir+"/") {
+		return nil
+	}
+	h := sha256.Sum256(b)
+	c.view.mu.Lock()
+	var ok bool
+	if d, changed := c.view.delta[path]; changed {
+		ok = d != nil && *d == h
+	} else if c.view.root == nil {
+		warn := !c.view.warned
+		c.view.warned = true
+		c.view.mu.Unlock()
+		if warn {
+			c.log.Warn("this storage location has no tree root yet (written by an older veil): " +
+				"records are authenticated but rollback is not detected until the next put")
+		}
+		return nil
+	} else {
+		e, listed := c.view.root.Entries[path]
+		ok = listed && e == h
+	}
+	c.view.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return c.stale(fmt.Errorf("%s: %w", c.describe(path), ErrStale))
+}
+
+// missing is the error for a record that is absent although the root lists it (the
+// storage service deleted it), or nil if the root does not list it.
+func (c *Client) missing(path string) error {
+	c.view.mu.Lock()
+	listed := false
+	if d, changed := c.view.delta[path]; changed {
+		listed = d != nil
+	} else if c.view.root != nil {
+		_, listed = c.view.root.Entries[path]
+	}
+	c.view.mu.Unlock()
+	if !listed {
+		return nil
+	}
+	return c.stale(fmt.Errorf("%s: deleted: %w", c.describe(path), ErrStale))
+}
+
+// rootPaths returns the record paths the root lists below the encrypted directory dir
+// ("" for all), with this command's changes applied.
+func (c *Client) rootPaths(dir string) []string {
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	var out []string
+	add := func(p string) {
+		if dir == "" || strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	if c.view.root != nil {
+		for p := range c.view.root.Entries {
+			if _, changed := c.view.delta[p]; !changed {
+				add(p)
+			}
+		}
+	}
+	for p, d := range c.view.delta {
+		if d != nil {
+			add(p)
+		}
+	}
+	return out
+}
+
+// describe turns a record's storage path into the plain path, for messages.
+func (c *Client) describe(path string) string {
+	dir, name := storage.Split(path)
+	plain, err := c.keys.decPath(dir)
+	if err != nil {
+		return path
+	}
+	if name == dirMetaName {
+		if plain == "" {
+			return "/"
+		}
+		return plain
+	}
+	base, _ := cutSuffix(name, keySuffix)
+	if n, err := c.keys.decName(base); err == nil {
+		return joinPath(plain, n)
+	}
+	return path
+}
+
+// noteRecord and noteDeleted record this command's changes for the next root.
+func (c *Client) noteRecord(path string, b []byte) {
+	if strings.HasPrefix(path, veilDir+"/") {
+		return
+	}
+	h := sha256.Sum256(b)
+	c.view.mu.Lock()
+	if c.view.tracking {
+		c.view.delta[path] = &h
+	}
+	c.view.mu.Unlock()
+}
+
+func (c *Client) noteDeleted(path string) {
+	c.view.mu.Lock()
+	if c.view.tracking {
+		c.view.delta[path] = nil
+	}
+	c.view.mu.Unlock()
+}
+
+// deleteRecord removes a record object and notes it for the next root.
+func (c *Client) deleteRecord(ctx context.Context, dir, name string) error {
+	err := c.be.Delete(ctx, dir, name)
+	if err == nil || errors.Is(err, storage.ErrNotFound) {
+		c.noteDeleted(storage.Join(dir, name))
+	}
+	return err
+}
+
+// beginChanges starts a command that changes the namespace (under its lock): it loads the
+// root and tracks the records the command writes and deletes. A namespace without a root
+// (written by an older veil) gets one built from its records as they are now.
+func (c *Client) beginChanges(ctx context.Context) error {
+	if err := c.refresh(ctx); err != nil {
+		return err
+	}
+	c.view.mu.Lock()
+	root := c.view.root
+	c.view.mu.Unlock()
+	if root == nil {
+		entries, err := c.scanRecords(ctx)
+		if err != nil {
+			return fmt.Errorf("build the first tree root: %w", err)
+		}
+		root = &treeRoot{Entries: entries} // number 0: published as 1
+	}
+	c.view.mu.Lock()
+	c.view.root, c.view.delta, c.view.tracking = root, map[string]*[32]byte{}, true
+	c.view.mu.Unlock()
+	return nil
+}
+
+// scanRecords hashes every record of this key in the namespace.
+func (c *Client) scanRecords(ctx context.Context) (map[string][32]byte, error) {
+	out := map[string][32]byte{}
+	err := c.walk(ctx, "", false, func(_ string, _ bool, encDir, objName string) error {
+		rc, err := c.be.Get(ctx, encDir, objName)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil // a directory without metadata
+		}
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, maxRecordBytes))
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		path := storage.Join(encDir, objName)
+		if _, err := c.keys.openRecord(b, path); err != nil {
+			return fmt.Errorf("%s: %w", c.describe(path), err)
+		}
+		out[path] = sha256.Sum256(b)
+		return nil
+	})
+	return out, err
+}
+
+// publishChanges ends a command that changed the namespace: it writes the next root (the
+// newest root with this command's changes applied) as .veil/roots/<number>. A concurrent
+// command that published first makes the create fail; then the changes are applied to its
+// root instead. It stops tracking whatever happens.
+func (c *Client) publishChanges(ctx context.Context) error {
+	c.view.mu.Lock()
+	base, delta, tracking := c.view.root, c.view.delta, c.view.tracking
+	c.view.tracking, c.view.delta = false, nil
+	c.view.mu.Unlock()
+	if !tracking || len(delta) == 0 && base.Seq > 0 {
+		return nil
+	}
+	for attempt := 0; attempt < 16; attempt++ {
+		if attempt > 0 {
+			latest, err := c.latestRoot(ctx)
+			if err != nil {
+				return err
+			}
+			if latest != nil {
+				base = latest
+			}
+		}
+		next := &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
+		for p, d := range delta {
+			if d == nil {
+				delete(next.Entries, p)
+			} else {
+				next.Entries[p] = *d
+			}
+		}
+		b := c.keys.sealRoot(next)
+		var id [8]byte
+		rand.Read(id[:])
+		tmp := "tmp-" + hex.EncodeToString(id[:])
+		if err := retry(ctx, func() error { return c.be.Put(ctx, rootsDir, tmp, bytesReader(b), int64(len(b))) }); err != nil {
+			return fmt.Errorf("write tree root: %w", err)
+		}
+		err := c.be.Move(ctx, rootsDir, tmp, rootsDir, rootName(next.Seq))
+		if errors.Is(err, storage.ErrExists) {
+			c.be.Delete(ctx, rootsDir, tmp)
+			continue // another command published this number first
+		}
+		if err != nil {
+			c.be.Delete(ctx, rootsDir, tmp)
+			return fmt.Errorf("publish tree root: %w", err)
+		}
+		if err := c.mem.Save(next.Seq, next.sum); err != nil {
+			return fmt.Errorf("remember tree root: %w", err)
+		}
+		c.view.mu.Lock()
+		c.view.root = next
+		c.view.mu.Unlock()
+		if next.Seq > rootKeep {
+			c.be.Delete(ctx, rootsDir, rootName(next.Seq-rootKeep)) // best effort
+		}
+		return nil
+	}
+	return errors.New("publish tree root: too many concurrent commands; run this one again")
+}
+
+// RootInfo describes the namespace's newest tree root.
+type RootInfo struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	SHA256  string    `json:"sha256"`
+	Records int       `json:"records"`
+}
+
+// Root returns the newest tree root, checked as every command checks it (nil if none).
+func (c *Client) Root(ctx context.Context) (*RootInfo, error) {
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	c.view.mu.Lock()
+	r := c.view.root
+	c.view.mu.Unlock()
+	if r == nil {
+		return nil, nil
+	}
+	return &RootInfo{Seq: r.Seq, Time: time.Unix(0, r.Time), SHA256: hex.EncodeToString(r.sum[:]), Records: len(r.Entries)}, nil
+}
+
+// AcceptRoot makes this device trust the storage service's newest root as it is now, even
+// if it is older than one seen before (after a restore of the service from a backup, say).
+func (c *Client) AcceptRoot(ctx context.Context) (*RootInfo, error) {
+	if err := c.checkKey(ctx); err != nil {
+		return nil, err
+	}
+	root, err := c.fetchRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return nil, errors.New("the storage location holds no tree root to accept")
+	}
+	if err := c.mem.Save(root.Seq, root.sum); err != nil {
+		return nil, err
+	}
+	return c.Root(ctx)
+}
+
+// unseen returns the plain paths of the records the root lists below the encrypted
+// directory dir that are not in seen: the storage service deleted them.
+func (c *Client) unseen(dir string, seen map[string]bool) []string {
+	var out []string
+	for _, p := range c.rootPaths(dir) {
+		if !seen[p] {
+			out = append(out, c.describe(p))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rootChildren returns the entries the root implies directly in the encrypted directory
+// dir: record names (false) and subdirectory names (true); nil if there is no root.
+func (c *Client) rootChildren(dir string) map[string]bool {
+	c.view.mu.Lock()
+	noRoot := c.view.root == nil
+	c.view.mu.Unlock()
+	if noRoot {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, p := range c.rootPaths(dir) {
+		rest := p
+		if dir != "" {
+			rest = p[len(dir)+1:]
+		}
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			out[rest[:i]] = true
+		} else if rest != dirMetaName {
+			out[rest] = false
+		}
+	}
+	return out
+}
+
+// findInRoot answers Find from the root, which lists every record: the files named enc
+// and the directories named enc. ok is false if there is no root (the storage service's
+// search is used then).
+func (c *Client) findInRoot(enc string) (paths []string, ok bool) {
+	c.view.mu.Lock()
+	noRoot := c.view.root == nil
+	c.view.mu.Unlock()
+	if noRoot {
+		return nil, false
+	}
+	set := map[string]bool{}
+	for _, p := range c.rootPaths("") {
+		parts := strings.Split(p, "/")
+		for i, part := range parts[:len(parts)-1] { // directories on the way
+			if part == enc {
+				if d, err := c.keys.decPath(strings.Join(parts[:i+1], "/")); err == nil {
+					set[d] = true
+				}
+			}
+		}
+		if parts[len(parts)-1] == enc+keySuffix {
+			set[c.describe(p)] = true
+		}
+	}
+	for p := range set {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return paths, true
+}

@@ -39,8 +39,8 @@ type andVector struct {
 	A0    string `json:"a0"`
 	B0    string `json:"b0"`
 	Tweak uint64 `json:"tweak"`
-	Table         string `json:"table"`    // T_G || T_E
-	Out0          string `json:"out_zero"` // zero-label of the output wire
+	Table string `json:"table"`    // T_G || T_E
+	Out0  string `json:"out_zero"` // zero-label of the output wire
 }
 
 type headerVector struct {

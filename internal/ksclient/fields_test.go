@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -471,4 +472,31 @@ func TestFieldsDatagramSessionExpiry(t *testing.T) {
 	if dropCount(k, "expired")+dropCount(k, "unknown_session") == 0 { // pruned sessions are unknown
 		t.Fatal("drop not counted as expired or unknown_session")
 	}
+}
+
+// The TLS version is negotiated before anything else: both ends require TLS 1.3, so
+// neither a client nor a server offering at most TLS 1.2 gets a connection (no downgrade).
+func TestFieldsTLSVersion(t *testing.T) {
+	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{})
+	u := issue(t, k, "alice")
+	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MaxVersion: tls.VersionTLS12,
+		Certificates: []tls.Certificate{u.parsed.Cert}, RootCAs: u.parsed.CAs, ServerName: "127.0.0.1"}}}
+	if resp, err := old.Post("https://"+k.ls.Addr()+"/v1/evaluate", "application/octet-stream", bytes.NewReader(request(t, u.parsed))); err == nil {
+		resp.Body.Close()
+		t.Fatalf("TLS 1.2 client answered %d", resp.StatusCode)
+	}
+	cert, err := tls.LoadX509KeyPair(k.dir+"/server.crt", k.dir+"/server.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MaxVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler(), ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	cl := k.client(u.cred, "https", ksclient.Options{URL: "https://" + l.Addr().String(), Timeout: fast.Timeout, Retries: fast.Retries})
+	_, err = cl.DeriveKeys(context.Background(), digestsN(1, "tls"))
+	wantIs(t, err, ksclient.ErrKSUnavailable, "protocol version")
 }

@@ -29,8 +29,8 @@ var rules = map[string][]string{
 	"internal/pki":           {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "internal/server", "cmd"},
 	"internal/server":        {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "cmd"},
 	// Peekaboo: formats at the bottom; the K-server and the V-server never import each other.
-	"internal/peekaboo/wire":    {"internal/peekaboo/index", "internal/peekaboo/pki", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local", "internal/store", "internal/keyserver", "internal/dupless", "cmd"},
-	"internal/peekaboo/pki":     {"internal/peekaboo/wire", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "cmd"},
+	"internal/peekaboo/wire":    {"internal/peekaboo/index", "internal/peekaboo/tlsconf", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local", "internal/store", "internal/keyserver", "internal/dupless", "cmd"},
+	"internal/peekaboo/tlsconf": {"internal/peekaboo/wire", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "cmd"},
 	"internal/peekaboo/index":   {"internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local", "cmd"},
 	"internal/peekaboo/kserver": {"internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local", "internal/store", "internal/keyserver", "cmd"},
 	"internal/peekaboo/vserver": {"internal/peekaboo/kserver", "internal/peekaboo/index", "internal/peekaboo/client", "internal/peekaboo/local", "internal/store", "internal/keyserver", "cmd"},

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 
-	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
@@ -42,7 +42,7 @@ func New(cred []byte) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := pki.ClientConfig([]byte(c.CA), nil)
+	tc, err := tlsconf.ClientConfig([]byte(c.CA), nil)
 	if err != nil {
 		return nil, fmt.Errorf("credential: %w", err)
 	}

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
-	"github.com/veil-project/veil/internal/peekaboo/pki"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/pki"
 )
 
 // Files in a K-server directory.
@@ -18,10 +19,10 @@ const (
 	FileDB        = "kserver.db"
 	FileKey       = "kserver.key"
 	FilePub       = "kserver.pub"
-	FileCACert    = "ca.pem"
-	FileCAKey     = "ca.key"
-	FileCert      = "server.pem"
-	FileCertKey   = "server.key"
+	FileCACert    = pki.CACertFile
+	FileCAKey     = pki.CAKeyFile
+	FileCert      = pki.ServerCertFile
+	FileCertKey   = pki.ServerKeyFile
 	FileRelayCred = "relay.cred"
 )
 
@@ -30,6 +31,9 @@ type InitOptions struct {
 	Endpoint string   // the URL the V-server reaches the K-server at (https://host:port)
 	Hosts    []string // names/IPs for the server certificate (default: 127.0.0.1, localhost)
 }
+
+// validity of the certificates made here.
+const validity = 10 * 365 * 24 * time.Hour
 
 // Init creates dir with a fresh HPKE key, a CA, a server certificate and the V-server's
 // relay credential (relay.cred: hand it to `veil peekaboo vserver init`).
@@ -54,21 +58,31 @@ func Init(dir string, o InitOptions) error {
 	if err != nil {
 		return err
 	}
-	ca, err := pki.NewCA("veil peekaboo K-server CA")
+	caIss, err := pki.NewCA("veil peekaboo K-server CA", validity)
 	if err != nil {
 		return err
 	}
-	srv, err := ca.Server("veil peekaboo K-server", o.Hosts)
+	if err := pki.WritePair(dir, FileCACert, FileCAKey, caIss); err != nil {
+		return err
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, FileCACert), filepath.Join(dir, FileCAKey))
 	if err != nil {
 		return err
 	}
-	relay, err := ca.Client("vserver")
+	srv, err := ca.IssueServer("veil peekaboo K-server", o.Hosts, validity)
+	if err != nil {
+		return err
+	}
+	if err := pki.WritePair(dir, FileCert, FileCertKey, srv); err != nil {
+		return err
+	}
+	relay, err := ca.IssueClient("vserver", validity)
 	if err != nil {
 		return err
 	}
 	pub := k.Public().Marshal()
-	cred, err := json.MarshalIndent(wire.RelayCred{Version: 1, Endpoint: o.Endpoint, CA: string(ca.Cert),
-		Cert: string(relay.Cert), Key: string(relay.Key), KServerKey: base64.StdEncoding.EncodeToString(pub)}, "", "  ")
+	cred, err := json.MarshalIndent(wire.RelayCred{Version: 1, Endpoint: o.Endpoint, CA: string(ca.PEM),
+		Cert: string(relay.CertPEM), Key: string(relay.KeyPEM), KServerKey: base64.StdEncoding.EncodeToString(pub)}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -80,8 +94,6 @@ func Init(dir string, o InitOptions) error {
 		data []byte
 		perm os.FileMode
 	}{
-		{FileCACert, ca.Cert, 0o644}, {FileCAKey, ca.Key, 0o600},
-		{FileCert, srv.Cert, 0o644}, {FileCertKey, srv.Key, 0o600},
 		{FileRelayCred, append(cred, '\n'), 0o600}, {FilePub, pub, 0o644},
 		{FileKey, kb, 0o600}, // last: its presence marks a complete directory
 	}

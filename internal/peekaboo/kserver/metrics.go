@@ -1,11 +1,9 @@
 package kserver
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 type metrics struct {
@@ -17,7 +15,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+	m := &metrics{reg: server.NewRegistry()}
 	m.items = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "veil_pkb_k_items_total",
 		Help: "Relay items handled, by kind and status."}, []string{"kind", "status"})
 	m.batch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_pkb_k_batch_items",
@@ -25,9 +23,6 @@ func newMetrics() *metrics {
 	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_pkb_k_batch_seconds",
 		Help: "Time to answer a relay batch.", Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
 	m.pairs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_pkb_k_pairs", Help: "Pairs held."})
-	m.reg.MustRegister(m.items, m.batch, m.latency, m.pairs,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.items, m.batch, m.latency, m.pairs)
 	return m
 }
-
-func (m *metrics) handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }

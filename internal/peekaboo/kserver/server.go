@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,8 +15,9 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/peekaboo/index"
-	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/server"
 )
 
 // Config configures a running K-server. Zero values take the documented defaults.
@@ -44,9 +44,6 @@ func (c *Config) defaults() {
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -89,7 +86,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
-	tc, err := pki.ServerConfig(pki.Pair{Cert: cert, Key: ckey}, ca)
+	tc, err := tlsconf.ServerConfig(tlsconf.Pair{Cert: cert, Key: ckey}, ca)
 	if err != nil {
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
@@ -102,7 +99,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("load %s: %w", FileDB, err)
 	}
-	s := &Server{dir: dir, cfg: cfg, log: cfg.Logger.With("server", "peekaboo-kserver"), key: key, db: db, idx: idx,
+	s := &Server{dir: dir, cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-kserver"), key: key, db: db, idx: idx,
 		replay: newReplayCache(cfg.ReplayWindow, cfg.now()), tls: tc, m: newMetrics()}
 	s.m.pairs.Set(float64(idx.Len()))
 	s.log.Info("k-server opened", "dir", dir, "pairs", idx.Len())
@@ -115,40 +112,20 @@ func (s *Server) Pairs() int { return s.idx.Len() }
 // Handler is the HTTP API: /healthz, /metrics, POST /v1/relay (client certificate required).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	mux.Handle("GET /metrics", s.m.handler())
+	server.Mount(mux, s.m.reg, nil)
 	mux.HandleFunc("POST /v1/relay", s.handleRelay)
 	return mux
 }
 
-// Serve answers on ln (TLS) until ctx is cancelled, then drains in-flight requests.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	ln = tls.NewListener(netutil.LimitListener(ln, s.cfg.MaxConns), s.tls)
-	srv := &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
+// Serve answers on ls.HTTP (TLS) until ctx is cancelled, then drains in-flight requests.
+func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: s.tls, ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
 		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	return serveHTTP(ctx, srv, ln, s.cfg.ShutdownTimeout, s.log)
+	s.log.Info("serving", "addr", ls.Addr())
+	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	s.log.Info("stopped", "err", err)
+	return err
 }
 
 // Close closes the state file.
 func (s *Server) Close() error { return s.db.Close() }
-
-func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration, log *slog.Logger) error {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if err != nil {
-		srv.Close()
-		err = fmt.Errorf("graceful shutdown did not finish within %v: %w", timeout, err)
-	}
-	<-errc
-	log.Info("stopped")
-	return err
-}

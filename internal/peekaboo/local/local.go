@@ -18,6 +18,7 @@ import (
 	"github.com/veil-project/veil/internal/peekaboo/kserver"
 	"github.com/veil-project/veil/internal/peekaboo/vserver"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/server"
 )
 
 // Options configure both servers.
@@ -63,8 +64,8 @@ func Start(dir string, o Options) (*Deployment, error) {
 	d.KAddr, d.VAddr = kln.Addr().String(), vln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel, d.errs = cancel, make(chan error, 2)
-	go func() { d.errs <- d.K.Serve(ctx, kln) }()
-	go func() { d.errs <- d.V.Serve(ctx, vln) }()
+	go func() { d.errs <- d.K.Serve(ctx, server.Listeners{HTTP: kln}) }()
+	go func() { d.errs <- d.V.Serve(ctx, server.Listeners{HTTP: vln}) }()
 	return d, nil
 }
 

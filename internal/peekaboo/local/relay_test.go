@@ -12,7 +12,7 @@ import (
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
 	"github.com/veil-project/veil/internal/peekaboo/kserver"
-	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
@@ -34,11 +34,11 @@ func newEvilV(t *testing.T, d *Deployment, withCert bool) *evilV {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cert *pki.Pair
+	var cert *tlsconf.Pair
 	if withCert {
-		cert = &pki.Pair{Cert: []byte(rc.Cert), Key: []byte(rc.Key)}
+		cert = &tlsconf.Pair{Cert: []byte(rc.Cert), Key: []byte(rc.Key)}
 	}
-	tc, err := pki.ClientConfig([]byte(rc.CA), cert)
+	tc, err := tlsconf.ClientConfig([]byte(rc.CA), cert)
 	if err != nil {
 		t.Fatal(err)
 	}

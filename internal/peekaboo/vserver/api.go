@@ -12,13 +12,13 @@ import (
 	"strconv"
 
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/server"
 )
 
 // Handler is the client API (docs/formats/peekaboo-wire.md) with /healthz and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	mux.Handle("GET /metrics", s.m.handler())
+	server.Mount(mux, s.m.reg, nil)
 	mux.HandleFunc("POST /v1/search", s.user("search", s.handleSearch))
 	mux.HandleFunc("POST /v1/publish", s.user("publish", s.handlePublish))
 	mux.HandleFunc("POST /v1/unpublish", s.user("unpublish", s.handleUnpublish))

@@ -9,19 +9,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
-	"github.com/veil-project/veil/internal/peekaboo/pki"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/pki"
 )
 
 // Files in a V-server directory.
 const (
 	FileDB        = "vserver.db"
-	FileCACert    = "ca.pem"
-	FileCAKey     = "ca.key"
-	FileCert      = "server.pem"
-	FileCertKey   = "server.key"
+	FileCACert    = pki.CACertFile
+	FileCAKey     = pki.CAKeyFile
+	FileCert      = pki.ServerCertFile
+	FileCertKey   = pki.ServerKeyFile
 	FileRelayCred = "relay.cred"
 	FileAdminCred = "admin.cred"
 	AdminUser     = "admin"
@@ -33,6 +34,9 @@ type InitOptions struct {
 	Endpoint  string   // the URL owners and clients reach this V-server at
 	Hosts     []string // names/IPs for the server certificate (default: 127.0.0.1, localhost)
 }
+
+// validity of the certificates made here.
+const validity = 10 * 365 * 24 * time.Hour
 
 // Init creates dir: a CA and server certificate, the relay credential, the state file with
 // an administrator, and admin.cred (the administrator's credential, to add users).
@@ -53,25 +57,28 @@ func Init(dir string, o InitOptions) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	ca, err := pki.NewCA("veil peekaboo V-server CA")
+	caIss, err := pki.NewCA("veil peekaboo V-server CA", validity)
 	if err != nil {
 		return err
 	}
-	srv, err := ca.Server("veil peekaboo V-server", o.Hosts)
+	if err := pki.WritePair(dir, FileCACert, FileCAKey, caIss); err != nil {
+		return err
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, FileCACert), filepath.Join(dir, FileCAKey))
 	if err != nil {
 		return err
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-		perm os.FileMode
-	}{{FileCACert, ca.Cert, 0o644}, {FileCAKey, ca.Key, 0o600}, {FileCert, srv.Cert, 0o644},
-		{FileCertKey, srv.Key, 0o600}, {FileRelayCred, o.RelayCred, 0o600}} {
-		if err := atomicfile.Write(filepath.Join(dir, f.name), f.data, f.perm, true); err != nil {
-			return err
-		}
+	srv, err := ca.IssueServer("veil peekaboo V-server", o.Hosts, validity)
+	if err != nil {
+		return err
 	}
-	cred, secret, err := newCredential(AdminUser, o.Endpoint, string(ca.Cert), rc.KServerKey)
+	if err := pki.WritePair(dir, FileCert, FileCertKey, srv); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, FileRelayCred), o.RelayCred, 0o600, true); err != nil {
+		return err
+	}
+	cred, secret, err := newCredential(AdminUser, o.Endpoint, string(ca.PEM), rc.KServerKey)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,8 +18,9 @@ import (
 	"go.etcd.io/bbolt"
 	"golang.org/x/net/netutil"
 
-	"github.com/veil-project/veil/internal/peekaboo/pki"
+	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/server"
 )
 
 // Config configures a running V-server. Zero values take the documented defaults.
@@ -48,9 +48,6 @@ func (c *Config) defaults() {
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
 }
 
 func def[T int | int64 | time.Duration](v *T, d T) {
@@ -94,11 +91,11 @@ func Open(dir string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := pki.ServerConfig(pki.Pair{Cert: read(FileCert), Key: read(FileCertKey)}, nil)
+	tc, err := tlsconf.ServerConfig(tlsconf.Pair{Cert: read(FileCert), Key: read(FileCertKey)}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
-	ctc, err := pki.ClientConfig([]byte(rc.CA), &pki.Pair{Cert: []byte(rc.Cert), Key: []byte(rc.Key)})
+	ctc, err := tlsconf.ClientConfig([]byte(rc.CA), &tlsconf.Pair{Cert: []byte(rc.Cert), Key: []byte(rc.Key)})
 	if err != nil {
 		return nil, fmt.Errorf("relay credential: %w", err)
 	}
@@ -115,7 +112,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("server", "peekaboo-vserver"), db: db, tls: tc, users: users,
+	s := &Server{cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-vserver"), db: db, tls: tc, users: users,
 		relayURL: strings.TrimSuffix(rc.Endpoint, "/") + "/v1/relay", kkey: rc.KServerKey,
 		endpoint: admin.Endpoint, caPEM: string(read(FileCACert)), m: newMetrics(),
 		http: &http.Client{Transport: &http.Transport{TLSClientConfig: ctc, ForceAttemptHTTP2: true,
@@ -161,28 +158,13 @@ func (s *Server) relay(ctx context.Context, items []wire.RelayItem) ([]wire.Rela
 
 var errKServer = errors.New("k-server unavailable")
 
-// Serve answers on ln (TLS) until ctx is cancelled, then drains in-flight requests.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	ln = tls.NewListener(netutil.LimitListener(ln, s.cfg.MaxConns), s.tls)
-	srv := &http.Server{Handler: s.Handler(), ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
+// Serve answers on ls.HTTP (TLS) until ctx is cancelled, then drains in-flight requests.
+func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: s.tls, ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
 		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("serving", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if err != nil {
-		srv.Close()
-		err = fmt.Errorf("graceful shutdown did not finish within %v: %w", s.cfg.ShutdownTimeout, err)
-	}
-	<-errc
-	s.log.Info("stopped")
+	s.log.Info("serving", "addr", ls.Addr())
+	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	s.log.Info("stopped", "err", err)
 	return err
 }
 

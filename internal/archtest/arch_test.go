@@ -27,6 +27,7 @@ var rules = map[string][]string{
 	"internal/metal/ac":      {"internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
 	"internal/metal/twopc":   {"internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
 	"internal/pki":           {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "internal/server", "cmd"},
+	"internal/sealedkey":     {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "internal/server", "internal/pki", "cmd"},
 	"internal/server":        {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "cmd"},
 	// Peekaboo: formats at the bottom; the K-server and the V-server never import each other.
 	"internal/peekaboo/wire":    {"internal/peekaboo/index", "internal/peekaboo/tlsconf", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local", "internal/store", "internal/keyserver", "internal/dupless", "cmd"},

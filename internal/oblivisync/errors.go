@@ -1,12 +1,16 @@
 package oblivisync
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/veil-project/veil/internal/sealedkey"
+)
 
 // Sentinel errors callers branch on (errors.Is). Every error returned by this package
 // wraps one of these or carries the failing path and operation.
 var (
 	// ErrWrongPassphrase: the key file did not open with the passphrase (or was altered).
-	ErrWrongPassphrase = errors.New("wrong passphrase (or the key file was altered)")
+	ErrWrongPassphrase = sealedkey.ErrWrongPassphrase
 	// ErrIntegrity: a backend or journal file failed authentication, framing or the
 	// rollback check. No plaintext from it is used.
 	ErrIntegrity = errors.New("integrity check failed")

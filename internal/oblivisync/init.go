@@ -14,7 +14,7 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	if err := kdf.validate(); err != nil {
+	if err := validateKDF(kdf); err != nil {
 		return err
 	}
 	if len(pass) == 0 {

@@ -1,7 +1,6 @@
 package oblivisync
 
 import (
-	"bytes"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,8 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/crypto/argon2"
-	"golang.org/x/crypto/chacha20poly1305"
+	"github.com/veil-project/veil/internal/sealedkey"
 )
 
 // Params fixes a backend's shape; they are authenticated in the key file.
@@ -25,11 +23,7 @@ type Params struct {
 var DefaultParams = Params{Files: 1024, FileSize: 1 << 20, K: 3, DripTime: time.Second}
 
 // KDF are argon2id's cost parameters; they are stored in the key file.
-type KDF struct {
-	Time      uint32
-	MemoryKiB uint32
-	Threads   uint8
-}
+type KDF = sealedkey.KDF
 
 // DefaultKDF follows RFC 9106's second recommended option (64 MiB, t=3).
 var DefaultKDF = KDF{Time: 3, MemoryKiB: 64 << 10, Threads: 4}
@@ -42,11 +36,11 @@ const (
 	idLen       = 16
 	masterLen   = 32
 	keyHdrLen   = 4 + 1 + 4 + 4 + 1 + saltLen + idLen + 4*4
-	keyFileLen  = keyHdrLen + chacha20poly1305.NonceSizeX + masterLen + chacha20poly1305.Overhead
 	minFileSize = 4096
 	// maxKDFMemoryKiB caps argon2id's memory (1 GiB): the key file sits in the untrusted
 	// folder, and its cost parameters are used before the passphrase check can fail.
 	maxKDFMemoryKiB = 1 << 20
+	maxKDFTime      = 64
 	maxFileSize     = 1 << 30
 )
 
@@ -66,8 +60,8 @@ func (p Params) validate() error {
 	return nil
 }
 
-func (k KDF) validate() error {
-	if k.Time == 0 || k.Time > 64 || k.MemoryKiB < 8*uint32(max(k.Threads, 1)) || k.MemoryKiB > maxKDFMemoryKiB || k.Threads == 0 {
+func validateKDF(k KDF) error {
+	if k.Check(maxKDFTime, maxKDFMemoryKiB) != nil {
 		return fmt.Errorf("%w: argon2id needs 1..64 passes, %d KiB..1 GiB of memory and at least 1 lane, got %d passes, %d KiB, %d lanes",
 			ErrInvalid, 8*max(k.Threads, 1), k.Time, k.MemoryKiB, k.Threads)
 	}
@@ -95,6 +89,17 @@ func deriveKeys(master []byte) (keys, error) {
 	return k, nil
 }
 
+// keyFormat is osync.key as a Format of internal/sealedkey (docs/formats/oblivisync.md):
+// the common header, then the backend id and Params as extra authenticated fields; the
+// nonce is not part of the associated data.
+var keyFormat = sealedkey.Format{
+	Name: "osync key", Magic: keyMagic, Version: keyVersion, ExtraLen: idLen + 4*4,
+	SecretLen: masterLen, MaxTime: maxKDFTime, MaxMemoryKiB: maxKDFMemoryKiB,
+}
+
+// keyFileLen is the size of every osync.key.
+var keyFileLen = keyFormat.Size()
+
 // keyFile is the decoded osync.key.
 type keyFile struct {
 	kdf    KDF
@@ -103,65 +108,39 @@ type keyFile struct {
 	params Params
 }
 
-func (kf *keyFile) header() []byte {
-	b := make([]byte, 0, keyHdrLen)
-	b = append(b, keyMagic...)
-	b = append(b, keyVersion)
-	b = binary.BigEndian.AppendUint32(b, kf.kdf.Time)
-	b = binary.BigEndian.AppendUint32(b, kf.kdf.MemoryKiB)
-	b = append(b, kf.kdf.Threads)
-	b = append(b, kf.salt[:]...)
+func (kf *keyFile) header() *sealedkey.Header {
+	b := make([]byte, 0, keyFormat.ExtraLen)
 	b = append(b, kf.id[:]...)
 	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.Files))
 	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.FileSize))
 	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.K))
 	b = binary.BigEndian.AppendUint32(b, uint32(kf.params.DripTime/time.Millisecond))
-	return b
-}
-
-func (kf *keyFile) kek(pass []byte) []byte {
-	return argon2.IDKey(pass, kf.salt[:], kf.kdf.Time, kf.kdf.MemoryKiB, kf.kdf.Threads, 32)
+	return &sealedkey.Header{KDF: kf.kdf, Salt: kf.salt, Extra: b}
 }
 
 // sealKeyFile encrypts master under a key derived from pass; nonce is the AEAD nonce.
 func sealKeyFile(kf *keyFile, pass, master, nonce []byte) ([]byte, error) {
-	aead, err := chacha20poly1305.NewX(kf.kek(pass))
-	if err != nil {
-		return nil, err
-	}
-	hdr := kf.header()
-	out := append(hdr, nonce...)
-	return aead.Seal(out, nonce, master, hdr), nil
+	return keyFormat.Seal(kf.header(), pass, master, nonce)
 }
 
 // parseKeyFile checks the framing and returns the header fields (without the passphrase).
 func parseKeyFile(b []byte) (*keyFile, error) {
-	if len(b) != keyFileLen {
-		return nil, fmt.Errorf("%w: key file is %d bytes, want %d", ErrFormat, len(b), keyFileLen)
+	h, err := keyFormat.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%w)", ErrFormat, err)
 	}
-	if !bytes.Equal(b[:4], []byte(keyMagic)) {
-		return nil, fmt.Errorf("%w: not an osync key file (bad magic)", ErrFormat)
-	}
-	if b[4] != keyVersion {
-		return nil, fmt.Errorf("%w: key file version %d, want %d", ErrFormat, b[4], keyVersion)
-	}
-	kf := &keyFile{}
-	p := b[5:]
-	kf.kdf.Time = binary.BigEndian.Uint32(p)
-	kf.kdf.MemoryKiB = binary.BigEndian.Uint32(p[4:])
-	kf.kdf.Threads = p[8]
-	p = p[9:]
-	copy(kf.salt[:], p)
-	copy(kf.id[:], p[saltLen:])
-	p = p[saltLen+idLen:]
+	return fromHeader(h)
+}
+
+func fromHeader(h *sealedkey.Header) (*keyFile, error) {
+	kf := &keyFile{kdf: h.KDF, salt: h.Salt}
+	copy(kf.id[:], h.Extra)
+	p := h.Extra[idLen:]
 	kf.params = Params{
 		Files:    int(binary.BigEndian.Uint32(p)),
 		FileSize: int(binary.BigEndian.Uint32(p[4:])),
 		K:        int(binary.BigEndian.Uint32(p[8:])),
 		DripTime: time.Duration(binary.BigEndian.Uint32(p[12:])) * time.Millisecond,
-	}
-	if err := kf.kdf.validate(); err != nil {
-		return nil, fmt.Errorf("%w: key file has out-of-range argon2id parameters", ErrFormat)
 	}
 	if err := kf.params.validate(); err != nil {
 		return nil, fmt.Errorf("key file: %w", err)
@@ -171,20 +150,15 @@ func parseKeyFile(b []byte) (*keyFile, error) {
 
 // openKeyFile returns the header and the master key.
 func openKeyFile(b, pass []byte) (*keyFile, []byte, error) {
-	kf, err := parseKeyFile(b)
+	if _, err := parseKeyFile(b); err != nil { // params checked before the KDF runs
+		return nil, nil, err
+	}
+	h, master, err := keyFormat.Open(b, pass)
 	if err != nil {
 		return nil, nil, err
 	}
-	aead, err := chacha20poly1305.NewX(kf.kek(pass))
-	if err != nil {
-		return nil, nil, err
-	}
-	nonce := b[keyHdrLen : keyHdrLen+chacha20poly1305.NonceSizeX]
-	master, err := aead.Open(nil, nonce, b[keyHdrLen+len(nonce):], b[:keyHdrLen])
-	if err != nil {
-		return nil, nil, ErrWrongPassphrase
-	}
-	return kf, master, nil
+	kf, err := fromHeader(h)
+	return kf, master, err
 }
 
 func randomBytes(n int) []byte {

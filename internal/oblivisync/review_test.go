@@ -2,6 +2,7 @@ package oblivisync
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -89,8 +90,12 @@ func TestInitRejectsBadKDF(t *testing.T) {
 // argon2id memory must not make every client allocate gigabytes before the passphrase
 // check fails.
 func TestKeyFileMemoryCapped(t *testing.T) {
-	kf := &keyFile{kdf: KDF{Time: 1, MemoryKiB: maxKDFMemoryKiB + 1, Threads: 1}, params: Params{Files: 4, FileSize: 4096, K: 1, DripTime: 1e9}}
-	img := append(kf.header(), make([]byte, keyFileLen-keyHdrLen)...)
+	kf := &keyFile{kdf: KDF{Time: 1, MemoryKiB: 64, Threads: 1}, params: Params{Files: 4, FileSize: 4096, K: 1, DripTime: 1e9}}
+	img, err := sealKeyFile(kf, []byte("pw"), make([]byte, masterLen), make([]byte, 24))
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.BigEndian.PutUint32(img[9:], maxKDFMemoryKiB+1) // the memory field
 	if _, err := parseKeyFile(img); !errors.Is(err, ErrFormat) {
 		t.Fatalf("got %v, want ErrFormat", err)
 	}

@@ -42,12 +42,14 @@ func benchGarble(b *testing.B, c *circuit.Circuit) {
 	h := newHasher()
 	labels, delta := benchLabels(c)
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		if err := garble(c, h, delta, labels, uint64(i)*uint64(2*c.NumAND), io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(c.NumAND)*float64(b.N)/b.Elapsed().Seconds(), "AND/s")
+	reportPerCPU(b, cpu, float64(c.NumAND)*float64(b.N), "AND")
 }
 
 // BenchmarkGarble: garbling rate on one core (no network), AND gates per second.
@@ -66,12 +68,14 @@ func BenchmarkEvaluate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		if err := evaluate(c, h, labels, 0, bytes.NewReader(tables.Bytes())); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(c.NumAND)*float64(b.N)/b.Elapsed().Seconds(), "AND/s")
+	reportPerCPU(b, cpu, float64(c.NumAND)*float64(b.N), "AND")
 }
 
 // BenchmarkOTExtension: correlated OTs per second, both parties over loopback TCP
@@ -84,6 +88,7 @@ func BenchmarkOTExtension(b *testing.B) {
 		x[j] = j%3 == 0
 	}
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		done := make(chan error)
 		go func() {
@@ -101,6 +106,8 @@ func BenchmarkOTExtension(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(m)*float64(b.N)/b.Elapsed().Seconds(), "OT/s")
+	// Both parties run in this process: per CPU-second of the pair.
+	reportPerCPU(b, cpu, float64(m)*float64(b.N), "OT")
 }
 
 // BenchmarkRunAES: one full 2PC AES-128 (key from party 1, block from party 2, shared

@@ -279,3 +279,37 @@ func TestBadInputLength(t *testing.T) {
 		t.Fatal("short input accepted")
 	}
 }
+
+// Shares outlive sessions: state shared under one session (one Delta, one set of base OTs)
+// is carried into a brand-new session, as after a restart of either server.
+func TestSharesSurviveNewSession(t *testing.T) {
+	b := circuit.NewBuilder()
+	st := b.SharedInput(32)
+	b.Output(circuit.Shared, b.Add(st, circuit.Const(5, 32))...)
+	step, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = circuit.NewBuilder()
+	b.Output(circuit.Public, b.SharedInput(32)...)
+	reveal, _ := b.Build()
+	s1, s2 := make([]bool, 32), make([]bool, 32)
+	for sess := 0; sess < 3; sess++ {
+		g, e := pair(t)
+		for i := 0; i < 2; i++ {
+			o1, o2, err1, err2 := both(g, e, step, s1, s2)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			s1, s2 = o1, o2
+		}
+	}
+	g, e := pair(t)
+	o1, _, err1, err2 := both(g, e, reveal, s1, s2)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if got := circuit.BitsToUint64(o1); got != 30 {
+		t.Fatalf("state after 6 steps over 4 sessions: %d, want 30", got)
+	}
+}

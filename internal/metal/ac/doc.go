@@ -14,8 +14,8 @@
 //	Request      what a client sends one server: XOR shares of capability, file id and
 //	             wanted operation, fresh for every request
 //
-// Circuits: CreateAccount is 6 AES-128 calls + a 64-bit adder (~38.5k AND gates); Check is
-// 6 AES calls + range and permission tests (~38.6k AND gates). Check's result is itself
+// Circuits: CreateAccount is 6 AES-128 calls + a 64-bit adder (38,461 AND gates); Check is
+// 6 AES calls + range and permission tests (38,762 AND gates). Check's result is itself
 // XOR-shared: the servers never learn whether a request was allowed; the ORAM access that
 // follows in the same computation (next step of issue 12) consumes it inside 2PC.
 //

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -62,8 +63,9 @@ type Client struct {
 	ownerOnce sync.Once
 	ownerErr  error
 
-	mem  RootMemory
-	view treeView
+	mem        RootMemory
+	view       treeView
+	keyChecked atomic.Bool // the key check opened under this key
 }
 
 // New returns a client for the user holding master, storing on be.

@@ -55,6 +55,9 @@ func (c *Client) checkOwner(ctx context.Context) error {
 			err = ErrForeignKey
 		}
 		c.ownerErr = err
+		if err == nil {
+			c.keyChecked.Store(true)
+		}
 	})
 	return c.ownerErr
 }

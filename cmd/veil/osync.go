@@ -159,7 +159,8 @@ buffers writes in an encrypted local journal (they survive a crash) and syncs on
 every drip time; stopping it (Ctrl-C, SIGTERM or fusermount3 -u) unmounts, then keeps the
 same pace until the buffer is empty or --drain-timeout passes, saying what is left.
 Read-only mounts (any number, on any machine sharing the folder) show only fully synced
-versions and follow new epochs.
+versions and follow new epochs; they remember the newest epoch they showed (in the --state
+directory) and refuse a backend rolled back behind it.
 
 Examples:
   veil osync mount --backend ~/Dropbox/osync ~/private

@@ -47,19 +47,13 @@ type Reader struct {
 	checked time.Time
 	// MinRefresh is how often, at most, the superblock is checked for a new epoch.
 	MinRefresh time.Duration
+	seenPath   string // reader-seen, when the reader remembers (ReaderOptions.Remember)
 }
 
-// OpenReader opens the backend at dir read-only.
+// OpenReader opens the backend at dir read-only, remembering nothing between runs
+// (OpenReaderWith can).
 func OpenReader(dir string, pass []byte) (*Reader, error) {
-	be, err := openBackend(dir, pass)
-	if err != nil {
-		return nil, err
-	}
-	r := &Reader{be: be, MinRefresh: 100 * time.Millisecond}
-	if err := r.reload(); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return OpenReaderWith(dir, pass, ReaderOptions{})
 }
 
 func (r *Reader) superStamp() string {
@@ -98,6 +92,9 @@ func (r *Reader) reload() error {
 				time.Sleep(10 * time.Millisecond)
 				continue
 			}
+			return err
+		}
+		if err := r.checkRemembered(sb); err != nil {
 			return err
 		}
 		t := newTree()

@@ -32,7 +32,11 @@ func encodeSeen(epoch uint64, nonce []byte) []byte {
 // readSeen returns the recorded epoch and nonce; ok is false when there is no record
 // (a state directory from before this file existed, or a new one).
 func readSeen(stateDir string) (epoch uint64, nonce []byte, ok bool, err error) {
-	path := filepath.Join(stateDir, seenName)
+	return readSeenFile(filepath.Join(stateDir, seenName))
+}
+
+// readSeenFile reads a record in the `seen` format (also a reader's reader-seen).
+func readSeenFile(path string) (epoch uint64, nonce []byte, ok bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, false, nil

@@ -131,3 +131,40 @@ func TestSeenVectors(t *testing.T) {
 		}
 	}
 }
+
+// A reader that remembers (read-only mounts do) refuses, also after a restart, a
+// superblock older than the newest it has shown; one that does not, or a new state
+// directory, still trusts it (TestFieldsSuperblockReplay).
+func TestReaderRemembersNewestEpoch(t *testing.T) {
+	dir := newBackend(t, 8, 16<<10, 2)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	f := must(w.Create(rootIno, "a", 0o600, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("version 1")))
+	drain(t, w, 50)
+	old := must(os.ReadFile(filepath.Join(dir, superName)))
+	state := t.TempDir()
+	r := must(OpenReaderWith(dir, testPass, ReaderOptions{Remember: true, StateDir: state}))
+	oldEpoch := r.Epoch()
+	must(w.Write(f.Ino, 0, []byte("version 2")))
+	drain(t, w, 50)
+	if err := r.Refresh(); err != nil || r.Epoch() <= oldEpoch {
+		t.Fatalf("refresh: %v, epoch %d", err, r.Epoch())
+	}
+	epoch, _, ok, err := readSeenFile(filepath.Join(state, readerSeenName))
+	if err != nil || !ok || epoch != r.Epoch() {
+		t.Fatalf("reader-seen holds %d (%v %v), want %d", epoch, ok, err, r.Epoch())
+	}
+	os.WriteFile(filepath.Join(dir, superName), old, 0o600)
+	_, err = OpenReaderWith(dir, testPass, ReaderOptions{Remember: true, StateDir: state})
+	wantErr(t, err, ErrIntegrity, "rolled back")
+	if !strings.Contains(err.Error(), filepath.Join(state, readerSeenName)) {
+		t.Fatalf("error does not say which file to delete to accept it: %v", err)
+	}
+	fresh := must(OpenReaderWith(dir, testPass, ReaderOptions{Remember: true, StateDir: t.TempDir()}))
+	if fresh.Epoch() != oldEpoch {
+		t.Fatalf("new state dir: epoch %d, want %d", fresh.Epoch(), oldEpoch)
+	}
+	_, err = OpenReaderWith(dir, testPass, ReaderOptions{Remember: true, StateDir: filepath.Join(dir, "st")})
+	wantErr(t, err, ErrInvalid, "inside the synced backend folder")
+}

@@ -18,7 +18,9 @@ type Config struct {
 	Mountpoint string
 	Passphrase []byte
 	ReadOnly   bool
-	Writer     oblivisync.Options // read-write mounts only
+	// Writer configures read-write mounts; read-only mounts use only its StateDir, to
+	// remember the newest epoch they showed (a rolled-back backend is then refused).
+	Writer oblivisync.Options
 	// DrainTimeout bounds how long unmounting keeps syncing (at the drip rate) to empty
 	// the buffer; what remains stays in the journal. Default 1 minute.
 	DrainTimeout time.Duration
@@ -49,7 +51,8 @@ func Run(ctx context.Context, c Config) error {
 	var f oblivisync.FS
 	var w *oblivisync.Writer
 	if c.ReadOnly {
-		r, err := oblivisync.OpenReader(c.Backend, c.Passphrase)
+		r, err := oblivisync.OpenReaderWith(c.Backend, c.Passphrase,
+			oblivisync.ReaderOptions{Remember: true, StateDir: c.Writer.StateDir})
 		if err != nil {
 			return err
 		}

@@ -250,7 +250,7 @@ func TestMountErrors(t *testing.T) {
 	}
 	ro := mkdir(t, "ro")
 	t.Cleanup(func() { exec.Command("fusermount3", "-u", "-z", ro).Run() })
-	r := testutil.Start(t, "env", "OSYNC_HELPER=1", "OSYNC_BACKEND="+be, "OSYNC_MNT="+ro, "OSYNC_PASS="+testPass, "OSYNC_RO=1", os.Args[0])
+	r := testutil.Start(t, "env", "OSYNC_HELPER=1", "OSYNC_BACKEND="+be, "OSYNC_MNT="+ro, "OSYNC_PASS="+testPass, "OSYNC_RO=1", "OSYNC_STATE="+t.TempDir(), os.Args[0])
 	waitExit(t, r, 15*time.Second)
 	if out := r.Output(); !strings.Contains(out, "integrity check failed") || !strings.Contains(out, "backend file b") {
 		t.Fatalf("tampered backend: got %q", out)

@@ -120,16 +120,28 @@ func (h header) encode() []byte {
 	return p
 }
 
+// decodeHeader parses a run header from the peer.
+func decodeHeader(p []byte) (header, error) {
+	if len(p) != headerLen {
+		return header{}, fmt.Errorf("twopc: run header of %d bytes, want %d", len(p), headerLen)
+	}
+	if p[0] != version || p[1] != 'R' {
+		return header{}, fmt.Errorf("twopc: bad run header (version %d, type %q)", p[0], p[1])
+	}
+	h := header{run: binary.LittleEndian.Uint64(p[2:]), tweak: binary.LittleEndian.Uint64(p[10:])}
+	copy(h.digest[:], p[18:])
+	return h, nil
+}
+
 func (s *Session) checkHeader(mine header) error {
 	var p [headerLen]byte
 	if _, err := io.ReadFull(s.rw, p[:]); err != nil {
 		return fmt.Errorf("twopc: reading run header: %w", err)
 	}
-	if p[0] != version || p[1] != 'R' {
-		return fmt.Errorf("twopc: bad run header (version %d, type %q)", p[0], p[1])
+	peer, err := decodeHeader(p[:])
+	if err != nil {
+		return err
 	}
-	peer := header{run: binary.LittleEndian.Uint64(p[2:]), tweak: binary.LittleEndian.Uint64(p[10:])}
-	copy(peer.digest[:], p[18:])
 	if peer.run != mine.run || peer.tweak != mine.tweak {
 		return fmt.Errorf("twopc: out of step: peer at run %d, we are at run %d", peer.run, mine.run)
 	}

@@ -131,6 +131,49 @@ func hostPort(endpoint string) string {
 	return u.Host
 }
 
+// Init creates the K-server in dir/kserver and the V-server in dir/vserver, to listen on
+// kaddr and vaddr, unless they exist. Addresses with a host of 0.0.0.0 or :: are not
+// endpoints: give the address clients dial.
+func Init(dir, kaddr, vaddr string) error {
+	d := &Deployment{KDir: filepath.Join(dir, "kserver"), VDir: filepath.Join(dir, "vserver")}
+	if _, err := os.Stat(filepath.Join(d.VDir, vserver.FileDB)); err == nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(d.KDir, kserver.FileKey)); err != nil {
+		if err := kserver.Init(d.KDir, kserver.InitOptions{Endpoint: "https://" + kaddr, Hosts: hosts(kaddr)}); err != nil {
+			return fmt.Errorf("peekaboo k-server: %w", err)
+		}
+	}
+	rc, err := os.ReadFile(filepath.Join(d.KDir, kserver.FileRelayCred))
+	if err != nil {
+		return err
+	}
+	if err := vserver.Init(d.VDir, vserver.InitOptions{RelayCred: rc, Endpoint: "https://" + vaddr, Hosts: hosts(vaddr)}); err != nil {
+		return fmt.Errorf("peekaboo v-server: %w", err)
+	}
+	return nil
+}
+
+func hosts(addr string) []string {
+	h, _, _ := net.SplitHostPort(addr)
+	return []string{h, "127.0.0.1", "::1", "localhost"}
+}
+
+// Open opens both servers of an initialised dir (for a caller that serves them itself,
+// as `veil serve` does in its server.Group).
+func Open(dir string, o Options) (*kserver.Server, *vserver.Server, error) {
+	k, err := kserver.Open(filepath.Join(dir, "kserver"), o.K)
+	if err != nil {
+		return nil, nil, fmt.Errorf("peekaboo k-server: %w", err)
+	}
+	v, err := vserver.Open(filepath.Join(dir, "vserver"), o.V)
+	if err != nil {
+		k.Close()
+		return nil, nil, fmt.Errorf("peekaboo v-server: %w", err)
+	}
+	return k, v, nil
+}
+
 // AddUser registers name and returns its credential, with an owner key added.
 func (d *Deployment) AddUser(ctx context.Context, name string) ([]byte, error) {
 	c, err := client.AddUser(ctx, d.AdminCred, name)

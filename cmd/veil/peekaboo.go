@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/veil-project/veil/internal/peekaboo/client"
+	"github.com/veil-project/veil/internal/profile"
+)
+
+func init() { register(newPeekabooCommand) }
+
+func newPeekabooCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "peekaboo",
+		Short: "Private key-value search over two servers (Peekaboo)",
+		Long: `peekaboo publishes and searches key-value pairs (e.g. file name -> where to get it) split
+over two servers: the K-server holds keys, the V-server values, owners and clients. Neither
+alone can bind a key to its value or its owner; the K-server sees queries but not who asked,
+the V-server sees who asked but not the query (docs/design-peekaboo.md).
+
+  veil peekaboo join alice.pkb                         # the credential from the V-server admin
+  veil peekaboo publish report.pdf host-a:/srv/report.pdf
+  veil peekaboo publish --from pairs.tsv               # KEY<TAB>VALUE per line, any number
+  veil peekaboo search report --substring --advanced
+  veil peekaboo list
+  veil peekaboo unpublish report.pdf
+
+Servers: 'veil peekaboo kserver ...', 'veil peekaboo vserver ...', or 'veil serve' (both).`,
+	}
+	var o pkbFlags
+	c.PersistentFlags().StringVar(&o.config, "config", "", "profile directory (default $VEIL_CONFIG or ~/.config/veil)")
+	c.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON")
+	c.AddCommand(newPkbJoinCommand(&o), newPkbPublishCommand(&o), newPkbUnpublishCommand(&o),
+		newPkbListCommand(&o), newPkbSearchCommand(&o), newPkbKServerCommand(), newPkbVServerCommand())
+	return c
+}
+
+type pkbFlags struct {
+	config string
+	json   bool
+}
+
+func (o *pkbFlags) dir() string {
+	if o.config != "" {
+		return o.config
+	}
+	return profile.DefaultDir()
+}
+
+func (o *pkbFlags) with(fn func(*client.Client) error) error {
+	c, err := client.Open(o.dir())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c)
+}
+
+func (o *pkbFlags) print(w io.Writer, v any, text string) error {
+	if o.json {
+		return json.NewEncoder(w).Encode(v)
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+func newPkbJoinCommand(o *pkbFlags) *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "join CREDENTIAL-FILE",
+		Short: "Store your Peekaboo credential in the profile (adds a fresh owner key)",
+		Long: `join stores the credential the V-server's administrator gave you as <profile>/peekaboo.cred,
+adding an owner key that only this profile holds (it seals your keys for 'list').
+
+  veil peekaboo join alice.pkb
+  veil peekaboo join alice.pkb --config ~/.config/veil-work`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			path, err := client.Save(o.dir(), b, force)
+			if err != nil {
+				return err
+			}
+			cl, err := client.Open(o.dir())
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return o.print(cmd.OutOrStdout(), map[string]string{"credential": path, "user": cl.User(), "kserver_fingerprint": cl.KServerFingerprint()},
+				fmt.Sprintf("stored %s for %s; K-server key fingerprint %s (compare it with the K-server operator's)\n", path, cl.User(), cl.KServerFingerprint()))
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "replace an existing credential (pairs published under its owner key can no longer be listed)")
+	return c
+}
+
+func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
+	var from string
+	var acl []string
+	c := &cobra.Command{
+		Use:   "publish KEY VALUE | --from FILE",
+		Short: "Publish key-value pairs (the key goes sealed to the K-server, the value to the V-server)",
+		Long: `publish stores pairs: the key sealed to the K-server, the value with the V-server. --acl
+limits who may see the values (client names; default every registered user). --from reads
+one pair per line, KEY<TAB>VALUE ('-' for stdin), sent in chunks of 4096 pairs; each
+acknowledged chunk is durable on both servers.
+
+  veil peekaboo publish holiday.jpg nas:/photos/2026/holiday.jpg
+  veil peekaboo publish plan.txt host-b:/plans --acl bob --acl carol
+  veil peekaboo publish --from pairs.tsv --json`,
+		Args: cobra.RangeArgs(0, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var pairs []client.Pair
+			switch {
+			case from != "" && len(args) == 0:
+				r, err := openInput(from)
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				if pairs, err = client.ReadPairs(r, acl); err != nil {
+					return fmt.Errorf("%s: %w", from, err)
+				}
+			case from == "" && len(args) == 2:
+				pairs = []client.Pair{{Key: args[0], Value: []byte(args[1]), ACL: acl}}
+			default:
+				return fmt.Errorf("give KEY VALUE, or --from FILE")
+			}
+			return o.with(func(c *client.Client) error {
+				n, err := c.Publish(cmd.Context(), pairs, 0, nil)
+				if err != nil {
+					return fmt.Errorf("published %d of %d pairs: %w", n, len(pairs), err)
+				}
+				return o.print(cmd.OutOrStdout(), map[string]int{"published": n}, fmt.Sprintf("published %d pairs\n", n))
+			})
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "read KEY<TAB>VALUE lines from this file ('-': stdin)")
+	c.Flags().StringArrayVar(&acl, "acl", nil, "client allowed to see the values (repeatable; default everyone registered)")
+	return c
+}
+
+func openInput(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(path)
+}
+
+func newPkbUnpublishCommand(o *pkbFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unpublish KEY [VALUE]",
+		Short: "Remove your pairs with KEY (and VALUE, if given) from both servers",
+		Long: `unpublish removes your own pairs with that key (only those with that value, if given).
+
+  veil peekaboo unpublish holiday.jpg
+  veil peekaboo unpublish holiday.jpg nas:/photos/2026/holiday.jpg`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var value []byte
+			if len(args) == 2 {
+				value = []byte(args[1])
+			}
+			return o.with(func(c *client.Client) error {
+				n, err := c.Unpublish(cmd.Context(), args[0], value)
+				if err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), map[string]int{"removed": n}, fmt.Sprintf("removed %d pairs\n", n))
+			})
+		},
+	}
+}
+
+type pkbPairJSON struct {
+	ID    string   `json:"id"`
+	Key   string   `json:"key,omitempty"`
+	Value string   `json:"value"`
+	ACL   []string `json:"acl,omitempty"`
+}
+
+func newPkbListCommand(o *pkbFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List your own pairs (keys recovered with your owner key)",
+		Long: `list shows the pairs you published: key, value and ACL.
+
+  veil peekaboo list
+  veil peekaboo list --json | jq -r .key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.with(func(c *client.Client) error {
+				l, err := c.List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				for _, p := range l {
+					j := pkbPairJSON{ID: hex.EncodeToString(p.ID[:]), Key: p.Key, Value: string(p.Value), ACL: p.ACL}
+					acl := ""
+					if len(p.ACL) > 0 {
+						acl = "\t(acl: " + strings.Join(p.ACL, ",") + ")"
+					}
+					if err := o.print(w, j, fmt.Sprintf("%s\t%s%s\n", p.Key, p.Value, acl)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func newPkbSearchCommand(o *pkbFlags) *cobra.Command {
+	var so client.SearchOptions
+	c := &cobra.Command{
+		Use:   "search QUERY [--substring] [--advanced] [--limit N]",
+		Short: "Search keys: exact (default) or substring; values you may see come back",
+		Long: `search seals QUERY and a one-time key to the K-server (the V-server relays it without
+your identity) and prints the values of matching pairs you may see; --advanced also prints
+the matched keys (encrypted by the K-server for you alone). At most --limit results (the
+K-server's first matches; V-server ACLs are applied after).
+
+  veil peekaboo search holiday.jpg
+  veil peekaboo search holiday --substring --advanced --limit 20
+  veil peekaboo search report --substring --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.with(func(c *client.Client) error {
+				r, err := c.Search(cmd.Context(), args[0], so)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				if o.json {
+					out := []pkbPairJSON{}
+					for _, f := range r.Found {
+						out = append(out, pkbPairJSON{ID: hex.EncodeToString(f.ID[:]), Key: f.Key, Value: string(f.Value)})
+					}
+					return json.NewEncoder(w).Encode(map[string]any{"query": args[0], "results": out,
+						"reply_bytes": r.ReplyBytes, "kserver_fingerprint": c.KServerFingerprint()})
+				}
+				for _, f := range r.Found {
+					if so.Advanced {
+						fmt.Fprintf(w, "%s\t%s\n", f.Key, f.Value)
+					} else {
+						fmt.Fprintf(w, "%s\n", f.Value)
+					}
+				}
+				if len(r.Found) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no match")
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVar(&so.Substring, "substring", false, "match keys containing QUERY (default: equal to it)")
+	c.Flags().BoolVar(&so.Advanced, "advanced", false, "also return the matched keys")
+	c.Flags().IntVar(&so.Limit, "limit", 100, "most results (1..1000)")
+	return c
+}

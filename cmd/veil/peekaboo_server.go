@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/peekaboo/client"
+	"github.com/veil-project/veil/internal/peekaboo/kserver"
+	"github.com/veil-project/veil/internal/peekaboo/vserver"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/server"
+)
+
+func pkbLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func newPkbKServerCommand() *cobra.Command {
+	c := &cobra.Command{Use: "kserver", Short: "Run Peekaboo's K-server (keys and pair ids; never owners, clients or values)"}
+	var dir, endpoint, listen string
+	var hosts []string
+	var cfg kserver.Config
+	initC := &cobra.Command{
+		Use:   "init --dir DIR --endpoint https://HOST:PORT",
+		Short: "Create a K-server: HPKE key, CA, TLS certificate, the V-server's relay credential",
+		Long: `init creates a K-server in DIR: its HPKE key pair (ML-KEM-768+X25519), a CA, a server
+certificate and DIR/relay.cred, the credential the V-server relays with (mutual TLS). Hand
+relay.cred to the V-server's operator, and the key's fingerprint to clients.
+
+  veil peekaboo kserver init --dir /srv/pkb-k --endpoint https://k.example:7490 --host k.example`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := kserver.Init(dir, kserver.InitOptions{Endpoint: endpoint, Hosts: hosts}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized K-server in %s; relay credential %s\n", dir, filepath.Join(dir, kserver.FileRelayCred))
+			return nil
+		},
+	}
+	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL the V-server reaches this K-server at (required)")
+	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
+	serve := &cobra.Command{
+		Use:   "serve --dir DIR [--listen ADDR]",
+		Short: "Serve relay batches from the V-server (mutual TLS), /healthz and /metrics",
+		Long: `serve answers the V-server's relay batches until SIGTERM or Ctrl-C, then drains.
+
+  veil peekaboo kserver serve --dir /srv/pkb-k --listen 0.0.0.0:7490`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = pkbLogger()
+			s, err := kserver.Open(dir, cfg)
+			if err != nil {
+				return err
+			}
+			return serveOne(cmd, s, listen)
+		},
+	}
+	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7490", "listen address")
+	serve.Flags().DurationVar(&cfg.ReplayWindow, "replay-window", 10*time.Minute, "accepted query clock skew and replay memory")
+	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", 64<<20, "largest relay batch in bytes")
+	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 1024, "simultaneous connections")
+	serve.Flags().IntVar(&cfg.Workers, "workers", 4, "relay items opened in parallel")
+	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
+	pub := &cobra.Command{
+		Use:   "pubkey --dir DIR",
+		Short: "Print the K-server's public key fingerprint (clients check it out of band)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := os.ReadFile(filepath.Join(dir, kserver.FilePub))
+			if err != nil {
+				return err
+			}
+			p, err := wire.ParseKServerPub(b)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "fingerprint %s\nkey %s\n", p.Fingerprint(), base64.StdEncoding.EncodeToString(b))
+			return nil
+		},
+	}
+	for _, s := range []*cobra.Command{initC, serve, pub} {
+		s.Flags().StringVar(&dir, "dir", "", "the K-server's directory (required)")
+		s.MarkFlagRequired("dir")
+	}
+	initC.MarkFlagRequired("endpoint")
+	c.AddCommand(initC, serve, pub)
+	return c
+}
+
+// serveOne serves one opened server until the command's context ends.
+func serveOne(cmd *cobra.Command, s server.Server, listen string) error {
+	ls, err := server.Listen(listen, "")
+	if err != nil {
+		s.Close()
+		return err
+	}
+	var g server.Group
+	g.Add("serve", s, ls)
+	err = g.Serve(cmd.Context())
+	return joinErr(err, g.Close())
+}
+
+func joinErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func newPkbVServerCommand() *cobra.Command {
+	c := &cobra.Command{Use: "vserver", Short: "Run Peekaboo's V-server (values, owners, clients; never keys or queries)"}
+	var dir, endpoint, relay, listen, adminCred, out string
+	var hosts []string
+	var cfg vserver.Config
+	initC := &cobra.Command{
+		Use:   "init --dir DIR --relay-cred FILE --endpoint https://HOST:PORT",
+		Short: "Create a V-server: CA, TLS certificate, state, administrator credential",
+		Long: `init creates a V-server in DIR from the K-server's relay credential: a CA and server
+certificate for clients, the state file and DIR/admin.cred (to add users).
+
+  veil peekaboo vserver init --dir /srv/pkb-v --relay-cred relay.cred --endpoint https://v.example:7491`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := os.ReadFile(relay)
+			if err != nil {
+				return err
+			}
+			if err := vserver.Init(dir, vserver.InitOptions{RelayCred: rc, Endpoint: endpoint, Hosts: hosts}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized V-server in %s; administrator credential %s\n", dir, filepath.Join(dir, vserver.FileAdminCred))
+			return nil
+		},
+	}
+	initC.Flags().StringVar(&relay, "relay-cred", "", "the K-server's relay.cred (required)")
+	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL owners and clients reach this V-server at (required)")
+	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
+	initC.MarkFlagRequired("relay-cred")
+	initC.MarkFlagRequired("endpoint")
+	serve := &cobra.Command{
+		Use:   "serve --dir DIR [--listen ADDR] [--batch-size N] [--max-delay D]",
+		Short: "Serve owners and clients; relay to the K-server in mixed batches",
+		Long: `serve answers owners and clients until SIGTERM or Ctrl-C, then drains. Requests for the
+K-server leave in shuffled batches of --batch-size, or --max-delay after the first (1 turns
+mixing off).
+
+  veil peekaboo vserver serve --dir /srv/pkb-v --listen 0.0.0.0:7491 --batch-size 32 --max-delay 20ms`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = pkbLogger()
+			s, err := vserver.Open(dir, cfg)
+			if err != nil {
+				return err
+			}
+			return serveOne(cmd, s, listen)
+		},
+	}
+	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7491", "listen address")
+	serve.Flags().IntVar(&cfg.BatchSize, "batch-size", 16, "relay items per mixed batch (1: no mixing)")
+	serve.Flags().DurationVar(&cfg.MaxDelay, "max-delay", 5*time.Millisecond, "longest wait for a batch to fill")
+	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", 32<<20, "largest request body in bytes")
+	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 4096, "simultaneous client connections")
+	serve.Flags().DurationVar(&cfg.RelayTimeout, "relay-timeout", time.Minute, "one relay batch to the K-server")
+	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
+	add := &cobra.Command{
+		Use:   "adduser NAME --admin-cred FILE [--out FILE]",
+		Short: "Register a user with the running V-server and print (or write) their credential",
+		Long: `adduser asks the running V-server (with its administrator credential) to register NAME
+and prints the user's credential; the user stores it with 'veil peekaboo join FILE'.
+
+  veil peekaboo vserver adduser alice --admin-cred /srv/pkb-v/admin.cred --out alice.pkb`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ac, err := os.ReadFile(adminCred)
+			if err != nil {
+				return err
+			}
+			cred, err := client.AddUser(cmd.Context(), ac, args[0])
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err = cmd.OutOrStdout().Write(cred)
+				return err
+			}
+			return atomicfile.Write(out, cred, 0o600, true)
+		},
+	}
+	add.Flags().StringVar(&adminCred, "admin-cred", "", "the V-server's admin.cred (required)")
+	add.Flags().StringVar(&out, "out", "", "write the credential to this file (mode 0600) instead of printing it")
+	add.MarkFlagRequired("admin-cred")
+	for _, s := range []*cobra.Command{initC, serve} {
+		s.Flags().StringVar(&dir, "dir", "", "the V-server's directory (required)")
+		s.MarkFlagRequired("dir")
+	}
+	c.AddCommand(initC, serve, add)
+	return c
+}

@@ -105,3 +105,13 @@ func (s *Server) remove(ids []wire.ID) (int, error) {
 	}
 	return n, nil
 }
+
+// Has reports whether the K-server holds a key for pair id (for checks and operators).
+func (s *Server) Has(id wire.ID) bool {
+	found := false
+	s.db.View(func(tx *bbolt.Tx) error {
+		found = tx.Bucket(bucketKeys).Get(id[:]) != nil
+		return nil
+	})
+	return found
+}

@@ -1,0 +1,138 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/peekaboo/client"
+	"github.com/veil-project/veil/internal/peekaboo/kserver"
+	"github.com/veil-project/veil/internal/peekaboo/vserver"
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+// TestMain lets the test binary serve a deployment in a child process, so the crash test
+// can SIGKILL both real servers mid-publication.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("VEIL_PKB_TEST_SERVE"); dir != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		d, err := Start(dir, Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "serve:", err)
+			os.Exit(1)
+		}
+		<-ctx.Done()
+		stop()
+		if err := d.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func startChild(t *testing.T, dir, vaddr string) *testutil.Process {
+	t.Setenv("VEIL_PKB_TEST_SERVE", dir)
+	p := testutil.Start(t, os.Args[0], "-test.run=^$")
+	os.Unsetenv("VEIL_PKB_TEST_SERVE")
+	testutil.WaitTCP(t, vaddr, 20*time.Second)
+	return p
+}
+
+// TestSIGKILLDuringBulkPublish kills both servers (SIGKILL) while an owner bulk-publishes,
+// restarts them from the same directories and checks that every acknowledged pair is on
+// both servers: its value and owner on the V-server (list), its key on the K-server, and
+// searchable.
+func TestSIGKILLDuringBulkPublish(t *testing.T) {
+	dir := t.TempDir()
+	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	if err := Init(dir, kaddr, vaddr); err != nil {
+		t.Fatal(err)
+	}
+	child := startChild(t, dir, vaddr)
+	admin, err := os.ReadFile(filepath.Join(dir, "vserver", vserver.FileAdminCred))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := client.AddUser(context.Background(), admin, "gina")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred, err = client.Join(cred); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total, chunk = 40000, 1000
+	pairs := make([]client.Pair, total)
+	for i := range pairs {
+		pairs[i] = client.Pair{Key: fmt.Sprintf("crash-%06d", i), Value: []byte(fmt.Sprintf("value-%06d", i))}
+	}
+	var acked atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Publish(context.Background(), pairs, chunk, func(n int) { acked.Store(int64(n)) })
+		done <- err
+	}()
+	for acked.Load() < 3*chunk {
+		select {
+		case err := <-done:
+			t.Fatalf("publication ended before the kill: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	child.Kill()
+	if err := <-done; err == nil {
+		t.Fatal("publication finished although the servers were killed")
+	}
+	c.Close()
+	n := int(acked.Load())
+	t.Logf("%d of %d pairs acknowledged before SIGKILL", n, total)
+
+	child = startChild(t, dir, vaddr)
+	c, err = client.New(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	list, err := c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]client.Listed{}
+	for _, p := range list {
+		byKey[p.Key] = p
+	}
+	for i := 0; i < n; i++ {
+		p, ok := byKey[pairs[i].Key]
+		if !ok || string(p.Value) != string(pairs[i].Value) {
+			t.Fatalf("acknowledged pair %d lost on the V-server", i)
+		}
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		r, err := c.Search(context.Background(), pairs[i].Key, client.SearchOptions{})
+		if err != nil || len(r.Found) != 1 || string(r.Found[0].Value) != string(pairs[i].Value) {
+			t.Fatalf("acknowledged pair %d not found after restart: %v", i, err)
+		}
+	}
+	child.Kill()
+	k, err := kserver.Open(filepath.Join(dir, "kserver"), kserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	for i := 0; i < n; i++ {
+		if !k.Has(byKey[pairs[i].Key].ID) {
+			t.Fatalf("acknowledged pair %d lost on the K-server", i)
+		}
+	}
+}

@@ -50,6 +50,7 @@ func startServe(t *testing.T, users ...string) *deployment {
 	ks, udp, st := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
 	d.storeAddr = st
 	args := []string{"serve", "--dir", d.dir, "--ks-listen", ks, "--ks-udp", udp, "--store-listen", st}
+	args = append(args, "--peekaboo-k-listen", testutil.Addr(testutil.FreePort(t)), "--peekaboo-v-listen", testutil.Addr(testutil.FreePort(t)))
 	for _, u := range users {
 		args = append(args, "--user", u)
 	}

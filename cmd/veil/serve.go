@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -50,8 +51,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "veil serve: key server https://%s (udp %s), storage service veil://%s, data in %s\n",
-				got.KSAddr, got.KSUDP, got.StoreAddr, dir)
+			fmt.Fprintf(os.Stderr, "veil serve: key server https://%s (udp %s), storage service veil://%s, peekaboo V-server https://%s, data in %s\n",
+				got.KSAddr, got.KSUDP, got.StoreAddr, allinone.PeekabooVAddr(got), dir)
 			return d.Wait()
 		},
 	}
@@ -60,6 +61,8 @@ Examples:
 	c.Flags().StringVar(&cfg.KSAddr, "ks-listen", allinone.DefaultConfig.KSAddr, "key server HTTPS address (first run only)")
 	c.Flags().StringVar(&cfg.KSUDP, "ks-udp", allinone.DefaultConfig.KSUDP, "key server UDP address (first run only)")
 	c.Flags().StringVar(&cfg.StoreAddr, "store-listen", allinone.DefaultConfig.StoreAddr, "storage service address (first run only)")
+	c.Flags().StringVar(&cfg.PkbKAddr, "peekaboo-k-listen", allinone.DefaultPkbKAddr, "Peekaboo K-server address (first run only)")
+	c.Flags().StringVar(&cfg.PkbVAddr, "peekaboo-v-listen", allinone.DefaultPkbVAddr, "Peekaboo V-server address (first run only)")
 	c.AddCommand(&cobra.Command{
 		Use:   "adduser NAME",
 		Short: "Register a user and write an invitation to <dir>/invites/NAME.invite",
@@ -98,5 +101,13 @@ func writeInvite(dir, user string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
-	return path, os.WriteFile(path, b, 0o600)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", err
+	}
+	// Peekaboo: the user's credential beside the invitation ('veil peekaboo join FILE').
+	pkb, err := allinone.AddPeekabooUser(context.Background(), dir, user)
+	if err != nil {
+		return "", fmt.Errorf("add peekaboo user %s: %w", user, err)
+	}
+	return path, os.WriteFile(filepath.Join(dir, "invites", user+".peekaboo"), pkb, 0o600)
 }

@@ -24,13 +24,16 @@ import (
 
 // Config is the deployment's addresses, fixed at Init (credentials carry them).
 type Config struct {
-	KSAddr    string `json:"ks_https"`  // key server HTTPS
-	KSUDP     string `json:"ks_udp"`    // key server UDP sessions
-	StoreAddr string `json:"store_tls"` // storage service
+	KSAddr    string `json:"ks_https"`             // key server HTTPS
+	KSUDP     string `json:"ks_udp"`               // key server UDP sessions
+	StoreAddr string `json:"store_tls"`            // storage service
+	PkbKAddr  string `json:"peekaboo_k,omitempty"` // Peekaboo K-server (default DefaultPkbKAddr)
+	PkbVAddr  string `json:"peekaboo_v,omitempty"` // Peekaboo V-server (default DefaultPkbVAddr)
 }
 
 // DefaultConfig listens on loopback only.
-var DefaultConfig = Config{KSAddr: "127.0.0.1:7443", KSUDP: "127.0.0.1:7444", StoreAddr: "127.0.0.1:7480"}
+var DefaultConfig = Config{KSAddr: "127.0.0.1:7443", KSUDP: "127.0.0.1:7444", StoreAddr: "127.0.0.1:7480",
+	PkbKAddr: DefaultPkbKAddr, PkbVAddr: DefaultPkbVAddr}
 
 const configFile = "allinone.json"
 
@@ -205,6 +208,9 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, erro
 		return fail("store", err)
 	}
 	g.Add("store", st, stl)
+	if err := addPeekaboo(&g, dir, cfg, log); err != nil {
+		return fail("peekaboo", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	d := &Deployment{Config: cfg, cancel: cancel, done: make(chan struct{})}
 	go func() { // one failing stops the other; both are closed once both have stopped

@@ -15,7 +15,8 @@ func TestDeploymentLifecycle(t *testing.T) {
 	if _, err := Init(dir, Config{KSAddr: "nonsense", KSUDP: "127.0.0.1:1", StoreAddr: "127.0.0.1:2"}); err == nil {
 		t.Fatal("a bad address was accepted")
 	}
-	cfg := Config{KSAddr: testutil.Addr(testutil.FreePort(t)), KSUDP: testutil.Addr(testutil.FreePort(t)), StoreAddr: testutil.Addr(testutil.FreePort(t))}
+	cfg := Config{KSAddr: testutil.Addr(testutil.FreePort(t)), KSUDP: testutil.Addr(testutil.FreePort(t)), StoreAddr: testutil.Addr(testutil.FreePort(t)),
+		PkbKAddr: testutil.Addr(testutil.FreePort(t)), PkbVAddr: testutil.Addr(testutil.FreePort(t))}
 	if _, err := Init(dir, cfg); err != nil {
 		t.Fatalf("init after a failed attempt: %v", err)
 	}

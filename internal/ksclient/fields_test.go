@@ -12,8 +12,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -499,4 +501,33 @@ func TestFieldsTLSVersion(t *testing.T) {
 	cl := k.client(u.cred, "https", ksclient.Options{URL: "https://" + l.Addr().String(), Timeout: fast.Timeout, Retries: fast.Retries})
 	_, err = cl.DeriveKeys(context.Background(), digestsN(1, "tls"))
 	wantIs(t, err, ksclient.ErrKSUnavailable, "protocol version")
+}
+
+// A redirect is an answer like any other status: the client does not follow it (it would
+// carry the request, without TLS if the target says http://, to wherever the answer points).
+func TestFieldsEvalRedirectNotFollowed(t *testing.T) {
+	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{})
+	u := issue(t, k, "alice")
+	var hits atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(plain.Close)
+	cert, err := tls.LoadX509KeyPair(k.dir+"/server.crt", k.dir+"/server.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}), ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	cl := k.client(u.cred, "https", ksclient.Options{URL: "https://" + l.Addr().String(), Timeout: fast.Timeout, Retries: fast.Retries})
+	_, err = cl.DeriveKeys(context.Background(), digestsN(1, "redirect"))
+	wantIs(t, err, ksclient.ErrBadResponse, "http 307")
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the client followed the redirect: %d plain-HTTP requests", n)
+	}
 }

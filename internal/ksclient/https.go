@@ -29,7 +29,10 @@ func newHTTPS(u *url.URL, tlsCfg *tls.Config, opts Options) *httpsTransport {
 	if !opts.HTTP2 {
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // HTTP/1.1 keep-alive
 	}
-	return &httpsTransport{base: u, hc: &http.Client{Transport: tr}}
+	// Redirects are not followed: they would carry requests wherever an answer points,
+	// without TLS if it says http://. A 3xx is an unexpected answer like any other.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &httpsTransport{base: u, hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}}
 }
 
 func (h *httpsTransport) endpoint(p string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dustin/go-humanize"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ func newBenchDuplessCommand() *cobra.Command {
 	var asJSON bool
 	var cfg benchdupless.Config
 	var maxSize int64
+	var maxSizeFlag string
 	c := &cobra.Command{
 		Use:   "dupless",
 		Short: "The DupLESS paper's client experiments: put breakdown, put/get vs plain, overhead",
@@ -38,15 +40,20 @@ Examples:
   veil bench dupless --json --max-size 4MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := humanize.ParseBytes(maxSizeFlag)
+			if err != nil {
+				return fmt.Errorf("--max-size %q: %w", maxSizeFlag, err)
+			}
+			maxSize = int64(n)
 			for _, s := range benchdupless.DefaultSizes {
 				if maxSize == 0 || s <= maxSize {
 					cfg.Sizes = append(cfg.Sizes, s)
 				}
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "experiment\twhat\tsize\tveil ms\tplain ms\tratio\tbytes sent\toverhead B\tpaper\t")
-			enc := json.NewEncoder(os.Stdout)
-			err := benchdupless.Run(cmd.Context(), cfg, func(r benchdupless.Row) {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			err = benchdupless.Run(cmd.Context(), cfg, func(r benchdupless.Row) {
 				if asJSON {
 					enc.Encode(r)
 					return
@@ -70,7 +77,7 @@ Examples:
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	c.Flags().IntVar(&cfg.Reps, "reps", 5, "runs per point (at least)")
 	c.Flags().DurationVar(&cfg.MinTime, "min-time", time.Second, "time per point (at least)")
-	c.Flags().Int64Var(&maxSize, "max-size", 0, "largest file size for fig6-7 in bytes (default: 64 MiB)")
+	c.Flags().StringVar(&maxSizeFlag, "max-size", "64MiB", "largest file size for fig6-7 (e.g. 4MiB, 1048576)")
 	return c
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,7 +51,7 @@ Examples:
 			if !asJSON && isTerminal(os.Stderr) {
 				fmt.Fprint(os.Stderr, "\r\033[K")
 			}
-			return printMLEBench(rows, suite, ghz, asJSON)
+			return printMLEBench(cmd.OutOrStdout(), rows, suite, ghz, asJSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
@@ -73,14 +74,14 @@ func runMLEBench(suite mle.Suite, ghz float64, progress func(done, total int)) [
 	return rows
 }
 
-func printMLEBench(rows []mlebench.Result, suite mle.Suite, ghz float64, asJSON bool) error {
+func printMLEBench(out io.Writer, rows []mlebench.Result, suite mle.Suite, ghz float64, asJSON bool) error {
 	hashName := map[mle.Suite]string{mle.SHA256: "SHA256", mle.BLAKE3: "BLAKE3"}[suite]
 	nsOf := map[string]float64{}
 	for _, r := range rows {
 		nsOf[r.Name+"/"+mlebench.SizeName(r.Size)] = r.NsPerOp
 	}
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(out)
 		for _, r := range rows {
 			if err := enc.Encode(struct {
 				mlebench.Result
@@ -92,8 +93,8 @@ func printMLEBench(rows []mlebench.Result, suite mle.Suite, ghz float64, asJSON 
 		}
 		return nil
 	}
-	fmt.Printf("suite %v, cycles/byte at %.2f GHz nominal\n", suite, ghz)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(out, "suite %v, cycles/byte at %.2f GHz nominal\n", suite, ghz)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "what\tsize\tMB/s\tcycles/byte\tvs hash+CTR limit\t")
 	for _, r := range rows {
 		ratio := ""

@@ -71,9 +71,9 @@ Examples:
 				return err
 			}
 			if o.json {
-				return json.NewEncoder(os.Stdout).Encode(map[string]any{"profile": o.dir(), "storage": cfg.Storage, "user": cfg.User})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"profile": o.dir(), "storage": cfg.Storage, "user": cfg.User})
 			}
-			fmt.Printf("created %s (storage %s)\nkeep a copy of that directory and your passphrase: without them your files cannot be read\n", o.dir(), cfg.Storage)
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s (storage %s)\nkeep a copy of that directory and your passphrase: without them your files cannot be read\n", o.dir(), cfg.Storage)
 			return nil
 		},
 	}
@@ -157,7 +157,7 @@ Examples:
 			defer done()
 			sum, err := cl.Put(cmd.Context(), srcs, dest)
 			ui.finish()
-			return o.report("stored", sum, err)
+			return o.report(cmd.OutOrStdout(), "stored", sum, err)
 		},
 	}
 	o.addFlags(c, true)
@@ -200,7 +200,7 @@ Examples:
 			defer done()
 			sum, err := cl.Get(cmd.Context(), src, dest)
 			ui.finish()
-			return o.report("retrieved", sum, err)
+			return o.report(cmd.OutOrStdout(), "retrieved", sum, err)
 		},
 	}
 	o.addFlags(c, true)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/veil-project/veil/internal/dupless"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -189,9 +188,9 @@ Example:
 				}
 				for _, h := range hits {
 					if o.json {
-						json.NewEncoder(os.Stdout).Encode(map[string]string{"path": h})
+						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"path": h})
 					} else {
-						fmt.Println(h)
+						fmt.Fprintln(cmd.OutOrStdout(), h)
 					}
 				}
 				if len(hits) == 0 && !o.json {
@@ -227,13 +226,13 @@ Examples:
 					return err
 				}
 				if o.json {
-					return json.NewEncoder(os.Stdout).Encode(res)
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 				}
 				verb := "removed"
 				if dry {
 					verb = "would remove"
 				}
-				fmt.Printf("%d records reference %d chunks; %s %d unreferenced chunks (%s); %d kept as too recent\n",
+				fmt.Fprintf(cmd.OutOrStdout(), "%d records reference %d chunks; %s %d unreferenced chunks (%s); %d kept as too recent\n",
 					res.Records, res.ChunksInUse, verb, res.ChunksRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
 				return nil
 			})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	c.Flags().BoolVar(&o.noRootCheck, "no-root-check", false, "warn instead of failing when the storage service shows a file, or a tree root, older than this device has seen (rollback)")
 	if transfers {
 		c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
-		c.Flags().IntVarP(&o.jobs, "jobs", "j", 0, "files transferred in parallel (default 16; at most 2 x cores of them over 1 MiB)")
+		c.Flags().IntVarP(&o.jobs, "jobs", "j", dupless.DefaultJobs(), "files transferred in parallel (at most 2 x cores of them over 1 MiB)")
 	}
 }
 
@@ -97,28 +98,28 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 }
 
 // report prints a transfer summary (text or JSON) and turns per-file failures into exit 3.
-func (o *clientFlags) report(verb string, s *dupless.Summary, err error) error {
+func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err error) error {
 	if err != nil && s == nil {
 		return err
 	}
 	perr := s.Err()
 	if o.json {
-		json.NewEncoder(os.Stdout).Encode(s)
+		json.NewEncoder(out).Encode(s)
 	} else if !o.quiet || perr != nil {
-		fmt.Printf("%s %d files, %d dirs, %d links, %s in %s", verb, s.Files, s.Dirs, s.Symlinks,
+		fmt.Fprintf(out, "%s %d files, %d dirs, %d links, %s in %s", verb, s.Files, s.Dirs, s.Symlinks,
 			humanBytes(s.Bytes), s.Duration.Round(1e6))
 		if verb == "stored" {
-			fmt.Printf(": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
+			fmt.Fprintf(out, ": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
 			if s.Unchanged > 0 {
-				fmt.Printf("; %d files unchanged (not read)", s.Unchanged)
+				fmt.Fprintf(out, "; %d files unchanged (not read)", s.Unchanged)
 			}
 			if s.Excluded > 0 {
-				fmt.Printf("; %d excluded", s.Excluded)
+				fmt.Fprintf(out, "; %d excluded", s.Excluded)
 			}
 		}
-		fmt.Println()
+		fmt.Fprintln(out)
 		for why, n := range s.Fallback {
-			fmt.Printf("%d files stored WITHOUT deduplication (random key): %s\n", n, why)
+			fmt.Fprintf(out, "%d files stored WITHOUT deduplication (random key): %s\n", n, why)
 		}
 	}
 	if err != nil {

@@ -43,15 +43,9 @@ Give alice.ks.json to alice (it holds her client certificate and the pinned KS k
 	return c
 }
 
-func ksDirFlag(f *pflag.FlagSet, dir *string) {
-	f.StringVar(dir, "dir", "", "key server directory (required)")
-}
-
-func needDir(dir string) error {
-	if dir == "" {
-		return fmt.Errorf("--dir is required")
-	}
-	return nil
+func ksDirFlag(c *cobra.Command, dir *string) {
+	c.Flags().StringVar(dir, "dir", "", "key server directory (required)")
+	c.MarkFlagRequired("dir")
 }
 
 func newKSInit() *cobra.Command {
@@ -74,9 +68,6 @@ Examples:
   veil keyserver init --dir ks --host ks.example.org --url https://ks.example.org:7443 --udp ks.example.org:7444`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needDir(dir); err != nil {
-				return err
-			}
 			if err := keyserver.Init(dir, o); err != nil {
 				return err
 			}
@@ -85,7 +76,7 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	ksDirFlag(f, &dir)
+	ksDirFlag(c, &dir)
 	f.StringVar(&o.Suite, "suite", "ristretto255", "OPRF suite: ristretto255 or rsa")
 	f.IntVar(&o.RSABits, "rsa-bits", 2048, "RSA modulus size for --suite rsa (at least 2048)")
 	f.StringSliceVar(&o.Hosts, "host", nil, "host names/IPs for the server certificate (default 127.0.0.1,::1,localhost)")
@@ -110,12 +101,6 @@ Example:
   veil keyserver client add alice --dir ks --out alice.ks.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := needDir(dir); err != nil {
-				return err
-			}
-			if out == "" {
-				return fmt.Errorf("--out is required")
-			}
 			if out == "-" {
 				b, err := keyserver.AddClient(dir, args[0], o)
 				if err == nil {
@@ -126,8 +111,9 @@ Example:
 			return keyserver.AddClientFile(dir, args[0], out, o)
 		},
 	}
-	ksDirFlag(add.Flags(), &dir)
+	ksDirFlag(add, &dir)
 	add.Flags().StringVar(&out, "out", "", "credential file to write, or - for stdout (required)")
+	add.MarkFlagRequired("out")
 	add.Flags().StringVar(&o.URL, "url", "", "HTTPS URL to record (default: the one given at init)")
 	add.Flags().StringVar(&o.UDP, "udp", "", "UDP address to record (default: the one given at init)")
 	add.Flags().DurationVar(&o.Validity, "valid", 365*24*time.Hour, "certificate lifetime")
@@ -138,9 +124,6 @@ Example:
 		Short: "List clients and whether they are revoked",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needDir(dir); err != nil {
-				return err
-			}
 			cs, err := keyserver.ListClients(dir)
 			if err != nil {
 				return err
@@ -160,7 +143,7 @@ Example:
 			return tw.Flush()
 		},
 	}
-	ksDirFlag(list.Flags(), &dir)
+	ksDirFlag(list, &dir)
 	list.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 
 	revoke := &cobra.Command{
@@ -168,13 +151,10 @@ Example:
 		Short: "Revoke a client: a running server refuses it within a second",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := needDir(dir); err != nil {
-				return err
-			}
 			return keyserver.RevokeClient(dir, args[0])
 		},
 	}
-	ksDirFlag(revoke.Flags(), &dir)
+	ksDirFlag(revoke, &dir)
 	c.AddCommand(add, list, revoke)
 	return c
 }
@@ -190,9 +170,6 @@ use. Old keys stay in the ring and keep answering, so data whose key records nam
 still be derived. A running server picks the change up within a second.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needDir(dir); err != nil {
-				return err
-			}
 			id, err := keyserver.Rotate(dir, bits)
 			if err != nil {
 				return err
@@ -201,7 +178,7 @@ still be derived. A running server picks the change up within a second.`,
 			return nil
 		},
 	}
-	ksDirFlag(c.Flags(), &dir)
+	ksDirFlag(c, &dir)
 	c.Flags().IntVar(&bits, "rsa-bits", 2048, "RSA modulus size (rsa suite)")
 	return c
 }
@@ -237,9 +214,6 @@ Examples:
   veil keyserver serve --dir ks --ratelimit-store redis://10.0.0.5:6379/0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needDir(dir); err != nil {
-				return err
-			}
 			var lv slog.Level
 			if err := lv.UnmarshalText([]byte(level)); err != nil {
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
@@ -249,7 +223,7 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	ksDirFlag(f, &dir)
+	ksDirFlag(c, &dir)
 	f.StringVar(&cfg.HTTPSAddr, "https", "127.0.0.1:7443", "HTTPS listen address")
 	f.StringVar(&cfg.UDPAddr, "udp", "127.0.0.1:7444", "UDP listen address ('-' for none)")
 	rateFlags(f, &cfg.RateLimit)
@@ -341,9 +315,6 @@ Examples:
   veil bench ks --cred bench.ks.json --transport udp --rate 3000 --duration 10s --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cred == "" {
-				return fmt.Errorf("--cred is required")
-			}
 			b, err := os.ReadFile(cred)
 			if err != nil {
 				return err
@@ -367,6 +338,7 @@ Examples:
 	}
 	f := c.Flags()
 	f.StringVar(&cred, "cred", "", "credential file from 'veil keyserver client add' (required)")
+	c.MarkFlagRequired("cred")
 	f.StringVar(&o.URL, "addr", "", "key server HTTPS address override: host:port or https://host:port")
 	f.StringVar(&o.UDPAddr, "udp-addr", "", "UDP address override")
 	f.StringVar(&o.Transport, "transport", "https", "https or udp")

@@ -138,7 +138,7 @@ Example:
 			if err := oblivisync.ChangePassphrase(f.backend, old, nw); err != nil {
 				return err
 			}
-			fmt.Printf("passphrase of %s changed\n", f.backend)
+			fmt.Fprintf(cmd.OutOrStdout(), "passphrase of %s changed\n", f.backend)
 			return nil
 		},
 	}
@@ -212,7 +212,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			out := json.NewEncoder(os.Stdout)
+			out := json.NewEncoder(cmd.OutOrStdout())
 			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir}, epochs, drain, maxEpochs,
 				func(r oblivisync.EpochReport) {
 					if asJSON {
@@ -223,7 +223,7 @@ Examples:
 				return err
 			}
 			if !asJSON {
-				fmt.Printf("epoch %d: %d bytes pending in %d files; %.1f%% full\n", st.Epoch, st.PendingBytes, st.PendingInodes, 100*float64(st.Used)/float64(st.Capacity))
+				fmt.Fprintf(cmd.OutOrStdout(), "epoch %d: %d bytes pending in %d files; %.1f%% full\n", st.Epoch, st.PendingBytes, st.PendingInodes, 100*float64(st.Used)/float64(st.Capacity))
 			}
 			return nil
 		},
@@ -259,14 +259,14 @@ Example:
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(os.Stdout).Encode(st)
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
 			}
-			fmt.Printf("backend   %s (%d files x %d bytes, k=%d, t=%s)\n", st.Backend, st.Files, st.FileSize, st.K, st.DripTime)
-			fmt.Printf("epoch     %d\ninodes    %d\nfill      %.2f%% (%d of %d bytes)\n", st.Epoch, st.Inodes, 100*st.Fill, st.Used, st.Capacity)
+			fmt.Fprintf(cmd.OutOrStdout(), "backend   %s (%d files x %d bytes, k=%d, t=%s)\n", st.Backend, st.Files, st.FileSize, st.K, st.DripTime)
+			fmt.Fprintf(cmd.OutOrStdout(), "epoch     %d\ninodes    %d\nfill      %.2f%% (%d of %d bytes)\n", st.Epoch, st.Inodes, 100*st.Fill, st.Used, st.Capacity)
 			if st.Writer == nil {
-				fmt.Printf("writer    no local writer state in %s\n", st.StateDir)
+				fmt.Fprintf(cmd.OutOrStdout(), "writer    no local writer state in %s\n", st.StateDir)
 			} else {
-				fmt.Printf("buffer    %v bytes pending in %v files (journal %v bytes, as of %v)\n", st.Writer["pending_bytes"], st.Writer["pending_inodes"], st.Writer["journal_bytes"], st.Writer["updated"])
+				fmt.Fprintf(cmd.OutOrStdout(), "buffer    %v bytes pending in %v files (journal %v bytes, as of %v)\n", st.Writer["pending_bytes"], st.Writer["pending_inodes"], st.Writer["journal_bytes"], st.Writer["updated"])
 			}
 			return nil
 		},
@@ -307,7 +307,7 @@ Examples:
 			if paper {
 				c.Files, c.FileSize, c.Runs = 1024, 1<<20, 3
 			}
-			out := json.NewEncoder(os.Stdout)
+			out := json.NewEncoder(cmd.OutOrStdout())
 			return osbench.Run(c, names, bufferEpochs, int64(fuseMB)<<20, func(r osbench.Row) {
 				if asJSON {
 					out.Encode(r)
@@ -325,7 +325,7 @@ Examples:
 						fmt.Fprintf(&b, " %s=%v", k, fmtVal(r[k]))
 					}
 				}
-				fmt.Println(b.String())
+				fmt.Fprintln(cmd.OutOrStdout(), b.String())
 			})
 		},
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/profile"
@@ -45,9 +44,9 @@ Examples:
 				return err
 			}
 			if o.json {
-				return json.NewEncoder(os.Stdout).Encode(map[string]any{"profile": o.dir(), "changed": true})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"profile": o.dir(), "changed": true})
 			}
-			fmt.Printf("passphrase of %s changed; the key and your files are unchanged\n", o.dir())
+			fmt.Fprintf(cmd.OutOrStdout(), "passphrase of %s changed; the key and your files are unchanged\n", o.dir())
 			return nil
 		},
 	}

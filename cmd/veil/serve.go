@@ -70,7 +70,7 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := writeInvite(dir, args[0])
 			if err == nil {
-				fmt.Println(path)
+				fmt.Fprintln(cmd.OutOrStdout(), path)
 			}
 			return err
 		},
@@ -83,7 +83,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(os.Stdout).Encode(st)
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
 		},
 	})
 	return c

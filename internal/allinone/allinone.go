@@ -101,7 +101,8 @@ func LoadConfig(dir string) (Config, error) {
 
 // AddUser registers name with the key server and the storage service and returns the
 // user's invitation file. The store must not be running in another process (its database
-// is locked); use the running server's admin API for that (AddUserOnline).
+// is locked); a running store takes new users through its admin API (POST /v1/users,
+// docs/formats/store-api.md).
 func AddUser(dir, name string) ([]byte, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {

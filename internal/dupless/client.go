@@ -24,7 +24,7 @@ import (
 // HCE2 over the default suite, compression on, 16 parallel transfers.
 type Options struct {
 	Keys        mle.KeyDeriver // the key server client; nil stores under random keys
-	Jobs        int            // files transferred in parallel (default 16; at most 2 x cores over 1 MiB)
+	Jobs        int            // files transferred in parallel (default DefaultJobs(); at most 2 x cores of them over 1 MiB)
 	NoCompress  bool           // skip zstd
 	Force       bool           // put reads every file, even those whose size, mtime and mode match what is stored
 	Exclude     []string       // put skips entries whose name, or path below a PATH argument, matches (filepath.Match)
@@ -75,7 +75,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 		return nil, err
 	}
 	if opts.Jobs <= 0 {
-		opts.Jobs = max(16, 2*runtime.NumCPU())
+		opts.Jobs = DefaultJobs()
 	}
 	if opts.Scheme == 0 {
 		opts.Scheme = mle.HCE2
@@ -106,6 +106,10 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// DefaultJobs is the number of files transferred in parallel unless Options.Jobs says
+// otherwise: 16, or twice the number of cores if that is more.
+func DefaultJobs() int { return max(16, 2*runtime.NumCPU()) }
 
 // mleFor is the MLE instance for an n-byte message: the configured suite, or else the
 // faster one for that size (mle.SuiteFor).

@@ -20,7 +20,7 @@ const (
 const (
 	flagCompressed = 1 << 0 // the MLE message is the zstd frame of the chunk
 	flagRandomKey  = 1 << 1 // the key server failed: K is random (no dedup)
-	flagInline     = 1 << 2 // stored as "<encname>.ctxt", not in the chunk area
+	flagInline     = 1 << 2 // reserved (docs/formats/key-record.md): never written; accepted on read only in a one-chunk record
 	knownFlags     = flagCompressed | flagRandomKey | flagInline
 )
 

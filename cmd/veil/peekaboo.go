@@ -96,6 +96,9 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 				return err
 			}
 			defer cl.Close()
+			if err := cl.RegisterClientKey(cmd.Context()); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: client key not registered yet (%v); run join again when the V-server is up to receive pseudonyms\n", err)
+			}
 			return o.print(cmd.OutOrStdout(), map[string]string{"credential": path, "user": cl.User(), "kserver_fingerprint": cl.KServerFingerprint()},
 				fmt.Sprintf("stored %s for %s; K-server key fingerprint %s (compare it with the K-server operator's)\n", path, cl.User(), cl.KServerFingerprint()))
 		},
@@ -106,7 +109,7 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 
 func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
 	var from string
-	var acl []string
+	var acl, pseudFor []string
 	c := &cobra.Command{
 		Use:   "publish KEY VALUE | --from FILE",
 		Short: "Publish key-value pairs (the key goes sealed to the K-server, the value to the V-server)",
@@ -117,7 +120,8 @@ acknowledged chunk is durable on both servers.
 
   veil peekaboo publish holiday.jpg nas:/photos/2026/holiday.jpg
   veil peekaboo publish plan.txt host-b:/plans --acl bob --acl carol
-  veil peekaboo publish --from pairs.tsv --json`,
+  veil peekaboo publish --from pairs.tsv --json
+  veil peekaboo publish salary.xls hr:/x --pseudonym-for bob   # K-server enforced, see --pseudonyms`,
 		Args: cobra.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var pairs []client.Pair
@@ -137,6 +141,18 @@ acknowledged chunk is durable on both servers.
 				return fmt.Errorf("give KEY VALUE, or --from FILE")
 			}
 			return o.with(func(c *client.Client) error {
+				for _, name := range pseudFor {
+					if err := c.Grant(cmd.Context(), name); err != nil {
+						return fmt.Errorf("grant a pseudonym to %s: %w", name, err)
+					}
+					pub, err := c.PseudonymPub(name)
+					if err != nil {
+						return err
+					}
+					for i := range pairs {
+						pairs[i].Pseudonyms = append(pairs[i].Pseudonyms, pub)
+					}
+				}
 				n, err := c.Publish(cmd.Context(), pairs, 0, nil)
 				if err != nil {
 					return fmt.Errorf("published %d of %d pairs: %w", n, len(pairs), err)
@@ -147,6 +163,7 @@ acknowledged chunk is durable on both servers.
 	}
 	c.Flags().StringVar(&from, "from", "", "read KEY<TAB>VALUE lines from this file ('-': stdin)")
 	c.Flags().StringArrayVar(&acl, "acl", nil, "client allowed to see the values (repeatable; default everyone registered)")
+	c.Flags().StringArrayVar(&pseudFor, "pseudonym-for", nil, "K-server access control: only this client's pseudonym matches the pairs (repeatable, at most 8)")
 	return c
 }
 
@@ -223,6 +240,7 @@ func newPkbListCommand(o *pkbFlags) *cobra.Command {
 
 func newPkbSearchCommand(o *pkbFlags) *cobra.Command {
 	var so client.SearchOptions
+	var pseud, refresh bool
 	c := &cobra.Command{
 		Use:   "search QUERY [--substring] [--advanced] [--limit N]",
 		Short: "Search keys: exact (default) or substring; values you may see come back",
@@ -233,10 +251,18 @@ K-server's first matches; V-server ACLs are applied after).
 
   veil peekaboo search holiday.jpg
   veil peekaboo search holiday --substring --advanced --limit 20
-  veil peekaboo search report --substring --json`,
+  veil peekaboo search report --substring --json
+  veil peekaboo search salary.xls --pseudonyms`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(func(c *client.Client) error {
+				if pseud || refresh {
+					ps, err := c.CachedPseudonyms(cmd.Context(), o.dir(), refresh)
+					if err != nil {
+						return err
+					}
+					so.Pseudonyms = ps
+				}
 				r, err := c.Search(cmd.Context(), args[0], so)
 				if err != nil {
 					return err
@@ -267,5 +293,7 @@ K-server's first matches; V-server ACLs are applied after).
 	c.Flags().BoolVar(&so.Substring, "substring", false, "match keys containing QUERY (default: equal to it)")
 	c.Flags().BoolVar(&so.Advanced, "advanced", false, "also return the matched keys")
 	c.Flags().IntVar(&so.Limit, "limit", 100, "most results (1..1000)")
+	c.Flags().BoolVar(&pseud, "pseudonyms", false, "prove the pseudonyms owners granted you (cached in the profile)")
+	c.Flags().BoolVar(&refresh, "refresh-pseudonyms", false, "fetch and open your pseudonym grants again (implies --pseudonyms)")
 	return c
 }

@@ -50,7 +50,7 @@ func New(cred []byte) (*Client, error) {
 		http: &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16}}}, nil
 }
 
-// Join returns cred with a fresh owner key added (unchanged if it has one).
+// Join returns cred with a fresh owner key and client key added (those it lacks).
 func Join(cred []byte) ([]byte, error) {
 	c, _, err := wire.ParseUserCred(cred)
 	if err != nil {
@@ -60,6 +60,17 @@ func Join(cred []byte) ([]byte, error) {
 		k := make([]byte, wire.SecretBytes)
 		rand.Read(k)
 		c.OwnerKey = base64.RawURLEncoding.EncodeToString(k)
+	}
+	if c.ClientKey == "" {
+		k, err := wire.GenerateKServerKey()
+		if err != nil {
+			return nil, err
+		}
+		kb, err := k.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		c.ClientKey = base64.StdEncoding.EncodeToString(kb)
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	return append(b, '\n'), err

@@ -1,10 +1,14 @@
 package client
 
 import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/veil-project/veil/internal/atomicfile"
 )
@@ -39,4 +43,33 @@ func Save(dir string, cred []byte, force bool) (string, error) {
 		return "", err
 	}
 	return path, atomicfile.Write(path, b, 0o600, true)
+}
+
+// PseudonymCache is the file in the profile caching opened pseudonym grants.
+const PseudonymCache = "peekaboo.pseudonyms"
+
+// CachedPseudonyms returns the client's pseudonyms from the profile's cache, fetching and
+// opening the grants (and rewriting the cache) when there is none or refresh is set.
+func (c *Client) CachedPseudonyms(ctx context.Context, dir string, refresh bool) ([]ed25519.PrivateKey, error) {
+	path := filepath.Join(dir, PseudonymCache)
+	if b, err := os.ReadFile(path); err == nil && !refresh {
+		var out []ed25519.PrivateKey
+		for _, line := range strings.Fields(string(b)) {
+			seed, err := base64.StdEncoding.DecodeString(line)
+			if err != nil || len(seed) != ed25519.SeedSize {
+				return nil, fmt.Errorf("%s: not a pseudonym cache (delete it or use --refresh-pseudonyms)", path)
+			}
+			out = append(out, ed25519.NewKeyFromSeed(seed))
+		}
+		return out, nil
+	}
+	ps, err := c.FetchPseudonyms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(base64.StdEncoding.EncodeToString(p.Seed()) + "\n")
+	}
+	return ps, atomicfile.Write(path, []byte(b.String()), 0o600, true)
 }

@@ -24,6 +24,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/unpublish", s.user("unpublish", s.handleUnpublish))
 	mux.HandleFunc("GET /v1/pairs", s.user("list", s.handleList))
 	mux.HandleFunc("POST /v1/admin/users", s.user("adduser", s.handleAddUser))
+	mux.HandleFunc("PUT /v1/clientkey", s.user("clientkey", s.handlePutClientKey))
+	mux.HandleFunc("GET /v1/clientkey/{name}", s.user("clientkey", s.handleGetClientKey))
+	mux.HandleFunc("POST /v1/grants", s.user("grant", s.handlePutGrant))
+	mux.HandleFunc("GET /v1/grants", s.user("grants", s.handleGetGrants))
 	mux.HandleFunc("GET /v1/kserver-key", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(s.kkey + "\n")) })
 	return mux
 }

@@ -26,6 +26,7 @@ type UserCred struct {
 	CA         string `json:"ca"`
 	KServerKey string `json:"kserver_key"`
 	OwnerKey   string `json:"owner_key,omitempty"`
+	ClientKey  string `json:"client_key,omitempty"` // HPKE private key for pseudonym grants (base64)
 }
 
 func credErr(what, format string, a ...any) error {
@@ -97,11 +98,28 @@ func ParseUserCred(b []byte) (*UserCred, *KServerPub, error) {
 			return nil, nil, err
 		}
 	}
+	if c.ClientKey != "" {
+		if _, err := c.ClientKeyPair(); err != nil {
+			return nil, nil, credErr(what, "client_key: %v", err)
+		}
+	}
 	pub, err := checkCommon(what, c.Endpoint, c.CA, c.KServerKey)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &c, pub, nil
+}
+
+// ClientKeyPair decodes the client's HPKE key (nil when absent).
+func (c *UserCred) ClientKeyPair() (*KServerKey, error) {
+	if c.ClientKey == "" {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(c.ClientKey)
+	if err != nil {
+		return nil, err
+	}
+	return ParseKServerKey(b)
 }
 
 // OwnerKeyBytes decodes the owner key (nil when absent).

@@ -122,6 +122,8 @@ var parsers = map[string]func([]byte) ([]byte, error){
 		}
 		return MarshalUserRecord(u), nil
 	},
+	"grant":  func(b []byte) ([]byte, error) { m, err := ParseGrant(b); return marshalOr(m, err) },
+	"grants": func(b []byte) ([]byte, error) { m, err := ParseGrants(b); return marshalOr(m, err) },
 	"kserver_pub": func(b []byte) ([]byte, error) {
 		p, err := ParseKServerPub(b)
 		if err != nil {
@@ -166,6 +168,8 @@ func samples() []encVec {
 		{"key_record:one", hex.EncodeToString(MarshalKeyRecord(&KeyItem{Key: "k", Pseudonyms: [][32]byte{{1}}}))},
 		{"pair_record:one", hex.EncodeToString(MarshalPairRecord(&PairRecord{Owner: "alice", Value: []byte("v"), ACL: []string{"bob"}, OwnerBlob: []byte{2}}))},
 		{"user_record:admin", hex.EncodeToString(MarshalUserRecord(user))},
+		{"grant:one", hex.EncodeToString((&Grant{To: "bob", Sealed: []byte{1, 2}}).Marshal())},
+		{"grants:two", hex.EncodeToString((&Grants{Sealed: [][]byte{{1}, {2, 3}}}).Marshal())},
 	}
 }
 

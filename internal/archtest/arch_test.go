@@ -25,7 +25,7 @@ var rules = map[string][]string{
 	"internal/mle/mlebench":  {"cmd"},
 	"internal/metal/circuit": {"internal/metal/twopc", "internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
 	"internal/metal/ac":      {"internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
-	"internal/metal/oram":    {"internal/metal/twopc", "internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
+	"internal/metal/oram":    {"internal/metal/ac", "internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
 	"internal/metal/twopc":   {"internal/storage", "internal/store", "internal/profile", "internal/allinone", "internal/oblivisync", "internal/dupless", "cmd"},
 	"internal/pki":           {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "internal/server", "cmd"},
 	"internal/sealedkey":     {"internal/mle", "internal/oprf", "internal/storage", "internal/store", "internal/dupless", "internal/ksclient", "internal/keyserver", "internal/oblivisync", "internal/allinone", "internal/server", "internal/pki", "cmd"},

@@ -2,13 +2,18 @@
 // Shi 2015) with buckets of 3 blocks, a bounded stash and two evictions per access on
 // reverse-lexicographic paths.
 //
-// This first piece is the plain reference: Tree runs the algorithm in the clear. It is
-// (1) the oracle the 2PC circuits of IndexORAM will be tested against gate for gate (same
-// leaves in, same tree out), (2) the fast in-memory mode for the stash-bound test over 10^5
-// accesses, and (3) where Section 5.6's tracking will be checked (which slot each block
-// moves to during an eviction). It keeps no position map: the caller supplies each access's
-// current and new leaf (the recursion of Section 5.3 supplies them from the next smaller
-// tree; tests keep a plain map).
+// Two forms of the same algorithm:
+//
+//   - Tree runs it in the clear: the oracle the 2PC form is tested against slot for slot
+//     (same leaves in, same tree out), the fast in-memory mode for the stash-bound test over
+//     10^5 accesses, and where Section 5.6's tracking will be checked.
+//   - Party runs it inside 2PC (internal/metal/twopc) on a tree held as XOR shares (Share):
+//     per access one read Run (find, remove and re-insert the block with a fresh random leaf
+//     from both parties' random shares) and two eviction Runs (EvictOnceFast as a circuit,
+//     mirroring evict.go line for line). Path leaves are public, as in Circuit ORAM.
+//
+// Neither keeps a position map: the caller supplies each access's current leaf (the
+// recursion of Section 5.3 will supply it from the next smaller tree; tests keep a map).
 //
 // Terms:
 //
@@ -18,6 +23,9 @@
 //	       entry in IndexORAM's inner trees; the last tree's blocks carry no file data,
 //	       which lives in DataORAM)
 //
-// Layering: a protocols package; standard library only. It must not import twopc,
-// storage, services or cmd.
+// Still to build (issue 12): the recursion (position-map trees), one Run per access instead
+// of three, the tracking of Section 5.6, and persistence of the shares.
+//
+// Layering: a protocols package. It imports internal/metal/circuit and internal/metal/twopc;
+// it must not import storage, services, other systems or cmd.
 package oram

@@ -100,11 +100,17 @@ func (t *Tree) Access(id, leaf, newLeaf uint64, update func(uint64) uint64) (uin
 
 // nextEvictionLeaf is the reverse-lexicographic order of Gentry et al. used by Circuit ORAM.
 func (t *Tree) nextEvictionLeaf() uint64 {
-	g := t.evicts % t.Leaves()
+	l := evictionLeaf(t.evicts, t.D)
 	t.evicts++
+	return l
+}
+
+// evictionLeaf is the g-th eviction path: the D-bit reversal of g mod 2^D.
+func evictionLeaf(g uint64, d int) uint64 {
+	g %= 1 << d
 	var r uint64
-	for i := 0; i < t.D; i++ {
-		r |= (g >> uint(i) & 1) << uint(t.D-1-i)
+	for i := 0; i < d; i++ {
+		r |= (g >> uint(i) & 1) << uint(d-1-i)
 	}
 	return r
 }

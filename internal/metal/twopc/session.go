@@ -100,6 +100,9 @@ func NewSession(conn io.ReadWriter, role Role, rnd io.Reader) (*Session, error) 
 	return s, nil
 }
 
+// Role is this party's role.
+func (s *Session) Role() Role { return s.role }
+
 // Stats returns the work done so far.
 func (s *Session) Stats() Stats { return s.stats }
 

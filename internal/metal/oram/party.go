@@ -1,0 +1,130 @@
+package oram
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/veil-project/veil/internal/metal/circuit"
+	"github.com/veil-project/veil/internal/metal/twopc"
+)
+
+// Share is one server's XOR share of a whole tree: its stash and every bucket (heap order,
+// node 1 the root), as bits in the Layout's encoding. Two all-zero shares are the empty
+// tree.
+type Share struct {
+	L       Layout
+	Stash   []bool
+	Buckets [][]bool
+}
+
+// NewShare returns the share of an empty tree.
+func NewShare(l Layout) (*Share, error) {
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
+	s := &Share{L: l, Stash: make([]bool, l.Stash*l.BlockBits()), Buckets: make([][]bool, 1<<(l.D+1))}
+	for i := 1; i < len(s.Buckets); i++ {
+		s.Buckets[i] = make([]bool, BucketSize*l.BlockBits())
+	}
+	return s, nil
+}
+
+func (s *Share) path(leaf uint64) []bool {
+	var p []bool
+	for d := 0; d <= s.L.D; d++ {
+		p = append(p, s.Buckets[1<<d|leaf>>(s.L.D-d)]...)
+	}
+	return p
+}
+
+func (s *Share) setPath(leaf uint64, p []bool) {
+	n := BucketSize * s.L.BlockBits()
+	for d := 0; d <= s.L.D; d++ {
+		copy(s.Buckets[1<<d|leaf>>(s.L.D-d)], p[d*n:(d+1)*n])
+	}
+}
+
+// Party runs accesses on one tree held as XOR shares by the two servers. Both servers call
+// Access with the same public leaf and their own shares, in the same order.
+type Party struct {
+	sess        *twopc.Session
+	sh          *Share
+	read, evict *circuit.Circuit
+	rnd         io.Reader
+	evicts      uint64
+}
+
+// NewParty builds the layout's circuits. rnd supplies this party's share of each new leaf.
+func NewParty(sess *twopc.Session, sh *Share, rnd io.Reader) (*Party, error) {
+	r, err := sh.L.readCircuit()
+	if err != nil {
+		return nil, err
+	}
+	e, err := sh.L.evictCircuit()
+	if err != nil {
+		return nil, err
+	}
+	return &Party{sess: sess, sh: sh, read: r, evict: e, rnd: rnd}, nil
+}
+
+// Share returns this party's current share of the tree.
+func (p *Party) Share() *Share { return p.sh }
+
+// AccessResult is this party's share of an access's outputs.
+type AccessResult struct {
+	Old     []bool // share of the block's previous value
+	Found   bool   // share of "the block existed"
+	NewLeaf []bool // share of the leaf the block now belongs to
+}
+
+// Access reads block id on the path to the public leaf (and the stash), replaces its value
+// by value if write, gives it a fresh random leaf, and runs the two evictions. id, write and
+// value are this party's shares.
+func (p *Party) Access(leaf uint64, id []bool, write bool, value []bool) (AccessResult, error) {
+	l := p.sh.L
+	if leaf >= 1<<l.D || len(id) != l.IDBits || len(value) != l.ValueBits {
+		return AccessResult{}, fmt.Errorf("oram: access with leaf %d, %d id bits, %d value bits", leaf, len(id), len(value))
+	}
+	rl := make([]byte, 8)
+	if _, err := io.ReadFull(p.rnd, rl); err != nil {
+		return AccessResult{}, err
+	}
+	in := append(append([]bool{}, p.sh.Stash...), p.sh.path(leaf)...)
+	in = append(append(in, id...), circuit.BytesToBits(rl)[:l.D]...)
+	in = append(append(in, write), value...)
+	out, err := p.sess.Run(p.read, in)
+	if err != nil {
+		return AccessResult{}, err
+	}
+	ns, np := l.Stash*l.BlockBits(), (l.D+1)*BucketSize*l.BlockBits()
+	rest := out[ns+np:]
+	if rest[len(rest)-1] {
+		return AccessResult{}, ErrStashOverflow
+	}
+	copy(p.sh.Stash, out[:ns])
+	p.sh.setPath(leaf, out[ns:ns+np])
+	res := AccessResult{Old: rest[:l.ValueBits], Found: rest[l.ValueBits], NewLeaf: rest[l.ValueBits+1 : l.ValueBits+1+l.D]}
+	for i := 0; i < 2; i++ {
+		if err := p.evictOnce(evictionLeaf(p.evicts, l.D)); err != nil {
+			return AccessResult{}, err
+		}
+		p.evicts++
+	}
+	return res, nil
+}
+
+func (p *Party) evictOnce(leaf uint64) error {
+	var in []bool
+	if p.sess.Role() == twopc.Garbler {
+		in = circuit.Uint64ToBits(leaf, p.sh.L.D)
+	}
+	in = append(append(in, p.sh.Stash...), p.sh.path(leaf)...)
+	out, err := p.sess.Run(p.evict, in)
+	if err != nil {
+		return err
+	}
+	ns := len(p.sh.Stash)
+	copy(p.sh.Stash, out[:ns])
+	p.sh.setPath(leaf, out[ns:])
+	return nil
+}

@@ -10,7 +10,9 @@ import (
 	"github.com/veil-project/veil/internal/metal/twopc"
 )
 
-func sessions(t *testing.T) (*twopc.Session, *twopc.Session) {
+func sessions(t *testing.T) (*twopc.Session, *twopc.Session) { return sessionsB(t) }
+
+func sessionsB(t testing.TB) (*twopc.Session, *twopc.Session) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

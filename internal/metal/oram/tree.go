@@ -70,32 +70,55 @@ func (t *Tree) deepest(x, l uint64) int {
 // to its value (0 for a block never written), reinserts it with newLeaf and runs two
 // evictions. It returns the old value and whether the block existed.
 func (t *Tree) Access(id, leaf, newLeaf uint64, update func(uint64) uint64) (uint64, bool, error) {
+	old, found, _, err := t.AccessTracked(id, leaf, newLeaf, update)
+	return old, found, err
+}
+
+// AccessTracked is Access that also reports how blocks moved (paper Sections 5.5-5.6), in
+// terms of slots: the slots of the stash and of one path, numbered in level order (stash
+// slots 0..Stash-1, then the root bucket's 3 slots, ..., the leaf bucket's last).
+func (t *Tree) AccessTracked(id, leaf, newLeaf uint64, update func(uint64) uint64) (uint64, bool, Trace, error) {
+	tr := Trace{Leaf: leaf, From: -1}
 	if leaf >= t.Leaves() || newLeaf >= t.Leaves() {
-		return 0, false, fmt.Errorf("oram: leaf out of range")
+		return 0, false, tr, fmt.Errorf("oram: leaf out of range")
 	}
 	var old uint64
 	found := false
+	slot := 0
 	for k := 0; k <= t.D+1; k++ {
 		lv := t.level(leaf, k)
 		for i := range lv {
 			if lv[i].Valid && lv[i].ID == id {
 				old, found = lv[i].Value, true
 				lv[i] = Block{}
+				tr.From = slot
 			}
+			slot++
 		}
 	}
-	if !put(t.stash, Block{Valid: true, ID: id, Leaf: newLeaf, Value: update(old)}) {
-		return 0, false, ErrStashOverflow
+	tr.To = -1
+	for i := range t.stash {
+		if !t.stash[i].Valid {
+			t.stash[i] = Block{Valid: true, ID: id, Leaf: newLeaf, Value: update(old)}
+			tr.To = i
+			break
+		}
+	}
+	if tr.To < 0 {
+		return 0, false, tr, ErrStashOverflow
 	}
 	for i := 0; i < 2; i++ {
-		if err := t.evictOnce(t.nextEvictionLeaf()); err != nil {
-			return 0, false, err
+		l := t.nextEvictionLeaf()
+		before := t.slotIDs(l)
+		if err := t.evictOnce(l); err != nil {
+			return 0, false, tr, err
 		}
+		tr.Evictions[i] = EvictionTrace{Leaf: l, Perm: trackPermutation(before, t.slotIDs(l))}
 	}
 	if n := t.StashLoad(); n > t.maxSeen {
 		t.maxSeen = n
 	}
-	return old, found, nil
+	return old, found, tr, nil
 }
 
 // nextEvictionLeaf is the reverse-lexicographic order of Gentry et al. used by Circuit ORAM.

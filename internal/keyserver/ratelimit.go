@@ -52,9 +52,9 @@ func (r RateLimit) check() error {
 	return nil
 }
 
-// Store keeps rate-limit state. Implementations: bbolt (one KS, survives restarts) and
+// RateStore keeps rate-limit state. Implementations: bbolt (one KS, survives restarts) and
 // Redis (shared by replicas). All methods are safe for concurrent use.
-type Store interface {
+type RateStore interface {
 	// Take adds n to client's count for epoch if the result stays within limit.
 	Take(ctx context.Context, client string, epoch, n, limit int64) (bool, error)
 	// Lock marks client as having a query in flight; false if one already is. The mark
@@ -83,7 +83,7 @@ func expStep(lastEpoch, cur int64, epoch int64, n int, start, max time.Duration)
 // limiter applies a RateLimit through a Store.
 type limiter struct {
 	p     RateLimit
-	st    Store
+	st    RateStore
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
 }

@@ -136,7 +136,7 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
-	var st Store
+	var st RateStore
 	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {
 		st, err = openRedisStore(ctx, cfg.RateLimitStore)
 	} else if cfg.RateLimitStore == "" {

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/veil-project/veil/internal/benchdupless"
+	"github.com/veil-project/veil/internal/bench/dupless"
 )
 
 func init() { registerBench(newBenchDuplessCommand) }
 
 func newBenchDuplessCommand() *cobra.Command {
 	var asJSON bool
-	var cfg benchdupless.Config
+	var cfg duplessbench.Config
 	var maxSize int64
 	var maxSizeFlag string
 	c := &cobra.Command{
@@ -45,7 +45,7 @@ Examples:
 				return fmt.Errorf("--max-size %q: %w", maxSizeFlag, err)
 			}
 			maxSize = int64(n)
-			for _, s := range benchdupless.DefaultSizes {
+			for _, s := range duplessbench.DefaultSizes {
 				if maxSize == 0 || s <= maxSize {
 					cfg.Sizes = append(cfg.Sizes, s)
 				}
@@ -53,7 +53,7 @@ Examples:
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "experiment\twhat\tsize\tveil ms\tplain ms\tratio\tbytes sent\toverhead B\tpaper\t")
 			enc := json.NewEncoder(cmd.OutOrStdout())
-			err = benchdupless.Run(cmd.Context(), cfg, func(r benchdupless.Row) {
+			err = duplessbench.Run(cmd.Context(), cfg, func(r duplessbench.Row) {
 				if asJSON {
 					enc.Encode(r)
 					return

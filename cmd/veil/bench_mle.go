@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/bench/mle"
 	"github.com/veil-project/veil/internal/mle"
-	"github.com/veil-project/veil/internal/mle/mlebench"
 )
 
 func init() { registerBench(newBenchMLECommand) }

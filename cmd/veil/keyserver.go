@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/veil-project/veil/internal/bench/ks"
 	"github.com/veil-project/veil/internal/keyserver"
-	"github.com/veil-project/veil/internal/ksbench"
 	"github.com/veil-project/veil/internal/server"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/veil-project/veil/internal/ksbench"
+	"github.com/veil-project/veil/internal/bench/ks"
 	"github.com/veil-project/veil/internal/ksclient"
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/testutil"

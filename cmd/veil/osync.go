@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/veil-project/veil/internal/bench/osync"
 	"github.com/veil-project/veil/internal/oblivisync"
 	"github.com/veil-project/veil/internal/oblivisync/fusefs"
-	"github.com/veil-project/veil/internal/oblivisync/osbench"
 )
 
 // osyncFlags are shared by the osync subcommands.

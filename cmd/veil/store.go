@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/bench/store"
 	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/storage/remote"
-	"github.com/veil-project/veil/internal/store"
-	"github.com/veil-project/veil/internal/store/api"
-	"github.com/veil-project/veil/internal/store/storebench"
+	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 func init() {
@@ -64,10 +64,10 @@ and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
   veil store init --dir /srv/veil-store --host store.example.org --host 10.0.0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := store.Init(dir, hosts...); err != nil {
+			if err := storeserver.Init(dir, hosts...); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "initialized store in %s (admin credential: %s/%s)\n", dir, dir, store.AdminCredentialFile)
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized store in %s (admin credential: %s/%s)\n", dir, dir, storeserver.AdminCredentialFile)
 			return nil
 		},
 	}
@@ -87,10 +87,10 @@ func (t *storeTarget) flags(c *cobra.Command) {
 }
 
 // run calls offline with the opened data directory, or online with an admin client.
-func (t *storeTarget) run(offline func(*store.Service) error, online func(*remote.Admin) error) error {
+func (t *storeTarget) run(offline func(*storeserver.Service) error, online func(*remote.Admin) error) error {
 	switch {
 	case t.url != "":
-		cred, err := api.LoadCredential(t.cred)
+		cred, err := storewire.LoadCredential(t.cred)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (t *storeTarget) run(offline func(*store.Service) error, online func(*remot
 		defer a.Close()
 		return online(a)
 	case t.dir != "":
-		return store.With(t.dir, offline)
+		return storeserver.With(t.dir, offline)
 	}
 	return fmt.Errorf("give --dir DIR, or --url URL and --credential ADMIN.cred")
 }
@@ -130,9 +130,9 @@ directory; while it runs, its URL and the admin credential.
 				}
 				q = n
 			}
-			var cred api.Credential
-			err := tgt.run(func(s *store.Service) (err error) {
-				cred, err = s.AddUser(args[0], store.WithQuota(q))
+			var cred storewire.Credential
+			err := tgt.run(func(s *storeserver.Service) (err error) {
+				cred, err = s.AddUser(args[0], storeserver.WithQuota(q))
 				return err
 			}, func(a *remote.Admin) (err error) {
 				cred, err = a.AddUser(cmd.Context(), args[0], q)
@@ -157,11 +157,11 @@ directory; while it runs, its URL and the admin credential.
 	list := &cobra.Command{
 		Use: "list (--dir DIR | --url URL --credential ADMIN.cred)", Short: "List users with their usage", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var users []api.User
-			err := tgt.run(func(s *store.Service) error {
+			var users []storewire.User
+			err := tgt.run(func(s *storeserver.Service) error {
 				us, err := s.Users()
 				for _, u := range us {
-					users = append(users, api.User{Name: u.Name, Admin: u.Admin, Quota: u.Quota, Used: u.Used, Created: u.Created})
+					users = append(users, storewire.User{Name: u.Name, Admin: u.Admin, Quota: u.Quota, Used: u.Used, Created: u.Created})
 				}
 				return err
 			}, func(a *remote.Admin) (err error) {
@@ -193,7 +193,7 @@ directory; while it runs, its URL and the admin credential.
 		Short: "Delete a user and all their names (content is reclaimed by gc)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return tgt.run(func(s *store.Service) error { return s.RemoveUser(args[0]) },
+			return tgt.run(func(s *storeserver.Service) error { return s.RemoveUser(args[0]) },
 				func(a *remote.Admin) error { return a.RemoveUser(cmd.Context(), args[0]) })
 		},
 	}
@@ -204,7 +204,7 @@ directory; while it runs, its URL and the admin credential.
 
 func newStoreServeCommand() *cobra.Command {
 	var dir, listen, blobs, maxSize, logLevel string
-	var cfg store.Config
+	var cfg storeserver.Config
 	c := &cobra.Command{
 		Use:   "serve --dir DIR [--listen ADDR]",
 		Short: "Serve the store's HTTPS API",
@@ -236,7 +236,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 					return fmt.Errorf("--blobs: %w", err)
 				}
 			}
-			return store.Run(cmd.Context(), dir, listen, cfg, func(addr string) {
+			return storeserver.Run(cmd.Context(), dir, listen, cfg, func(addr string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", dir, addr)
 			})
 		},

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/storage/remote"
-	"github.com/veil-project/veil/internal/store"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 func newStoreStatsCommand() *cobra.Command {
@@ -29,8 +29,8 @@ directory with the server stopped, or ask a running server with the admin creden
   veil store stats --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var st store.Stats
-			err := tgt.run(func(s *store.Service) (err error) {
+			var st storeserver.Stats
+			err := tgt.run(func(s *storeserver.Service) (err error) {
 				st, err = s.Stats()
 				return err
 			}, func(a *remote.Admin) (err error) {
@@ -68,10 +68,10 @@ crash, and stale upload files. It is safe while uploads run (they wait during th
   veil store gc --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var rep api.GCReport
-			err := tgt.run(func(s *store.Service) error {
+			var rep storewire.GCReport
+			err := tgt.run(func(s *storeserver.Service) error {
 				r, err := s.GC(cmd.Context())
-				rep = api.GCReport(r)
+				rep = storewire.GCReport(r)
 				return err
 			}, func(a *remote.Admin) (err error) {
 				rep, err = a.GC(cmd.Context())
@@ -106,7 +106,7 @@ leftovers of crashes are reported but are not problems (gc reclaims them).
   veil store fsck --dir /srv/veil-store`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return store.With(dir, func(s *store.Service) error {
+			return storeserver.With(dir, func(s *storeserver.Service) error {
 				rep, err := s.Fsck(cmd.Context())
 				if err != nil {
 					return err
@@ -129,7 +129,7 @@ leftovers of crashes are reported but are not problems (gc reclaims them).
 	return c
 }
 
-func printFsck(w io.Writer, rep store.FsckReport) {
+func printFsck(w io.Writer, rep storeserver.FsckReport) {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}

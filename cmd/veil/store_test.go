@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage/remote"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // storeRun runs veil with args in-process and returns its output.
@@ -66,7 +66,7 @@ func TestStoreCLI(t *testing.T) {
 		_, err := storeRun(t, sctx, "store", "serve", "--dir", dir, "--listen", addr, "--log-level", "warn")
 		done <- err
 	}()
-	cred, err := api.LoadCredential(credFile)
+	cred, err := storewire.LoadCredential(credFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestStoreCLI(t *testing.T) {
 	online := []string{"--url", "https://" + addr, "--credential", filepath.Join(dir, "admin.cred")}
 	carolFile := filepath.Join(dir, "carol.cred")
 	mustRun(append([]string{"store", "user", "add", "carol", "--out", carolFile}, online...)...)
-	carol, err := api.LoadCredential(carolFile)
+	carol, err := storewire.LoadCredential(carolFile)
 	if err != nil {
 		t.Fatal(err)
 	}

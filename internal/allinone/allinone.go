@@ -18,8 +18,8 @@ import (
 	"github.com/veil-project/veil/internal/keyserver"
 	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/remote"
-	"github.com/veil-project/veil/internal/store"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // Config is the deployment's addresses, fixed at Init (credentials carry them).
@@ -77,7 +77,7 @@ func Init(dir string, cfg Config) (Config, error) {
 		}
 	}
 	if _, err := os.Stat(storeDir(dir)); err != nil {
-		if err := store.Init(storeDir(dir), shost); err != nil {
+		if err := storeserver.Init(storeDir(dir), shost); err != nil {
 			os.RemoveAll(storeDir(dir))
 			return cfg, fmt.Errorf("store: %w", err)
 		}
@@ -113,9 +113,11 @@ func AddUser(dir, name string) ([]byte, error) {
 	// The store first, then the key server (which picks up new clients while running); if
 	// the key server refuses, the store user is removed again. A running deployment holds
 	// the store's database, so the user is then added through the store's admin API.
-	remove := func() { store.With(storeDir(dir), func(s *store.Service) error { return s.RemoveUser(name) }) }
-	sc, err := store.AddUser(storeDir(dir), name)
-	if errors.Is(err, store.ErrBusy) {
+	remove := func() {
+		storeserver.With(storeDir(dir), func(s *storeserver.Service) error { return s.RemoveUser(name) })
+	}
+	sc, err := storeserver.AddUser(storeDir(dir), name)
+	if errors.Is(err, storeserver.ErrBusy) {
 		admin, aerr := adminClient(dir, cfg)
 		if aerr != nil {
 			return nil, aerr
@@ -139,7 +141,7 @@ func AddUser(dir, name string) ([]byte, error) {
 
 // adminClient talks to the running store as its administrator.
 func adminClient(dir string, cfg Config) (*remote.Admin, error) {
-	cred, err := api.LoadCredential(filepath.Join(storeDir(dir), "admin.cred"))
+	cred, err := storewire.LoadCredential(filepath.Join(storeDir(dir), "admin.cred"))
 	if err != nil {
 		return nil, err
 	}
@@ -148,22 +150,22 @@ func adminClient(dir string, cfg Config) (*remote.Admin, error) {
 
 // Stats reports the storage service's dedup figures, from the running deployment (admin
 // API) or, when it is stopped, from its database.
-func Stats(dir string) (store.Stats, error) {
-	s, err := store.Open(storeDir(dir), store.Config{})
-	if errors.Is(err, store.ErrBusy) {
+func Stats(dir string) (storeserver.Stats, error) {
+	s, err := storeserver.Open(storeDir(dir), storeserver.Config{})
+	if errors.Is(err, storeserver.ErrBusy) {
 		cfg, err := LoadConfig(dir)
 		if err != nil {
-			return store.Stats{}, err
+			return storeserver.Stats{}, err
 		}
 		admin, err := adminClient(dir, cfg)
 		if err != nil {
-			return store.Stats{}, err
+			return storeserver.Stats{}, err
 		}
 		defer admin.Close()
 		return admin.Stats(context.Background())
 	}
 	if err != nil {
-		return store.Stats{}, err
+		return storeserver.Stats{}, err
 	}
 	defer s.Close()
 	return s.Stats()
@@ -199,7 +201,7 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, erro
 		return fail("key server", err)
 	}
 	g.Add("key server", ks, ksl)
-	st, err := store.Open(storeDir(dir), store.Config{Logger: log})
+	st, err := storeserver.Open(storeDir(dir), storeserver.Config{Logger: log})
 	if err != nil {
 		return fail("store", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // Version is the invitation format version.
@@ -17,11 +17,11 @@ const Version = 1
 
 // Invite is what a new user needs to start storing files.
 type Invite struct {
-	Version      int             `json:"veil_invite"`
-	User         string          `json:"user"`
-	Storage      string          `json:"storage"`                 // location, e.g. veil://127.0.0.1:7480
-	Store        *api.Credential `json:"store,omitempty"`         // for veil:// locations
-	KSCredential json.RawMessage `json:"ks_credential,omitempty"` // 'veil keyserver client add' output
+	Version      int                   `json:"veil_invite"`
+	User         string                `json:"user"`
+	Storage      string                `json:"storage"`                 // location, e.g. veil://127.0.0.1:7480
+	Store        *storewire.Credential `json:"store,omitempty"`         // for veil:// locations
+	KSCredential json.RawMessage       `json:"ks_credential,omitempty"` // 'veil keyserver client add' output
 }
 
 // Marshal encodes the invitation.

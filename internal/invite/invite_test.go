@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 func TestRoundTripAndRejects(t *testing.T) {
-	in := &Invite{User: "alice", Storage: "veil://127.0.0.1:7480", Store: &api.Credential{User: "alice", Secret: "s"},
+	in := &Invite{User: "alice", Storage: "veil://127.0.0.1:7480", Store: &storewire.Credential{User: "alice", Secret: "s"},
 		KSCredential: []byte(`{"x":1}`)}
 	b, err := in.Marshal()
 	if err != nil {

@@ -13,9 +13,9 @@ func TestLayering(t *testing.T) {
 	forbidden := map[string][]string{
 		"internal/oprf":      {"internal/"},
 		"internal/kswire":    {"internal/keyserver", "internal/ksclient", "internal/storage", "internal/mle", "cmd/"},
-		"internal/keyserver": {"internal/ksclient", "internal/ksbench", "internal/dupless", "internal/storage", "internal/store", "cmd/"},
-		"internal/ksclient":  {"internal/keyserver", "internal/ksbench", "internal/dupless", "internal/storage", "internal/store", "cmd/"},
-		"internal/ksbench":   {"internal/keyserver", "internal/ksclient", "internal/storage", "cmd/"},
+		"internal/keyserver": {"internal/ksclient", "internal/bench/ks", "internal/dupless", "internal/storage", "internal/store", "cmd/"},
+		"internal/ksclient":  {"internal/keyserver", "internal/bench/ks", "internal/dupless", "internal/storage", "internal/store", "cmd/"},
+		"internal/bench/ks":  {"internal/keyserver", "internal/ksclient", "internal/storage", "cmd/"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+pkg).Output()

@@ -3,8 +3,8 @@ package mle_test
 import (
 	"testing"
 
+	"github.com/veil-project/veil/internal/bench/mle"
 	"github.com/veil-project/veil/internal/mle"
-	"github.com/veil-project/veil/internal/mle/mlebench"
 )
 
 // BenchmarkMLE/<scheme>/<size>: KeyGen + Enc + TagGen, the paper's measure.

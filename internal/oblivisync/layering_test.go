@@ -16,7 +16,7 @@ func TestLayering(t *testing.T) {
 	const mod = "github.com/veil-project/veil/"
 	rules := map[string][]string{
 		".":         {mod + "cmd", mod + "internal/oblivisync/", "github.com/hanwen/go-fuse", mod + "internal/storage", mod + "internal/mle", mod + "internal/dupless", mod + "internal/keyserver"},
-		"fusefs":    {mod + "cmd", mod + "internal/oblivisync/osbench", mod + "internal/oblivisync/osynctest"},
+		"fusefs":    {mod + "cmd", mod + "internal/bench/osync", mod + "internal/oblivisync/osynctest"},
 		"osbench":   {mod + "cmd", mod + "internal/oblivisync/osynctest"},
 		"osynctest": {mod + "cmd"},
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/open"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // Files in a profile directory.
@@ -278,7 +278,7 @@ func OpenStorage(ctx context.Context, dir string) (storage.Backend, error) {
 	location := cfg.Storage
 	var cred open.Credentials
 	if b, err := os.ReadFile(filepath.Join(dir, StoreCred)); err == nil {
-		var sc api.Credential
+		var sc storewire.Credential
 		if err := json.Unmarshal(b, &sc); err != nil {
 			return nil, fmt.Errorf("%s: %w", StoreCred, err)
 		}

@@ -4,10 +4,10 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
-func testCred() api.Credential {
-	return api.Credential{Version: api.CredentialVersion, User: "alice",
-		Secret: base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("k", api.SecretSize)))}
+func testCred() storewire.Credential {
+	return storewire.Credential{Version: storewire.CredentialVersion, User: "alice",
+		Secret: base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("k", storewire.SecretSize)))}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/veil-project/veil/internal/storage/local"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storage/s3"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // ErrLocation is a location string open cannot use.
@@ -23,8 +23,8 @@ var ErrLocation = errors.New("bad storage location")
 type Credentials struct {
 	S3AccessKey string
 	S3SecretKey string
-	Store       *api.Credential // for veil:// locations
-	StoreFile   string          // credential file, used when Store is nil
+	Store       *storewire.Credential // for veil:// locations
+	StoreFile   string                // credential file, used when Store is nil
 }
 
 // Open returns the backend at location.
@@ -72,7 +72,7 @@ func openRemote(scheme, rest string, cred Credentials) (storage.Backend, error) 
 		if file == "" {
 			return nil, fmt.Errorf("%w: %s://%s needs a store credential (--credential or VEIL_STORE_CREDENTIAL)", ErrLocation, scheme, rest)
 		}
-		lc, err := api.LoadCredential(file)
+		lc, err := storewire.LoadCredential(file)
 		if err != nil {
 			return nil, err
 		}

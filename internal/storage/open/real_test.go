@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/store"
+	"github.com/veil-project/veil/internal/storeserver"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
@@ -47,10 +47,10 @@ func TestOpenS3(t *testing.T) {
 // TestOpenVeil opens a real store over HTTPS from a credential file.
 func TestOpenVeil(t *testing.T) {
 	dir := t.TempDir()
-	if err := store.Init(dir); err != nil {
+	if err := storeserver.Init(dir); err != nil {
 		t.Fatal(err)
 	}
-	cred, err := store.AddUser(dir, "alice")
+	cred, err := storeserver.AddUser(dir, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestOpenVeil(t *testing.T) {
 	done := make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		done <- store.Run(ctx, dir, ln.Addr().String(), store.Config{}, func(string) { close(ready) })
+		done <- storeserver.Run(ctx, dir, ln.Addr().String(), storeserver.Config{}, func(string) { close(ready) })
 	}()
 	select {
 	case <-ready:

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // Backend is one user's namespace on a veil storage service.
@@ -34,7 +34,7 @@ var _ storage.Backend = (*Backend)(nil)
 // service started with --insecure-http) as cred's user. For https the service's
 // certificate must chain to cred.CA when the credential carries one (the CA is pinned:
 // system roots are not consulted), else to the system roots.
-func New(endpoint string, cred api.Credential) (*Backend, error) {
+func New(endpoint string, cred storewire.Credential) (*Backend, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("remote: endpoint %q must be https://host:port or http://host:port", endpoint)
@@ -73,7 +73,7 @@ func (b *Backend) Close() error {
 func (b *Backend) url(route, path string, q url.Values) string {
 	var sb strings.Builder
 	sb.WriteString(b.base.String())
-	sb.WriteString("/" + api.Version + "/" + route + "/")
+	sb.WriteString("/" + storewire.Version + "/" + route + "/")
 	for i, seg := range strings.Split(path, "/") {
 		if i > 0 {
 			sb.WriteByte('/')
@@ -97,7 +97,7 @@ func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size
 	case streamed:
 		req.ContentLength = -1
 		if size >= 0 {
-			req.Header.Set(api.HeaderDeclaredLength, strconv.FormatInt(size, 10))
+			req.Header.Set(storewire.HeaderDeclaredLength, strconv.FormatInt(size, 10))
 		}
 	case body != nil:
 		req.ContentLength = size
@@ -112,7 +112,7 @@ func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		var e api.Error
+		var e storewire.Error
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(data, &e) != nil || e.Code == "" {
 			return nil, fmt.Errorf("store: HTTP %s", resp.Status)
@@ -184,9 +184,9 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
 	}
-	if want, err := hex.DecodeString(resp.Header.Get(api.HeaderContentSHA256)); err != nil || len(want) != sha256.Size {
+	if want, err := hex.DecodeString(resp.Header.Get(storewire.HeaderContentSHA256)); err != nil || len(want) != sha256.Size {
 		resp.Body.Close()
-		return nil, fmt.Errorf("get %s: answer lacks a valid %s header: %w", storage.Join(dir, name), api.HeaderContentSHA256, storage.ErrIntegrity)
+		return nil, fmt.Errorf("get %s: answer lacks a valid %s header: %w", storage.Join(dir, name), storewire.HeaderContentSHA256, storage.ErrIntegrity)
 	}
 	return &checkedBody{resp: resp, what: storage.Join(dir, name)}, nil
 }

@@ -10,21 +10,21 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storage/storagetest"
-	"github.com/veil-project/veil/internal/store"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // serveStore runs a fresh store on a real loopback TLS listener for one test.
-func serveStore(t *testing.T) (string, api.Credential) {
+func serveStore(t *testing.T) (string, storewire.Credential) {
 	dir := t.TempDir()
-	if err := store.Init(dir); err != nil {
+	if err := storeserver.Init(dir); err != nil {
 		t.Fatal(err)
 	}
-	cred, err := store.AddUser(dir, "alice")
+	cred, err := storeserver.AddUser(dir, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(dir, store.Config{})
+	s, err := storeserver.Open(dir, storeserver.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

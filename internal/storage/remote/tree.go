@@ -8,7 +8,7 @@ import (
 	"net/url"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/store/api"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // Stat describes dir/name.
@@ -16,14 +16,14 @@ func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, err
 	if err := storage.CheckPath(dir, name); err != nil {
 		return storage.Info{}, err
 	}
-	var e api.Entry
+	var e storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("stat", storage.Join(dir, name), nil), nil, &e); err != nil {
 		return storage.Info{}, fmt.Errorf("stat %s: %w", storage.Join(dir, name), err)
 	}
 	return e.Info(), nil
 }
 
-func infos(es []api.Entry) []storage.Info {
+func infos(es []storewire.Entry) []storage.Info {
 	out := make([]storage.Info, len(es))
 	for i, e := range es {
 		out[i] = e.Info()
@@ -36,7 +36,7 @@ func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) 
 	if err := storage.CheckDir(dir); err != nil {
 		return nil, err
 	}
-	var es []api.Entry
+	var es []storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("list", dir, nil), nil, &es); err != nil {
 		return nil, fmt.Errorf("list %q: %w", dir, err)
 	}
@@ -48,7 +48,7 @@ func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info,
 	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
-	var es []api.Entry
+	var es []storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("search", dir, url.Values{"name": {name}}), nil, &es); err != nil {
 		return nil, fmt.Errorf("search %q: %w", dir, err)
 	}
@@ -85,8 +85,8 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	if err := storage.CheckPath(dstDir, dstName); err != nil {
 		return err
 	}
-	body, _ := json.Marshal(api.MoveRequest{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})
-	u := b.base.String() + "/" + api.Version + "/move"
+	body, _ := json.Marshal(storewire.MoveRequest{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})
+	u := b.base.String() + "/" + storewire.Version + "/move"
 	if err := b.call(ctx, http.MethodPost, u, body, nil); err != nil {
 		return fmt.Errorf("move %s to %s: %w", storage.Join(srcDir, srcName), storage.Join(dstDir, dstName), err)
 	}

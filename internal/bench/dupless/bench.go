@@ -1,0 +1,180 @@
+package duplessbench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/allinone"
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/profile"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Row is one measurement, printed as a JSON line or a table row.
+type Row struct {
+	Experiment string  `json:"experiment"` // "fig5", "fig6-7", "overhead"
+	What       string  `json:"what"`
+	Size       int64   `json:"size,omitempty"`
+	Ms         float64 `json:"ms"`                 // median time (veil)
+	PlainMs    float64 `json:"plain_ms,omitempty"` // median time of the plain operation
+	Ratio      float64 `json:"ratio,omitempty"`    // Ms / PlainMs
+	BytesSent  int64   `json:"bytes_sent,omitempty"`
+	Overhead   int64   `json:"overhead_bytes,omitempty"`
+	Paper      string  `json:"paper,omitempty"` // the paper's figure for the same quantity
+}
+
+// Config says what to run.
+type Config struct {
+	Sizes   []int64       // file sizes for figs. 6-7 (default DefaultSizes)
+	MinTime time.Duration // per size and operation: repeat until this long (default 1s)
+	Reps    int           // and at least this many times (default 5)
+	Dir     string        // scratch directory (default: a new temp dir, removed after)
+}
+
+// DefaultSizes are the paper's 1 KB .. 64 MB in powers of four.
+var DefaultSizes = []int64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
+
+// Run starts a deployment, runs every experiment and calls emit for each row.
+func Run(ctx context.Context, cfg Config, emit func(Row)) error {
+	if len(cfg.Sizes) == 0 {
+		cfg.Sizes = DefaultSizes
+	}
+	if cfg.MinTime <= 0 {
+		cfg.MinTime = time.Second
+	}
+	if cfg.Reps <= 0 {
+		cfg.Reps = 5
+	}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "veil-bench-dupless")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		cfg.Dir = d
+	}
+	e, err := start(ctx, cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	if err := e.fig5(ctx, cfg, emit); err != nil {
+		return err
+	}
+	if err := e.fig67(ctx, cfg, emit); err != nil {
+		return err
+	}
+	return e.overhead(ctx, emit)
+}
+
+// env is a running deployment with one user, seen through veil and through the raw API.
+type env struct {
+	scratch string
+	client  *dupless.Client
+	raw     storage.Backend // the same storage service and user, no encryption
+	phases  map[string][]time.Duration
+	mu      sync.Mutex
+	stop    func()
+}
+
+func start(ctx context.Context, dir string) (*env, error) {
+	addrs := make([]string, 3)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		addrs[i] = l.Addr().String()
+		l.Close()
+	}
+	server := filepath.Join(dir, "server")
+	if _, err := allinone.Init(server, allinone.Config{KSAddr: addrs[0], KSUDP: addrs[1], StoreAddr: addrs[2]}); err != nil {
+		return nil, err
+	}
+	inv, err := allinone.AddUser(server, "bench")
+	if err != nil {
+		return nil, err
+	}
+	dupless.TestOnlyUseLowCostKDF() // the passphrase KDF is not what is measured
+	prof, pass := filepath.Join(dir, "profile"), []byte("bench")
+	if _, err := profile.Init(prof, pass, profile.InitOptions{Invite: inv}); err != nil {
+		return nil, err
+	}
+	dep, err := allinone.Start(ctx, server, nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{scratch: filepath.Join(dir, "scratch"), phases: map[string][]time.Duration{}}
+	os.MkdirAll(e.scratch, 0o700)
+	ev := dupless.Events{Phase: func(p string, d time.Duration) {
+		e.mu.Lock()
+		e.phases[p] = append(e.phases[p], d)
+		e.mu.Unlock()
+	}}
+	cl, done, err := profile.Open(ctx, prof, pass, profile.ClientOptions{Events: ev})
+	if err == nil {
+		e.raw, err = profile.OpenStorage(ctx, prof)
+	}
+	if err != nil {
+		dep.Stop()
+		return nil, err
+	}
+	e.client = cl
+	e.stop = func() { done(); dep.Stop() }
+	return e, nil
+}
+
+// freshFile writes size random bytes (new content each call, so nothing dedups).
+func (e *env) freshFile(name string, size int64) (string, error) {
+	p := filepath.Join(e.scratch, name)
+	f, err := os.Create(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = io.CopyN(f, rand.Reader, size)
+	return p, err
+}
+
+// repeat runs f until it has run reps times and minTime has passed; it returns the median.
+func repeat(reps int, minTime time.Duration, f func(i int) (time.Duration, error)) (time.Duration, error) {
+	var ds []time.Duration
+	start := time.Now()
+	for i := 0; i < reps || time.Since(start) < minTime; i++ {
+		d, err := f(i)
+		if err != nil {
+			return 0, err
+		}
+		ds = append(ds, d)
+		if i >= 200 {
+			break
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// nameOverhead is what the storage service keeps as names for one n-byte file name: the
+// record's encrypted name + ".key", and the chunk object's "hh/" + 64 hex digits.
+func nameOverhead(n int) int64 {
+	return int64(base64.RawURLEncoding.EncodedLen(n+16) + len(".key") + 3 + 64)
+}

@@ -1,0 +1,64 @@
+package storeserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
+)
+
+// The admin API manages a running store (whose database no other process can open):
+// POST /v1/users, GET /v1/users, DELETE /v1/users/{name}, POST /v1/gc.
+func (s *Service) adminRoutes(mux *http.ServeMux) {
+	mux.Handle("POST /v1/users", s.admin(s.handleAddUser))
+	mux.Handle("GET /v1/users", s.admin(func(w http.ResponseWriter, r *http.Request) {
+		users, err := s.Users()
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		out := make([]storewire.User, len(users))
+		for i, u := range users {
+			out[i] = storewire.User{Name: u.Name, Admin: u.Admin, Quota: u.Quota, Used: u.Used, Created: u.Created.UTC()}
+		}
+		writeJSON(w, http.StatusOK, out)
+	}))
+	mux.Handle("DELETE /v1/users/{name}", s.admin(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.RemoveUser(r.PathValue("name")); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.Handle("POST /v1/gc", s.admin(func(w http.ResponseWriter, r *http.Request) {
+		rep, err := s.GC(r.Context())
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, storewire.GCReport(rep))
+	}))
+}
+
+func (s *Service) handleAddUser(w http.ResponseWriter, r *http.Request) {
+	var req storewire.AddUserRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Quota < 0 {
+		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: "body is not a JSON user request"})
+		return
+	}
+	cred, err := s.AddUser(req.Name, WithQuota(req.Quota))
+	if errors.Is(err, storewire.ErrBadCredential) {
+		err = fmt.Errorf("%w: %v", storage.ErrInvalidName, err)
+	}
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, cred)
+}

@@ -1,0 +1,122 @@
+package storeserver
+
+import (
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// errClosed is an operation on a closed service.
+var errClosed = errors.New("store is closed")
+
+// committer is group commit: upload transactions queue up while one database commit (and
+// its fsync) runs, and the next commit takes all of them at once. It adds no delay for a
+// lone writer (unlike bbolt's Batch), and shares one fsync among concurrent ones.
+type committer struct {
+	db      *bolt.DB
+	groups  func(n int) // observes each group's size (metrics)
+	ch      chan *commitReq
+	quit    chan struct{}
+	stopped chan struct{}
+}
+
+type commitReq struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// maxGroup bounds how many transactions share one commit.
+const maxGroup = 256
+
+func newCommitter(db *bolt.DB, groups func(int)) *committer {
+	c := &committer{db: db, groups: groups, ch: make(chan *commitReq), quit: make(chan struct{}), stopped: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// do runs fn in a write transaction shared with other concurrent callers; fn must change
+// nothing outside the transaction, since it may run twice (again alone, if another member
+// of its group failed).
+func (c *committer) do(fn func(*bolt.Tx) error) error {
+	r := &commitReq{fn: fn, done: make(chan error, 1)}
+	select {
+	case c.ch <- r:
+		return <-r.done
+	case <-c.quit:
+		return errClosed
+	}
+}
+
+func (c *committer) run() {
+	defer close(c.stopped)
+	last := 0
+	for {
+		var first *commitReq
+		select {
+		case first = <-c.ch:
+		case <-c.quit:
+			return
+		}
+		group := c.gather(first, last)
+		last = len(group)
+		c.groups(len(group))
+		err := c.db.Update(func(tx *bolt.Tx) error {
+			for _, r := range group {
+				if err := r.fn(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil || len(group) == 1 {
+			for _, r := range group {
+				r.done <- err
+			}
+			continue
+		}
+		for _, r := range group { // one failed: rerun each alone for its own answer
+			r.done <- c.db.Update(r.fn)
+		}
+	}
+}
+
+// groupWait is how long a commit waits for more members when the previous one had several:
+// concurrent clients come back in waves (the ones just answered resubmit while the others
+// wait), and merging the waves halves the commits. A lone writer never waits.
+const groupWait = time.Millisecond
+
+// gather collects the requests already queued behind first, and with concurrency (the
+// previous group had more than one member) those arriving within groupWait.
+func (c *committer) gather(first *commitReq, last int) []*commitReq {
+	group := []*commitReq{first}
+	for len(group) < maxGroup {
+		select {
+		case r := <-c.ch:
+			group = append(group, r)
+			continue
+		default:
+		}
+		break
+	}
+	if last <= 1 {
+		return group
+	}
+	t := time.NewTimer(groupWait)
+	defer t.Stop()
+	for len(group) < maxGroup && len(group) < last*2 {
+		select {
+		case r := <-c.ch:
+			group = append(group, r)
+		case <-t.C:
+			return group
+		}
+	}
+	return group
+}
+
+// close stops the committer after the group in progress.
+func (c *committer) close() {
+	close(c.quit)
+	<-c.stopped
+}

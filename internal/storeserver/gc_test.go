@@ -1,0 +1,81 @@
+package storeserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestGCRacesUploads runs gc in a loop while writers keep storing, overwriting and deleting
+// names whose content other writers share: gc must never remove content an upload is
+// about to reference. At the end every name reads back its bytes and fsck is clean.
+func TestGCRacesUploads(t *testing.T) {
+	s := newTestService(t, Config{})
+	ns, _ := addUser(t, s, "alice")
+	contents := [][]byte{randBytes(1, 100<<10), randBytes(2, 70<<10), randBytes(3, 2000), randBytes(4, 300<<10)}
+	var mu sync.Mutex
+	want := map[string]int{}
+	stop := make(chan struct{})
+	var gcs atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.GC(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+			gcs.Add(1)
+		}
+	}()
+	var writers sync.WaitGroup
+	for g := range 6 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := range 60 {
+				name := fmt.Sprintf("n%d", (g*7+i)%10)
+				dir := fmt.Sprintf("g%d", g)
+				c := (g + i) % len(contents)
+				if i%4 == 3 {
+					if err := ns.Delete(context.Background(), dir, name); err == nil {
+						mu.Lock()
+						delete(want, dir+"/"+name)
+						mu.Unlock()
+					}
+					continue
+				}
+				if err := ns.Put(context.Background(), dir, name, bytes.NewReader(contents[c]), int64(len(contents[c]))); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[dir+"/"+name] = c
+				mu.Unlock()
+			}
+		}()
+	}
+	writers.Wait()
+	time.Sleep(10 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d gc runs raced %d names", gcs.Load(), len(want))
+	for p, c := range want {
+		dir, name := p[:2], p[3:]
+		got, err := getBytes(t, ns, dir, name)
+		if err != nil || !bytes.Equal(got, contents[c]) {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	fsckClean(t, s)
+}

@@ -1,0 +1,169 @@
+package storeserver
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
+)
+
+var errUnauthorized = storewire.ErrUnauthorized
+
+// headerIntegrity is the trailer of a GET: "ok" when the content matched its hash.
+const headerIntegrity = "Veil-Integrity"
+
+func levelFor(status int) slog.Level {
+	if status >= 500 {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// writeErr answers with the error's code; internal errors are logged, not disclosed.
+func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	code, status := storewire.Classify(err)
+	msg := err.Error()
+	if code == storewire.CodeInternal {
+		s.cfg.Logger.Error("internal error", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		msg = "internal error"
+	}
+	s.metrics.errors.WithLabelValues(code).Inc()
+	writeJSON(w, status, storewire.Error{Code: code, Message: msg})
+}
+
+func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	dir, name := storage.Split(r.PathValue("path"))
+	size := r.ContentLength
+	if d := r.Header.Get(storewire.HeaderDeclaredLength); d != "" {
+		n, err := strconv.ParseInt(d, 10, 64)
+		if err != nil || n < 0 || size >= 0 && n != size {
+			writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: "bad " + storewire.HeaderDeclaredLength + " header"})
+			return
+		}
+		size = n
+	}
+	if err := ns.Put(r.Context(), dir, name, r.Body, size); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// handleGet streams the content (chunked) and ends with the Veil-Integrity trailer, so a
+// corruption found only at the end still reaches the client as an integrity error.
+func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	dir, name := storage.Split(r.PathValue("path"))
+	rc, e, err := ns.open(r.Context(), dir, name)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	defer rc.Close()
+	h := w.Header()
+	h.Set("Trailer", headerIntegrity)
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set(storewire.HeaderContentSHA256, hex.EncodeToString(e.hash[:]))
+	h.Set("Veil-Content-Length", strconv.FormatInt(e.size, 10))
+	h.Set("Last-Modified", time.Unix(0, e.modTime).UTC().Format(http.TimeFormat))
+	w.WriteHeader(http.StatusOK)
+	_, err = io.CopyBuffer(w, rc, make([]byte, 256<<10))
+	switch {
+	case err == nil:
+		h.Set(headerIntegrity, "ok")
+	case errors.Is(err, storage.ErrIntegrity):
+		s.cfg.Logger.Error("integrity failure", "err", err)
+		h.Set(headerIntegrity, "failed")
+	default:
+		panic(http.ErrAbortHandler) // the client must not see a clean end
+	}
+}
+
+func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	dir, name := storage.Split(r.PathValue("path"))
+	if err := ns.Delete(r.Context(), dir, name); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) handleStat(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	dir, name := storage.Split(r.PathValue("path"))
+	i, err := ns.Stat(r.Context(), dir, name)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, storewire.FromInfo(i))
+}
+
+func entries(infos []storage.Info) []storewire.Entry {
+	out := make([]storewire.Entry, len(infos))
+	for i, in := range infos {
+		out[i] = storewire.FromInfo(in)
+	}
+	return out
+}
+
+func (s *Service) handleList(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	infos, err := ns.List(r.Context(), r.PathValue("path"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries(infos))
+}
+
+func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	infos, err := ns.Search(r.Context(), r.PathValue("path"), r.URL.Query().Get("name"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries(infos))
+}
+
+func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	if err := ns.Create(r.Context(), r.PathValue("path")); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// maxJSONBody bounds request bodies that are JSON (move).
+const maxJSONBody = 64 << 10
+
+func (s *Service) handleMove(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+	m, err := decodeMove(io.LimitReader(r.Body, maxJSONBody))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: err.Error()})
+		return
+	}
+	if err := ns.Move(r.Context(), m.SrcDir, m.SrcName, m.DstDir, m.DstName); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeMove parses a move request body strictly: one JSON object, known fields only.
+func decodeMove(r io.Reader) (storewire.MoveRequest, error) {
+	var m storewire.MoveRequest
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return storewire.MoveRequest{}, errors.New("move: body is not a JSON move request: " + err.Error())
+	}
+	if dec.More() {
+		return storewire.MoveRequest{}, errors.New("move: trailing data after the JSON object")
+	}
+	return m, nil
+}

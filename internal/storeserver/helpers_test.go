@@ -1,0 +1,74 @@
+package storeserver
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"os"
+	"testing"
+
+	"github.com/veil-project/veil/internal/server"
+	"github.com/veil-project/veil/internal/storewire"
+)
+
+// newTestService initializes a store in a temp dir and opens it.
+func newTestService(t *testing.T, cfg Config) *Service {
+	t.Helper()
+	dir := t.TempDir()
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func addUser(t *testing.T, s *Service, name string, opts ...UserOption) (*Namespace, storewire.Credential) {
+	t.Helper()
+	cred, err := s.AddUser(name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := s.Namespace(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, cred
+}
+
+// serve runs s on a loopback TLS listener until the test ends and returns its https URL.
+func serve(t *testing.T, s *Service) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: ln}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	scheme := "https://"
+	if s.cfg.InsecureHTTP {
+		scheme = "http://"
+	}
+	return scheme + ln.Addr().String()
+}
+
+func tlsFor(t *testing.T, c storewire.Credential) *tls.Config {
+	t.Helper()
+	pool, err := c.CAPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{RootCAs: pool}
+}
+
+func mkdirTemp() (string, error) { return os.MkdirTemp("", "veil-store-fuzz-") }

@@ -1,0 +1,94 @@
+package storeserver
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/pki"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Init creates a store in dir: the database, the blob and temp folders, a self-signed CA and
+// a server certificate for localhost, 127.0.0.1, ::1, this host's name and any extra hosts
+// (names or IP addresses), and the admin credential (dir/admin.cred, mode 0600).
+func Init(dir string, hosts ...string) error {
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
+		return fmt.Errorf("init %s: %w: already a store", dir, storage.ErrExists)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, tmpName), filepath.Join(dir, tlsName)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+	}
+	for i := range 256 {
+		if err := os.MkdirAll(filepath.Join(dir, blobName, fmt.Sprintf("%02x", i)), 0o700); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+	}
+	if err := writeTLS(filepath.Join(dir, tlsName), hosts); err != nil {
+		return fmt.Errorf("init: tls: %w", err)
+	}
+	db, err := openDB(filepath.Join(dir, dbFile), true)
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	db.Close()
+	s, err := Open(dir, Config{})
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	defer s.Close()
+	cred, err := s.AddUser(AdminUser, withAdmin())
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	return atomicfile.Write(filepath.Join(dir, AdminCredentialFile), cred.Marshal(), 0o600, true)
+}
+
+// writeTLS generates the store's CA and a server certificate signed by it (internal/pki)
+// for localhost, the loopback addresses, this host's name and hosts.
+func writeTLS(dir string, hosts []string) error {
+	caIss, err := pki.NewCA("veil store CA", 10*365*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if err := pki.WritePair(dir, pki.CACertFile, pki.CAKeyFile, caIss); err != nil {
+		return err
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, pki.CACertFile), filepath.Join(dir, pki.CAKeyFile))
+	if err != nil {
+		return err
+	}
+	all := []string{"localhost", "127.0.0.1", "::1"}
+	if h, err := os.Hostname(); err == nil {
+		all = append(all, h)
+	}
+	srv, err := ca.IssueServer("veil store", append(all, hosts...), 5*365*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	return pki.WritePair(dir, pki.ServerCertFile, pki.ServerKeyFile, srv)
+}
+
+// caPEM is the store's CA certificate (given to users in their credentials).
+func (s *Service) caPEM() ([]byte, error) {
+	b, err := os.ReadFile(pki.CertFile(filepath.Join(s.dir, tlsName), "ca"))
+	if err != nil {
+		return nil, fmt.Errorf("store CA certificate: %w", err)
+	}
+	return b, nil
+}
+
+// serverTLS loads the generated server certificate.
+func (s *Service) serverTLS() (*tls.Config, error) {
+	d := filepath.Join(s.dir, tlsName)
+	cert, err := tls.LoadX509KeyPair(pki.CertFile(d, "server"), filepath.Join(d, pki.ServerKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
+}

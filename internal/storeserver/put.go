@@ -1,0 +1,244 @@
+package storeserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Put receives r while hashing it, makes the content durable as the blob named by that hash
+// (once, whoever uploads it), and points dir/name at it in one transaction. Content of at
+// most InlineMax bytes goes into the database itself; larger content goes through a
+// temporary file into the blob store. The answer is the same whether or not the content
+// was already stored.
+func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if err := storage.CheckPath(dir, name); err != nil {
+		return err
+	}
+	s := n.s
+	what := storage.Join(dir, name)
+	if size > s.cfg.MaxObjectSize {
+		return fmt.Errorf("put %s: %d bytes, limit %d: %w", what, size, s.cfg.MaxObjectSize, storage.ErrTooLarge)
+	}
+	start := time.Now()
+	body := storage.ExactReader(ctx, io.LimitReader(r, s.cfg.MaxObjectSize+1), size)
+	var head []byte
+	if size <= InlineMax {
+		head = make([]byte, min(InlineMax, uint64(size))+1) // size -1: the whole InlineMax
+		k, err := readFull(body, head)
+		head = head[:k]
+		switch {
+		case err == io.EOF: // the whole body fits inline
+			sum := sha256.Sum256(head)
+			if err := s.commit.do(n.link(dir, name, sum, int64(k), head)); err != nil {
+				return fmt.Errorf("put %s: %w", what, err)
+			}
+			s.metrics.observe("put", int64(k), start)
+			return nil
+		case err != nil:
+			return fmt.Errorf("put %s: %w", what, err)
+		}
+	}
+	got, err := n.putFile(ctx, dir, name, io.MultiReader(bytes.NewReader(head), body))
+	if err != nil {
+		return fmt.Errorf("put %s: %w", what, err)
+	}
+	s.metrics.observe("put", got, start)
+	return nil
+}
+
+// putFile streams body into a temporary file, fsyncs it, and (with gc held off) commits
+// it to the blob store and links dir/name to it.
+func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
+	s := n.s
+	var sum [32]byte
+	s.commitMu.RLock() // gc must not see the temp file before it is marked live
+	f, err := os.CreateTemp(s.tmpDir, "up-*")
+	if err == nil {
+		s.active.Store(f.Name(), struct{}{})
+	}
+	s.commitMu.RUnlock()
+	if err != nil {
+		return 0, err
+	}
+	tmp := f.Name()
+	defer func() {
+		f.Close()
+		os.Remove(tmp)
+		s.active.Delete(tmp)
+	}()
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	got, err := io.CopyBuffer(io.MultiWriter(f, h), body, buf)
+	if err != nil {
+		return 0, err
+	}
+	if got > s.cfg.MaxObjectSize {
+		return 0, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	h.Sum(sum[:0])
+	s.commitMu.RLock()
+	defer s.commitMu.RUnlock()
+	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
+		return 0, err
+	}
+	return got, s.commit.do(n.link(dir, name, sum, got, nil))
+}
+
+// link is the transaction that points dir/name at blob sum (recording the blob if new).
+func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []byte) func(*bolt.Tx) error {
+	now := time.Now().UnixNano()
+	return func(tx *bolt.Tx) error {
+		b, err := n.bucket(tx)
+		if err != nil {
+			return err
+		}
+		if err := ensureDirs(b, dir, now); err != nil {
+			return err
+		}
+		old, ok, err := getEntry(b, dir, name)
+		if err != nil {
+			return err
+		}
+		delta := size
+		if ok {
+			if old.isDir() {
+				return storage.ErrIsDir
+			}
+			if err := decref(tx, old.hash); err != nil {
+				return err
+			}
+			delta -= old.size
+		}
+		if err := incref(tx, sum, size, inline); err != nil {
+			return err
+		}
+		if err := addUsed(tx, n.user, delta); err != nil {
+			return err
+		}
+		return b.Put(nsKey(dir, name), entry{kind: kindFile, size: size, modTime: now, hash: sum}.marshal())
+	}
+}
+
+// Get returns dir/name's content; reading it fails with storage.ErrIntegrity if the stored
+// bytes do not hash to what the server recorded.
+func (n *Namespace) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	rc, _, err := n.open(ctx, dir, name)
+	return rc, err
+}
+
+func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, entry, error) {
+	if err := storage.CheckPath(dir, name); err != nil {
+		return nil, entry{}, err
+	}
+	what := storage.Join(dir, name)
+	var e entry
+	var data []byte // inline content
+	s := n.s
+	s.commitMu.RLock() // gc cannot remove the blob between lookup and open
+	defer s.commitMu.RUnlock()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if _, e, err = n.lookup(tx, dir, name); err != nil {
+			return err
+		}
+		if e.isDir() {
+			return storage.ErrIsDir
+		}
+		if r, err := parseBlobRec(tx.Bucket(bucketBlobs).Get(e.hash[:])); err == nil && r.inline {
+			data = bytes.Clone(tx.Bucket(bucketData).Get(dataKey(r.dataID)))
+			if data == nil {
+				data = []byte{} // missing: the length check below reports it
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, entry{}, fmt.Errorf("get %s: %w", what, err)
+	}
+	var rc io.ReadCloser
+	var size int64
+	if data != nil {
+		rc, size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+	} else {
+		rc, size, err = s.blobs.open(ctx, e.hash)
+	}
+	if err != nil {
+		s.metrics.integrity.Inc()
+		return nil, entry{}, fmt.Errorf("get %s: content %x unreadable (%v): %w", what, e.hash[:8], err, storage.ErrIntegrity)
+	}
+	if size != e.size {
+		rc.Close()
+		s.metrics.integrity.Inc()
+		return nil, entry{}, fmt.Errorf("get %s: content %x has %d bytes, recorded %d: %w", what, e.hash[:8], size, e.size, storage.ErrIntegrity)
+	}
+	s.metrics.observe("get", e.size, time.Now())
+	return &verifyReader{rc: rc, h: sha256.New(), want: e.hash, left: e.size, what: what, onFail: s.metrics.integrity.Inc}, e, nil
+}
+
+// verifyReader hashes what it yields and fails at the end, with ErrIntegrity, unless the
+// content matches the recorded hash and length.
+type verifyReader struct {
+	rc     io.ReadCloser
+	h      hash.Hash
+	want   [32]byte
+	left   int64
+	what   string
+	err    error
+	onFail func()
+}
+
+func (v *verifyReader) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.rc.Read(p)
+	v.h.Write(p[:n])
+	v.left -= int64(n)
+	if v.left < 0 || errors.Is(err, io.EOF) {
+		var got [32]byte
+		v.h.Sum(got[:0])
+		if v.left != 0 || subtle.ConstantTimeCompare(got[:], v.want[:]) != 1 {
+			v.onFail()
+			v.err = fmt.Errorf("get %s: content does not match its hash %x: %w", v.what, v.want[:8], storage.ErrIntegrity)
+			return 0, v.err
+		}
+	}
+	if err != nil {
+		v.err = err
+	}
+	return n, err
+}
+
+func (v *verifyReader) Close() error { return v.rc.Close() }
+
+// readFull fills p from r; unlike io.ReadFull it returns io.EOF, and only io.EOF, when r
+// ended cleanly before p was full, so a body cut short is never mistaken for a whole one.
+func readFull(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := r.Read(p[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

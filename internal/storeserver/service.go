@@ -1,0 +1,167 @@
+package storeserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/veil-project/veil/internal/server"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Config holds the service's limits and options; zero values take the defaults.
+type Config struct {
+	MaxObjectSize     int64           // largest object accepted (default 5 GiB)
+	RequestTimeout    time.Duration   // whole-request read/write deadline (default 1 h)
+	ReadHeaderTimeout time.Duration   // default 10 s
+	IdleTimeout       time.Duration   // keep-alive idle limit (default 2 min)
+	MaxConns          int             // concurrent connections; 0 means unlimited
+	InsecureHTTP      bool            // serve plain HTTP (loopback development only)
+	PublicMetrics     bool            // serve /metrics without the admin credential
+	Blobs             storage.Backend // where content lives; nil means blobs/ in the data dir
+	ShutdownTimeout   time.Duration   // graceful drain limit (default server.DefaultShutdownTimeout)
+	Logger            *slog.Logger    // default: discard
+}
+
+func (c *Config) defaults() {
+	if c.MaxObjectSize <= 0 {
+		c.MaxObjectSize = 5 << 30
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = time.Hour
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
+	c.ShutdownTimeout = server.ShutdownTimeout(c.ShutdownTimeout)
+	c.Logger = server.Logger(c.Logger, "store")
+}
+
+// ErrNotInitialized is a data directory without a store; ErrBusy one whose database is held
+// by another process (a running server).
+var (
+	ErrNotInitialized = errors.New("not a store data directory (run 'veil store init')")
+	ErrBusy           = errors.New("store database is in use by another process (a running 'veil store serve'? use --url and the admin credential)")
+)
+
+// Service is an open store: the metadata database, the blob store and the in-memory state
+// that coordinates uploads with gc.
+type Service struct {
+	dir    string
+	cfg    Config
+	db     *bolt.DB
+	blobs  blobStore
+	tmpDir string
+
+	// commitMu is held shared by an upload while it makes its blob durable and references it,
+	// and exclusively by gc while it sweeps, so gc never removes a blob being referenced.
+	commitMu sync.RWMutex
+	active   sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
+
+	users   *userCache
+	metrics *metrics
+	commit  *committer
+}
+
+const (
+	dbFile   = "meta.db"
+	tmpName  = "tmp"
+	blobName = "blobs"
+	tlsName  = "tls"
+	// AdminCredentialFile is the admin's credential, written by Init into the data dir.
+	AdminCredentialFile = "admin.cred"
+)
+
+// Open opens an initialized data directory. Only one process may hold it at a time.
+func Open(dir string, cfg Config) (*Service, error) {
+	cfg.defaults()
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, ErrNotInitialized)
+	}
+	db, err := openDB(filepath.Join(dir, dbFile), false)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := &Service{dir: dir, cfg: cfg, db: db, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics()}
+	if cfg.Blobs != nil {
+		s.blobs = backendBlobs{cfg.Blobs}
+	} else {
+		s.blobs = diskBlobs{filepath.Join(dir, blobName)}
+	}
+	if s.users, err = loadUsers(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s.commit = newCommitter(db, func(n int) { s.metrics.group.Observe(float64(n)) })
+	return s, nil
+}
+
+func openDB(path string, create bool) (*bolt.DB, error) {
+	// The freelist is rebuilt on open instead of written on every commit: fewer pages per
+	// commit, same durability (bbolt's documented trade: slower open of huge databases).
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true,
+		FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, ErrBusy
+	}
+	if err != nil {
+		return nil, err
+	}
+	if create {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketUsers, bucketNS, bucketBlobs, bucketMeta, bucketData} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketMeta).Put([]byte("version"), []byte{recordVersion})
+		})
+	} else {
+		err = db.View(func(tx *bolt.Tx) error {
+			m := tx.Bucket(bucketMeta)
+			if m == nil || tx.Bucket(bucketUsers) == nil || tx.Bucket(bucketNS) == nil || tx.Bucket(bucketBlobs) == nil || tx.Bucket(bucketData) == nil {
+				return fmt.Errorf("%w: missing buckets", errRecord)
+			}
+			if v := m.Get([]byte("version")); len(v) != 1 || v[0] != recordVersion {
+				return fmt.Errorf("%w: database version %v, want %d", errRecord, v, recordVersion)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+var (
+	bucketUsers = []byte("users")
+	bucketNS    = []byte("ns")
+	bucketBlobs = []byte("blobs")
+	bucketMeta  = []byte("meta")
+	bucketData  = []byte("data")
+)
+
+// InlineMax is the largest content kept inside the database instead of a file of its own:
+// small objects then cost one shared database commit instead of two fsyncs each.
+const InlineMax = 64 << 10
+
+// Close closes the database. Call it after Serve has returned.
+func (s *Service) Close() error {
+	s.commit.close()
+	return s.db.Close()
+}
+
+// Dir returns the data directory.
+func (s *Service) Dir() string { return s.dir }

@@ -1,0 +1,150 @@
+package storewire
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Version is the API version, the first path segment of every object route ("/v1/...").
+const Version = "v1"
+
+// HeaderContentSHA256 carries, on GET of an object, the lowercase hex SHA-256 the server
+// recorded when it received the object; the client checks the body against it.
+const HeaderContentSHA256 = "Veil-Content-Sha256"
+
+// HeaderDeclaredLength carries, on PUT, the object's length when the body is sent chunked.
+// Clients send bodies chunked so that a body that fails at its very end is never taken
+// for a whole one (the chunked terminator is written only after a clean end); the service
+// rejects a body whose length differs from the declared one.
+const HeaderDeclaredLength = "Veil-Declared-Length"
+
+// Entry is one directory entry in JSON (stat, list and search answers).
+type Entry struct {
+	Dir     string    `json:"dir"`
+	Name    string    `json:"name"`
+	Size    int64     `json:"size"`
+	IsDir   bool      `json:"is_dir"`
+	ModTime time.Time `json:"mod_time"`
+}
+
+// FromInfo and Info convert between Entry and storage.Info.
+func FromInfo(i storage.Info) Entry {
+	return Entry{Dir: i.Dir, Name: i.Name, Size: i.Size, IsDir: i.IsDir, ModTime: i.ModTime.UTC()}
+}
+
+func (e Entry) Info() storage.Info {
+	return storage.Info{Dir: e.Dir, Name: e.Name, Size: e.Size, IsDir: e.IsDir, ModTime: e.ModTime}
+}
+
+// MoveRequest is the body of POST /v1/move.
+type MoveRequest struct {
+	SrcDir  string `json:"src_dir"`
+	SrcName string `json:"src_name"`
+	DstDir  string `json:"dst_dir"`
+	DstName string `json:"dst_name"`
+}
+
+// Stats is the body of GET /v1/stats.
+type Stats struct {
+	Users         int     `json:"users"`
+	Objects       int64   `json:"objects"`
+	LogicalBytes  int64   `json:"logical_bytes"`
+	Blobs         int64   `json:"blobs"`
+	PhysicalBytes int64   `json:"physical_bytes"`
+	GarbageBlobs  int64   `json:"garbage_blobs"`
+	GarbageBytes  int64   `json:"garbage_bytes"`
+	DedupRatio    float64 `json:"dedup_ratio"`
+}
+
+// Error is the JSON body of every non-2xx answer.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error codes, one per storage sentinel plus the service's own.
+const (
+	CodeNotFound     = "not_found"
+	CodeExists       = "exists"
+	CodeNotEmpty     = "not_empty"
+	CodeIsDir        = "is_dir"
+	CodeNotDir       = "not_dir"
+	CodeInvalidName  = "invalid_name"
+	CodeIntegrity    = "integrity"
+	CodePermission   = "permission"
+	CodeTooLarge     = "too_large"
+	CodeQuota        = "quota"
+	CodeSizeMismatch = "size_mismatch"
+	CodeUnauthorized = "unauthorized"
+	CodeBadRequest   = "bad_request"
+	CodeInternal     = "internal"
+)
+
+// ErrUnauthorized is a missing or wrong credential.
+var ErrUnauthorized = errors.New("unauthorized")
+
+var codes = []struct {
+	code   string
+	status int
+	err    error
+}{
+	{CodeNotFound, http.StatusNotFound, storage.ErrNotFound},
+	{CodeExists, http.StatusConflict, storage.ErrExists},
+	{CodeNotEmpty, http.StatusConflict, storage.ErrNotEmpty},
+	{CodeIsDir, http.StatusConflict, storage.ErrIsDir},
+	{CodeNotDir, http.StatusConflict, storage.ErrNotDir},
+	{CodeInvalidName, http.StatusBadRequest, storage.ErrInvalidName},
+	{CodeIntegrity, http.StatusInternalServerError, storage.ErrIntegrity},
+	{CodePermission, http.StatusForbidden, storage.ErrPermission},
+	{CodeTooLarge, http.StatusRequestEntityTooLarge, storage.ErrTooLarge},
+	{CodeQuota, http.StatusInsufficientStorage, storage.ErrQuota},
+	{CodeSizeMismatch, http.StatusBadRequest, storage.ErrSizeMismatch},
+	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
+}
+
+// Classify returns the code and HTTP status for err.
+func Classify(err error) (code string, status int) {
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return c.code, c.status
+		}
+	}
+	return CodeInternal, http.StatusInternalServerError
+}
+
+// AsError turns a decoded error body back into an error wrapping the matching sentinel.
+func (e Error) AsError() error {
+	for _, c := range codes {
+		if c.code == e.Code {
+			return fmt.Errorf("store: %s: %w", e.Message, c.err)
+		}
+	}
+	return fmt.Errorf("store: %s (%s)", e.Message, e.Code)
+}
+
+// AddUserRequest is the body of POST /v1/users (admin).
+type AddUserRequest struct {
+	Name  string `json:"name"`
+	Quota int64  `json:"quota,omitempty"` // logical bytes; 0: none
+}
+
+// User is one element of GET /v1/users (admin).
+type User struct {
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin"`
+	Quota   int64     `json:"quota"`
+	Used    int64     `json:"used"`
+	Created time.Time `json:"created"`
+}
+
+// GCReport is the answer of POST /v1/gc (admin).
+type GCReport struct {
+	Blobs        int64 `json:"blobs"`
+	Bytes        int64 `json:"bytes"`
+	OrphanBlobs  int64 `json:"orphan_blobs"`
+	StaleUploads int64 `json:"stale_uploads"`
+}

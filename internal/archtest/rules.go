@@ -87,7 +87,7 @@ var rules = []Rule{
 	{"internal/peekaboo/client", []string{"internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/index", "internal/peekaboo/local"}},
 
 	// Top: the experiments (run by cmd/veil only), test helpers, the CLI.
-	{"internal/bench/...", join(cli, testOnly, peekaboo, metal)},
+	{"internal/bench/...", join(cli, testOnly)},
 	{"internal/bench/ks/...", []string{"internal/keyserver/...", "internal/ksclient/...", "internal/storage/..."}}, // its own client, to measure the server alone
 	{"internal/testutil/...", join(cli, benches, clients, osync, peekaboo, metal)},
 	{"internal/archtest/...", []string{"internal/...", "cmd/..."}},

@@ -46,7 +46,8 @@ func (l Layout) readCircuit() (*circuit.Circuit, error) {
 
 // evictCircuit is one EvictOnceFast on the path to a public leaf. Inputs: the leaf (D bits,
 // party 1; public), then shares of the stash and of the path's D+1 buckets. Outputs: their
-// new shares.
+// new shares, then the eviction's permutation of the stash+path slots (Section 5.6, one
+// slotBits-bit number per slot: slot j now holds what slot perm[j] held), Shared.
 func (l Layout) evictCircuit() (*circuit.Circuit, error) {
 	b := circuit.NewBuilder()
 	leaf := b.Input(1, l.D)
@@ -57,8 +58,13 @@ func (l Layout) evictCircuit() (*circuit.Circuit, error) {
 		levels = append(levels, path[d*BucketSize:(d+1)*BucketSize])
 	}
 	e := evictor{b: b, l: l, leaf: leaf, w: l.levelBits()}
+	attachTrackers(levels, l.slotBits())
 	e.run(levels)
+	perm := trackedPermutation(b, levels, l.slotBits())
 	outputBlocks(b, stash)
 	outputBlocks(b, path)
+	for _, p := range perm {
+		b.Output(circuit.Shared, p...)
+	}
 	return b.Build()
 }

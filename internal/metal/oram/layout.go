@@ -28,6 +28,12 @@ func (l Layout) BlockBits() int { return 1 + l.IDBits + l.D + l.ValueBits }
 // levelBits is the width of a level number encoded +1 (0 = none, k+1 = level k).
 func (l Layout) levelBits() int { return bits.Len(uint(l.D + 2)) }
 
+// Slots is the number of slots of the stash and one path: what an eviction permutes.
+func (l Layout) Slots() int { return l.Stash + (l.D+1)*BucketSize }
+
+// slotBits is the width of a slot number encoded +1.
+func (l Layout) slotBits() int { return bits.Len(uint(l.Slots() + 1)) }
+
 // EncodeBlock returns the bits of b.
 func (l Layout) EncodeBlock(b Block) []bool {
 	out := []bool{b.Valid}
@@ -51,6 +57,7 @@ func (l Layout) DecodeBlock(p []bool) Block {
 type bw struct {
 	valid           circuit.Bit
 	id, leaf, value circuit.Word
+	tr              circuit.Word // eviction only: tracker, the old slot number + 1 (0: none)
 }
 
 func (l Layout) split(w circuit.Word) bw {
@@ -86,7 +93,23 @@ func muxBlock(b *circuit.Builder, sel circuit.Bit, x, y bw) bw {
 		id:    b.Mux(sel, x.id, y.id),
 		leaf:  b.Mux(sel, x.leaf, y.leaf),
 		value: b.Mux(sel, x.value, y.value),
+		tr:    muxTracker(b, sel, x.tr, y.tr),
 	}
+}
+
+// muxTracker muxes trackers, a nil tracker standing for zero.
+func muxTracker(b *circuit.Builder, sel circuit.Bit, x, y circuit.Word) circuit.Word {
+	if x == nil && y == nil {
+		return nil
+	}
+	n := max(len(x), len(y))
+	if x == nil {
+		x = circuit.Const(0, n)
+	}
+	if y == nil {
+		y = circuit.Const(0, n)
+	}
+	return b.Mux(sel, x, y)
 }
 
 func (l Layout) zeroBlock() bw {

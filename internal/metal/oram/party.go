@@ -75,6 +75,16 @@ type AccessResult struct {
 	Old     []bool // share of the block's previous value
 	Found   bool   // share of "the block existed"
 	NewLeaf []bool // share of the leaf the block now belongs to
+	// Evictions are the two evictions' paths (public) and shares of their permutations
+	// (Section 5.6): one number per stash+path slot, see EvictionTrace.
+	Evictions [2]EvictionShare
+}
+
+// EvictionShare is one eviction: its public leaf and this party's shares of the
+// permutation's Slots() numbers (slotBits bits each, little-endian).
+type EvictionShare struct {
+	Leaf uint64
+	Perm [][]bool
 }
 
 // Access reads block id on the path to the public leaf (and the stash), replaces its value
@@ -105,15 +115,18 @@ func (p *Party) Access(leaf uint64, id []bool, write bool, value []bool) (Access
 	p.sh.setPath(leaf, out[ns:ns+np])
 	res := AccessResult{Old: rest[:l.ValueBits], Found: rest[l.ValueBits], NewLeaf: rest[l.ValueBits+1 : l.ValueBits+1+l.D]}
 	for i := 0; i < 2; i++ {
-		if err := p.evictOnce(evictionLeaf(p.evicts, l.D)); err != nil {
+		leaf := evictionLeaf(p.evicts, l.D)
+		perm, err := p.evictOnce(leaf)
+		if err != nil {
 			return AccessResult{}, err
 		}
+		res.Evictions[i] = EvictionShare{Leaf: leaf, Perm: perm}
 		p.evicts++
 	}
 	return res, nil
 }
 
-func (p *Party) evictOnce(leaf uint64) error {
+func (p *Party) evictOnce(leaf uint64) ([][]bool, error) {
 	var in []bool
 	if p.sess.Role() == twopc.Garbler {
 		in = circuit.Uint64ToBits(leaf, p.sh.L.D)
@@ -121,10 +134,16 @@ func (p *Party) evictOnce(leaf uint64) error {
 	in = append(append(in, p.sh.Stash...), p.sh.path(leaf)...)
 	out, err := p.sess.Run(p.evict, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ns := len(p.sh.Stash)
+	l := p.sh.L
+	ns, np := len(p.sh.Stash), (l.D+1)*BucketSize*l.BlockBits()
 	copy(p.sh.Stash, out[:ns])
-	p.sh.setPath(leaf, out[ns:])
-	return nil
+	p.sh.setPath(leaf, out[ns:ns+np])
+	w := l.slotBits()
+	perm := make([][]bool, l.Slots())
+	for j := range perm {
+		perm[j] = out[ns+np+j*w : ns+np+(j+1)*w]
+	}
+	return perm, nil
 }

@@ -140,7 +140,7 @@ func sharedVsReference(t *testing.T, l Layout, ids, accesses int) *Tree {
 		if found != ok || old != vals[id] {
 			t.Fatalf("access %d to %d: got (%d, %v), want (%d, %v)", i, id, old, found, vals[id], ok)
 		}
-		rold, _, err := ref.Access(id, leaf, newLeaf, func(o uint64) uint64 {
+		rold, _, trace, err := ref.AccessTracked(id, leaf, newLeaf, func(o uint64) uint64 {
 			if write {
 				return v
 			}
@@ -148,6 +148,17 @@ func sharedVsReference(t *testing.T, l Layout, ids, accesses int) *Tree {
 		})
 		if err != nil || rold != old {
 			t.Fatalf("reference: %v, old %d", err, rold)
+		}
+		for k, ev := range trace.Evictions {
+			e1, e2 := res1.Evictions[k], res2.Evictions[k]
+			if e1.Leaf != ev.Leaf || e2.Leaf != ev.Leaf || len(e1.Perm) != len(ev.Perm) {
+				t.Fatalf("access %d eviction %d: leaf %d/%d, reference %d", i, k, e1.Leaf, e2.Leaf, ev.Leaf)
+			}
+			for j := range ev.Perm {
+				if got := circuit.BitsToUint64(xorBits(e1.Perm[j], e2.Perm[j])); got != uint64(ev.Perm[j]) {
+					t.Fatalf("access %d eviction %d slot %d: 2PC permutation says %d, reference %d", i, k, j, got, ev.Perm[j])
+				}
+			}
 		}
 		if write {
 			vals[id] = v

@@ -10,7 +10,9 @@ import "github.com/veil-project/veil/internal/metal/circuit"
 // stash (Stash blocks), the path to the public leaf (D+1 buckets, root first), id, the
 // random new leaf (each party's share is fresh randomness: the paper's shared random tape),
 // write (1 bit), new value. Outputs: new stash and path (Shared), old value and found
-// (Shared), the new leaf (Shared), and overflow (Public: the ORAM failure event).
+// (Shared), the new leaf (Shared), the slot the block was read from and the stash slot it
+// went to (Shared, slotBits each: what DataORAM needs for Sections 5.4-5.5), and overflow
+// (Public: the ORAM failure event).
 func (l Layout) readCircuit() (*circuit.Circuit, error) {
 	b := circuit.NewBuilder()
 	stash := l.sharedBlocks(b, l.Stash)
@@ -22,24 +24,39 @@ func (l Layout) readCircuit() (*circuit.Circuit, error) {
 
 	old := circuit.Const(0, l.ValueBits)
 	found := circuit.Zero
+	w := l.slotBits()
+	from := circuit.Const(0, w) // slot the block was read from (Section 5.4's index i)
+	j := 0
 	scan := func(lv []bw) {
 		for i := range lv {
 			hit := b.And(lv[i].valid, b.Eq(lv[i].id, id))
 			old = b.Mux(hit, old, lv[i].value)
 			found = b.Or(found, hit)
+			from = b.XorW(from, b.AndBit(hit, circuit.Const(uint64(j), w)))
 			lv[i].valid = b.And(lv[i].valid, b.Not(hit))
+			j++
 		}
 	}
 	// The reference scans the stash (level 0) first, then the path root to leaf.
 	scan(stash)
 	scan(path)
 	nb := bw{valid: circuit.One, id: id, leaf: newLeaf, value: b.Mux(write, old, newValue)}
-	placed := insertFirstEmpty(b, stash, nb, circuit.One)
+	// Insert into the first empty stash slot, remembering which (Section 5.5's k).
+	placed := circuit.Zero
+	to := circuit.Const(0, w)
+	for i := range stash {
+		put := b.And(b.Not(stash[i].valid), b.Not(placed))
+		stash[i] = muxBlock(b, put, stash[i], nb)
+		to = b.XorW(to, b.AndBit(put, circuit.Const(uint64(i), w)))
+		placed = b.Or(placed, put)
+	}
 	outputBlocks(b, stash)
 	outputBlocks(b, path)
 	b.Output(circuit.Shared, old...)
 	b.Output(circuit.Shared, found)
 	b.Output(circuit.Shared, newLeaf...)
+	b.Output(circuit.Shared, from...)
+	b.Output(circuit.Shared, to...)
 	b.Output(circuit.Public, b.Not(placed))
 	return b.Build()
 }

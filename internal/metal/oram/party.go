@@ -75,6 +75,8 @@ type AccessResult struct {
 	Old     []bool // share of the block's previous value
 	Found   bool   // share of "the block existed"
 	NewLeaf []bool // share of the leaf the block now belongs to
+	From    []bool // share of the stash+path slot the block was read from (if found)
+	To      []bool // share of the stash slot it was re-inserted into
 	// Evictions are the two evictions' paths (public) and shares of their permutations
 	// (Section 5.6): one number per stash+path slot, see EvictionTrace.
 	Evictions [2]EvictionShare
@@ -113,7 +115,10 @@ func (p *Party) Access(leaf uint64, id []bool, write bool, value []bool) (Access
 	}
 	copy(p.sh.Stash, out[:ns])
 	p.sh.setPath(leaf, out[ns:ns+np])
-	res := AccessResult{Old: rest[:l.ValueBits], Found: rest[l.ValueBits], NewLeaf: rest[l.ValueBits+1 : l.ValueBits+1+l.D]}
+	w := l.slotBits()
+	k := l.ValueBits + 1 + l.D
+	res := AccessResult{Old: rest[:l.ValueBits], Found: rest[l.ValueBits], NewLeaf: rest[l.ValueBits+1 : k],
+		From: rest[k : k+w], To: rest[k+w : k+2*w]}
 	for i := 0; i < 2; i++ {
 		leaf := evictionLeaf(p.evicts, l.D)
 		perm, err := p.evictOnce(leaf)

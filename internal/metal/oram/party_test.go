@@ -149,6 +149,12 @@ func sharedVsReference(t *testing.T, l Layout, ids, accesses int) *Tree {
 		if err != nil || rold != old {
 			t.Fatalf("reference: %v, old %d", err, rold)
 		}
+		if got := circuit.BitsToUint64(xorBits(res1.To, res2.To)); got != uint64(trace.To) {
+			t.Fatalf("access %d: inserted at stash slot %d, reference %d", i, got, trace.To)
+		}
+		if got := circuit.BitsToUint64(xorBits(res1.From, res2.From)); found && got != uint64(trace.From) {
+			t.Fatalf("access %d: read from slot %d, reference %d", i, got, trace.From)
+		}
 		for k, ev := range trace.Evictions {
 			e1, e2 := res1.Evictions[k], res2.Evictions[k]
 			if e1.Leaf != ev.Leaf || e2.Leaf != ev.Leaf || len(e1.Perm) != len(ev.Perm) {

@@ -24,7 +24,7 @@ func (l Layout) readCircuit() (*circuit.Circuit, error) {
 
 	old := circuit.Const(0, l.ValueBits)
 	found := circuit.Zero
-	w := l.slotBits()
+	w := l.SlotBits()
 	from := circuit.Const(0, w) // slot the block was read from (Section 5.4's index i)
 	j := 0
 	scan := func(lv []bw) {
@@ -75,9 +75,9 @@ func (l Layout) evictCircuit() (*circuit.Circuit, error) {
 		levels = append(levels, path[d*BucketSize:(d+1)*BucketSize])
 	}
 	e := evictor{b: b, l: l, leaf: leaf, w: l.levelBits()}
-	attachTrackers(levels, l.slotBits())
+	attachTrackers(levels, l.SlotBits())
 	e.run(levels)
-	perm := trackedPermutation(b, levels, l.slotBits())
+	perm := trackedPermutation(b, levels, l.SlotBits())
 	outputBlocks(b, stash)
 	outputBlocks(b, path)
 	for _, p := range perm {

@@ -31,8 +31,8 @@ func (l Layout) levelBits() int { return bits.Len(uint(l.D + 2)) }
 // Slots is the number of slots of the stash and one path: what an eviction permutes.
 func (l Layout) Slots() int { return l.Stash + (l.D+1)*BucketSize }
 
-// slotBits is the width of a slot number encoded +1.
-func (l Layout) slotBits() int { return bits.Len(uint(l.Slots() + 1)) }
+// SlotBits is the width of a slot number encoded +1.
+func (l Layout) SlotBits() int { return bits.Len(uint(l.Slots() + 1)) }
 
 // EncodeBlock returns the bits of b.
 func (l Layout) EncodeBlock(b Block) []bool {

@@ -115,7 +115,7 @@ func (p *Party) Access(leaf uint64, id []bool, write bool, value []bool) (Access
 	}
 	copy(p.sh.Stash, out[:ns])
 	p.sh.setPath(leaf, out[ns:ns+np])
-	w := l.slotBits()
+	w := l.SlotBits()
 	k := l.ValueBits + 1 + l.D
 	res := AccessResult{Old: rest[:l.ValueBits], Found: rest[l.ValueBits], NewLeaf: rest[l.ValueBits+1 : k],
 		From: rest[k : k+w], To: rest[k+w : k+2*w]}
@@ -145,7 +145,7 @@ func (p *Party) evictOnce(leaf uint64) ([][]bool, error) {
 	ns, np := len(p.sh.Stash), (l.D+1)*BucketSize*l.BlockBits()
 	copy(p.sh.Stash, out[:ns])
 	p.sh.setPath(leaf, out[ns:ns+np])
-	w := l.slotBits()
+	w := l.SlotBits()
 	perm := make([][]bool, l.Slots())
 	for j := range perm {
 		perm[j] = out[ns+np+j*w : ns+np+(j+1)*w]

@@ -91,6 +91,7 @@ func TestSharedTreeMatchesReference(t *testing.T) {
 	// Overloaded (42 blocks in 15 buckets of 3): the stash fills and every eviction branch
 	// runs inside 2PC.
 	ref := sharedVsReference(t, Layout{D: 3, Stash: 12, IDBits: 6, ValueBits: 8}, 42, 150)
+	t.Logf("overloaded tree: max stash %d", ref.MaxStash())
 	if ref.MaxStash() < 2 {
 		t.Fatalf("overloaded tree used %d stash slots: the test exercises too little", ref.MaxStash())
 	}
@@ -100,11 +101,17 @@ func sharedVsReference(t *testing.T, l Layout, ids, accesses int) *Tree {
 	g, e := sessions(t)
 	sh1, _ := NewShare(l)
 	sh2, _ := NewShare(l)
-	p1, err := NewParty(g, sh1, rand.Reader)
+	// Deterministic party randomness (the new leaves' shares), so the run is reproducible.
+	p1, err := NewParty(g, sh1, mrand.NewChaCha8([32]byte{1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, _ := NewParty(e, sh2, rand.Reader)
+	p2, _ := NewParty(e, sh2, mrand.NewChaCha8([32]byte{2}))
+	sp1, err := NewSplitter(g, l.Slots(), l.SlotBits(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp2, _ := NewSplitter(e, l.Slots(), l.SlotBits(), rand.Reader)
 	t.Logf("read circuit %d AND, evict circuit %d AND", p1.read.NumAND, p1.evict.NumAND)
 	ref, _ := NewTree(l.D, l.Stash)
 	r := mrand.New(mrand.NewPCG(7, 7))
@@ -165,6 +172,9 @@ func sharedVsReference(t *testing.T, l Layout, ids, accesses int) *Tree {
 					t.Fatalf("access %d eviction %d slot %d: 2PC permutation says %d, reference %d", i, k, j, got, ev.Perm[j])
 				}
 			}
+			if k == 0 || i%5 == 0 { // the split is slow-ish: not every eviction
+				checkSplit(t, sp1, sp2, e1.Perm, e2.Perm, ev.Perm)
+			}
 		}
 		if write {
 			vals[id] = v
@@ -173,4 +183,30 @@ func sharedVsReference(t *testing.T, l Layout, ids, accesses int) *Tree {
 		sameAs(t, l, sh1, sh2, ref)
 	}
 	return ref
+}
+
+// checkSplit: Server 1 applies p1, then Server 2 applies p2, and the result is the
+// eviction's permutation (Section 5.5).
+func checkSplit(t *testing.T, sp1, sp2 *Splitter, s1, s2 [][]bool, want []int) {
+	t.Helper()
+	var p2 []int
+	var err2 error
+	done := make(chan struct{})
+	go func() {
+		p2, err2 = sp2.Split(s2)
+		close(done)
+	}()
+	p1, err1 := sp1.Split(s1)
+	<-done
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !isPermutation(p1, len(want)) || !isPermutation(p2, len(want)) {
+		t.Fatalf("halves are not permutations: %v / %v", p1, p2)
+	}
+	for j := range want {
+		if p1[p2[j]] != want[j] {
+			t.Fatalf("p1 after p2 at %d: %d, want %d", j, p1[p2[j]], want[j])
+		}
+	}
 }

@@ -99,4 +99,3 @@ func (s *Splitter) Split(share [][]bool) ([]int, error) {
 	}
 	return p2, nil
 }
-

@@ -20,7 +20,7 @@ import (
 // service (or anyone with the user's store credential) sees it.
 func (u *user) objects(t *testing.T) storage.Backend {
 	t.Helper()
-	be, err := profile.OpenStorage(context.Background(), u.config)
+	be, err := profile.OpenStorage(context.Background(), u.config, profile.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}

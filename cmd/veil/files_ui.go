@@ -42,9 +42,15 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	}
 }
 
-func (o *clientFlags) dir() string {
-	if o.config != "" {
-		return o.config
+func (o *clientFlags) dir() string { return profileDir(o.config) }
+
+// profileDir is the --config flag, else $VEIL_CONFIG, else the platform's default.
+func profileDir(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if d := os.Getenv(profile.EnvConfig); d != "" {
+		return d
 	}
 	return profile.DefaultDir()
 }
@@ -92,7 +98,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 			fmt.Fprintf(os.Stderr, "veil: %s: %v\n", path, err)
 		}
 	}
-	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Jobs: o.jobs, Events: ev, Logger: log,
+	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Overrides: profile.EnvOverrides(os.Getenv), Jobs: o.jobs, Events: ev, Logger: log,
 		Force: o.force, Exclude: o.exclude, NoRootCheck: o.noRootCheck})
 	return cl, done, ui, err
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
-	"github.com/veil-project/veil/internal/profile"
 )
 
 func init() { register(newPeekabooCommand) }
@@ -47,12 +46,7 @@ type pkbFlags struct {
 	json   bool
 }
 
-func (o *pkbFlags) dir() string {
-	if o.config != "" {
-		return o.config
-	}
-	return profile.DefaultDir()
-}
+func (o *pkbFlags) dir() string { return profileDir(o.config) }
 
 func (o *pkbFlags) with(fn func(*client.Client) error) error {
 	c, err := client.Open(o.dir())

@@ -232,7 +232,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			if blobs != "" {
-				if cfg.Blobs, err = open.Open(cmd.Context(), blobs, open.Credentials{}); err != nil {
+				if cfg.Blobs, err = open.Open(cmd.Context(), blobs, open.EnvCredentials(open.Credentials{}, os.Getenv)); err != nil {
 					return fmt.Errorf("--blobs: %w", err)
 				}
 			}

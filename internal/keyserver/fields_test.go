@@ -10,7 +10,7 @@ import (
 
 // ratelimit.db is the server's own file (0600): a value of another length than 16 bytes
 // (a torn or foreign write) reads as absent, so the client starts the epoch afresh; it
-// never affects keys or other clients (docs/security-fields-osync-ks.md).
+// never affects keys or other clients (docs/security.md, "ObliviSync and the key server: every field").
 func TestFieldsRateLimitValueLength(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.db")
 	s, err := openBoltStore(path)

@@ -14,7 +14,7 @@ import (
 	"github.com/veil-project/veil/internal/ksclient"
 )
 
-// Field-by-field audit of the key server's files (docs/security-fields-osync-ks.md): the
+// Field-by-field audit of the key server's files (docs/security.md, "ObliviSync and the key server: every field"): the
 // client's credential and the server's directory. Both are local files protected by file
 // modes (0600 in a 0700 directory), not by cryptography, and no server holds or sends the
 // other party's copy; these tests show what each field controls when it changes.

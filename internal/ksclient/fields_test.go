@@ -25,7 +25,7 @@ import (
 	"github.com/veil-project/veil/internal/mle"
 )
 
-// Field-by-field audit of the key server's wire formats (docs/security-fields-osync-ks.md).
+// Field-by-field audit of the key server's wire formats (docs/security.md, "ObliviSync and the key server: every field").
 // The client side is attacked by a malicious key server holding the real certificate
 // (mitm_test.go); the server side by a client holding a valid credential.
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// Field-by-field audit of what the cloud holds (docs/security-fields-osync-ks.md): each
+// Field-by-field audit of what the cloud holds (docs/security.md, "ObliviSync and the key server: every field"): each
 // test alters one field of one backend object, as a malicious cloud folder can, and
 // expects the stated outcome.
 

@@ -54,11 +54,24 @@ const (
 	EnvKSURL    = "VEIL_KS_URL"        // key server HTTPS URL override
 )
 
-// DefaultDir is $VEIL_CONFIG, else $XDG_CONFIG_HOME/veil, else ~/.config/veil.
+// Overrides are the settings a user gives through the environment (Env* above). cmd/veil
+// reads them (EnvOverrides); this package never reads the environment itself.
+type Overrides struct {
+	Storage      string           // storage location instead of the profile's ($VEIL_STORAGE)
+	KSCredential string           // key server credential file ($VEIL_KS_CREDENTIAL)
+	KSURL        string           // key server HTTPS URL ($VEIL_KS_URL)
+	Credentials  open.Credentials // S3 keys and store credential file for the location
+}
+
+// EnvOverrides reads the overrides through getenv (os.Getenv in cmd/veil).
+func EnvOverrides(getenv func(string) string) Overrides {
+	return Overrides{Storage: getenv(EnvStorage), KSCredential: getenv(EnvKSCred), KSURL: getenv(EnvKSURL),
+		Credentials: open.EnvCredentials(open.Credentials{}, getenv)}
+}
+
+// DefaultDir is $XDG_CONFIG_HOME/veil, else ~/.config/veil (os.UserConfigDir); cmd/veil
+// puts $VEIL_CONFIG first.
 func DefaultDir() string {
-	if d := os.Getenv(EnvConfig); d != "" {
-		return d
-	}
 	d, err := os.UserConfigDir()
 	if err != nil {
 		return ".veil"
@@ -159,8 +172,8 @@ func ChangePassphrase(dir string, old, new []byte) error {
 	return atomicfile.Write(path, sealed, 0o600, true)
 }
 
-// Load reads the profile in dir and applies environment overrides.
-func Load(dir string) (*Config, error) {
+// Load reads the profile in dir and applies the overrides.
+func Load(dir string, ov Overrides) (*Config, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no veil profile in %s (run 'veil init', or set %s)", dir, EnvConfig)
@@ -172,14 +185,15 @@ func Load(dir string) (*Config, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
 	}
-	if s := os.Getenv(EnvStorage); s != "" {
-		c.Storage = s
+	if ov.Storage != "" {
+		c.Storage = ov.Storage
 	}
 	return &c, nil
 }
 
 // ClientOptions are the per-run settings the CLI passes through.
 type ClientOptions struct {
+	Overrides   Overrides
 	NoRootCheck bool // reads warn instead of failing when the tree root does not vouch for a record
 	Jobs        int
 	Force       bool     // put: read every file, even unchanged ones
@@ -191,7 +205,7 @@ type ClientOptions struct {
 // Open unlocks the master key with passphrase and connects to the storage service and key
 // server. The returned close function releases both.
 func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (*dupless.Client, func(), error) {
-	cfg, err := Load(dir)
+	cfg, err := Load(dir, o.Overrides)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,7 +217,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	be, err := OpenStorage(ctx, dir)
+	be, err := OpenStorage(ctx, dir, o.Overrides)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,7 +226,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if o.NoRootCheck {
 		dopts.RootCheck = dupless.RootWarn
 	}
-	lazy := &lazyKS{open: func() (*ksclient.Client, error) { return openKS(dir, cfg, o.Logger) }}
+	lazy := &lazyKS{open: func() (*ksclient.Client, error) { return openKS(dir, cfg, o.Overrides, o.Logger) }}
 	if !cfg.NoKS {
 		dopts.Keys = lazy
 	}
@@ -270,13 +284,13 @@ func (l *lazyKS) close() {
 
 // OpenStorage connects to the profile's storage service as the user, without encryption
 // (for benchmarks that compare with plain puts, and for diagnostics).
-func OpenStorage(ctx context.Context, dir string) (storage.Backend, error) {
-	cfg, err := Load(dir)
+func OpenStorage(ctx context.Context, dir string, ov Overrides) (storage.Backend, error) {
+	cfg, err := Load(dir, ov)
 	if err != nil {
 		return nil, err
 	}
 	location := cfg.Storage
-	var cred open.Credentials
+	cred := ov.Credentials
 	if b, err := os.ReadFile(filepath.Join(dir, StoreCred)); err == nil {
 		var sc storewire.Credential
 		if err := json.Unmarshal(b, &sc); err != nil {
@@ -291,8 +305,8 @@ func OpenStorage(ctx context.Context, dir string) (storage.Backend, error) {
 	return be, nil
 }
 
-func openKS(dir string, cfg *Config, log *slog.Logger) (*ksclient.Client, error) {
-	path := os.Getenv(EnvKSCred)
+func openKS(dir string, cfg *Config, ov Overrides, log *slog.Logger) (*ksclient.Client, error) {
+	path := ov.KSCredential
 	if path == "" {
 		path = filepath.Join(dir, KSCredFile)
 	}
@@ -300,7 +314,7 @@ func openKS(dir string, cfg *Config, log *slog.Logger) (*ksclient.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	opts := ksclient.Options{Transport: cfg.KSTransport, URL: os.Getenv(EnvKSURL), Logger: log}
+	opts := ksclient.Options{Transport: cfg.KSTransport, URL: ov.KSURL, Logger: log}
 	if cfg.KSTimeout != "" {
 		if opts.Timeout, err = time.ParseDuration(cfg.KSTimeout); err != nil {
 			return nil, fmt.Errorf("ks_timeout %q: %w", cfg.KSTimeout, err)

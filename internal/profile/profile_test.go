@@ -53,12 +53,11 @@ func TestInitOpenAndOverrides(t *testing.T) {
 	done()
 	_ = c
 	other := t.TempDir()
-	t.Setenv(EnvStorage, other)
-	cfg, err := Load(dir)
+	cfg, err := Load(dir, EnvOverrides(func(k string) string { return map[string]string{EnvStorage: other}[k] }))
 	if err != nil || cfg.Storage != other {
 		t.Fatalf("VEIL_STORAGE did not override: %+v %v", cfg, err)
 	}
-	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "veil init") {
+	if _, err := Load(t.TempDir(), Overrides{}); err == nil || !strings.Contains(err.Error(), "veil init") {
 		t.Fatalf("missing profile: %v", err)
 	}
 }

@@ -121,7 +121,7 @@ func start(ctx context.Context, dir string) (*env, error) {
 	}}
 	cl, done, err := profile.Open(ctx, prof, pass, profile.ClientOptions{Events: ev})
 	if err == nil {
-		e.raw, err = profile.OpenStorage(ctx, prof)
+		e.raw, err = profile.OpenStorage(ctx, prof, profile.Overrides{})
 	}
 	if err != nil {
 		dep.Stop()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -20,11 +19,23 @@ var ErrLocation = errors.New("bad storage location")
 
 // Credentials are the secrets a location may need. Empty fields fall back to the
 // environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, VEIL_STORE_CREDENTIAL (a file).
+// The caller resolves them (cmd/veil reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// VEIL_STORE_CREDENTIAL with EnvCredentials); this package never reads the environment.
 type Credentials struct {
 	S3AccessKey string
 	S3SecretKey string
 	Store       *storewire.Credential // for veil:// locations
 	StoreFile   string                // credential file, used when Store is nil
+}
+
+// EnvCredentials fills what c leaves empty from the environment variables a user sets for
+// storage (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, VEIL_STORE_CREDENTIAL), read through
+// getenv (os.Getenv in cmd/veil).
+func EnvCredentials(c Credentials, getenv func(string) string) Credentials {
+	c.S3AccessKey = first(c.S3AccessKey, getenv("AWS_ACCESS_KEY_ID"))
+	c.S3SecretKey = first(c.S3SecretKey, getenv("AWS_SECRET_ACCESS_KEY"))
+	c.StoreFile = first(c.StoreFile, getenv("VEIL_STORE_CREDENTIAL"))
+	return c
 }
 
 // Open returns the backend at location.
@@ -57,8 +68,7 @@ func openS3(ctx context.Context, rest string, cred Credentials) (storage.Backend
 	q := u.Query()
 	cfg := s3.Config{Endpoint: u.Host, Bucket: bucket, Prefix: prefix, Region: q.Get("region"),
 		TLS: q.Get("tls") != "0" && q.Get("tls") != "false", CreateBucket: q.Get("create") == "1",
-		AccessKey: first(cred.S3AccessKey, os.Getenv("AWS_ACCESS_KEY_ID")),
-		SecretKey: first(cred.S3SecretKey, os.Getenv("AWS_SECRET_ACCESS_KEY"))}
+		AccessKey: cred.S3AccessKey, SecretKey: cred.S3SecretKey}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
 		return nil, fmt.Errorf("%w: s3://%s: no access key (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", ErrLocation, rest)
 	}
@@ -68,7 +78,7 @@ func openS3(ctx context.Context, rest string, cred Credentials) (storage.Backend
 func openRemote(scheme, rest string, cred Credentials) (storage.Backend, error) {
 	c := cred.Store
 	if c == nil {
-		file := first(cred.StoreFile, os.Getenv("VEIL_STORE_CREDENTIAL"))
+		file := cred.StoreFile
 		if file == "" {
 			return nil, fmt.Errorf("%w: %s://%s needs a store credential (--credential or VEIL_STORE_CREDENTIAL)", ErrLocation, scheme, rest)
 		}

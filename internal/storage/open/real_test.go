@@ -34,7 +34,7 @@ func TestOpenS3(t *testing.T) {
 	srv := testutil.StartS3(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	b, err := Open(t.Context(), "s3://"+srv.Endpoint+"/veil-test/some/prefix?tls=0&create=1", Credentials{})
+	b, err := Open(t.Context(), "s3://"+srv.Endpoint+"/veil-test/some/prefix?tls=0&create=1", EnvCredentials(Credentials{}, os.Getenv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestOpenVeil(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	t.Setenv("VEIL_STORE_CREDENTIAL", credFile)
-	b, err := Open(t.Context(), "veil://"+ln.Addr().String(), Credentials{})
+	b, err := Open(t.Context(), "veil://"+ln.Addr().String(), EnvCredentials(Credentials{}, os.Getenv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,8 +60,13 @@ func New(endpoint string, cred storewire.Credential) (*Backend, error) {
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Backend{base: u, user: cred.User, secret: cred.Secret, client: &http.Client{Transport: tr}}, nil
+	return &Backend{base: u, user: cred.User, secret: cred.Secret, client: &http.Client{Transport: tr, CheckRedirect: refuseRedirect}}, nil
 }
+
+// refuseRedirect stops the client at a 3xx: a redirect would send the user's credentials
+// and data wherever Location points (plain http:// included), and the store API never
+// redirects (a 3xx is answered as an unexpected status).
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close releases idle connections.
 func (b *Backend) Close() error {

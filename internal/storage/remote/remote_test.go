@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/server"
@@ -74,5 +78,33 @@ func TestBadEndpoint(t *testing.T) {
 		if _, err := remote.New(e, cred); err == nil {
 			t.Errorf("endpoint %q accepted", e)
 		}
+	}
+}
+
+// A 3xx from the service is an error, not an instruction: following it would send the
+// user's credentials and data wherever Location points (here plain http://).
+func TestRedirectNotFollowed(t *testing.T) {
+	var hits atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer elsewhere.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	_, cred := serveStore(t)
+	cred.CA = ""
+	b, err := remote.New(redirecting.URL, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Put(t.Context(), "d", "f", strings.NewReader("secret"), 6); err == nil {
+		t.Fatal("put through a redirect succeeded")
+	}
+	if _, err := b.List(t.Context(), ""); err == nil {
+		t.Fatal("list through a redirect succeeded")
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the redirect target got %d requests", n)
 	}
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"

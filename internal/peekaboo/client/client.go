@@ -145,3 +145,6 @@ func (c *Client) openOwner(id wire.ID, blob []byte) (string, error) {
 	}
 	return string(pt), nil
 }
+
+// KServerPub is the pinned K-server key (for benchmarks that time the steps one by one).
+func (c *Client) KServerPub() *wire.KServerPub { return c.kpub }

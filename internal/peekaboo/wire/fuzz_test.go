@@ -97,12 +97,13 @@ func FuzzCred(f *testing.F) {
 func stubPublicKeyParser(f *testing.F) {
 	k := mustKey(f)
 	real := parsePub
-	want := k.Public().pub.Bytes()
+	pub := k.Public().pub
+	want := pub.Bytes()
 	parsePub = func(b []byte) (hpke.PublicKey, error) {
 		if !bytes.Equal(b, want) {
 			return nil, errors.New("not the test key")
 		}
-		return k.Public().pub, nil
+		return pub, nil
 	}
 	f.Cleanup(func() { parsePub = real })
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/veil-project/veil/internal/peekaboo/pkbbench"
+	"github.com/veil-project/veil/internal/bench/peekaboo"
 )
 
 func init() { registerBench(newBenchPeekabooCommand) }

@@ -190,9 +190,9 @@ func (e *PartialError) Error() string {
 	return fmt.Sprintf("%d files failed, first: %v", len(e.Files), e.Files[0])
 }
 
-// workers runs fn on c.opts.Jobs goroutines for every task sent to the returned channel,
-// recording each failure in sum under the task's name. finish closes the channel and waits.
-func workers[T any](c *Client, sum *Summary, name func(T) string, fn func(T) error) (work chan<- T, finish func()) {
+// workers runs fn on c.opts.Jobs goroutines for every task sent to the returned channel;
+// fn reports the task's outcome (c.done). finish closes the channel and waits.
+func workers[T any](c *Client, fn func(T)) (work chan<- T, finish func()) {
 	ch := make(chan T)
 	var wg sync.WaitGroup
 	for range c.opts.Jobs {
@@ -200,9 +200,7 @@ func workers[T any](c *Client, sum *Summary, name func(T) string, fn func(T) err
 		go func() {
 			defer wg.Done()
 			for t := range ch {
-				if err := fn(t); err != errCommitting {
-					c.done(sum, name(t), err)
-				}
+				fn(t)
 			}
 		}()
 	}

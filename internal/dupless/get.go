@@ -77,8 +77,7 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		}
 	}
 	ls := &links{}
-	work, finish := workers(c, sum, func(t getTask) string { return t.src },
-		func(t getTask) error { return c.getOne(ctx, t, sum, ls) })
+	work, finish := workers(c, func(t getTask) { c.done(sum, t.src, c.getOne(ctx, t, sum, ls)) })
 	var dirs []getTask
 	var err error
 	seen := map[string]bool{}

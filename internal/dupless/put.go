@@ -47,8 +47,45 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 		return sum, err
 	}
 	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop() }()
-	var tasks []putTask
-	var total int64
+	tasks, total, err := c.scan(locals, dest, sum)
+	if err != nil {
+		return sum, err
+	}
+	if c.opts.Events.Total != nil {
+		c.opts.Events.Total(len(tasks), total)
+	}
+	// Directories first (so empty ones exist), then everything else in parallel.
+	run := newPutRun(c.be, sum)
+	defer run.wait() // no upload outlives Put
+	work, finish := workers(c, func(t putTask) {
+		if t.info.Mode().IsRegular() {
+			c.putFile(ctx, t, sum, run) // reports the file itself, at once or from its commit
+			return
+		}
+		c.done(sum, t.local, c.putOther(ctx, t, sum, run))
+	})
+	for _, t := range tasks {
+		if ctx.Err() != nil {
+			break // cancelled: report it once, not once per remaining file
+		}
+		if t.info.IsDir() {
+			c.done(sum, t.local, c.putDir(ctx, t, sum, run))
+			continue
+		}
+		select {
+		case work <- t:
+		case <-ctx.Done():
+		}
+	}
+	finish()
+	run.waitCommits()
+	sum.Duration = time.Since(start)
+	return sum, ctx.Err()
+}
+
+// scan walks the local paths and lists what to store where: every entry, except excluded
+// ones and a second source for one destination (recorded in sum as failed).
+func (c *Client) scan(locals []string, dest string, sum *Summary) (tasks []putTask, total int64, err error) {
 	from := map[string]string{} // destination -> the local path stored there
 	for _, l := range locals {
 		base := filepath.Base(filepath.Clean(l))
@@ -81,34 +118,10 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 			return nil
 		})
 		if err != nil {
-			return sum, err
+			return nil, 0, err
 		}
 	}
-	if c.opts.Events.Total != nil {
-		c.opts.Events.Total(len(tasks), total)
-	}
-	// Directories first (so empty ones exist), then everything else in parallel.
-	run := newPutRun(c.be, sum)
-	defer run.wait() // no upload outlives Put
-	work, finish := workers(c, sum, func(t putTask) string { return t.local },
-		func(t putTask) error { return c.putOne(ctx, t, sum, run) })
-	for _, t := range tasks {
-		if ctx.Err() != nil {
-			break // cancelled: report it once, not once per remaining file
-		}
-		if t.info.IsDir() {
-			c.done(sum, t.local, c.putDir(ctx, t, sum, run))
-			continue
-		}
-		select {
-		case work <- t:
-		case <-ctx.Done():
-		}
-	}
-	finish()
-	run.waitCommits()
-	sum.Duration = time.Since(start)
-	return sum, ctx.Err()
+	return tasks, total, nil
 }
 
 func joinPath(parts ...string) string {
@@ -147,11 +160,11 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 	return err
 }
 
-func (c *Client) putOne(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
+// putOther stores a task that is neither a directory nor a regular file: a symlink, or
+// else fails.
+func (c *Client) putOther(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
 	mode := t.info.Mode()
 	switch {
-	case mode.IsRegular():
-		return c.putFile(ctx, t, sum, run)
 	case mode&fs.ModeSymlink != 0:
 		target, err := os.Readlink(t.local)
 		if err != nil {

@@ -15,273 +15,208 @@ import (
 // batchBytes bounds the chunk data a file keeps in memory while its keys are derived.
 const batchBytes = 8 << 20
 
+// filePut is one file being stored: what its batches (putBatch) share. It is used by one
+// worker goroutine; only its commit runs on (after the worker let go of it).
+type filePut struct {
+	c               *Client
+	ctx             context.Context
+	run             *putRun
+	sum             *Summary
+	t               putTask
+	encDir, encName string
+	f               *os.File    // nil until opened
+	fi              os.FileInfo // of the open file
+	release         func()      // the large-transfer slot
+
+	prev     map[mle.Digest]chunkRef // the previous version's chunks: reused whole
+	mine     map[mle.Digest]pending  // chunks of this file so far, fallbacks included
+	rec      *record                 // the key record being built
+	waits    []*upload               // uploads this file's record must not precede
+	kept     int                     // chunks reused rather than sent (counted if it commits)
+	owned    []*keyFuture            // keys this file derives for the whole run
+	fallback error                   // why some chunks have random keys (nil: none do)
+}
+
 // putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
 // its key record: the record is the commit point, so a crash never leaves a record that
-// points to missing content, and overwriting a file is atomic.
-func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
+// points to missing content, and overwriting a file is atomic. The file's outcome is
+// reported through c.done: at once when it fails or is unchanged, else by its commit, which
+// the run finishes while this worker goes on with the next file.
+func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putRun) {
+	fp, err := c.startFile(ctx, t, sum, run)
+	if err != nil || fp == nil {
+		c.done(sum, t.local, err)
+		return
+	}
+	defer fp.close()
+	if err := fp.storeChunks(); err != nil {
+		c.done(sum, t.local, err)
+		return
+	}
+	fp.commit()
+}
+
+// startFile opens a file to store, or returns nil when its stored version is unchanged
+// (counted in sum) or on error.
+func (c *Client) startFile(ctx context.Context, t putTask, sum *Summary, run *putRun) (*filePut, error) {
 	encDir, encName, err := c.encFile(t.dest)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
-		return err
+		return nil, err
 	}
 	release, err := c.transfer(ctx, t.info.Size())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer release()
-	// Open without following links or blocking on FIFOs, and insist it is still the regular
-	// file the walk saw: a path swapped for a symlink meanwhile is not read.
-	f, err := os.OpenFile(t.local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	fp := &filePut{c: c, ctx: ctx, run: run, sum: sum, t: t, encDir: encDir, encName: encName,
+		release: release, prev: map[mle.Digest]chunkRef{}, mine: map[mle.Digest]pending{}}
+	unchanged, err := false, fp.open()
+	if err == nil {
+		unchanged, err = fp.previous()
+	}
+	if err != nil || unchanged {
+		fp.close()
+		return nil, err
+	}
+	fp.rec = &record{Type: typeFile, Mode: unixMode(fp.fi.Mode()), MTime: fp.fi.ModTime().UnixNano()}
+	return fp, nil
+}
+
+// open opens the file without following links or blocking on FIFOs, and insists it is
+// still the regular file the walk saw: a path swapped for a symlink meanwhile is not read.
+func (fp *filePut) open() error {
+	f, err := os.OpenFile(fp.t.local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	fp.f = f
+	if fp.fi, err = f.Stat(); err != nil {
 		return err
 	}
-	if !fi.Mode().IsRegular() || !os.SameFile(fi, t.info) {
+	if !fp.fi.Mode().IsRegular() || !os.SameFile(fp.fi, fp.t.info) {
 		return errors.New("replaced while being stored: not stored")
 	}
-	// Chunks this file's previous version already stored are reused whole (no key request,
-	// no encryption, no upload), as are chunks stored earlier in this run or in this file.
-	prev := map[mle.Digest]chunkRef{}
-	if exists, err := run.dirs.has(ctx, c.be, encDir, encName+keySuffix); err != nil {
-		return err
-	} else if exists {
-		if old, err := c.readRecord(ctx, encDir, encName+keySuffix); err == nil {
-			if c.unchanged(old, fi) {
-				n := len(old.Chunks)
-				sum.add(func(s *Summary) {
-					s.Files++
-					s.Unchanged++
-					s.Bytes += int64(old.Size)
-					s.Chunks += n
-					s.ChunksKept += n
-				})
-				c.bytesDone(fi.Size())
-				return nil
-			}
-			for _, ch := range old.Chunks {
-				// Retry the KS for fallbacks; a version 1 reference does not name its
-				// chunk's suite and scheme, so it is encrypted anew (the service dedups it).
-				if (ch.Flags&flagRandomKey == 0 || c.ks.kd == nil) && ch.Scheme != 0 {
-					prev[ch.Digest] = ch
-				}
-			}
-		} else if !errors.Is(err, storage.ErrNotFound) {
-			c.log.Warn("previous key record unreadable; storing anew", "path", t.dest, "err", err)
+	return nil
+}
+
+// previous reads the record of the file's stored version. When it already describes the
+// local file, the file is counted as unchanged and not read. Otherwise its chunks are
+// reused whole (no key request, no encryption, no upload), except fallback chunks while a
+// key server is configured (retried there) and version 1 references, which do not name
+// their chunk's suite and scheme (encrypted anew; the service dedups them).
+func (fp *filePut) previous() (unchanged bool, err error) {
+	c, objName := fp.c, fp.encName+keySuffix
+	exists, err := fp.run.dirs.has(fp.ctx, c.be, fp.encDir, objName)
+	if err != nil || !exists {
+		return false, err
+	}
+	old, err := c.readRecord(fp.ctx, fp.encDir, objName)
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			c.log.Warn("previous key record unreadable; storing anew", "path", fp.t.dest, "err", err)
+		}
+		return false, nil
+	}
+	if c.unchanged(old, fp.fi) {
+		n := len(old.Chunks)
+		fp.sum.add(func(s *Summary) {
+			s.Files++
+			s.Unchanged++
+			s.Bytes += int64(old.Size)
+			s.Chunks += n
+			s.ChunksKept += n
+		})
+		c.bytesDone(fp.fi.Size())
+		return true, nil
+	}
+	for _, ch := range old.Chunks {
+		if (ch.Flags&flagRandomKey == 0 || c.ks.kd == nil) && ch.Scheme != 0 {
+			fp.prev[ch.Digest] = ch
 		}
 	}
-	mine := map[mle.Digest]pending{} // chunks of this file so far, fallbacks included
-	reuse := func(p piece) (pending, bool) {
-		if old, ok := prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
-			return pending{old, nil}, true
-		}
-		if m, ok := mine[p.digest]; ok && m.ref.Flags&flagCompressed == p.flags&flagCompressed {
-			return m, true
-		}
-		return run.lookup(p)
-	}
-	rec := &record{Type: typeFile, Mode: unixMode(fi.Mode()), MTime: fi.ModTime().UnixNano()}
-	var waits []*upload // uploads this file's record must not precede
-	kept := 0           // chunks reused rather than sent by this file (counted if it commits)
-	var ownedFutures []*keyFuture
-	defer func() { // chunks this file owned but did not store: let the waiting files go on
-		for _, f := range ownedFutures {
-			f.markStored()
-		}
-	}()
-	defer func() { // on every path: no upload of this file outlives it
-		for _, u := range waits {
-			u.wait()
-		}
-	}()
-	var fallback error
-	sp := newSplitter(f)
+	return false, nil
+}
+
+// storeChunks reads the file in batches of up to batchBytes and stores each; the record
+// collects their references.
+func (fp *filePut) storeChunks() error {
+	sp := newSplitter(fp.f)
 	defer sp.close()
 	for done := false; !done; {
-		var raw [][]byte
-		size := 0
-		stop := c.timer("chunk")
-		for size < batchBytes {
-			data, err := sp.next()
-			if err == io.EOF {
-				done = true
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("read: %w", err)
-			}
-			raw = append(raw, data)
-			size += len(data)
-			c.bytesDone(int64(len(data)))
+		stop := fp.c.timer("chunk")
+		raw, eof, err := fp.readBatch(sp)
+		if err != nil {
+			return err
 		}
-		batch := prepareAll(c.mleFor, raw, !c.opts.NoCompress)
+		done = eof
+		b := fp.newBatch(prepareAll(fp.c.mleFor, raw, !fp.c.opts.NoCompress))
 		stop()
-		if len(rec.Chunks)+len(batch) > maxRecordChunks {
+		if len(fp.rec.Chunks)+len(b.pieces) > maxRecordChunks {
 			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
 		}
-		// One key request for the distinct new digests of the batch.
-		var need []mle.Digest
-		asked := map[mle.Digest]bool{}
-		known := map[mle.Digest]chunkRef{} // reusable now; its key if its upload fails meanwhile
-		for _, p := range batch {
-			if r, ok := reuse(p); ok {
-				known[p.digest] = r.ref
-			} else if !asked[p.digest] {
-				asked[p.digest] = true
-				need = append(need, p.digest)
-			}
-		}
-		stop = c.timer("keys")
-		mineDs, futures := run.claim(need)
-		owned := make(map[mle.Digest]bool, len(mineDs))
-		for _, d := range mineDs {
-			owned[d] = true
-			ownedFutures = append(ownedFutures, futures[d])
-		}
-		keys, kerr := c.ks.derive(ctx, mineDs)
-		run.resolve(mineDs, futures, keys, kerr)
-		keyOf := make(map[mle.Digest]mle.Key, len(need))
-		for d, f := range futures { // including keys other files of the run are deriving
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if f.err != nil {
-				kerr = f.err
-			} else {
-				keyOf[d] = f.key
-			}
-		}
-		stop()
-		if kerr != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fallback = kerr
-		}
-		// Another file of the run owns a chunk when it derived its key: it encrypts and
-		// stores it, and this file reuses it after its own chunks are sent (never before:
-		// two files waiting on each other's chunks would deadlock).
-		deferred := func(p piece) bool {
-			f, ok := futures[p.digest]
-			return ok && !owned[p.digest] && f.err == nil
-		}
-		encryptRef := func(p piece, ref chunkRef) encrypted {
-			m := c.mleFor(len(p.msg))
-			ref.Suite, ref.Scheme = m.Suite, m.Scheme
-			ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
-			if err == nil {
-				ref.Tag, err = mle.TagGen(ct) // H(K) for HCE2: no pass over the data
-			}
-			return encrypted{ref, ct, err, true}
-		}
-		encrypt := func(p piece) encrypted {
-			ref := chunkRef{PlainLen: uint32(p.plainLen), MsgLen: uint32(len(p.msg)), Flags: p.flags, Digest: p.digest}
-			if k, ok := keyOf[p.digest]; ok {
-				ref.Key = k
-			} else if r, ok := known[p.digest]; ok && r.Flags&flagRandomKey == 0 {
-				ref.Key = r.Key // was reusable when keys were asked for; its upload failed since
-			} else {
-				ref.Key, ref.Flags = randomKey(), ref.Flags|flagRandomKey
-			}
-			return encryptRef(p, ref)
-		}
-		// Encrypt this file's new chunks on all cores, then record and send them in order.
-		stop = c.timer("encrypt")
-		enc := make([]encrypted, len(batch))
-		parallel(len(batch), func(i int) {
-			if p := batch[i]; !deferred(p) {
-				if r, ok := reuse(p); ok {
-					enc[i].ref = r.ref // kept in case its upload fails and is forgotten
-				} else {
-					enc[i] = encrypt(p)
-				}
-			}
-		})
-		stop()
-		refs := make([]chunkRef, len(batch))
-		use := func(i int, r pending) {
-			refs[i] = r.ref
-			if r.up != nil {
-				waits = append(waits, r.up)
-			}
-			kept++
-		}
-		send := func(i int, e encrypted) {
-			u, fresh := run.store(ctx, e.ref, e.ct)
-			if !fresh {
-				kept++ // another file of the run is sending the same chunk
-			}
-			mine[batch[i].digest] = pending{e.ref, u}
-			refs[i] = e.ref
-			waits = append(waits, u)
-		}
-		var later []int
-		for i, p := range batch {
-			e := enc[i]
-			switch {
-			case deferred(p):
-				later = append(later, i)
-				continue
-			case !e.fresh:
-				if r, ok := reuse(p); ok {
-					use(i, r)
-					continue
-				}
-				// Its upload failed and was forgotten: store it again, same key.
-				if e = encryptRef(p, e.ref); e.err != nil {
-					return e.err
-				}
-			case e.err != nil:
-				return e.err
-			}
-			if m, ok := mine[p.digest]; ok && e.ref.Flags&flagRandomKey != 0 {
-				use(i, m) // a repeat of a fallback chunk of this file: one copy
-				continue
-			}
-			if m, ok := mine[p.digest]; ok && m.ref.Tag == e.ref.Tag {
-				use(i, m) // a repeat within this batch
-				continue
-			}
-			send(i, e)
-		}
-		for _, i := range later { // chunks other files own: reuse theirs once stored
-			p := batch[i]
-			select {
-			case <-futures[p.digest].stored:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if r, ok := reuse(p); ok {
-				use(i, r)
-				continue
-			}
-			e := encrypt(p) // the owner gave up: store it ourselves
-			if e.err != nil {
-				return e.err
-			}
-			send(i, e)
-		}
-		for i, p := range batch {
-			rec.Chunks = append(rec.Chunks, refs[i])
-			rec.Size += uint64(p.plainLen)
+		if err := b.store(); err != nil {
+			return err
 		}
 	}
-	// Hand the rest to the run: wait for this file's uploads, then write its record (the
-	// commit point). The worker goes on with the next file meanwhile.
-	pendingUploads := waits
-	waits = nil // the commit waits for them, not the deferred cleanup
-	run.commit(func() {
-		err := c.commitFile(ctx, run, encDir, encName, rec, pendingUploads, fallback, kept, sum)
-		c.done(sum, t.local, err)
+	return nil
+}
+
+// readBatch takes chunks from sp until they hold batchBytes, or the file ends (eof).
+func (fp *filePut) readBatch(sp *splitter) (raw [][]byte, eof bool, err error) {
+	for size := 0; size < batchBytes; {
+		data, err := sp.next()
+		if err == io.EOF {
+			return raw, true, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read: %w", err)
+		}
+		raw = append(raw, data)
+		size += len(data)
+		fp.c.bytesDone(int64(len(data)))
+	}
+	return raw, false, nil
+}
+
+// reusable returns a stored (or being stored) chunk with p's message: from the previous
+// version, from this file so far, or from this run.
+func (fp *filePut) reusable(p piece) (pending, bool) {
+	if old, ok := fp.prev[p.digest]; ok && old.Flags&flagCompressed == p.flags&flagCompressed {
+		return pending{old, nil}, true
+	}
+	if m, ok := fp.mine[p.digest]; ok && m.ref.Flags&flagCompressed == p.flags&flagCompressed {
+		return m, true
+	}
+	return fp.run.lookup(p)
+}
+
+// commit hands the rest to the run: wait for this file's uploads, then write its record
+// (the commit point) and report the file. The worker goes on with the next file meanwhile.
+func (fp *filePut) commit() {
+	uploads := fp.waits
+	fp.waits = nil // the commit waits for them, not close
+	fp.run.commit(func() {
+		err := fp.c.commitFile(fp.ctx, fp.run, fp.encDir, fp.encName, fp.rec, uploads, fp.fallback, fp.kept, fp.sum)
+		fp.c.done(fp.sum, fp.t.local, err)
 	})
-	return errCommitting
+}
+
+// close ends the worker's part, on every path: no upload of this file outlives it (unless
+// its commit waits for them), the chunks it owned but did not store let the waiting files
+// go on, and the file and its transfer slot are released.
+func (fp *filePut) close() {
+	for _, u := range fp.waits {
+		u.wait()
+	}
+	for _, f := range fp.owned {
+		f.markStored()
+	}
+	if fp.f != nil {
+		fp.f.Close()
+	}
+	fp.release()
 }
 
 // unchanged reports whether the stored record old already describes the local file fi:
@@ -334,14 +269,6 @@ func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName st
 		}
 	})
 	return nil
-}
-
-// encrypted is one chunk of a batch after the parallel encryption step.
-type encrypted struct {
-	ref   chunkRef
-	ct    []byte
-	err   error
-	fresh bool // encrypted here (false: reused, decided again in order)
 }
 
 // reason shortens a key derivation error for the summary.

@@ -111,10 +111,6 @@ const (
 	maxCommits     = 64
 )
 
-// errCommitting is returned by a file's put when its commit was handed to the run: the
-// commit reports the file's outcome itself.
-var errCommitting = errors.New("commit pending")
-
 // commit finishes a file in the background: fn waits for its uploads and writes its
 // record. It blocks while maxCommits files are already being finished.
 func (r *putRun) commit(fn func()) {

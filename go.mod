@@ -4,8 +4,10 @@ go 1.26.8
 
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
-	github.com/ProtonMail/go-crypto v1.5.2
+	github.com/ProtonMail/go-crypto v1.5.2 // EAX reference for the Metal-AC circuit tests; resolves on the proxy
+	github.com/bwesterb/go-ristretto v1.2.3 // Metal DataORAM ElGamal (Lizard encoding)
 	github.com/cloudflare/circl v1.6.3
+	github.com/dustin/go-humanize v1.0.1
 	github.com/gtank/ristretto255 v0.1.2
 	github.com/hanwen/go-fuse/v2 v2.7.2
 	github.com/klauspost/compress v1.18.0
@@ -28,10 +30,8 @@ require (
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/bwesterb/go-ristretto v1.2.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-ini/ini v1.67.0 // indirect
 	github.com/goccy/go-json v0.10.5 // indirect
 	github.com/google/uuid v1.6.0 // indirect

@@ -66,6 +66,7 @@ type Client struct {
 	mem        RootMemory
 	view       treeView
 	keyChecked atomic.Bool // the key check opened under this key
+	changing   sync.Mutex  // held by the command whose changes view tracks
 }
 
 // New returns a client for the user holding master, storing on be.

@@ -123,12 +123,16 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error)
 	if exclusive {
 		begin = c.refresh
 	}
+	// One changing command at a time per Client: the tree root tracks one command's changes.
+	c.changing.Lock()
 	if err := begin(ctx); err != nil {
+		c.changing.Unlock()
 		unlock()
 		return nil, err
 	}
 	return func() error {
 		defer unlock()
+		defer c.changing.Unlock()
 		// Publish even when the command was cancelled: what it wrote must be listed.
 		return c.publishChanges(context.WithoutCancel(ctx))
 	}, nil

@@ -398,6 +398,7 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		}
 	}
 	res.ChunksInUse = len(used)
+	c.pruneRootTemps(ctx, time.Now().Add(-grace), dryRun)
 	prefixes, err := c.be.List(ctx, chunkRoot)
 	if errors.Is(err, storage.ErrNotFound) {
 		return res, nil

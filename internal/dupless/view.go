@@ -481,3 +481,17 @@ func (c *Client) findInRoot(enc string) (paths []string, ok bool) {
 	sort.Strings(paths)
 	return paths, true
 }
+
+// pruneRootTemps deletes temporary roots older than cutoff: left by a command that died
+// between writing its root and moving it to its number.
+func (c *Client) pruneRootTemps(ctx context.Context, cutoff time.Time, dryRun bool) {
+	infos, err := c.be.List(ctx, rootsDir)
+	if err != nil {
+		return
+	}
+	for _, i := range infos {
+		if strings.HasPrefix(i.Name, "tmp-") && !i.ModTime.IsZero() && i.ModTime.Before(cutoff) && !dryRun {
+			c.be.Delete(ctx, rootsDir, i.Name)
+		}
+	}
+}

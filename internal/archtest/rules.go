@@ -79,6 +79,7 @@ var rules = []Rule{
 	{"internal/metal/twopc", []string{"internal/metal/ac/...", "internal/metal/oram/...", "internal/metal/elgamal/..."}},
 	{"internal/metal/ac", []string{"internal/metal/oram/...", "internal/metal/elgamal/..."}},
 	{"internal/metal/oram", []string{"internal/metal/ac/...", "internal/metal/elgamal/..."}},
+	{"internal/metal/dataoram", []string{"internal/metal/ac/...", "internal/metal/oram/..."}},
 	{"internal/metal/circuit/...", []string{"internal/metal/twopc/...", "internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	{"internal/metal/oram/...", []string{"internal/metal/ac/...", "internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	{"internal/metal/ac/...", []string{"internal/storage/...", "internal/profile/...", "internal/allinone/..."}},

@@ -313,3 +313,23 @@ func TestSharesSurviveNewSession(t *testing.T) {
 		t.Fatalf("state after 6 steps over 4 sessions: %d, want 30", got)
 	}
 }
+
+func TestMessagesBetweenRuns(t *testing.T) {
+	g, e := pair(t)
+	c := aesCircuit(t, circuit.Public)
+	for i := 0; i < 3; i++ {
+		msg := bytes.Repeat([]byte{byte(i)}, 1000*i)
+		done := make(chan error)
+		go func() { done <- g.SendMessage(msg) }()
+		got, err := e.ReceiveMessage()
+		if err != nil || !bytes.Equal(got, msg) || <-done != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if _, _, err1, err2 := both(g, e, c, make([]bool, 128), make([]bool, 128)); err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+	}
+	if err := g.SendMessage(make([]byte, MaxMessage+1)); err == nil {
+		t.Fatal("oversized message sent")
+	}
+}

@@ -1,0 +1,175 @@
+package dupless
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// The writing side of tree roots: a changing command tracks the records it writes and
+// deletes, and publishes the next root when it ends (docs/formats/key-record.md).
+
+// noteRecord and noteDeleted record this command's changes for the next root.
+func (c *Client) noteRecord(path string, b []byte) {
+	if strings.HasPrefix(path, veilDir+"/") {
+		return
+	}
+	h := sha256.Sum256(b)
+	c.view.mu.Lock()
+	if c.view.tracking {
+		c.view.delta[path] = &h
+	}
+	c.view.mu.Unlock()
+}
+
+func (c *Client) noteDeleted(path string) {
+	c.view.mu.Lock()
+	if c.view.tracking {
+		c.view.delta[path] = nil
+	}
+	c.view.mu.Unlock()
+}
+
+// deleteRecord removes a record object and notes it for the next root.
+func (c *Client) deleteRecord(ctx context.Context, dir, name string) error {
+	err := c.be.Delete(ctx, dir, name)
+	if err == nil || errors.Is(err, storage.ErrNotFound) {
+		c.noteDeleted(storage.Join(dir, name))
+	}
+	return err
+}
+
+// beginChanges starts a command that changes the namespace (under its lock): it loads the
+// root and tracks the records the command writes and deletes. A namespace without a root
+// (written by an older veil) gets one built from its records as they are now.
+func (c *Client) beginChanges(ctx context.Context) error {
+	if err := c.refresh(ctx); err != nil {
+		return err
+	}
+	c.view.mu.Lock()
+	root := c.view.root
+	c.view.mu.Unlock()
+	if root == nil {
+		entries, err := c.scanRecords(ctx)
+		if err != nil {
+			return fmt.Errorf("build the first tree root: %w", err)
+		}
+		root = &treeRoot{Entries: entries} // number 0: published as 1
+	}
+	c.view.mu.Lock()
+	c.view.root, c.view.delta, c.view.tracking = root, map[string]*[32]byte{}, true
+	c.view.mu.Unlock()
+	return nil
+}
+
+// scanRecords hashes every record of this key in the namespace.
+func (c *Client) scanRecords(ctx context.Context) (map[string][32]byte, error) {
+	out := map[string][32]byte{}
+	err := c.walk(ctx, "", false, func(_ string, _ bool, encDir, objName string) error {
+		rc, err := c.be.Get(ctx, encDir, objName)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil // a directory without metadata
+		}
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, maxRecordBytes))
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		path := storage.Join(encDir, objName)
+		if _, err := c.keys.openRecord(b, path); err != nil {
+			return fmt.Errorf("%s: %w", c.describe(path), err)
+		}
+		out[path] = sha256.Sum256(b)
+		return nil
+	})
+	return out, err
+}
+
+// publishChanges ends a command that changed the namespace: it writes the next root (the
+// newest root with this command's changes applied) as .veil/roots/<number>. A concurrent
+// command that published first makes the create fail; then the changes are applied to its
+// root instead. It stops tracking whatever happens.
+func (c *Client) publishChanges(ctx context.Context) error {
+	c.view.mu.Lock()
+	base, delta, tracking := c.view.root, c.view.delta, c.view.tracking
+	c.view.tracking, c.view.delta = false, nil
+	c.view.mu.Unlock()
+	if !tracking || len(delta) == 0 && base.Seq > 0 {
+		return nil
+	}
+	for attempt := 0; attempt < 16; attempt++ {
+		if attempt > 0 {
+			latest, err := c.latestRoot(ctx)
+			if err != nil {
+				return err
+			}
+			if latest != nil {
+				base = latest
+			}
+		}
+		next := &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
+		for p, d := range delta {
+			if d == nil {
+				delete(next.Entries, p)
+			} else {
+				next.Entries[p] = *d
+			}
+		}
+		b := c.keys.sealRoot(next)
+		var id [8]byte
+		rand.Read(id[:])
+		tmp := "tmp-" + hex.EncodeToString(id[:])
+		if err := retry(ctx, func() error { return c.be.Put(ctx, rootsDir, tmp, bytesReader(b), int64(len(b))) }); err != nil {
+			return fmt.Errorf("write tree root: %w", err)
+		}
+		err := c.be.Move(ctx, rootsDir, tmp, rootsDir, rootName(next.Seq))
+		if errors.Is(err, storage.ErrExists) {
+			c.be.Delete(ctx, rootsDir, tmp)
+			continue // another command published this number first
+		}
+		if err != nil {
+			c.be.Delete(ctx, rootsDir, tmp)
+			return fmt.Errorf("publish tree root: %w", err)
+		}
+		if err := c.mem.Save(next.Seq, next.sum); err != nil {
+			return fmt.Errorf("remember tree root: %w", err)
+		}
+		c.view.mu.Lock()
+		c.view.root = next
+		c.view.mu.Unlock()
+		// Old roots go four at a time (best effort), so most commands pay no request for it.
+		if next.Seq%4 == 0 && next.Seq > rootKeep {
+			for s := next.Seq - rootKeep; s > 0 && s > next.Seq-rootKeep-4; s-- {
+				c.be.Delete(ctx, rootsDir, rootName(s))
+			}
+		}
+		return nil
+	}
+	return errors.New("publish tree root: too many concurrent commands; run this one again")
+}
+
+// pruneRootTemps deletes temporary roots older than cutoff: left by a command that died
+// between writing its root and moving it to its number.
+func (c *Client) pruneRootTemps(ctx context.Context, cutoff time.Time, dryRun bool) {
+	infos, err := c.be.List(ctx, rootsDir)
+	if err != nil {
+		return
+	}
+	for _, i := range infos {
+		if strings.HasPrefix(i.Name, "tmp-") && !i.ModTime.IsZero() && i.ModTime.Before(cutoff) && !dryRun {
+			c.be.Delete(ctx, rootsDir, i.Name)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // Attacks by a malicious storage service, played through the objects it holds (a local
@@ -125,6 +126,55 @@ func TestDowngradeOfVersion1Record(t *testing.T) {
 	ct[mle.HeaderSize] ^= 1
 	if msg, err := decryptChunk(&ref, ct); !errors.Is(err, ErrIntegrity) || msg != nil {
 		t.Fatalf("downgraded chunk under a version 1 reference: %v", err)
+	}
+}
+
+// A chunk that fails guarded decryption is dupless's integrity error, wrapping mle's reason,
+// and the one integrity error every package wraps; one that fails decompression keeps the
+// decompressor's reason too.
+func TestIntegrityErrorWrapsItsCause(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a"), bytes.Repeat([]byte("attack at dawn. "), 600))
+	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := c.keys.encName("a")
+	r, err := c.readRecord(ctx, "", enc+keySuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := r.Chunks[0]
+	ct, err := os.ReadFile(chunkPath(t, c, be.Root(), "a", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct[mle.HeaderSize] ^= 1
+	_, err = decryptChunk(&ref, ct)
+	if !errors.Is(err, ErrIntegrity) || !errors.Is(err, mle.ErrIntegrity) || !errors.Is(err, verr.ErrIntegrity) {
+		t.Fatalf("tampered chunk: %v", err)
+	}
+	if errors.Is(err, storage.ErrIntegrity) {
+		t.Fatalf("tampered chunk reads as the storage service's failure: %v", err)
+	}
+	// A chunk that decrypts (under its recorded key) to no zstd frame, while its reference
+	// says compressed: the decompressor's reason is kept in the chain.
+	msg := []byte("not a zstd frame at all")
+	m := c.mleFor(len(msg))
+	p := piece{plainLen: 100, flags: flagCompressed, msg: msg, digest: m.Hash(msg)}
+	e := c.encryptChunk(p, chunkRef{Key: mle.Key(p.digest), Digest: p.digest, Flags: flagCompressed, PlainLen: 100, MsgLen: uint32(len(msg))})
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	d, name := chunkLocation(e.ref.Tag)
+	if err := be.Put(ctx, d, name, bytes.NewReader(e.ct), int64(len(e.ct))); err != nil {
+		t.Fatal(err)
+	}
+	_, zerr := zdec.DecodeAll(msg, nil)
+	_, err = c.fetchChunk(ctx, &e.ref)
+	if zerr == nil || !errors.Is(err, ErrIntegrity) || !errors.Is(err, verr.ErrIntegrity) || !errors.Is(err, zerr) {
+		t.Fatalf("undecompressable chunk: %v (decompressor: %v)", err, zerr)
 	}
 }
 

@@ -76,7 +76,9 @@ func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) 
 	}
 	// The tag names the object and must match; guarded decryption below then checks the
 	// plaintext against the recorded H(M), so a swapped or altered body is caught too.
-	if tag, err := mle.TagGen(ct); err != nil || tag != ref.Tag {
+	if tag, err := mle.TagGen(ct); err != nil {
+		return nil, fmt.Errorf("%w: ciphertext does not match its key record (tampered, swapped or truncated): %w", ErrIntegrity, err)
+	} else if tag != ref.Tag {
 		return nil, fmt.Errorf("%w: ciphertext does not match its key record (tampered, swapped or truncated)", ErrIntegrity)
 	}
 	msg, err := decryptChunk(ref, ct)
@@ -88,7 +90,7 @@ func (c *Client) fetchChunk(ctx context.Context, ref *chunkRef) ([]byte, error) 
 	}
 	data, err := unpack(ref, msg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIntegrity, err)
+		return nil, fmt.Errorf("%w: %w", ErrIntegrity, err)
 	}
 	if len(data) != int(ref.PlainLen) {
 		return nil, fmt.Errorf("%w: chunk length %d, record says %d", ErrIntegrity, len(data), ref.PlainLen)

@@ -14,11 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // ErrIntegrity reports stored content that fails verification: a ciphertext whose hash
-// does not match its key record, or guarded decryption refusing it.
-var ErrIntegrity = errors.New("integrity check failed")
+// does not match its key record, or guarded decryption refusing it. It wraps the storage
+// service's and mle's reason where there is one, and errors.Is(err, verr.ErrIntegrity) holds.
+var ErrIntegrity = verr.NewIntegrity("integrity check failed")
 
 type getTask struct {
 	src, local string

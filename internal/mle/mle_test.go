@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"testing"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 var suites = []Suite{SHA256, BLAKE3}
@@ -199,6 +200,8 @@ func TestTamperRejected(t *testing.T) {
 			t.Helper()
 			if got, err := Dec(k, bad, GuardLocal); !errors.Is(err, want) || got != nil {
 				t.Errorf("%s: Dec = %v, want %v and no plaintext", what, err, want)
+			} else if (want == ErrIntegrity) != errors.Is(err, verr.ErrIntegrity) {
+				t.Errorf("%s: Dec = %v: errors.Is(err, verr.ErrIntegrity) = %v", what, err, !(want == ErrIntegrity))
 			}
 			var out bytes.Buffer
 			if err := Open(k, bytes.NewReader(bad), int64(len(bad)), &out, GuardLocal); !errors.Is(err, want) || out.Len() != 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/veil-project/veil/internal/sealedkey"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // Sentinel errors callers branch on (errors.Is). Every error returned by this package
@@ -12,8 +13,8 @@ var (
 	// ErrWrongPassphrase: the key file did not open with the passphrase (or was altered).
 	ErrWrongPassphrase = sealedkey.ErrWrongPassphrase
 	// ErrIntegrity: a backend or journal file failed authentication, framing or the
-	// rollback check. No plaintext from it is used.
-	ErrIntegrity = errors.New("integrity check failed")
+	// rollback check. No plaintext from it is used. (Also verr.ErrIntegrity.)
+	ErrIntegrity = verr.NewIntegrity("integrity check failed")
 	// ErrFormat: bytes of an unknown version or impossible layout.
 	ErrFormat = errors.New("unsupported format")
 	// ErrLocked: another writer holds the local state directory.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // syncedBackend returns a backend with one 40 KB file fully synced, and that file's inode.
@@ -67,7 +68,7 @@ func TestTamperedBackendFiles(t *testing.T) {
 	if err == nil {
 		_, err = r2.Read(ino, 0, buf)
 	}
-	if !errors.Is(err, ErrIntegrity) || !strings.Contains(err.Error(), "failed authentication") {
+	if !errors.Is(err, ErrIntegrity) || !errors.Is(err, verr.ErrIntegrity) || !strings.Contains(err.Error(), "failed authentication") {
 		t.Fatalf("tampered block: got %v, want ErrIntegrity naming the file", err)
 	}
 	// A tampered superblock stops the reader at open, with a message saying so.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // Errors that callers branch on. Backends wrap them with context; test with errors.Is.
@@ -15,7 +17,7 @@ var (
 	ErrIsDir       = errors.New("is a directory")
 	ErrNotDir      = errors.New("not a directory")
 	ErrInvalidName = errors.New("invalid name")
-	ErrIntegrity   = errors.New("integrity check failed")
+	ErrIntegrity   = verr.NewIntegrity("integrity check failed") // and verr.ErrIntegrity
 	ErrPermission  = errors.New("permission denied")
 	ErrTooLarge    = errors.New("object too large")
 	ErrQuota       = errors.New("quota exceeded")

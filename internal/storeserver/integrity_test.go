@@ -12,6 +12,7 @@ import (
 
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storewire"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // blobPath returns the content file of dir/name in alice's namespace.
@@ -56,7 +57,7 @@ func TestCorruptContent(t *testing.T) {
 		t.Fatalf("in-process get of corrupt content: %v", err)
 	}
 	rb := remoteFor(t, serve(t, s), cred)
-	if _, err := getBytes(t, rb, "d", "f"); !errors.Is(err, storage.ErrIntegrity) {
+	if _, err := getBytes(t, rb, "d", "f"); !errors.Is(err, storage.ErrIntegrity) || !errors.Is(err, verr.ErrIntegrity) {
 		t.Fatalf("remote get of corrupt content: %v", err)
 	}
 	if _, err := getBytes(t, rb, "d", "g"); err != nil {

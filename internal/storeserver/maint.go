@@ -292,7 +292,7 @@ func (s *Service) checkBlob(ctx context.Context, h [32]byte, r blobRec) error {
 		}
 		rc, n = io.NopCloser(bytes.NewReader(data)), int64(len(data))
 	} else if rc, n, err = s.blobs.open(ctx, h); err != nil {
-		return fmt.Errorf("content missing: %v", err)
+		return fmt.Errorf("content missing: %w", err)
 	}
 	defer rc.Close()
 	if n != r.size {
@@ -300,7 +300,7 @@ func (s *Service) checkBlob(ctx context.Context, h [32]byte, r blobRec) error {
 	}
 	d := sha256.New()
 	if _, err := io.Copy(d, rc); err != nil {
-		return fmt.Errorf("read: %v", err)
+		return fmt.Errorf("read: %w", err)
 	}
 	var got [32]byte
 	if d.Sum(got[:0]); got != h {

@@ -17,12 +17,13 @@ import (
 
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // Errors callers branch on.
 var (
 	ErrRejected  = errors.New("k-server rejected the query")
-	ErrIntegrity = errors.New("v-server returned a result the k-server did not match")
+	ErrIntegrity = verr.NewIntegrity("v-server returned a result the k-server did not match") // and verr.ErrIntegrity
 	ErrNoOwner   = errors.New("credential has no owner key (run veil peekaboo join)")
 )
 

@@ -6,9 +6,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/veil-project/veil/internal/verr"
 	mrand "math/rand/v2"
 	"testing"
+
+	"github.com/veil-project/veil/internal/verr"
 )
 
 var suites = []Suite{SHA256, BLAKE3}

@@ -3,11 +3,12 @@ package oblivisync
 import (
 	"bytes"
 	"errors"
-	"github.com/veil-project/veil/internal/verr"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // syncedBackend returns a backend with one 40 KB file fully synced, and that file's inode.

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
+	"github.com/veil-project/veil/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,27 +26,6 @@ func (u *user) objects(t *testing.T) storage.Backend {
 	return be
 }
 
-func readObj(t *testing.T, be storage.Backend, dir, name string) []byte {
-	t.Helper()
-	rc, err := be.Get(context.Background(), dir, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func putObj(t *testing.T, be storage.Backend, dir, name string, b []byte) {
-	t.Helper()
-	if err := be.Put(context.Background(), dir, name, bytes.NewReader(b), int64(len(b))); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestE2EServiceDowngradesChunkScheme(t *testing.T) {
 	d := startServe(t, "alice")
 	alice := d.newUser(t, "alice")
@@ -65,10 +43,10 @@ func TestE2EServiceDowngradesChunkScheme(t *testing.T) {
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("chunks: %v %v", objs, err)
 	}
-	ct := readObj(t, be, dir, objs[0].Name)
+	ct := testutil.GetObject(t, be, dir, objs[0].Name)
 	ct[1] = 0x02 // HCE2 -> HCE1
 	ct[2] ^= 0xff
-	putObj(t, be, dir, objs[0].Name, ct)
+	testutil.PutObject(t, be, dir, objs[0].Name, ct)
 	out := filepath.Join(t.TempDir(), "secret.bin")
 	_, errs, code := alice.run(t, "get", "secret.bin", out)
 	if code == 0 || !strings.Contains(errs, "integrity check failed") {
@@ -111,10 +89,10 @@ func TestE2EServiceRollsBackARecord(t *testing.T) {
 			rec = i.Name
 		}
 	}
-	old := readObj(t, be, "", rec)
+	old := testutil.GetObject(t, be, "", rec)
 	os.WriteFile(filepath.Join(src, "doc.txt"), []byte("balance: 0, account closed"), 0o644)
 	alice.mustRun(t, "put", filepath.Join(src, "doc.txt"))
-	putObj(t, be, "", rec, old)
+	testutil.PutObject(t, be, "", rec, old)
 	_, errs, code := alice.run(t, "get", "doc.txt", filepath.Join(t.TempDir(), "doc.txt"))
 	if code == 0 || !strings.Contains(errs, "tree root") {
 		t.Fatalf("get of a rolled-back record: exit %d, stderr %q", code, errs)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
+	"github.com/veil-project/veil/internal/testutil"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -216,7 +216,7 @@ func putVersions(t *testing.T, c *Client, dir string) (encA string, old []byte) 
 		t.Fatal(err)
 	}
 	encA, _ = c.keys.encName("a")
-	old = readObject(t, c.be, "", encA+keySuffix)
+	old = testutil.GetObject(t, c.be, "", encA+keySuffix)
 	write(t, filepath.Join(dir, "a"), []byte("version two, longer"))
 	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err != nil {
 		t.Fatal(err)
@@ -224,32 +224,11 @@ func putVersions(t *testing.T, c *Client, dir string) (encA string, old []byte) 
 	return encA, old
 }
 
-func readObject(t *testing.T, be storage.Backend, dir, name string) []byte {
-	t.Helper()
-	rc, err := be.Get(ctx, dir, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func putObject(t *testing.T, be storage.Backend, dir, name string, b []byte) {
-	t.Helper()
-	if err := be.Put(ctx, dir, name, bytes.NewReader(b), int64(len(b))); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestRecordRollbackDetected(t *testing.T) {
 	be := newBackend(t)
 	c := newClient(t, be, mle.LocalKeys{})
 	encA, old := putVersions(t, c, t.TempDir())
-	putObject(t, be, "", encA+keySuffix, old) // an older, authentic record
+	testutil.PutObject(t, be, "", encA+keySuffix, old) // an older, authentic record
 	wantIntegrityFailure(t, c, "a", ErrStale)
 	if _, err := c.Get(ctx, "a", filepath.Join(t.TempDir(), "a")); !errors.Is(err, ErrStale) {
 		// a single-file get fails in the file's own error
@@ -305,9 +284,9 @@ func TestRecordSwapBetweenOwnFilesDetected(t *testing.T) {
 	c := newClient(t, be, mle.LocalKeys{})
 	encA, _ := putVersions(t, c, t.TempDir())
 	encB, _ := c.keys.encName("b")
-	a, b := readObject(t, be, "", encA+keySuffix), readObject(t, be, "", encB+keySuffix)
-	putObject(t, be, "", encA+keySuffix, b)
-	putObject(t, be, "", encB+keySuffix, a)
+	a, b := testutil.GetObject(t, be, "", encA+keySuffix), testutil.GetObject(t, be, "", encB+keySuffix)
+	testutil.PutObject(t, be, "", encA+keySuffix, b)
+	testutil.PutObject(t, be, "", encB+keySuffix, a)
 	sum, err := c.Get(ctx, "", t.TempDir())
 	if err != nil || len(sum.Errors) != 2 {
 		t.Fatalf("get: %v, errors %v; want both files refused", err, sum.Errors)
@@ -332,7 +311,7 @@ func TestRootRollbackDetected(t *testing.T) {
 		t.Fatalf("root after two puts: %+v %v", info, err)
 	}
 	// Roll everything back to after the first put: record and root.
-	putObject(t, be, "", encA+keySuffix, old)
+	testutil.PutObject(t, be, "", encA+keySuffix, old)
 	if err := be.Delete(ctx, rootsDir, rootName(2)); err != nil {
 		t.Fatal(err)
 	}

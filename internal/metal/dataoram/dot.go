@@ -66,7 +66,6 @@ func (d *DOT) Send(idx []bool, blocks [][]byte) error {
 	if len(idx) != d.idx || len(blocks) != d.n {
 		return fmt.Errorf("dataoram: DOT send with %d index bits and %d blocks, want %d and %d", len(idx), len(blocks), d.idx, d.n)
 	}
-	size := len(blocks[0])
 	keys := make([]byte, 16*d.n)
 	if _, err := io.ReadFull(d.rnd, keys); err != nil {
 		return err
@@ -79,22 +78,33 @@ func (d *DOT) Send(idx []bool, blocks [][]byte) error {
 		return err
 	}
 	order := rand.New(rand.NewChaCha8(seed)).Perm(d.n)
+	msg, err := dotMessage(keys, order, blocks)
+	if err != nil {
+		return err
+	}
+	return d.sess.SendMessage(msg)
+}
+
+// dotMessage lays out Server 1's message: n, size, then the pairs of blocks order[0],
+// order[1], ... (docs/formats/metal-dataoram.md).
+func dotMessage(keys []byte, order []int, blocks [][]byte) ([]byte, error) {
+	n, size := len(blocks), len(blocks[0])
 	pair := 32 + size + 16
-	msg := make([]byte, 8, 8+d.n*pair)
-	binary.LittleEndian.PutUint32(msg, uint32(d.n))
+	msg := make([]byte, 8, 8+n*pair)
+	binary.LittleEndian.PutUint32(msg, uint32(n))
 	binary.LittleEndian.PutUint32(msg[4:], uint32(size))
 	for _, j := range order {
 		if len(blocks[j]) != size {
-			return fmt.Errorf("dataoram: block %d has %d bytes, want %d", j, len(blocks[j]), size)
+			return nil, fmt.Errorf("dataoram: block %d has %d bytes, want %d", j, len(blocks[j]), size)
 		}
 		aead, err := gcm(keys[16*j : 16*j+16])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		msg = aead.Seal(msg, nonceZ, zero16, nil)
 		msg = aead.Seal(msg, nonceC, blocks[j], nil)
 	}
-	return d.sess.SendMessage(msg)
+	return msg, nil
 }
 
 // Receive is Server 2's side: idx is its share of the index; it returns block index.

@@ -38,7 +38,9 @@ Examples:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "experiment\tpairs\twhat\tp50 us\tp90 us\tmean us\tx plain\t/s\tbytes\ts\tpaper\t")
+			if !asJSON {
+				fmt.Fprintln(tw, "experiment\tpairs\twhat\tp50 us\tp90 us\tmean us\tx plain\t/s\tbytes\ts\tpaper\t")
+			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			err := pkbbench.Run(cmd.Context(), cfg, func(r pkbbench.Row) {
 				if asJSON {

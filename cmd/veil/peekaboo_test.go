@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPeekabooCLI runs the README's Peekaboo commands against 'veil serve' as separate
+// processes: join, bulk publish, search (exact, substring, advanced, ACL), list, unpublish,
+// and one-line errors for bad input.
+func TestPeekabooCLI(t *testing.T) {
+	d := startServe(t, "alice", "bob")
+	alice, bob := d.newUser(t, "alice"), d.newUser(t, "bob")
+	for _, u := range []*user{alice, bob} {
+		u.mustRun(t, "peekaboo", "join", filepath.Join(d.dir, "invites", u.name+".peekaboo"))
+	}
+	pairs := filepath.Join(t.TempDir(), "pairs.tsv")
+	os.WriteFile(pairs, []byte("report-1.pdf\thost-a:/r1\nreport-2.pdf\thost-a:/r2\n# comment\nphoto.jpg\thost-b:/p\n"), 0o600)
+	if out := alice.mustRun(t, "peekaboo", "publish", "--from", pairs, "--json"); strings.TrimSpace(out) != `{"published":3}` {
+		t.Fatalf("publish --from: %q", out)
+	}
+	alice.mustRun(t, "peekaboo", "publish", "secret.txt", "host-a:/s", "--acl", "alice")
+
+	var res struct {
+		Results []struct{ Key, Value string }
+		Bytes   int `json:"reply_bytes"`
+	}
+	out := bob.mustRun(t, "peekaboo", "search", "report-", "--substring", "--advanced", "--json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Results) != 2 || res.Results[0].Key != "report-1.pdf" {
+		t.Fatalf("substring advanced: %q %v", out, err)
+	}
+	if out := bob.mustRun(t, "peekaboo", "search", "photo.jpg"); strings.TrimSpace(out) != "host-b:/p" {
+		t.Fatalf("exact: %q", out)
+	}
+	var denied, none struct {
+		Results []any
+		Bytes   int `json:"reply_bytes"`
+	}
+	json.Unmarshal([]byte(bob.mustRun(t, "peekaboo", "search", "secret.txt", "--json")), &denied)
+	json.Unmarshal([]byte(bob.mustRun(t, "peekaboo", "search", "nothing.txt", "--json")), &none)
+	if len(denied.Results) != 0 || denied.Bytes != none.Bytes || none.Bytes == 0 {
+		t.Fatalf("denied %+v vs no match %+v", denied, none)
+	}
+	if out := alice.mustRun(t, "peekaboo", "list"); strings.Count(out, "\n") != 4 || !strings.Contains(out, "secret.txt\thost-a:/s\t(acl: alice)") {
+		t.Fatalf("list: %q", out)
+	}
+	if out := alice.mustRun(t, "peekaboo", "unpublish", "photo.jpg"); !strings.Contains(out, "removed 1 pairs") {
+		t.Fatalf("unpublish: %q", out)
+	}
+	if out, errs, _ := bob.run(t, "peekaboo", "search", "photo.jpg"); out != "" || !strings.Contains(errs, "no match") {
+		t.Fatalf("after unpublish: %q %q", out, errs)
+	}
+	for _, bad := range [][]string{
+		{"peekaboo", "publish", "only-a-key"},
+		{"peekaboo", "search", "x", "--limit", "5000"},
+		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
+	} {
+		_, errs, code := bob.run(t, bad...)
+		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {
+			t.Fatalf("%v: exit %d, stderr %q (want a one-line error)", bad[:2], code, errs)
+		}
+	}
+}

@@ -116,7 +116,7 @@ func joinErr(a, b error) error {
 
 func newPkbVServerCommand() *cobra.Command {
 	c := &cobra.Command{Use: "vserver", Short: "Run Peekaboo's V-server (values, owners, clients; never keys or queries)"}
-	var dir, endpoint, relay, listen, adminCred, out string
+	var dir, endpoint, relay, listen string
 	var hosts []string
 	var cfg vserver.Config
 	initC := &cobra.Command{
@@ -169,6 +169,16 @@ mixing off).
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 4096, "simultaneous client connections")
 	serve.Flags().DurationVar(&cfg.RelayTimeout, "relay-timeout", time.Minute, "one relay batch to the K-server")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
+	for _, s := range []*cobra.Command{initC, serve} {
+		s.Flags().StringVar(&dir, "dir", "", "the V-server's directory (required)")
+		s.MarkFlagRequired("dir")
+	}
+	c.AddCommand(initC, serve, newPkbAddUserCommand())
+	return c
+}
+
+func newPkbAddUserCommand() *cobra.Command {
+	var adminCred, out string
 	add := &cobra.Command{
 		Use:   "adduser NAME --admin-cred FILE [--out FILE]",
 		Short: "Register a user with the running V-server and print (or write) their credential",
@@ -196,10 +206,5 @@ and prints the user's credential; the user stores it with 'veil peekaboo join FI
 	add.Flags().StringVar(&adminCred, "admin-cred", "", "the V-server's admin.cred (required)")
 	add.Flags().StringVar(&out, "out", "", "write the credential to this file (mode 0600) instead of printing it")
 	add.MarkFlagRequired("admin-cred")
-	for _, s := range []*cobra.Command{initC, serve} {
-		s.Flags().StringVar(&dir, "dir", "", "the V-server's directory (required)")
-		s.MarkFlagRequired("dir")
-	}
-	c.AddCommand(initC, serve, add)
-	return c
+	return add
 }

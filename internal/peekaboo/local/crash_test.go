@@ -136,3 +136,42 @@ func TestSIGKILLDuringBulkPublish(t *testing.T) {
 		}
 	}
 }
+
+// TestSIGTERMDrainsAndKeepsState: SIGTERM stops both servers cleanly (exit 0, the state
+// files closed), and a restart serves what was published.
+func TestSIGTERMDrainsAndKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	if err := Init(dir, kaddr, vaddr); err != nil {
+		t.Fatal(err)
+	}
+	child := startChild(t, dir, vaddr)
+	admin, _ := os.ReadFile(filepath.Join(dir, "vserver", vserver.FileAdminCred))
+	cred, err := client.AddUser(context.Background(), admin, "hank")
+	if err == nil {
+		cred, err = client.Join(cred)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client.New(cred)
+	if _, err := c.Publish(context.Background(), []client.Pair{{Key: "kept", Value: []byte("v")}}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	child.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-child.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30 s of SIGTERM")
+	}
+	if code := child.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, child.Output())
+	}
+	startChild(t, dir, vaddr)
+	c, _ = client.New(cred)
+	defer c.Close()
+	if r, err := c.Search(context.Background(), "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
+		t.Fatalf("after restart: %v", err)
+	}
+}

@@ -95,22 +95,7 @@ func Init(dir string, opts InitOptions) error {
 	if err := writeKey(dir, key); err != nil {
 		return err
 	}
-	caIss, err := pki.NewCA("veil key server CA", caValidity)
-	if err != nil {
-		return err
-	}
-	if err := pki.WritePair(dir, fileCACert, fileCAKey, caIss); err != nil {
-		return err
-	}
-	c, err := pki.LoadCA(filepath.Join(dir, fileCACert), filepath.Join(dir, fileCAKey))
-	if err != nil {
-		return err
-	}
-	srv, err := c.IssueServer("veil key server", opts.Hosts, srvValidity)
-	if err != nil {
-		return err
-	}
-	if err := pki.WritePair(dir, fileSrvCert, fileSrvKey, srv); err != nil {
+	if _, _, err := pki.InitDir(dir, "veil key server CA", "veil key server", opts.Hosts, caValidity, srvValidity); err != nil {
 		return err
 	}
 	if err := writeJSON(filepath.Join(dir, fileClients), &registry{Version: metaVersion}); err != nil {

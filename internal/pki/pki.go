@@ -180,3 +180,28 @@ func CertFile(dir, stem string) string {
 	}
 	return p
 }
+
+// InitDir creates a server's certificates in dir, under the standard file names: a new CA
+// (ca.crt, ca.key) and a server certificate it signs for hosts (server.crt, server.key). It
+// returns the CA (to sign client certificates next) and the server certificate.
+func InitDir(dir, caName, serverName string, hosts []string, caValidity, serverValidity time.Duration) (*CA, *Issued, error) {
+	caIss, err := NewCA(caName, caValidity)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := WritePair(dir, CACertFile, CAKeyFile, caIss); err != nil {
+		return nil, nil, err
+	}
+	ca, err := LoadCA(filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := ca.IssueServer(serverName, hosts, serverValidity)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := WritePair(dir, ServerCertFile, ServerKeyFile, srv); err != nil {
+		return nil, nil, err
+	}
+	return ca, srv, nil
+}

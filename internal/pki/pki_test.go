@@ -130,3 +130,29 @@ func TestCertFileFindsLegacyName(t *testing.T) {
 		t.Fatalf("both: %s", got)
 	}
 }
+
+func TestInitDir(t *testing.T) {
+	dir := t.TempDir()
+	ca, srv, err := InitDir(dir, "test CA", "test server", []string{"127.0.0.1", "example.org"}, time.Hour, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{CACertFile, CAKeyFile, ServerCertFile, ServerKeyFile} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	pair, err := tls.X509KeyPair(srv.CertPEM, srv.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "example.org"}); err != nil {
+		t.Fatalf("server certificate does not chain to the CA: %v", err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/veil-project/veil/internal/peekaboo/index"
@@ -34,18 +33,7 @@ func startPlain(dir string, pairs []pair) (*plain, error) {
 		p.idx.Put(&wire.KeyItem{ID: pairs[i].id, Key: pairs[i].key})
 		p.values[pairs[i].id] = pairs[i].value
 	}
-	ca, err := pki.NewCA("plain bench CA", time.Hour)
-	if err != nil {
-		return nil, err
-	}
-	if err := pki.WritePair(dir, "ca.crt", "ca.key", ca); err != nil {
-		return nil, err
-	}
-	c, err := pki.LoadCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := c.IssueServer("plain", []string{"127.0.0.1"}, time.Hour)
+	c, leaf, err := pki.InitDir(dir, "plain bench CA", "plain", []string{"127.0.0.1"}, time.Hour, time.Hour)
 	if err != nil {
 		return nil, err
 	}

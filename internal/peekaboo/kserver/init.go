@@ -58,22 +58,8 @@ func Init(dir string, o InitOptions) error {
 	if err != nil {
 		return err
 	}
-	caIss, err := pki.NewCA("veil peekaboo K-server CA", validity)
+	ca, _, err := pki.InitDir(dir, "veil peekaboo K-server CA", "veil peekaboo K-server", o.Hosts, validity, validity)
 	if err != nil {
-		return err
-	}
-	if err := pki.WritePair(dir, FileCACert, FileCAKey, caIss); err != nil {
-		return err
-	}
-	ca, err := pki.LoadCA(filepath.Join(dir, FileCACert), filepath.Join(dir, FileCAKey))
-	if err != nil {
-		return err
-	}
-	srv, err := ca.IssueServer("veil peekaboo K-server", o.Hosts, validity)
-	if err != nil {
-		return err
-	}
-	if err := pki.WritePair(dir, FileCert, FileCertKey, srv); err != nil {
 		return err
 	}
 	relay, err := ca.IssueClient("vserver", validity)

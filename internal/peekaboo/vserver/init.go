@@ -57,22 +57,8 @@ func Init(dir string, o InitOptions) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	caIss, err := pki.NewCA("veil peekaboo V-server CA", validity)
+	ca, _, err := pki.InitDir(dir, "veil peekaboo V-server CA", "veil peekaboo V-server", o.Hosts, validity, validity)
 	if err != nil {
-		return err
-	}
-	if err := pki.WritePair(dir, FileCACert, FileCAKey, caIss); err != nil {
-		return err
-	}
-	ca, err := pki.LoadCA(filepath.Join(dir, FileCACert), filepath.Join(dir, FileCAKey))
-	if err != nil {
-		return err
-	}
-	srv, err := ca.IssueServer("veil peekaboo V-server", o.Hosts, validity)
-	if err != nil {
-		return err
-	}
-	if err := pki.WritePair(dir, FileCert, FileCertKey, srv); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, FileRelayCred), o.RelayCred, 0o600, true); err != nil {

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/atomicfile"
@@ -298,24 +300,13 @@ concurrent clients.
 	return c
 }
 
-// parseBytes reads "123", "10KiB", "5MiB", "2GiB", "1TiB" (also KB/MB/GB as powers of 1000).
+// parseBytes reads a whole size through go-humanize: "123", "10KiB", "5MiB", "2GiB"
+// (powers of 1024), "1KB", "5MB" (powers of 1000), "7 B".
 func parseBytes(s string) (int64, error) {
-	units := []struct {
-		suf string
-		mul int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	mul := int64(1)
-	num := strings.TrimSpace(s)
-	for _, u := range units {
-		if strings.HasSuffix(num, u.suf) {
-			num, mul = strings.TrimSpace(strings.TrimSuffix(num, u.suf)), u.mul
-			break
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscanf(num, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != num {
+	t := strings.TrimSpace(s)
+	n, err := humanize.ParseBytes(t)
+	if err != nil || t == "" || t[0] < '0' || t[0] > '9' || strings.ContainsAny(t, ".,") || n > math.MaxInt64 {
 		return 0, fmt.Errorf("%q is not a size like 500MiB", s)
 	}
-	return n * mul, nil
+	return int64(n), nil
 }

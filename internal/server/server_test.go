@@ -6,11 +6,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/bbolt"
 )
 
 // httpServer is the smallest server of the veil shape: /healthz, /metrics and /slow (which
@@ -191,4 +193,32 @@ func TestListenRefusesBadAddress(t *testing.T) {
 	if _, err := Listen("127.0.0.1:0", "nonsense"); err == nil {
 		t.Fatal("bound a nonsense UDP address")
 	}
+}
+
+func TestOpenState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := OpenState(path, "test server", "1", time.Second, []byte("a"), []byte("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket([]byte("a")) == nil || tx.Bucket([]byte("b")) == nil {
+			t.Error("buckets not created")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenState(path, "test server", "1", 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "another test server") {
+		t.Errorf("second open while held: %v", err)
+	}
+	db.Close()
+	if _, err := OpenState(path, "test server", "2", time.Second); err == nil || !strings.Contains(err.Error(), `state version "1"`) {
+		t.Errorf("open as version 2: %v", err)
+	}
+	db, err = OpenState(path, "test server", "1", time.Second)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	db.Close()
 }

@@ -2,6 +2,7 @@ package kserver
 
 import (
 	"fmt"
+	"github.com/veil-project/veil/internal/server"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -11,34 +12,11 @@ import (
 )
 
 var (
-	bucketMeta = []byte("meta")
 	bucketKeys = []byte("keys")
 )
 
 func openDB(path string) (*bbolt.DB, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w (is another K-server running on it?)", path, err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		m, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if v := m.Get([]byte("version")); v != nil && string(v) != "1" {
-			return fmt.Errorf("%s: state version %q, this veil reads 1", path, v)
-		}
-		if err := m.Put([]byte("version"), []byte("1")); err != nil {
-			return err
-		}
-		_, err = tx.CreateBucketIfNotExists(bucketKeys)
-		return err
-	})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return server.OpenState(path, "K-server", "1", 2*time.Second, bucketKeys)
 }
 
 // load rebuilds the index from the keys bucket.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/veil-project/veil/internal/server"
 	"slices"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 )
 
 var (
-	bucketMeta   = []byte("meta")
 	bucketUsers  = []byte("users")
 	bucketPairs  = []byte("pairs")
 	bucketOwners = []byte("owners")
@@ -23,33 +23,7 @@ var (
 var errNotYours = errors.New("a pair id in the chunk belongs to another owner")
 
 func openDB(path string) (*bbolt.DB, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w (is another V-server running on it?)", path, err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		m, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if v := m.Get([]byte("version")); v != nil && string(v) != "1" {
-			return fmt.Errorf("%s: state version %q, this veil reads 1", path, v)
-		}
-		if err := m.Put([]byte("version"), []byte("1")); err != nil {
-			return err
-		}
-		for _, b := range [][]byte{bucketUsers, bucketPairs, bucketOwners} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return server.OpenState(path, "V-server", "1", 2*time.Second, bucketUsers, bucketPairs, bucketOwners)
 }
 
 func putUser(db *bbolt.DB, name string, u *wire.UserRecord) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dustin/go-humanize"
 	"io"
 	"log/slog"
 	"os"
@@ -147,18 +148,8 @@ func (o *clientFlags) with(cmd *cobra.Command, fn func(*dupless.Client) error) e
 	return fn(cl)
 }
 
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes formats a byte count in binary units (go-humanize: "1.2 MiB", "82 MiB").
+func humanBytes(n int64) string { return humanize.IBytes(uint64(max(n, 0))) }
 
 // passphrase reads the passphrase from a file (flag, then $VEIL_PASSWORD_FILE) or, on a
 // terminal, a prompt (twice when confirm is set).

@@ -43,7 +43,7 @@ func TestStoreCLI(t *testing.T) {
 	if out := mustRun("store", "user", "add", "bob", "--dir", dir); !strings.Contains(out, `"veil_store_credential": 1`) {
 		t.Fatalf("user add printed %q", out)
 	}
-	if out := mustRun("store", "user", "list", "--dir", dir); !strings.Contains(out, "alice") || !strings.Contains(out, "10.0 MiB") {
+	if out := mustRun("store", "user", "list", "--dir", dir); !strings.Contains(out, "alice") || !strings.Contains(out, "10 MiB") {
 		t.Fatalf("user list: %q", out)
 	}
 	if _, err := storeRun(t, ctx, "store", "user", "add", "alice", "--dir", dir); err == nil {

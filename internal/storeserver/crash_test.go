@@ -3,9 +3,12 @@ package storeserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -109,7 +112,24 @@ func TestCrashMidUpload(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// One upload is held open half sent, so the kill lands mid-upload whatever the
+	// machine's load: the server has its temp file when the kill comes.
+	pr, pw := io.Pipe()
+	held := make(chan error, 1)
+	go func() { held <- rb.Put(context.Background(), "up", "held", pr, 2<<20) }()
+	pw.Write(randBytes(99, 1<<20))
+	testutil.WaitFor(t, 20*time.Second, "the held upload's temp file", func() bool {
+		ents, _ := os.ReadDir(filepath.Join(dir, tmpName))
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && fi.Size() > 0 {
+				return true
+			}
+		}
+		return false
+	})
 	child.Kill() // SIGKILL, mid-upload
+	pw.CloseWithError(errors.New("server killed"))
+	<-held
 	close(stop)
 	wg.Wait()
 	rb.Close()

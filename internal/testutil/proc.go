@@ -114,3 +114,14 @@ func (p *Process) Kill() {
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// WaitFor polls cond every 10 ms until it holds, failing the test (naming what) after
+// timeout: a deadline, not a guess at how long something takes.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+	}
+}

@@ -485,7 +485,7 @@ func TestFieldsDatagramSessionExpiry(t *testing.T) {
 	if typ, _ := exchangeType(t, conn, dg(1), &g.MACKey); typ != kswire.TypeResponse {
 		t.Fatal("fresh session not answered")
 	}
-	time.Sleep(time.Until(g.Expiry) + 1100*time.Millisecond) // past the expiry the grant carries (the server's own)
+	time.Sleep(time.Until(g.Expiry) + 1100*time.Millisecond)    // past the expiry the grant carries (the server's own)
 	expectDrop(t, k, conn, dg(2), "expired", "unknown_session") // pruned sessions are unknown
 
 }

@@ -254,6 +254,10 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.BoolVar(&cfg.PublicMetrics, "public-metrics", false, "serve /metrics without the admin credential")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
+	f.IntVar(&cfg.Limits.MaxDepth, "max-path-depth", storeserver.DefaultMaxDepth, "components in one path")
+	f.IntVar(&cfg.Limits.MaxNameLen, "max-name-len", 255, "bytes in one path component (at most 255)")
+	f.IntVar(&cfg.Limits.MaxPathLen, "max-path-len", storeserver.DefaultMaxPathLen, "bytes in one whole path")
+	f.IntVar(&cfg.Limits.MaxDirEntries, "max-dir-entries", storeserver.DefaultMaxDirEntries, "entries directly in one directory")
 	return c
 }
 

@@ -12,39 +12,48 @@ import (
 )
 
 // The admin API manages a running store (whose database no other process can open):
-// POST /v1/users, GET /v1/users, DELETE /v1/users/{name}, POST /v1/gc.
-func (s *Service) adminRoutes(mux *http.ServeMux) {
-	mux.Handle("POST /v1/users", s.admin(s.handleAddUser))
-	mux.Handle("GET /v1/users", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		users, err := s.Users()
-		if err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		out := make([]storewire.User, len(users))
-		for i, u := range users {
-			out[i] = storewire.User{Name: u.Name, Admin: u.Admin, Quota: u.Quota, Used: u.Used, Created: u.Created.UTC()}
-		}
-		writeJSON(w, http.StatusOK, out)
-	}))
-	mux.Handle("DELETE /v1/users/{name}", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.RemoveUser(r.PathValue("name")); err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	mux.Handle("POST /v1/gc", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		rep, err := s.GC(r.Context())
-		if err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, storewire.GCReport(rep))
-	}))
+// GET /v1/stats, POST /v1/users, GET /v1/users, DELETE /v1/users/{name}, POST /v1/gc.
+
+func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ apiReq) {
+	st, err := s.Stats()
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
-func (s *Service) handleAddUser(w http.ResponseWriter, r *http.Request) {
+func (s *Service) handleUsers(w http.ResponseWriter, r *http.Request, _ apiReq) {
+	users, err := s.Users()
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	out := make([]storewire.User, len(users))
+	for i, u := range users {
+		out[i] = storewire.User{Name: u.Name, Admin: u.Admin, Quota: u.Quota, Used: u.Used, Created: u.Created.UTC()}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Service) handleRemoveUser(w http.ResponseWriter, r *http.Request, a apiReq) {
+	if err := s.RemoveUser(a.name); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) handleGC(w http.ResponseWriter, r *http.Request, _ apiReq) {
+	rep, err := s.GC(r.Context())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, storewire.GCReport(rep))
+}
+
+func (s *Service) handleAddUser(w http.ResponseWriter, r *http.Request, _ apiReq) {
 	var req storewire.AddUserRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody))
 	dec.DisallowUnknownFields()

@@ -38,8 +38,8 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, storewire.Error{Code: code, Message: msg})
 }
 
-func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	dir, name := storage.Split(r.PathValue("path"))
+func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, a apiReq) {
+	ns, dir, name := a.ns, a.dir, a.name
 	size := r.ContentLength
 	if d := r.Header.Get(storewire.HeaderDeclaredLength); d != "" {
 		n, err := strconv.ParseInt(d, 10, 64)
@@ -58,8 +58,8 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, ns *Namespac
 
 // handleGet streams the content (chunked) and ends with the Veil-Integrity trailer, so a
 // corruption found only at the end still reaches the client as an integrity error.
-func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	dir, name := storage.Split(r.PathValue("path"))
+func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, a apiReq) {
+	ns, dir, name := a.ns, a.dir, a.name
 	rc, e, err := ns.open(r.Context(), dir, name)
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -85,8 +85,8 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, ns *Namespac
 	}
 }
 
-func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	dir, name := storage.Split(r.PathValue("path"))
+func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request, a apiReq) {
+	ns, dir, name := a.ns, a.dir, a.name
 	if err := ns.Delete(r.Context(), dir, name); err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -94,8 +94,8 @@ func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request, ns *Names
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Service) handleStat(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	dir, name := storage.Split(r.PathValue("path"))
+func (s *Service) handleStat(w http.ResponseWriter, r *http.Request, a apiReq) {
+	ns, dir, name := a.ns, a.dir, a.name
 	i, err := ns.Stat(r.Context(), dir, name)
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -112,8 +112,8 @@ func entries(infos []storage.Info) []storewire.Entry {
 	return out
 }
 
-func (s *Service) handleList(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	infos, err := ns.List(r.Context(), r.PathValue("path"))
+func (s *Service) handleList(w http.ResponseWriter, r *http.Request, a apiReq) {
+	infos, err := a.ns.List(r.Context(), a.dir)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -121,8 +121,8 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request, ns *Namespa
 	writeJSON(w, http.StatusOK, entries(infos))
 }
 
-func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	infos, err := ns.Search(r.Context(), r.PathValue("path"), r.URL.Query().Get("name"))
+func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, a apiReq) {
+	infos, err := a.ns.Search(r.Context(), a.dir, r.URL.Query().Get("name"))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -130,8 +130,8 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request, ns *Names
 	writeJSON(w, http.StatusOK, entries(infos))
 }
 
-func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request, ns *Namespace) {
-	if err := ns.Create(r.Context(), r.PathValue("path")); err != nil {
+func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request, a apiReq) {
+	if err := a.ns.Create(r.Context(), a.dir); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -141,13 +141,13 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request, ns *Names
 // maxJSONBody bounds request bodies that are JSON (move).
 const maxJSONBody = 64 << 10
 
-func (s *Service) handleMove(w http.ResponseWriter, r *http.Request, ns *Namespace) {
+func (s *Service) handleMove(w http.ResponseWriter, r *http.Request, a apiReq) {
 	m, err := decodeMove(io.LimitReader(r.Body, maxJSONBody))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: err.Error()})
 		return
 	}
-	if err := ns.Move(r.Context(), m.SrcDir, m.SrcName, m.DstDir, m.DstName); err != nil {
+	if err := a.ns.Move(r.Context(), m.SrcDir, m.SrcName, m.DstDir, m.DstName); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}

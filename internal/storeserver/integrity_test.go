@@ -121,8 +121,8 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := remoteFor(t, url, admin).List(t.Context(), ""); !errors.Is(err, storewire.ErrUnauthorized) {
-		t.Fatalf("admin used as a namespace: %v", err)
+	if _, err := remoteFor(t, url, admin).List(t.Context(), ""); !errors.Is(err, storage.ErrPermission) {
+		t.Fatalf("admin used as a namespace: %v (want 403 permission)", err)
 	}
 	// Stats and metrics: admin only.
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsFor(t, ca)}}
@@ -130,7 +130,7 @@ func TestAuth(t *testing.T) {
 		path string
 		cred storewire.Credential
 		want int
-	}{{"/v1/stats", ca, 401}, {"/v1/stats", admin, 200}, {"/metrics", ca, 401}, {"/metrics", admin, 200}} {
+	}{{"/v1/stats", ca, 403}, {"/v1/stats", admin, 200}, {"/metrics", ca, 403}, {"/metrics", admin, 200}, {"/v1/stats", forged, 401}, {"/metrics", forged, 401}} {
 		req, _ := http.NewRequest("GET", url+c.path, nil)
 		req.SetBasicAuth(c.cred.User, c.cred.Secret)
 		resp, err := client.Do(req)

@@ -237,7 +237,8 @@ func (s *Service) Fsck(ctx context.Context) (FsckReport, error) {
 func (s *Service) fsckNamespaces(tx *bolt.Tx, refs map[[32]byte]int64, rep *FsckReport, problem func(string, ...any)) {
 	users := tx.Bucket(bucketUsers)
 	tx.Bucket(bucketNS).ForEachBucket(func(user []byte) error {
-		var used int64
+		var used, meta int64
+		per := map[string]int64{}
 		ns := tx.Bucket(bucketNS).Bucket(user)
 		ns.ForEach(func(k, v []byte) error {
 			dir, name, err := splitKey(k)
@@ -253,6 +254,8 @@ func (s *Service) fsckNamespaces(tx *bolt.Tx, refs map[[32]byte]int64, rep *Fsck
 				problem("user %s: %s: %v", user, k, err)
 				return nil
 			}
+			per[dir]++
+			meta += metaCost(dir, name)
 			if err := dirExists(ns, dir); err != nil {
 				problem("user %s: %s/%s: parent: %v", user, dir, name, err)
 			}
@@ -266,6 +269,7 @@ func (s *Service) fsckNamespaces(tx *bolt.Tx, refs map[[32]byte]int64, rep *Fsck
 			}
 			return nil
 		})
+		fsckCounts(tx.Bucket(bucketCounts).Bucket(user), string(user), per, meta, problem)
 		u, err := parseUserRec(users.Get(user))
 		if err != nil {
 			problem("namespace %s: user record: %v", user, err)
@@ -274,6 +278,30 @@ func (s *Service) fsckNamespaces(tx *bolt.Tx, refs map[[32]byte]int64, rep *Fsck
 		}
 		return nil
 	})
+}
+
+// fsckCounts compares a user's accounting (entries per directory, metadata bytes) with
+// what the namespace holds.
+func fsckCounts(c *bolt.Bucket, user string, per map[string]int64, meta int64, problem func(string, ...any)) {
+	if c == nil {
+		problem("user %s: no accounting bucket", user)
+		return
+	}
+	if got := getU64(c, metaKey); got != meta {
+		problem("user %s: records %d metadata bytes, names hold %d", user, got, meta)
+	}
+	c.ForEach(func(k, _ []byte) error {
+		if len(k) > 0 && k[0] == 'd' {
+			if want := per[string(k[1:])]; getU64(c, k) != want {
+				problem("user %s: directory %q counts %d entries, holds %d", user, k[1:], getU64(c, k), want)
+			}
+			delete(per, string(k[1:]))
+		}
+		return nil
+	})
+	for d, n := range per {
+		problem("user %s: directory %q holds %d entries, counted 0", user, d, n)
+	}
 }
 
 // checkBlob re-hashes one blob.

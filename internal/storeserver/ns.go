@@ -81,8 +81,9 @@ func dirExists(b *bolt.Bucket, dir string) error {
 	return nil
 }
 
-// ensureDirs creates dir and its missing parents.
-func ensureDirs(b *bolt.Bucket, dir string, now int64) error {
+// ensureDirs creates dir and its missing parents, each accounted (entries per directory,
+// metadata bytes). dir has passed the path limits, so this writes at most MaxDepth keys.
+func (n *Namespace) ensureDirs(tx *bolt.Tx, b *bolt.Bucket, dir string, now int64) error {
 	if dir == "" {
 		return nil
 	}
@@ -93,6 +94,9 @@ func ensureDirs(b *bolt.Bucket, dir string, now int64) error {
 			return err
 		}
 		if !ok {
+			if err := n.addEntry(tx, parent, c); err != nil {
+				return err
+			}
 			if err := b.Put(nsKey(parent, c), entry{kind: kindDir, modTime: now}.marshal()); err != nil {
 				return err
 			}
@@ -147,30 +151,9 @@ func decref(tx *bolt.Tx, h [32]byte) error {
 	return b.Put(h[:], r.marshal())
 }
 
-// addUsed adjusts the user's logical bytes, enforcing the quota when growing.
-func addUsed(tx *bolt.Tx, user string, delta int64) error {
-	b := tx.Bucket(bucketUsers)
-	v := b.Get([]byte(user))
-	if v == nil {
-		return fmt.Errorf("user %q: %w", user, storage.ErrPermission)
-	}
-	u, err := parseUserRec(v)
-	if err != nil {
-		return err
-	}
-	u.used += delta
-	if u.used < 0 {
-		u.used = 0
-	}
-	if delta > 0 && u.quota > 0 && u.used > u.quota {
-		return fmt.Errorf("user %q would store %d of %d bytes: %w", user, u.used, u.quota, storage.ErrQuota)
-	}
-	return b.Put([]byte(user), u.marshal())
-}
-
 // Stat describes dir/name.
 func (n *Namespace) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := n.s.cfg.Limits.checkPath(dir, name); err != nil {
 		return storage.Info{}, err
 	}
 	var info storage.Info
@@ -205,7 +188,7 @@ func (n *Namespace) viewDir(dir string, fn func(b *bolt.Bucket) error) error {
 
 // List returns the entries of dir sorted by name.
 func (n *Namespace) List(ctx context.Context, dir string) ([]storage.Info, error) {
-	if err := storage.CheckDir(dir); err != nil {
+	if err := n.s.cfg.Limits.checkDir(dir); err != nil {
 		return nil, err
 	}
 	out := []storage.Info{}
@@ -229,7 +212,7 @@ func (n *Namespace) List(ctx context.Context, dir string) ([]storage.Info, error
 
 // Search returns every entry named name in dir or below, sorted by path.
 func (n *Namespace) Search(ctx context.Context, dir, name string) ([]storage.Info, error) {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := n.s.cfg.Limits.checkPath(dir, name); err != nil {
 		return nil, err
 	}
 	out := []storage.Info{}
@@ -266,7 +249,7 @@ func (n *Namespace) Search(ctx context.Context, dir, name string) ([]storage.Inf
 
 // Create makes dir and its parents.
 func (n *Namespace) Create(ctx context.Context, dir string) error {
-	if err := storage.CheckDir(dir); err != nil {
+	if err := n.s.cfg.Limits.checkDir(dir); err != nil {
 		return err
 	}
 	err := n.s.db.Update(func(tx *bolt.Tx) error {
@@ -274,7 +257,7 @@ func (n *Namespace) Create(ctx context.Context, dir string) error {
 		if err != nil {
 			return err
 		}
-		return ensureDirs(b, dir, time.Now().UnixNano())
+		return n.ensureDirs(tx, b, dir, time.Now().UnixNano())
 	})
 	if err != nil {
 		return fmt.Errorf("create %q: %w", dir, err)
@@ -284,7 +267,7 @@ func (n *Namespace) Create(ctx context.Context, dir string) error {
 
 // Delete removes a file or an empty directory.
 func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := n.s.cfg.Limits.checkPath(dir, name); err != nil {
 		return err
 	}
 	err := n.s.db.Update(func(tx *bolt.Tx) error {
@@ -301,9 +284,12 @@ func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
 			if err := decref(tx, e.hash); err != nil {
 				return err
 			}
-			if err := addUsed(tx, n.user, -e.size); err != nil {
+			if err := charge(tx, n.user, -e.size, 0); err != nil {
 				return err
 			}
+		}
+		if err := n.removeEntry(tx, dir, name, e.isDir()); err != nil {
+			return err
 		}
 		return b.Delete(nsKey(dir, name))
 	})
@@ -311,57 +297,5 @@ func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
 		return fmt.Errorf("delete %s: %w", storage.Join(dir, name), err)
 	}
 	n.s.metrics.ops.WithLabelValues("delete").Inc()
-	return nil
-}
-
-// Move renames a file or a directory with everything below it, in one transaction.
-func (n *Namespace) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
-	if err := storage.CheckPath(srcDir, srcName); err != nil {
-		return err
-	}
-	if err := storage.CheckPath(dstDir, dstName); err != nil {
-		return err
-	}
-	src, dst := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
-	err := n.s.db.Update(func(tx *bolt.Tx) error {
-		b, e, err := n.lookup(tx, srcDir, srcName)
-		if err != nil {
-			return err
-		}
-		if _, ok, _ := getEntry(b, dstDir, dstName); ok {
-			return storage.ErrExists
-		}
-		if e.isDir() && strings.HasPrefix(dst+"/", src+"/") {
-			return fmt.Errorf("%w: a directory cannot move into itself", storage.ErrInvalidName)
-		}
-		if err := ensureDirs(b, dstDir, time.Now().UnixNano()); err != nil {
-			return err
-		}
-		type kv struct{ k, v []byte }
-		moves := []kv{{nsKey(srcDir, srcName), nsKey(dstDir, dstName)}}
-		if e.isDir() {
-			for _, p := range [][]byte{nsKey(src, ""), []byte(src + "/")} {
-				c := b.Cursor()
-				for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
-					nk := append([]byte(dst), k[len(src):]...)
-					moves = append(moves, kv{bytes.Clone(k), nk})
-				}
-			}
-		}
-		for _, m := range moves {
-			v := bytes.Clone(b.Get(m.k))
-			if err := b.Delete(m.k); err != nil {
-				return err
-			}
-			if err := b.Put(m.v, v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("move %s to %s: %w", src, dst, err)
-	}
-	n.s.metrics.ops.WithLabelValues("move").Inc()
 	return nil
 }

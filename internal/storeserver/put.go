@@ -23,10 +23,10 @@ import (
 // temporary file into the blob store. The answer is the same whether or not the content
 // was already stored.
 func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
-	if err := storage.CheckPath(dir, name); err != nil {
+	s := n.s
+	if err := s.cfg.Limits.checkPath(dir, name); err != nil {
 		return err
 	}
-	s := n.s
 	what := storage.Join(dir, name)
 	if size > s.cfg.MaxObjectSize {
 		return fmt.Errorf("put %s: %d bytes, limit %d: %w", what, size, s.cfg.MaxObjectSize, storage.ErrTooLarge)
@@ -110,7 +110,7 @@ func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []by
 		if err != nil {
 			return err
 		}
-		if err := ensureDirs(b, dir, now); err != nil {
+		if err := n.ensureDirs(tx, b, dir, now); err != nil {
 			return err
 		}
 		old, ok, err := getEntry(b, dir, name)
@@ -126,11 +126,13 @@ func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []by
 				return err
 			}
 			delta -= old.size
+		} else if err := n.addEntry(tx, dir, name); err != nil {
+			return err
 		}
 		if err := incref(tx, sum, size, inline); err != nil {
 			return err
 		}
-		if err := addUsed(tx, n.user, delta); err != nil {
+		if err := charge(tx, n.user, delta, 0); err != nil {
 			return err
 		}
 		return b.Put(nsKey(dir, name), entry{kind: kindFile, size: size, modTime: now, hash: sum}.marshal())
@@ -145,7 +147,7 @@ func (n *Namespace) Get(ctx context.Context, dir, name string) (io.ReadCloser, e
 }
 
 func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, entry, error) {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := n.s.cfg.Limits.checkPath(dir, name); err != nil {
 		return nil, entry{}, err
 	}
 	what := storage.Join(dir, name)

@@ -51,58 +51,32 @@ func (s *Service) Serve(ctx context.Context, ls server.Listeners) error {
 	return err
 }
 
-// Handler returns the HTTP API (docs/formats/store-api.md).
-func (s *Service) Handler() http.Handler {
-	mux := http.NewServeMux()
-	guard := func(h http.Handler) http.Handler { return s.admin(h.ServeHTTP) }
-	if s.cfg.PublicMetrics {
-		guard = nil
-	}
-	server.Mount(mux, s.metrics.reg, guard)
-	mux.Handle("GET /v1/stats", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.Stats()
-		if err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	}))
-	s.adminRoutes(mux)
-	mux.Handle("PUT /v1/files/{path...}", s.user(s.handlePut))
-	mux.Handle("GET /v1/files/{path...}", s.user(s.handleGet))
-	mux.Handle("DELETE /v1/files/{path...}", s.user(s.handleDelete))
-	mux.Handle("GET /v1/stat/{path...}", s.user(s.handleStat))
-	mux.Handle("GET /v1/list/{path...}", s.user(s.handleList))
-	mux.Handle("GET /v1/search/{path...}", s.user(s.handleSearch))
-	mux.Handle("POST /v1/dirs/{path...}", s.user(s.handleCreate))
-	mux.Handle("POST /v1/move", s.user(s.handleMove))
-	return s.logRequests(mux)
+// authUser is an authenticated caller.
+type authUser struct {
+	name  string
+	admin bool
 }
 
-type userHandler func(w http.ResponseWriter, r *http.Request, ns *Namespace)
-
-// user authenticates a namespace's owner (HTTP Basic: user name and secret).
-func (s *Service) user(h userHandler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, secret, _ := r.BasicAuth()
-		u, ok := s.users.authenticate(name, secret)
-		if !ok || u.admin {
-			s.unauthorized(w, r)
-			return
-		}
-		h(w, r, &Namespace{s: s, user: name})
-	})
+// authenticate checks the request's HTTP Basic credential.
+func (s *Service) authenticate(r *http.Request) (authUser, bool) {
+	name, secret, _ := r.BasicAuth()
+	u, ok := s.users.authenticate(name, secret)
+	return authUser{name: name, admin: u.admin}, ok
 }
 
-// admin authenticates the administrator.
-func (s *Service) admin(h http.HandlerFunc) http.Handler {
+// adminOnly guards a handler outside the API (/metrics): the admin only, 401 without a
+// valid credential, 403 with a user's.
+func (s *Service) adminOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, secret, _ := r.BasicAuth()
-		if u, ok := s.users.authenticate(name, secret); !ok || !u.admin {
+		u, ok := s.authenticate(r)
+		switch {
+		case !ok:
 			s.unauthorized(w, r)
-			return
+		case !u.admin:
+			s.writeErr(w, r, errForbidden)
+		default:
+			h.ServeHTTP(w, r)
 		}
-		h(w, r)
 	})
 }
 

@@ -28,6 +28,7 @@ type Config struct {
 	Blobs             storage.Backend // where content lives; nil means blobs/ in the data dir
 	ShutdownTimeout   time.Duration   // graceful drain limit (default server.DefaultShutdownTimeout)
 	Logger            *slog.Logger    // default: discard
+	Limits            Limits          // path, directory and metadata limits (zero: defaults)
 }
 
 func (c *Config) defaults() {
@@ -43,6 +44,7 @@ func (c *Config) defaults() {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 2 * time.Minute
 	}
+	c.Limits.defaults()
 	c.ShutdownTimeout = server.ShutdownTimeout(c.ShutdownTimeout)
 	c.Logger = server.Logger(c.Logger, "store")
 }
@@ -98,6 +100,10 @@ func Open(dir string, cfg Config) (*Service, error) {
 	} else {
 		s.blobs = diskBlobs{filepath.Join(dir, blobName)}
 	}
+	if err := buildCounts(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
 	if s.users, err = loadUsers(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
@@ -119,7 +125,7 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 	}
 	if create {
 		err = db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketUsers, bucketNS, bucketBlobs, bucketMeta, bucketData} {
+			for _, b := range [][]byte{bucketUsers, bucketNS, bucketBlobs, bucketMeta, bucketData, bucketCounts} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
 				}

@@ -116,6 +116,9 @@ func (s *Service) AddUser(name string, opts ...UserOption) (storewire.Credential
 		if _, err := tx.Bucket(bucketNS).CreateBucketIfNotExists([]byte(name)); err != nil {
 			return err
 		}
+		if _, err := tx.Bucket(bucketCounts).CreateBucketIfNotExists([]byte(name)); err != nil {
+			return err
+		}
 		return users.Put([]byte(name), u.marshal())
 	})
 	if err != nil {
@@ -148,6 +151,11 @@ func (s *Service) RemoveUser(name string) error {
 				return err
 			}
 			if err := tx.Bucket(bucketNS).DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		if tx.Bucket(bucketCounts).Bucket([]byte(name)) != nil {
+			if err := tx.Bucket(bucketCounts).DeleteBucket([]byte(name)); err != nil {
 				return err
 			}
 		}

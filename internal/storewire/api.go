@@ -81,11 +81,20 @@ const (
 	CodeSizeMismatch = "size_mismatch"
 	CodeUnauthorized = "unauthorized"
 	CodeBadRequest   = "bad_request"
+	CodeLimit        = "limit"
+	CodeMethod       = "method"
 	CodeInternal     = "internal"
 )
 
 // ErrUnauthorized is a missing or wrong credential.
 var ErrUnauthorized = errors.New("unauthorized")
+
+// ErrLimit is a request past one of the service's limits on paths, directory sizes or
+// metadata (docs/formats/store-api.md, "Limits"): no retry can succeed.
+var ErrLimit = errors.New("limit exceeded")
+
+// ErrMethod is a method a route does not serve (405).
+var ErrMethod = errors.New("method not allowed")
 
 var codes = []struct {
 	code   string
@@ -104,6 +113,8 @@ var codes = []struct {
 	{CodeQuota, http.StatusInsufficientStorage, storage.ErrQuota},
 	{CodeSizeMismatch, http.StatusBadRequest, storage.ErrSizeMismatch},
 	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
+	{CodeLimit, http.StatusBadRequest, ErrLimit},
+	{CodeMethod, http.StatusMethodNotAllowed, ErrMethod},
 }
 
 // Classify returns the code and HTTP status for err.

@@ -28,11 +28,23 @@ func levelFor(status int) slog.Level {
 
 // writeErr answers with the error's code; internal errors are logged, not disclosed.
 func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	err = classifyFault(err)
 	code, status := storewire.Classify(err)
 	msg := err.Error()
-	if code == storewire.CodeInternal {
+	switch code {
+	case storewire.CodeInternal:
 		s.cfg.Logger.Error("internal error", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
 		msg = "internal error"
+	case storewire.CodeNoSpace:
+		s.cfg.Logger.Error("out of space", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		msg = storewire.ErrNoSpace.Error() // the detail names server paths: logged only
+	case storewire.CodeUnavailable:
+		s.cfg.Logger.Warn("blob storage unavailable", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		msg = storewire.ErrUnavailable.Error()
+		w.Header().Set("Retry-After", strconv.Itoa(storewire.RetryAfterSeconds))
+	case storewire.CodeIntegrity:
+		s.cfg.Logger.Error("integrity failure", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		msg = "the stored content is damaged (integrity check failed)"
 	}
 	s.metrics.errors.WithLabelValues(code).Inc()
 	writeJSON(w, status, storewire.Error{Code: code, Message: msg})

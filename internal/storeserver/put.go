@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // Put receives r while hashing it, makes the content durable as the blob named by that hash
@@ -181,6 +182,9 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 		rc, size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
 	} else {
 		rc, size, err = s.blobs.open(ctx, e.hash)
+	}
+	if errors.Is(err, storewire.ErrUnavailable) {
+		return nil, entry{}, fmt.Errorf("get %s: %w", what, err)
 	}
 	if err != nil {
 		s.metrics.integrity.Inc()

@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,8 @@ type Config struct {
 	ShutdownTimeout   time.Duration   // graceful drain limit (default server.DefaultShutdownTimeout)
 	Logger            *slog.Logger    // default: discard
 	Limits            Limits          // path, directory and metadata limits (zero: defaults)
+	ProbeInterval     time.Duration   // how often a remote blob store is checked (default 2 s)
+	ProbeTimeout      time.Duration   // how long a check may take (default 2 s)
 }
 
 func (c *Config) defaults() {
@@ -45,6 +48,12 @@ func (c *Config) defaults() {
 		c.IdleTimeout = 2 * time.Minute
 	}
 	c.Limits.defaults()
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = 2 * time.Second
+	}
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = 2 * time.Second
+	}
 	c.ShutdownTimeout = server.ShutdownTimeout(c.ShutdownTimeout)
 	c.Logger = server.Logger(c.Logger, "store")
 }
@@ -73,6 +82,8 @@ type Service struct {
 	users   *userCache
 	metrics *metrics
 	commit  *committer
+	stop    context.CancelFunc // ends the blob store probe
+	probing sync.WaitGroup
 }
 
 const (
@@ -95,8 +106,23 @@ func Open(dir string, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s := &Service{dir: dir, cfg: cfg, db: db, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics()}
+	s.stop = func() {}
 	if cfg.Blobs != nil {
-		s.blobs = backendBlobs{cfg.Blobs}
+		br := &breaker{onChange: func(open bool, cause error) {
+			if open {
+				cfg.Logger.Warn("blob storage unavailable: answering 503", "err", cause)
+			} else {
+				cfg.Logger.Info("blob storage answers again")
+			}
+		}}
+		s.blobs = guardedBlobs{backendBlobs{cfg.Blobs}, br}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stop = cancel
+		s.probing.Add(1)
+		go func() {
+			defer s.probing.Done()
+			br.probeLoop(ctx, cfg.Blobs, cfg.ProbeInterval, cfg.ProbeTimeout)
+		}()
 	} else {
 		s.blobs = diskBlobs{filepath.Join(dir, blobName)}
 	}
@@ -165,6 +191,8 @@ const InlineMax = 64 << 10
 
 // Close closes the database. Call it after Serve has returned.
 func (s *Service) Close() error {
+	s.stop()
+	s.probing.Wait()
 	s.commit.close()
 	return s.db.Close()
 }

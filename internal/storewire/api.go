@@ -83,6 +83,8 @@ const (
 	CodeBadRequest   = "bad_request"
 	CodeLimit        = "limit"
 	CodeMethod       = "method"
+	CodeNoSpace      = "no_space"
+	CodeUnavailable  = "unavailable"
 	CodeInternal     = "internal"
 )
 
@@ -95,6 +97,17 @@ var ErrLimit = errors.New("limit exceeded")
 
 // ErrMethod is a method a route does not serve (405).
 var ErrMethod = errors.New("method not allowed")
+
+// ErrNoSpace is a service whose disk is full (507 no_space): it cannot store anything
+// until an operator frees space. ErrUnavailable is a service whose blob storage does not
+// answer (503 unavailable, with Retry-After in seconds).
+var (
+	ErrNoSpace     = errors.New("the store is out of disk space")
+	ErrUnavailable = errors.New("the store's blob storage is unavailable")
+)
+
+// RetryAfterSeconds is the Retry-After of a 503 unavailable answer.
+const RetryAfterSeconds = 5
 
 var codes = []struct {
 	code   string
@@ -115,6 +128,8 @@ var codes = []struct {
 	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
 	{CodeLimit, http.StatusBadRequest, ErrLimit},
 	{CodeMethod, http.StatusMethodNotAllowed, ErrMethod},
+	{CodeNoSpace, http.StatusInsufficientStorage, ErrNoSpace},
+	{CodeUnavailable, http.StatusServiceUnavailable, ErrUnavailable},
 }
 
 // Classify returns the code and HTTP status for err.
@@ -131,6 +146,9 @@ func Classify(err error) (code string, status int) {
 func (e Error) AsError() error {
 	for _, c := range codes {
 		if c.code == e.Code {
+			if e.Message == c.err.Error() {
+				return fmt.Errorf("store: %w", c.err)
+			}
 			return fmt.Errorf("store: %s: %w", e.Message, c.err)
 		}
 	}

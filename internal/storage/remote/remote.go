@@ -26,6 +26,7 @@ type Backend struct {
 	user   string
 	secret string
 	client *http.Client
+	stop   stopLatch // the service said it cannot store anything: puts fail here, at once
 }
 
 var _ storage.Backend = (*Backend)(nil)
@@ -153,12 +154,16 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	if err := storage.CheckPath(dir, name); err != nil {
 		return err
 	}
+	if err := b.stop.check(); err != nil {
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+	}
 	body := &trackReader{r: storage.ExactReader(ctx, r, size)}
 	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size, true)
 	if body.err != nil && !errors.Is(body.err, io.EOF) {
 		err = body.err // the reader's own failure explains the aborted request best
 	}
 	if err != nil {
+		b.stop.note(err)
 		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
 	}
 	io.Copy(io.Discard, resp.Body)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -53,8 +54,21 @@ func dirFlag(c *cobra.Command, dir *string) {
 	c.MarkFlagRequired("dir")
 }
 
+// storeConfig opens the blob store a data directory records (or flag, when it agrees).
+func storeConfig(ctx context.Context, dir, flag string) (storeserver.Config, error) {
+	loc, err := storeserver.ResolveBlobs(dir, flag)
+	if err != nil || loc == storeserver.LocalBlobs {
+		return storeserver.Config{}, err
+	}
+	be, err := open.Open(ctx, loc, open.EnvCredentials(open.Credentials{}, os.Getenv))
+	if err != nil {
+		return storeserver.Config{}, fmt.Errorf("blobs %s: %w", loc, err)
+	}
+	return storeserver.Config{Blobs: be, BlobLocation: loc}, nil
+}
+
 func newStoreInitCommand() *cobra.Command {
-	var dir string
+	var dir, blobs string
 	var hosts []string
 	c := &cobra.Command{
 		Use:   "init --dir DIR",
@@ -63,10 +77,19 @@ func newStoreInitCommand() *cobra.Command {
 server certificate (valid for localhost, 127.0.0.1, ::1, this host's name and every --host),
 and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
 
-  veil store init --dir /srv/veil-store --host store.example.org --host 10.0.0.5`,
+  veil store init --dir /srv/veil-store --host store.example.org --host 10.0.0.5
+  veil store init --dir D --blobs 's3://127.0.0.1:7070/veil-blobs?tls=0&create=1'  # content in S3, recorded in D`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := storeserver.Init(dir, hosts...); err != nil {
+			loc, cfg := storeserver.LocalBlobs, storeserver.Config{}
+			if blobs != "" {
+				var err error
+				if cfg, err = storeConfig(cmd.Context(), dir, blobs); err != nil {
+					return err
+				}
+				loc = blobs
+			}
+			if err := storeserver.InitBlobs(dir, loc, cfg.Blobs, hosts...); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "initialized store in %s (admin credential: %s/%s)\n", dir, dir, storeserver.AdminCredentialFile)
@@ -74,15 +97,17 @@ and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
 		},
 	}
 	dirFlag(c, &dir)
+	c.Flags().StringVar(&blobs, "blobs", "", "keep content at this location instead of DIR/blobs (recorded in DIR)")
 	c.Flags().StringSliceVar(&hosts, "host", nil, "extra DNS name or IP address for the server certificate (repeatable)")
 	return c
 }
 
 // storeTarget is where an admin command acts: the data directory (server stopped) or a
 // running server (--url with the admin credential).
-type storeTarget struct{ dir, url, cred string }
+type storeTarget struct{ dir, url, cred, blobs string }
 
 func (t *storeTarget) flags(c *cobra.Command) {
+	c.Flags().StringVar(&t.blobs, "blobs", "", "with --dir: the blob location (default: the one the data directory records)")
 	c.Flags().StringVar(&t.dir, "dir", "", "the store's data directory (server stopped)")
 	c.Flags().StringVar(&t.url, "url", "", "a running store instead (https://host:port)")
 	c.Flags().StringVar(&t.cred, "credential", "", "the admin credential file, with --url (DIR/admin.cred)")
@@ -103,7 +128,11 @@ func (t *storeTarget) run(offline func(*storeserver.Service) error, online func(
 		defer a.Close()
 		return online(a)
 	case t.dir != "":
-		return storeserver.With(t.dir, offline)
+		cfg, err := storeConfig(context.Background(), t.dir, t.blobs)
+		if err != nil {
+			return err
+		}
+		return storeserver.WithConfig(t.dir, cfg, offline)
 	}
 	return fmt.Errorf("give --dir DIR, or --url URL and --credential ADMIN.cred")
 }
@@ -213,10 +242,11 @@ func newStoreServeCommand() *cobra.Command {
 		Long: `serve answers the store API (docs/formats/store-api.md) over HTTPS with the certificate made
 by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is open;
 /v1/stats and /metrics need the admin credential (/metrics can be opened with
---public-metrics). Content lives in DIR/blobs unless --blobs names an S3 bucket.
+--public-metrics). Content lives where init recorded it (DIR/blobs, or init --blobs);
+--blobs may restate it, and another location is refused.
 
   veil store serve --dir /srv/veil-store --listen :7480
-  veil store serve --dir D --blobs 's3://127.0.0.1:7070/veil-blobs?tls=0'   # keys from AWS_* env
+  veil store serve --dir D             # an S3-backed store (init --blobs): keys from AWS_* env
   veil store serve --dir D --listen 127.0.0.1:8080 --insecure-http        # loopback development`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -233,11 +263,11 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			if blobs != "" {
-				if cfg.Blobs, err = open.Open(cmd.Context(), blobs, open.EnvCredentials(open.Credentials{}, os.Getenv)); err != nil {
-					return fmt.Errorf("--blobs: %w", err)
-				}
+			bc, err := storeConfig(cmd.Context(), dir, blobs)
+			if err != nil {
+				return err
 			}
+			cfg.Blobs, cfg.BlobLocation = bc.Blobs, bc.BlobLocation
 			return storeserver.Run(cmd.Context(), dir, listen, cfg, func(addr string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", dir, addr)
 			})
@@ -247,7 +277,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	f := c.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:7480", "address to listen on")
 	f.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "serve plain HTTP (loopback addresses only)")
-	f.StringVar(&blobs, "blobs", "", "keep content in this location instead of DIR/blobs (s3://host:port/bucket?tls=0)")
+	f.StringVar(&blobs, "blobs", "", "the blob location (default: the one DIR records, set by init)")
 	f.StringVar(&maxSize, "max-object-size", "5GiB", "largest object accepted")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Hour, "deadline for reading or writing one request")
 	f.IntVar(&cfg.MaxConns, "max-conns", 1024, "concurrent connections (0: unlimited)")

@@ -94,7 +94,7 @@ crash, and stale upload files. It is safe while uploads run (they wait during th
 }
 
 func newStoreFsckCommand() *cobra.Command {
-	var dir string
+	var dir, blobs string
 	var jsonOut bool
 	c := &cobra.Command{
 		Use:   "fsck --dir DIR",
@@ -106,7 +106,11 @@ leftovers of crashes are reported but are not problems (gc reclaims them).
   veil store fsck --dir /srv/veil-store`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return storeserver.With(dir, func(s *storeserver.Service) error {
+			cfg, err := storeConfig(cmd.Context(), dir, blobs)
+			if err != nil {
+				return err
+			}
+			return storeserver.WithConfig(dir, cfg, func(s *storeserver.Service) error {
 				rep, err := s.Fsck(cmd.Context())
 				if err != nil {
 					return err
@@ -125,6 +129,7 @@ leftovers of crashes are reported but are not problems (gc reclaims them).
 		},
 	}
 	dirFlag(c, &dir)
+	c.Flags().StringVar(&blobs, "blobs", "", "the blob location (default: the one DIR records)")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return c
 }

@@ -15,7 +15,14 @@ import (
 func newTestService(t *testing.T, cfg Config) *Service {
 	t.Helper()
 	dir := t.TempDir()
-	if err := Init(dir); err != nil {
+	loc := LocalBlobs
+	if cfg.Blobs != nil && cfg.BlobLocation == "" {
+		cfg.BlobLocation = "s3://test-bucket" // the label the test's blob store is recorded under
+	}
+	if cfg.Blobs != nil {
+		loc = cfg.BlobLocation
+	}
+	if err := InitBlobs(dir, loc, cfg.Blobs); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(dir, cfg)

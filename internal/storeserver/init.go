@@ -15,7 +15,14 @@ import (
 // Init creates a store in dir: the database, the blob and temp folders, a self-signed CA and
 // a server certificate for localhost, 127.0.0.1, ::1, this host's name and any extra hosts
 // (names or IP addresses), and the admin credential (dir/admin.cred, mode 0600).
-func Init(dir string, hosts ...string) error {
+func Init(dir string, hosts ...string) error { return InitBlobs(dir, LocalBlobs, nil, hosts...) }
+
+// InitBlobs is Init for a store whose content lives at location (LocalBlobs, or the
+// location blobs was opened from), recorded in the data directory.
+func InitBlobs(dir, location string, blobs storage.Backend, hosts ...string) error {
+	if err := checkLocation(location); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
 		return fmt.Errorf("init %s: %w: already a store", dir, storage.ErrExists)
 	}
@@ -32,12 +39,19 @@ func Init(dir string, hosts ...string) error {
 	if err := writeTLS(filepath.Join(dir, tlsName), hosts); err != nil {
 		return fmt.Errorf("init: tls: %w", err)
 	}
+	if err := writeLocation(dir, location); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
 	db, err := openDB(filepath.Join(dir, dbFile), true)
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	db.Close()
-	s, err := Open(dir, Config{})
+	cfg := Config{}
+	if location != LocalBlobs {
+		cfg.Blobs, cfg.BlobLocation = blobs, location
+	}
+	s, err := Open(dir, cfg)
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

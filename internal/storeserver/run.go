@@ -28,8 +28,11 @@ func Run(ctx context.Context, dir, listen string, cfg Config, ready func(addr st
 
 // With opens the store at dir (which no server may hold), calls fn, and closes it: for the
 // offline commands (user, stats, gc, fsck).
-func With(dir string, fn func(*Service) error) error {
-	s, err := Open(dir, Config{})
+func With(dir string, fn func(*Service) error) error { return WithConfig(dir, Config{}, fn) }
+
+// WithConfig is With for a store opened with cfg (its blob store).
+func WithConfig(dir string, cfg Config, fn func(*Service) error) error {
+	s, err := Open(dir, cfg)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ type Config struct {
 	InsecureHTTP      bool            // serve plain HTTP (loopback development only)
 	PublicMetrics     bool            // serve /metrics without the admin credential
 	Blobs             storage.Backend // where content lives; nil means blobs/ in the data dir
+	BlobLocation      string          // the location Blobs was opened from ("" with Blobs nil: local)
 	ShutdownTimeout   time.Duration   // graceful drain limit (default server.DefaultShutdownTimeout)
 	Logger            *slog.Logger    // default: discard
 	Limits            Limits          // path, directory and metadata limits (zero: defaults)
@@ -100,6 +101,9 @@ func Open(dir string, cfg Config) (*Service, error) {
 	cfg.defaults()
 	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, ErrNotInitialized)
+	}
+	if err := matchLocation(dir, cfg); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	db, err := openDB(filepath.Join(dir, dbFile), false)
 	if err != nil {

@@ -206,7 +206,7 @@ Example:
 
 func newPruneCommand() *cobra.Command {
 	var o clientFlags
-	var dry bool
+	var dry, breakLock bool
 	var grace time.Duration
 	c := &cobra.Command{
 		Use:   "prune",
@@ -217,10 +217,18 @@ same time never loses content.
 
 Examples:
   veil prune --dry-run
-  veil prune`,
+  veil prune
+  veil prune --break-lock   # a killed command's lock from another host; only if none runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
+				if breakLock {
+					broken, err := cl.BreakLocks(cmd.Context())
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: removed %d locks of other veil commands; a command still running may lose chunks to this prune\n", len(broken))
+				}
 				res, err := cl.Prune(cmd.Context(), grace, dry)
 				if err != nil {
 					return err
@@ -241,5 +249,6 @@ Examples:
 	o.addFlags(c, false)
 	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "report, delete nothing")
 	c.Flags().DurationVar(&grace, "grace", time.Hour, "keep unreferenced chunks younger than this")
+	c.Flags().BoolVar(&breakLock, "break-lock", false, "remove every lock first (a killed command's); dangerous if one still runs")
 	return c
 }

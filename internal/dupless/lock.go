@@ -7,8 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -25,16 +28,71 @@ import (
 // "exclusive-..." for prune. A command writes its lock, then lists the others: a shared lock
 // conflicts with an exclusive one, an exclusive lock with any. Both sides write before they
 // look, so two conflicting commands cannot both proceed. Locks are refreshed while a command
-// runs and count as stale (abandoned by a crash) lockStale after their last refresh.
+// runs (a lease) and count as stale (abandoned by a crash) lockStale after their last refresh.
+// A lock's name also says which host and process hold it (kind-time-id-host-pid; the host
+// as an 8-byte tag made with the names key, so the storage service learns no host name): a
+// lock of this host whose process no longer exists is abandoned too, and taken over at once.
+// BreakLocks removes every lock (prune --break-lock), for an operator who knows better.
 
 const (
 	veilDir     = ".veil"
 	keyCheck    = "keycheck"
 	locksDir    = ".veil/locks"
-	lockStale   = 15 * time.Minute
-	lockRefresh = lockStale / 3
-	lockRetry   = 30 * time.Second
+	lockStale   = 2 * time.Minute
+	lockRefresh = lockStale / 4
+	lockRetry   = 10 * time.Second
 )
+
+// hostTag names this host in lock names: deterministic under the user's names key, so
+// the same host always gets the same tag and the storage service cannot read it.
+func (c *Client) hostTag() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown"
+	}
+	t, err := c.keys.names.EncryptDeterministically([]byte(h), []byte("veil/v1/lock-host"))
+	if err != nil {
+		return "unknown"
+	}
+	return hex.EncodeToString(t[:8])
+}
+
+// holderGone reports whether lock name was taken by a process of this host that no longer
+// exists (a killed command). Another host's lock, or a live (or reused) pid, is respected.
+func (c *Client) holderGone(name string) bool {
+	parts := strings.Split(name, "-")
+	if len(parts) != 5 || parts[3] != c.hostTag() {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[4])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// BreakLocks deletes every lock on the namespace, held or not, and returns their names:
+// for 'veil prune --break-lock' when a lock's holder is known to be gone.
+func (c *Client) BreakLocks(ctx context.Context) ([]string, error) {
+	if err := c.checkOwner(ctx); err != nil {
+		return nil, err
+	}
+	locks, err := c.be.List(ctx, locksDir)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	var names []string
+	for _, l := range locks {
+		if err := c.be.Delete(ctx, locksDir, l.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return names, fmt.Errorf("break lock %s: %w", l.Name, err)
+		}
+		names = append(names, l.Name)
+	}
+	return names, nil
+}
 
 // ErrForeignKey reports a namespace that belongs to another master key.
 var ErrForeignKey = errors.New("this storage location belongs to another veil key (a second 'veil init'?); " +
@@ -76,7 +134,7 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error)
 	}
 	var id [8]byte
 	rand.Read(id[:])
-	name := fmt.Sprintf("%s-%d-%s", kind, time.Now().Unix(), hex.EncodeToString(id[:]))
+	name := fmt.Sprintf("%s-%d-%s-%s-%d", kind, time.Now().Unix(), hex.EncodeToString(id[:]), c.hostTag(), os.Getpid())
 	put := func() error { return c.be.Put(ctx, locksDir, name, bytes.NewReader(nil), 0) }
 	if err := put(); err != nil {
 		return nil, fmt.Errorf("write lock: %w", err)
@@ -89,6 +147,11 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error)
 	}
 	for _, o := range others {
 		if o.Name == name || !o.ModTime.IsZero() && time.Since(o.ModTime) > lockStale {
+			continue
+		}
+		if c.holderGone(o.Name) {
+			c.log.Warn("taking over a lock whose process on this host is gone", "lock", o.Name)
+			c.be.Delete(ctx, locksDir, o.Name)
 			continue
 		}
 		if exclusive || strings.HasPrefix(o.Name, "exclusive-") {

@@ -121,15 +121,23 @@ func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size
 		var e storewire.Error
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(data, &e) != nil || e.Code == "" {
-			return nil, fmt.Errorf("store: HTTP %s", resp.Status)
+			return nil, &serviceError{resp.StatusCode, fmt.Errorf("store: HTTP %s", resp.Status)}
 		}
-		return nil, e.AsError()
+		return nil, &serviceError{resp.StatusCode, e.AsError()}
 	}
 	return resp, nil
 }
 
-// call does a request whose answer is empty or JSON decoded into out.
+// call does a request whose answer is empty or JSON decoded into out; an idempotent one
+// is retried (RetryBackoff) while the service does not answer.
 func (b *Backend) call(ctx context.Context, method, u string, body []byte, out any) error {
+	if !idempotent(method, u) {
+		return b.call1(ctx, method, u, body, out)
+	}
+	return retry(ctx, func() error { return b.call1(ctx, method, u, body, out) })
+}
+
+func (b *Backend) call1(ctx context.Context, method, u string, body []byte, out any) error {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -190,7 +198,11 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 	if err := storage.CheckPath(dir, name); err != nil {
 		return nil, err
 	}
-	resp, err := b.do(ctx, http.MethodGet, b.url("files", storage.Join(dir, name), nil), nil, 0, false)
+	var resp *http.Response
+	err := retry(ctx, func() (err error) {
+		resp, err = b.do(ctx, http.MethodGet, b.url("files", storage.Join(dir, name), nil), nil, 0, false)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
 	}

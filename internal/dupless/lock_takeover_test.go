@@ -1,0 +1,74 @@
+package dupless
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+)
+
+// A put killed while holding its lock no longer holds prune off for its lease: a lock of
+// this host whose process is gone is taken over at once (before: 15 minutes, no
+// override). A live holder, or another host's, is respected; BreakLocks overrides all.
+func TestLockTakeover(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	if err := c.checkOwner(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plant := func(host string, pid int) string {
+		name := fmt.Sprintf("shared-%d-0011223344556677-%s-%d", time.Now().Unix(), host, pid)
+		if err := be.Put(ctx, locksDir, name, bytes.NewReader(nil), 0); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	deadLock := plant(c.hostTag(), dead.Process.Pid)
+	if _, err := c.Prune(ctx, 0, false); err != nil {
+		t.Fatalf("prune with a dead holder's lock: %v", err)
+	}
+	if _, err := be.Stat(ctx, locksDir, deadLock); err == nil {
+		t.Fatal("the dead holder's lock was left behind")
+	}
+	liveLock := plant(c.hostTag(), live.Process.Pid)
+	if _, err := c.Prune(ctx, 0, false); !errors.Is(err, ErrLocked) {
+		t.Fatalf("prune with a live holder's lock: %v", err)
+	}
+	be.Delete(ctx, locksDir, liveLock)
+	plant("0123456789abcdef", dead.Process.Pid) // another host: its pids say nothing here
+	if _, err := c.Prune(ctx, 0, false); !errors.Is(err, ErrLocked) {
+		t.Fatalf("prune with another host's lock: %v", err)
+	}
+	broken, err := c.BreakLocks(ctx)
+	if err != nil || len(broken) != 1 {
+		t.Fatalf("break locks: %v %v", broken, err)
+	}
+	if _, err := c.Prune(ctx, 0, false); err != nil {
+		t.Fatalf("prune after breaking the locks: %v", err)
+	}
+	// The lock this client writes names its host and process.
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	infos, _ := be.List(ctx, locksDir)
+	want := fmt.Sprintf("-%s-%d", c.hostTag(), os.Getpid())
+	if len(infos) != 1 || !bytes.HasSuffix([]byte(infos[0].Name), []byte(want)) {
+		t.Fatalf("lock names %v, want one ending %s", infos, want)
+	}
+}

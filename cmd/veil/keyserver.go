@@ -71,7 +71,7 @@ Examples:
 			if err := keyserver.Init(dir, o); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "initialised key server in %s\n", dir)
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized key server in %s\n", dir)
 			return nil
 		},
 	}

@@ -18,7 +18,7 @@ import (
 var (
 	ErrExists      = errors.New("keyserver: already exists")
 	ErrNotFound    = errors.New("keyserver: not found")
-	ErrNotInit     = errors.New("keyserver: directory is not initialised (run 'veil keyserver init')")
+	ErrNotInit     = errors.New("keyserver: directory is not initialized (run 'veil keyserver init')")
 	ErrRateLimited = errors.New("keyserver: rate limited")
 	ErrBusy        = errors.New("keyserver: a query of this client is already in flight")
 )

@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -31,6 +33,12 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	err = classifyFault(err)
 	code, status := storewire.Classify(err)
 	msg := err.Error()
+	if code == storewire.CodeInternal && clientGone(r, err) {
+		// The client went away mid-request: its fault, not the server's, and no one reads
+		// the answer. Logged at debug level, counted as its own code.
+		s.cfg.Logger.Debug("client disconnected", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		code, status, msg = codeClientGone, 499, "the request ended before its body"
+	}
 	switch code {
 	case storewire.CodeInternal:
 		s.cfg.Logger.Error("internal error", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
@@ -48,6 +56,17 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	s.metrics.errors.WithLabelValues(code).Inc()
 	writeJSON(w, status, storewire.Error{Code: code, Message: msg})
+}
+
+// codeClientGone counts requests whose client disconnected (metrics label; the status
+// 499 is never seen by that client).
+const codeClientGone = "client_gone"
+
+// clientGone reports whether err comes from the client leaving: its request's context
+// ended or its body broke off.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil || errors.Is(err, context.Canceled) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, a apiReq) {

@@ -173,12 +173,12 @@ func (s *Service) staleUploads() ([]string, error) {
 // FsckReport lists problems (corruption: the store is not clean) and reclaimable leftovers
 // of crashes (not problems; gc removes them).
 type FsckReport struct {
-	Problems     []string
-	Objects      int64
-	Blobs        int64
-	OrphanBlobs  int64
-	StaleUploads int64
-	GarbageBlobs int64
+	Problems     []string `json:"problems"`
+	Objects      int64    `json:"objects"`
+	Blobs        int64    `json:"blobs"`
+	OrphanBlobs  int64    `json:"orphan_blobs"`
+	StaleUploads int64    `json:"stale_uploads"`
+	GarbageBlobs int64    `json:"garbage_blobs"`
 }
 
 // Clean reports whether fsck found no problem.

@@ -153,13 +153,28 @@ func TestE2EKeyServerKilledMidRun(t *testing.T) {
 	randomFile(t, filepath.Join(src, "first", "one"), 5000, 200)
 	alice.mustRun(t, "put", filepath.Join(src, "first")) // the KS works
 	// Kill the key server once the put below has stored 100 files: mid-run, for certain.
+	// The watcher ends with the put, whether it killed the key server or not.
+	putDone := make(chan struct{})
+	killed := make(chan bool, 1)
 	go func() {
 		for countRecords(storageDir) < 101 {
-			time.Sleep(2 * time.Millisecond)
+			select {
+			case <-putDone:
+				killed <- false
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
 		}
 		ks.Kill()
+		killed <- true
 	}()
-	s := alice.summary(t, "put", "-j", "2", filepath.Join(src, "files"))
+	s := func() map[string]any {
+		defer close(putDone) // also when summary fails the test
+		return alice.summary(t, "put", "-j", "2", filepath.Join(src, "files"))
+	}()
+	if !<-killed {
+		t.Fatal("the put ended before it stored 101 files: the key server was never killed")
+	}
 	<-ks.Done()
 	fb, _ := s["fallback"].(map[string]any)
 	fell := 0.0

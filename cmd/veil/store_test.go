@@ -12,6 +12,7 @@ import (
 
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storewire"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // storeRun runs veil with args in-process and returns its output.
@@ -71,15 +72,9 @@ func TestStoreCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb, _ := remote.New("https://"+addr, cred)
-	var perr error
-	for range 100 {
-		if perr = rb.Put(ctx, "", "f", strings.NewReader("hello"), 5); perr == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if perr != nil {
-		t.Fatal(perr)
+	testutil.WaitTCP(t, addr, 10*time.Second)
+	if err := rb.Put(ctx, "", "f", strings.NewReader("hello"), 5); err != nil {
+		t.Fatal(err)
 	}
 	rc, err := rb.Get(ctx, "", "f")
 	if err != nil {

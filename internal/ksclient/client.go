@@ -230,15 +230,19 @@ func (c *Client) send(ctx context.Context, req []byte, deadline time.Time) ([]by
 	if c.oneAtATime.Load() {
 		wait, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		select {
+		select { // a free turn is taken even at the deadline: only waiting for one gives up
 		case c.serial <- struct{}{}:
-			defer func() { <-c.serial }()
-		case <-wait.Done():
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+		default:
+			select {
+			case c.serial <- struct{}{}:
+			case <-wait.Done():
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("%w: gave up waiting for this client's other query in flight", ErrKSUnavailable)
 			}
-			return nil, fmt.Errorf("%w: gave up waiting for this client's other query in flight", ErrKSUnavailable)
 		}
+		defer func() { <-c.serial }()
 	}
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,7 +231,10 @@ func TestFieldsDatagramToClient(t *testing.T) {
 			return kswire.AppendDatagram(nil, d, key)
 		}
 	}
-	var first []byte
+	var (
+		fmu   sync.Mutex // first is read by the relay goroutine, which outlives a subtest
+		first []byte
+	)
 	cases := []struct {
 		name  string
 		down  func([]byte, *[kswire.MACKeySize]byte) []byte
@@ -244,6 +248,8 @@ func TestFieldsDatagramToClient(t *testing.T) {
 		{"body (network)", flip(40), ksclient.ErrKSUnavailable, ""},
 		{"MAC (network)", flip(-1), ksclient.ErrKSUnavailable, ""},
 		{"replay of an older datagram (network)", func(b []byte, _ *[kswire.MACKeySize]byte) []byte {
+			fmu.Lock()
+			defer fmu.Unlock()
 			if first == nil {
 				first = b
 			}
@@ -260,7 +266,9 @@ func TestFieldsDatagramToClient(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			fmu.Lock()
 			first = nil
+			fmu.Unlock()
 			m.set(func(m *mitm) { m.down = nil })
 			cl := k.client(u.cred, "udp", ksclient.Options{URL: m.url, UDPAddr: m.udp, Timeout: fast.Timeout, Retries: fast.Retries})
 			if strings.HasPrefix(c.name, "replay") { // let one authentic answer through first

@@ -25,12 +25,18 @@ func RequireBinary(t testing.TB, name string) string {
 			return p
 		}
 	}
-	msg := name + " not installed (run scripts/install-deps)"
+	Missing(t, name+" not installed (run scripts/install-deps)")
+	return ""
+}
+
+// Missing ends a test that lacks a real component (a binary, a device): skipped, or failed
+// when VEIL_REQUIRE_INTEGRATION=1, so an integration test never disappears silently.
+func Missing(t testing.TB, msg string) {
+	t.Helper()
 	if os.Getenv("VEIL_REQUIRE_INTEGRATION") == "1" {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
-	return ""
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -24,7 +24,7 @@ func newBackend(t *testing.T, files, size, k int) string {
 	t.Helper()
 	testutil.RequireBinary(t, "fusermount3")
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
+		testutil.Missing(t, "no /dev/fuse")
 	}
 	dir := filepath.Join(t.TempDir(), "backend")
 	p := oblivisync.Params{Files: files, FileSize: size, K: k, DripTime: 20 * time.Millisecond}

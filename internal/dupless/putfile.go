@@ -48,12 +48,14 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 		c.done(sum, t.local, err)
 		return
 	}
-	defer fp.close()
-	if err := fp.storeChunks(); err != nil {
-		c.done(sum, t.local, err)
-		return
+	err = fp.storeChunks()
+	if err == nil {
+		fp.commit()
 	}
-	fp.commit()
+	fp.close() // before a failure is reported: the file's uploads are over by then
+	if err != nil {
+		c.done(sum, t.local, err)
+	}
 }
 
 // startFile opens a file to store, or returns nil when its stored version is unchanged

@@ -14,6 +14,7 @@ import (
 
 	"github.com/veil-project/veil/internal/kswire"
 	"github.com/veil-project/veil/internal/oprf"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // The key server's own handlers, driven by hand-built wire messages over real TLS and UDP
@@ -206,13 +207,9 @@ func TestUDPSessionHandler(t *testing.T) {
 	dropped := func(reason, want string) {
 		t.Helper()
 		series := `veil_ks_udp_drops_total{reason="` + reason + `"}`
-		deadline := time.Now().Add(20 * time.Second) // a bound on a hang, not a measurement
-		for metric(t, alice, addr, series) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s on /metrics: %q, want %s", series, metric(t, alice, addr, series), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testutil.WaitFor(t, 20*time.Second, series+" = "+want+" on /metrics", func() bool {
+			return metric(t, alice, addr, series) == want
+		})
 	}
 	send(1, req, &g.MACKey, g.ID) // replay
 	dropped("replay", "1")

@@ -117,6 +117,26 @@ func TestDeadBlobBackend(t *testing.T) {
 		t.Fatalf("get of blob content: %v, want unavailable", err)
 	}
 	putBytes(t, remoteFor(t, url, cred), "", "small", []byte("inline content needs no blob store"))
+	// The store comes back: the probe closes the breaker and blob content flows again.
+	testutil.Start(t, testutil.RequireBinary(t, "versitygw"), "--access", srv.AccessKey, "--secret", srv.SecretKey,
+		"--port", srv.Endpoint, "--quiet", "posix", srv.Root)
+	testutil.WaitTCP(t, srv.Endpoint, 30*time.Second)
+	back := time.Now()
+	rb2 := remoteFor(t, url, cred)
+	for i := 0; ; i++ {
+		err := rb2.Put(t.Context(), "", "again", bytes.NewReader(randBytes(4, 200<<10)), 200<<10)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, storewire.ErrUnavailable) || i == 60 {
+			t.Fatalf("put after the blob store came back: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("blob puts work again %v after the store came back", time.Since(back))
+	if got, err := getBytes(t, rb2, "", "big"); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("get after recovery: %v", err)
+	}
 }
 
 // The 503 carries Retry-After.

@@ -186,7 +186,7 @@ func (r FsckReport) Clean() bool { return len(r.Problems) == 0 }
 
 // Fsck checks every record, every reference count and user total, and re-hashes every blob.
 func (s *Service) Fsck(ctx context.Context) (FsckReport, error) {
-	var rep FsckReport
+	rep := FsckReport{Problems: []string{}}
 	problem := func(f string, a ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(f, a...)) }
 	recs := map[[32]byte]blobRec{}
 	err := s.db.View(func(tx *bolt.Tx) error {

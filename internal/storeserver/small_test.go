@@ -65,6 +65,9 @@ func TestDisconnectNotAnError(t *testing.T) {
 // fsck --json keys are snake_case like every other JSON of the store.
 func TestFsckJSONKeys(t *testing.T) {
 	b, _ := json.Marshal(FsckReport{})
+	if b, _ := json.Marshal(fsckClean(t, newTestService(t, Config{}))); !bytes.Contains(b, []byte(`"problems":[]`)) {
+		t.Fatalf("a clean fsck in JSON: %s", b)
+	}
 	for _, k := range []string{`"problems"`, `"orphan_blobs"`, `"stale_uploads"`, `"garbage_blobs"`} {
 		if !bytes.Contains(b, []byte(k)) {
 			t.Fatalf("fsck JSON %s lacks %s", b, k)

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -47,4 +48,29 @@ func Unhex(t testing.TB, s string) []byte {
 		t.Fatalf("vector: %v", err)
 	}
 	return b
+}
+
+// Golden compares v, encoded as indented JSON, byte for byte with the file at path, and
+// returns the file's bytes. With -update it rewrites the file first (a format change: give
+// the reason in the commit).
+func Golden(t testing.TB, path string, v any) []byte {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *Update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (generate it with go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encodings differ from %s (byte for byte)", path)
+	}
+	return want
 }

@@ -5,16 +5,12 @@ import (
 	"crypto/aes"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
-	"flag"
-	"os"
+	"github.com/veil-project/veil/internal/testutil"
 	"testing"
 
 	"github.com/ProtonMail/go-crypto/eax"
 	"github.com/veil-project/veil/internal/metal/circuit"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/metal vectors")
 
 const vectorFile = "../../../testdata/metal/capability-vectors.json"
 
@@ -95,18 +91,5 @@ func TestCapabilityVectors(t *testing.T) {
 			t.Fatalf("vector %d: request refused (%v)", i, err)
 		}
 	}
-	got, _ := json.MarshalIndent(vs, "", "  ")
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(vectorFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("capability encodings differ from %s (byte for byte)", vectorFile)
-	}
+	testutil.Golden(t, vectorFile, vs)
 }

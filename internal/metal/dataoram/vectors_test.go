@@ -3,16 +3,12 @@ package dataoram
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
-	"flag"
+	"github.com/veil-project/veil/internal/testutil"
 	mrand "math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/veil-project/veil/internal/metal/elgamal"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/metal vectors")
 
 const vectorFile = "../../../testdata/metal/dataoram-vectors.json"
 
@@ -82,18 +78,5 @@ func TestVectors(t *testing.T) {
 	v.Seed, v.Chunk, v.Ciphertext = hex.EncodeToString(seed[:]), hex.EncodeToString(chunk[:]), hex.EncodeToString(ct.Marshal())
 	v.ToServer1, v.FromS1, v.FromS2 = hex.EncodeToString(toS1), hex.EncodeToString(fromS1), hex.EncodeToString(toClient)
 
-	got, _ := json.MarshalIndent(v, "", "  ")
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(vectorFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("encodings differ from %s (byte for byte)", vectorFile)
-	}
+	testutil.Golden(t, vectorFile, v)
 }

@@ -6,14 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
-	"os"
+	"github.com/veil-project/veil/internal/testutil"
 	"testing"
 
 	"github.com/veil-project/veil/internal/metal/circuit"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/metal vectors")
 
 const vectorFile = "../../../testdata/metal/2pc-vectors.json"
 
@@ -91,23 +88,7 @@ func computeVectors() vectors {
 }
 
 func TestVectors(t *testing.T) {
-	got, err := json.MarshalIndent(computeVectors(), "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(vectorFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(vectorFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("2PC encodings differ from %s (byte for byte)", vectorFile)
-	}
+	want := testutil.Golden(t, vectorFile, computeVectors())
 	// The hash vectors, recomputed from the formula of docs/formats/metal-2pc.md with
 	// crypto/aes directly: y = (xL ^ xH ^ t) || xL, H = AES_fixed(y) ^ y.
 	var v0 vectors

@@ -140,7 +140,8 @@ type Summary struct {
 	Errors         []FileError    `json:"errors,omitempty"`
 	Duration       time.Duration  `json:"duration_ns"`
 
-	mu sync.Mutex
+	mu   sync.Mutex
+	stop func(error) // ends the run early (put: the service can store nothing)
 }
 
 // FallbackFiles counts the files stored under random keys.
@@ -232,6 +233,9 @@ func (c *Client) transfer(ctx context.Context, size int64) (func(), error) {
 func (c *Client) done(sum *Summary, path string, err error) {
 	if err != nil {
 		sum.addErr(path, err)
+		if sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {
+			sum.stop(err)
+		}
 	}
 	c.event(path, err)
 }

@@ -47,6 +47,11 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 		return sum, err
 	}
 	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop() }()
+	// A service that can store nothing (disk full, its storage down) stops the run at the
+	// first file that says so, instead of failing every other file in turn.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sum.stop = cancel
 	tasks, total, err := c.scan(locals, dest, sum)
 	if err != nil {
 		return sum, err
@@ -80,6 +85,9 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	finish()
 	run.waitCommits()
 	sum.Duration = time.Since(start)
+	if cause := context.Cause(ctx); errors.Is(cause, storage.ErrCannotStore) {
+		return sum, fmt.Errorf("put stopped: %w", cause)
+	}
 	return sum, ctx.Err()
 }
 

@@ -204,6 +204,9 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 		err := retry(ctx, func() error { return r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))) })
 		if err != nil {
 			u.err = fmt.Errorf("upload chunk: %w", err)
+			if r.sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {
+				r.sum.stop(u.err) // no later upload can succeed: stop the run now
+			}
 			r.forget(ref, u)
 			return
 		}

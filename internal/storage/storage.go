@@ -21,6 +21,9 @@ var (
 	ErrPermission  = errors.New("permission denied")
 	ErrTooLarge    = errors.New("object too large")
 	ErrQuota       = errors.New("quota exceeded")
+	// ErrCannotStore is a service that can store nothing for now (disk full, its own
+	// storage down): a client stops a run instead of failing every file in turn.
+	ErrCannotStore = errors.New("the storage service cannot store anything now")
 )
 
 // Info describes one entry of a directory.

@@ -102,9 +102,15 @@ var ErrMethod = errors.New("method not allowed")
 // until an operator frees space. ErrUnavailable is a service whose blob storage does not
 // answer (503 unavailable, with Retry-After in seconds).
 var (
-	ErrNoSpace     = errors.New("the store is out of disk space")
-	ErrUnavailable = errors.New("the store's blob storage is unavailable")
+	ErrNoSpace     error = &cannotStore{"the store is out of disk space"}
+	ErrUnavailable error = &cannotStore{"the store's blob storage is unavailable"}
 )
+
+// cannotStore is an error that also matches storage.ErrCannotStore.
+type cannotStore struct{ msg string }
+
+func (e *cannotStore) Error() string        { return e.msg }
+func (e *cannotStore) Is(target error) bool { return target == storage.ErrCannotStore }
 
 // RetryAfterSeconds is the Retry-After of a 503 unavailable answer.
 const RetryAfterSeconds = 5

@@ -1,0 +1,56 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// fullBE answers every chunk upload with a "cannot store" error, as a store with a full
+// disk does (storewire.ErrNoSpace matches storage.ErrCannotStore).
+type fullBE struct {
+	storage.Backend
+	puts atomic.Int64
+}
+
+func (b *fullBE) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if len(dir) >= len(chunkRoot) && dir[:len(chunkRoot)] == chunkRoot {
+		b.puts.Add(1)
+		return fmt.Errorf("put %s: %w", name, storage.ErrCannotStore)
+	}
+	return b.Backend.Put(ctx, dir, name, r, size)
+}
+
+// A put against a service that can store nothing stops at once with one clear error,
+// instead of trying (and failing) every file.
+func TestPutStopsWhenServiceCannotStore(t *testing.T) {
+	fastRetries(t)
+	be := &fullBE{Backend: newBackend(t)}
+	c, err := New(be, NewMasterKey(), Options{Keys: mle.LocalKeys{}, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	const files = 200
+	for i := range files {
+		write(t, filepath.Join(dir, fmt.Sprintf("f%03d", i)), randBytes(2000, uint64(i)))
+	}
+	sum, err := c.Put(ctx, []string{dir}, "")
+	if !errors.Is(err, storage.ErrCannotStore) {
+		t.Fatalf("put: %v, want ErrCannotStore", err)
+	}
+	if n := be.puts.Load(); n >= files/2 {
+		t.Fatalf("%d chunk uploads tried after the service said it can store nothing", n)
+	}
+	if sum.Files != 0 {
+		t.Fatalf("%d files reported stored", sum.Files)
+	}
+}

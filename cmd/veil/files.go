@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/profile"
 )
 
@@ -169,41 +170,66 @@ Examples:
 
 func newGetCommand() *cobra.Command {
 	var o clientFlags
+	var overwrite string
 	c := &cobra.Command{
-		Use:   "get SRC [DEST]",
+		Use:   "get SRC [DEST|-]",
 		Short: "Retrieve, verify and decrypt files or directories",
 		Long: `get retrieves SRC (a file, a symlink or a directory, recursively; "/" is everything) to
-DEST (default: the name of SRC in the current directory; "." for the root). Every byte is
-verified before it reaches its final name: each file is written to a temporary file and
-renamed only when its key record, chunk tags and guarded decryption all check out.
-A tampered, swapped or truncated object fails that file, with its name, and the other
-files still arrive (exit status 3). Existing files at DEST are replaced.
+DEST. Every byte is verified before it reaches its final name: each file is written to a
+temporary file and renamed only when its key record, chunk tags and guarded decryption
+all check out. A tampered, swapped or truncated object fails that file, with its name,
+and the other files still arrive (exit status 3).
+
+Where things go (restic's restore rules):
+  DEST missing              DEST becomes SRC (default DEST: the name of SRC here)
+  DEST an existing folder   a file goes into it; a folder goes into it as DEST/<name>,
+                            unless DEST already has SRC's name, which it then updates:
+                            'veil get Documents Documents' never makes Documents/Documents
+  DEST -                    a file's content goes to standard output (as 'veil cat')
+  "/" as SRC                everything, into DEST (default: the current directory)
+
+Existing entries below DEST are handled by --overwrite:
+  always      replace files and symlinks (default)
+  if-changed  replace only those whose size, modification time or mode (a symlink: its
+              target) differ from what is stored
+  never       leave every existing entry as it is
+Whatever --overwrite says, get never writes through a symlink (one in the way is
+replaced, not followed; a DEST that is a symlink is refused), never replaces a directory
+with a file, and never replaces a device, named pipe or socket (/dev/stdout included:
+give - instead). The summary counts what was kept.
 
 Examples:
   veil get Documents
   veil get Documents/report.pdf /tmp/report.pdf
+  veil get Documents/report.pdf - | less
+  veil get --overwrite if-changed Documents ~/Documents
   veil get / restore-dir`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.overwrite, err = dupless.ParseOverwrite(overwrite); err != nil {
+				return err
+			}
 			src := args[0]
 			dest := lastElem(src)
 			if len(args) == 2 {
 				dest = args[1]
-				if fi, err := os.Stat(dest); err == nil && fi.IsDir() && lastElem(src) != "." {
-					dest = dest + "/" + lastElem(src)
-				}
+			}
+			if dest == "-" {
+				return catTo(cmd, &o, src)
 			}
 			cl, done, ui, err := o.open(cmd, "retrieving")
 			if err != nil {
 				return err
 			}
 			defer done()
-			sum, err := cl.Get(cmd.Context(), src, dest)
+			sum, err := cl.GetInto(cmd.Context(), src, dest)
 			ui.finish()
 			return o.report(cmd.OutOrStdout(), "retrieved", sum, err)
 		},
 	}
 	o.addFlags(c, true)
+	c.Flags().StringVar(&overwrite, "overwrite", "always", "existing files and links at DEST: always, if-changed or never (see above)")
 	return c
 }
 

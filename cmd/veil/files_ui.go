@@ -28,6 +28,7 @@ type clientFlags struct {
 	jobs         int
 	force        bool
 	exclude      []string
+	overwrite    dupless.Overwrite
 	noRootCheck  bool
 }
 
@@ -100,7 +101,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		}
 	}
 	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Overrides: profile.EnvOverrides(os.Getenv), Jobs: o.jobs, Events: ev, Logger: log,
-		Force: o.force, Exclude: o.exclude, NoRootCheck: o.noRootCheck})
+		Force: o.force, Exclude: o.exclude, Overwrite: o.overwrite, NoRootCheck: o.noRootCheck})
 	return cl, done, ui, err
 }
 

@@ -35,6 +35,7 @@ type Options struct {
 	Logger      *slog.Logger   // default: discard
 	Roots       RootMemory     // the newest tree root this device has seen (default: this Client's lifetime only)
 	RootCheck   RootCheck      // what reads do when the tree root does not vouch for a record (default: fail)
+	Overwrite   Overwrite      // what get does with existing files at the destination (default: replace them)
 }
 
 // Events are progress callbacks; any may be nil. They are called from several goroutines.
@@ -129,6 +130,7 @@ type Summary struct {
 	Files          int            `json:"files"`
 	Unchanged      int            `json:"unchanged"` // files (among Files) already stored as they are: not read
 	Excluded       int            `json:"excluded"`  // entries skipped by Options.Exclude
+	Kept           int            `json:"kept"`      // get: existing files and links left in place (Options.Overwrite)
 	Dirs           int            `json:"dirs"`
 	Symlinks       int            `json:"symlinks"`
 	Bytes          int64          `json:"bytes"`           // plaintext bytes of the files

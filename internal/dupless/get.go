@@ -47,6 +47,16 @@ type linkTask struct {
 // authentication, ciphertext hash, guarded decryption) and written to a temporary file that
 // is renamed into place only after all of it verified; failures are per file.
 func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
+	return c.get(ctx, src, local, false)
+}
+
+// GetInto is Get with the command line's placement rules (intoDir): a stored directory
+// asked for at an existing local directory of another name goes inside it, as cp does.
+func (c *Client) GetInto(ctx context.Context, src, dest string) (*Summary, error) {
+	return c.get(ctx, src, dest, true)
+}
+
+func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summary, error) {
 	start := time.Now()
 	sum := &Summary{}
 	src = cleanPath(src)
@@ -66,6 +76,10 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 		rec, err := c.readRecord(ctx, encDir, t.objName)
 		switch {
 		case err == nil:
+			if t.local, err = fileDest(local, src); err != nil {
+				return sum, err
+			}
+			t.root = filepath.Dir(t.local)
 			t.rec, kind, first = rec, typeFile, &t
 		case errors.Is(err, storage.ErrNotFound):
 			if err := c.missing(storage.Join(encDir, t.objName)); err != nil {
@@ -84,6 +98,13 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	var err error
 	seen := map[string]bool{}
 	if kind == typeDir {
+		if into {
+			local = intoDir(local, src)
+		}
+		if err := dirDest(local); err != nil {
+			finish()
+			return sum, err
+		}
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			finish()
 			return sum, err
@@ -124,8 +145,8 @@ func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	}
 	finish()
 	for _, l := range ls.l {
-		err := c.restoreLink(l.t, l.r)
-		if err == nil {
+		restored, err := c.restoreLink(l.t, l.r, sum)
+		if restored {
 			sum.add(func(s *Summary) { s.Symlinks++ })
 		}
 		c.done(sum, l.t.src, err)
@@ -273,6 +294,12 @@ func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary, ls *links)
 	if r.Type != typeFile {
 		return fmt.Errorf("%w: record type %d where a file was expected", ErrRecord, r.Type)
 	}
+	if err := c.mayReplace(t.local, r); errors.Is(err, errKept) {
+		sum.add(func(s *Summary) { s.Kept++ })
+		return nil
+	} else if err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(t.local), ".veil-get-*")
 	if err != nil {
 		return err
@@ -308,22 +335,28 @@ func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary, ls *links)
 	return nil
 }
 
-func (c *Client) restoreLink(t getTask, r *record) error {
+func (c *Client) restoreLink(t getTask, r *record, sum *Summary) (restored bool, err error) {
 	if err := safeDir(t.root, filepath.Dir(t.local)); err != nil {
-		return err
+		return false, err
+	}
+	if err := c.mayReplace(t.local, r); errors.Is(err, errKept) {
+		sum.add(func(s *Summary) { s.Kept++ })
+		return false, nil
+	} else if err != nil {
+		return false, err
 	}
 	tmp := t.local + ".veil-tmp-link"
 	os.Remove(tmp)
 	if err := os.Symlink(r.Target, tmp); err != nil {
-		return err
+		return false, err
 	}
 	ts := unix.NsecToTimespec(r.MTime)
 	_ = unix.UtimesNanoAt(unix.AT_FDCWD, tmp, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW) // best effort
 	if err := os.Rename(tmp, t.local); err != nil {
 		os.Remove(tmp)
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // safeDir makes sure dir exists below root without following a symlink on the way: every

@@ -192,8 +192,9 @@ type ClientOptions struct {
 	Overrides   Overrides
 	NoRootCheck bool // reads warn instead of failing when the tree root does not vouch for a record
 	Jobs        int
-	Force       bool     // put: read every file, even unchanged ones
-	Exclude     []string // put: patterns of entries to skip
+	Force       bool              // put: read every file, even unchanged ones
+	Exclude     []string          // put: patterns of entries to skip
+	Overwrite   dupless.Overwrite // get: what happens to existing files at the destination
 	Events      dupless.Events
 	Logger      *slog.Logger
 }
@@ -217,7 +218,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude,
+	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude, Overwrite: o.Overwrite,
 		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage))}
 	if o.NoRootCheck {
 		dopts.RootCheck = dupless.RootWarn

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// End-to-end tests of issue 15's sharp edges: each runs the built binary against a local
+// storage directory (no servers needed: random keys, the same client code paths).
+
+// localUser is a user whose profile stores in a local directory without a key server.
+func localUser(t *testing.T, name string) *user {
+	t.Helper()
+	return newUser(t, name, "--storage", filepath.Join(t.TempDir(), "store"), "--no-keyserver")
+}
+
+// mustFail runs veil, wants a non-zero exit, and returns stderr.
+func (u *user) mustFail(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errs, code := u.run(t, args...)
+	if code == 0 {
+		t.Fatalf("veil %s succeeded, want an error\nstdout: %s", strings.Join(args, " "), out)
+	}
+	return errs
+}
+
+func TestE2ECatAndGetToStdout(t *testing.T) {
+	u := localUser(t, "alice")
+	src := t.TempDir()
+	want := randomFile(t, filepath.Join(src, "d", "f.bin"), 300_000, 1)
+	u.mustRun(t, "put", "-q", filepath.Join(src, "d"))
+	if got := u.mustRun(t, "cat", "d/f.bin"); !bytes.Equal([]byte(got), want) {
+		t.Fatalf("cat: %d bytes, want %d", len(got), len(want))
+	}
+	if got := u.mustRun(t, "get", "d/f.bin", "-"); !bytes.Equal([]byte(got), want) {
+		t.Fatalf("get -: %d bytes, want %d", len(got), len(want))
+	}
+	if errs := u.mustFail(t, "cat", "d"); !strings.Contains(errs, "is a directory") {
+		t.Fatalf("cat of a directory: %s", errs)
+	}
+	if errs := u.mustFail(t, "cat", "nothing"); !strings.Contains(errs, "nothing") {
+		t.Fatalf("cat of a missing file: %s", errs)
+	}
+}
+
+// An existing symlink, FIFO or device named as DEST is never replaced nor written through
+// (run as root, get used to replace the /dev/stdout link with a regular file).
+func TestE2EGetNeverReplacesNonRegularDest(t *testing.T) {
+	u := localUser(t, "alice")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "f.bin"), 1000, 2)
+	u.mustRun(t, "put", "-q", filepath.Join(src, "f.bin"))
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("keep me"), 0o644)
+	link := filepath.Join(dir, "link")
+	os.Symlink(victim, link)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{link, fifo, "/dev/null"} {
+		errs := u.mustFail(t, "get", "f.bin", dest)
+		if strings.Count(errs, "\n") != 1 {
+			t.Errorf("get f.bin %s: want one line, got %q", dest, errs)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink was replaced: %v %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("written through the symlink: %q", b)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", fi.Mode(), err)
+	}
+}
+
+// restic's restore rules: --overwrite always|if-changed|never, no nesting for get x x,
+// no writing through a symlink found in the target.
+func TestE2EGetOverwriteAndNoNesting(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "x")
+	randomFile(t, filepath.Join(src, "a.bin"), 1000, 3)
+	randomFile(t, filepath.Join(src, "sub", "b.bin"), 1000, 4)
+	u.mustRun(t, "put", "-q", src)
+
+	work := t.TempDir()
+	local := filepath.Join(work, "x")
+	u.mustRun(t, "get", "-q", "x", local)
+	diffTrees(t, src, local)
+	// get x x again: updates x, no x/x
+	u.mustRun(t, "get", "-q", "x", local)
+	if _, err := os.Lstat(filepath.Join(local, "x")); err == nil {
+		t.Fatal("get x x nested x/x")
+	}
+	// never: a locally changed file stays
+	os.WriteFile(filepath.Join(local, "a.bin"), []byte("local edit"), 0o644)
+	s := u.summary(t, "get", "--overwrite", "never", "x", local)
+	if b, _ := os.ReadFile(filepath.Join(local, "a.bin")); string(b) != "local edit" || s["kept"].(float64) != 2 {
+		t.Fatalf("--overwrite never: a.bin %q, summary %v", b, s)
+	}
+	// if-changed: only the changed file is rewritten
+	s = u.summary(t, "get", "--overwrite", "if-changed", "x", local)
+	if s["kept"].(float64) != 1 || s["files"].(float64) != 1 {
+		t.Fatalf("--overwrite if-changed: %v", s)
+	}
+	diffTrees(t, src, local)
+	if errs := u.mustFail(t, "get", "--overwrite", "sometimes", "x", local); !strings.Contains(errs, "if-changed") {
+		t.Fatalf("bad --overwrite: %s", errs)
+	}
+	// A symlink where a stored directory goes is not followed: nothing lands outside.
+	outside := t.TempDir()
+	os.RemoveAll(filepath.Join(local, "sub"))
+	os.Symlink(outside, filepath.Join(local, "sub"))
+	u.run(t, "get", "-q", "x", local)
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Fatalf("get wrote through a symlink in the target: %v", es)
+	}
+	// A symlink where a stored file goes is replaced, not followed.
+	victim := filepath.Join(outside, "victim")
+	os.WriteFile(victim, []byte("keep me"), 0o644)
+	os.Remove(filepath.Join(local, "a.bin"))
+	os.Symlink(victim, filepath.Join(local, "a.bin"))
+	u.run(t, "get", "-q", "x", local)
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("written through a symlink: %q", b)
+	}
+	sameFile(t, filepath.Join(src, "a.bin"), filepath.Join(local, "a.bin"))
+	// A file asked into an existing folder goes into it.
+	into := t.TempDir()
+	u.mustRun(t, "get", "-q", "x/a.bin", into)
+	sameFile(t, filepath.Join(src, "a.bin"), filepath.Join(into, "a.bin"))
+}

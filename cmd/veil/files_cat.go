@@ -1,0 +1,39 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
+)
+
+// veil cat: a stored file's verified content on standard output (also 'veil get PATH -').
+
+func init() { register(newCatCommand) }
+
+func newCatCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "cat PATH",
+		Short: "Write a stored file's verified content to standard output",
+		Long: `cat writes the content of the stored file PATH to standard output, as 'veil get PATH -'
+does. Each chunk is verified (key record, chunk tag, guarded decryption) before any of its
+bytes are written; a chunk that fails verification stops the output with an error and a
+non-zero exit status, so what was written is a verified prefix of the file, never an
+unverified byte. Directories and symlinks are refused ('veil get' retrieves them).
+
+Examples:
+  veil cat notes.txt
+  veil cat Documents/report.pdf > /tmp/report.pdf
+  veil cat logs/app.log | grep ERROR`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return catTo(cmd, &o, args[0]) },
+	}
+	o.addFlags(c, false)
+	return c
+}
+
+// catTo writes the stored file path to the command's standard output.
+func catTo(cmd *cobra.Command, o *clientFlags, path string) error {
+	return o.with(cmd, func(cl *dupless.Client) error {
+		return cl.Cat(cmd.Context(), path, cmd.OutOrStdout())
+	})
+}

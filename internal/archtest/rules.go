@@ -86,7 +86,9 @@ var rules = []Rule{
 	{"internal/metal/ac/...", []string{"internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	{"internal/metal/twopc/...", []string{"internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	// Peekaboo: formats at the bottom; the K-server and the V-server never import each other.
-	{"internal/peekaboo/wire", []string{"internal/peekaboo/index", "internal/peekaboo/tlsconf", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local"}},
+	{"internal/peekaboo/dpf", []string{"internal/...", "cmd/..."}}, // primitive composition: no veil package
+	{"internal/peekaboo/pir", []string{"internal/peekaboo/wire", "internal/peekaboo/index", "internal/peekaboo/tlsconf", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local"}},
+	{"internal/peekaboo/wire", []string{"internal/peekaboo/dpf", "internal/peekaboo/pir", "internal/peekaboo/index", "internal/peekaboo/tlsconf", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local"}},
 	{"internal/peekaboo/tlsconf", []string{"internal/peekaboo/wire", "internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client"}},
 	{"internal/peekaboo/index", []string{"internal/peekaboo/kserver", "internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local"}},
 	{"internal/peekaboo/kserver", []string{"internal/peekaboo/vserver", "internal/peekaboo/client", "internal/peekaboo/local"}},

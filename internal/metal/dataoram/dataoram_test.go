@@ -4,51 +4,16 @@ import (
 	"bytes"
 	"crypto/rand"
 	mrand "math/rand/v2"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/veil-project/veil/internal/metal/circuit"
 	"github.com/veil-project/veil/internal/metal/elgamal"
 	"github.com/veil-project/veil/internal/metal/twopc"
+	"github.com/veil-project/veil/internal/metal/twopc/twopctest"
 )
 
-func sessions(t *testing.T) (*twopc.Session, *twopc.Session) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ch := make(chan *twopc.Session, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			t.Error(err)
-			ch <- nil
-			return
-		}
-		t.Cleanup(func() { c.Close() })
-		s, err := twopc.NewSession(c, twopc.Evaluator, rand.Reader)
-		if err != nil {
-			t.Error(err)
-		}
-		ch <- s
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	g, err := twopc.NewSession(c, twopc.Garbler, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := <-ch
-	if e == nil {
-		t.FailNow()
-	}
-	return g, e
-}
+func sessions(t *testing.T) (*twopc.Session, *twopc.Session) { return twopctest.Pair(t) }
 
 // Section 5.4 end to end over loopback TCP: Server 1 offers n rerandomized blocks, the index
 // is XOR-shared, Server 2 obtains exactly block i, and the blinded two-party decryption

@@ -1,6 +1,7 @@
 package elgamal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,28 @@ func NewKeyShare(rnd io.Reader) (*KeyShare, error) {
 	}
 	k := &KeyShare{x: *x}
 	k.X.ScalarMultBase(x)
+	return k, nil
+}
+
+// KeyShareLen is the length of a marshalled key share (the secret scalar).
+const KeyShareLen = 32
+
+// Marshal returns the secret scalar x (32 bytes, little-endian as ristretto encodes it).
+func (k *KeyShare) Marshal() []byte { return k.x.Bytes() }
+
+// UnmarshalKeyShare is the inverse of Marshal; it recomputes X.
+func UnmarshalKeyShare(p []byte) (*KeyShare, error) {
+	if len(p) != KeyShareLen {
+		return nil, fmt.Errorf("elgamal: key share of %d bytes, want %d", len(p), KeyShareLen)
+	}
+	var b [32]byte
+	copy(b[:], p)
+	k := &KeyShare{}
+	k.x.SetBytes(&b)
+	if !bytes.Equal(k.x.Bytes(), p) {
+		return nil, errors.New("elgamal: key share is not a canonical scalar")
+	}
+	k.X.ScalarMultBase(&k.x)
 	return k, nil
 }
 

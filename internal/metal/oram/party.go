@@ -67,6 +67,13 @@ func NewParty(sess *twopc.Session, sh *Share, rnd io.Reader) (*Party, error) {
 	return &Party{sess: sess, sh: sh, read: r, evict: e, rnd: rnd}, nil
 }
 
+// Evictions is the number of evictions run so far: it fixes the next eviction paths (reverse
+// lexicographic order) and must be persisted with the share.
+func (p *Party) Evictions() uint64 { return p.evicts }
+
+// SetEvictions restores the eviction counter of a persisted tree.
+func (p *Party) SetEvictions(n uint64) { p.evicts = n }
+
 // Share returns this party's current share of the tree.
 func (p *Party) Share() *Share { return p.sh }
 
@@ -93,16 +100,22 @@ type EvictionShare struct {
 // by value if write, gives it a fresh random leaf, and runs the two evictions. id, write and
 // value are this party's shares.
 func (p *Party) Access(leaf uint64, id []bool, write bool, value []bool) (AccessResult, error) {
-	l := p.sh.L
-	if leaf >= 1<<l.D || len(id) != l.IDBits || len(value) != l.ValueBits {
-		return AccessResult{}, fmt.Errorf("oram: access with leaf %d, %d id bits, %d value bits", leaf, len(id), len(value))
-	}
 	rl := make([]byte, 8)
 	if _, err := io.ReadFull(p.rnd, rl); err != nil {
 		return AccessResult{}, err
 	}
+	return p.AccessLeaf(leaf, circuit.BytesToBits(rl)[:p.sh.L.D], id, write, value)
+}
+
+// AccessLeaf is Access with this party's share of the block's new leaf given by the caller
+// (a position map computed inside 2PC draws it and records it before the access).
+func (p *Party) AccessLeaf(leaf uint64, newLeaf, id []bool, write bool, value []bool) (AccessResult, error) {
+	l := p.sh.L
+	if leaf >= 1<<l.D || len(newLeaf) != l.D || len(id) != l.IDBits || len(value) != l.ValueBits {
+		return AccessResult{}, fmt.Errorf("oram: access with leaf %d, %d new-leaf bits, %d id bits, %d value bits", leaf, len(newLeaf), len(id), len(value))
+	}
 	in := append(append([]bool{}, p.sh.Stash...), p.sh.path(leaf)...)
-	in = append(append(in, id...), circuit.BytesToBits(rl)[:l.D]...)
+	in = append(append(in, id...), newLeaf...)
 	in = append(append(in, write), value...)
 	out, err := p.sess.Run(p.read, in)
 	if err != nil {

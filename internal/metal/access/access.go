@@ -1,0 +1,108 @@
+package access
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/circuit"
+	"github.com/veil-project/veil/internal/metal/dataoram"
+	"github.com/veil-project/veil/internal/metal/twopc"
+)
+
+// Reply is what one server returns to the client for an access: its share of the verdict
+// and its part of the two-party decryption of the fetched block (the dummy block of zeros
+// for a write or a refusal). Both are the same size whatever the request was.
+type Reply struct {
+	Allowed bool
+	Data    []byte
+}
+
+// CheckUserBlock validates the client's encrypted block (Server 1's part of a request)
+// before the servers start an access on it.
+func CheckUserBlock(p Params, user []byte) error {
+	if len(user) != p.CTSize() {
+		return fmt.Errorf("access: client block of %d bytes, want %d", len(user), p.CTSize())
+	}
+	_, err := dataoram.UnmarshalBlock(user)
+	return err
+}
+
+// Access runs one ReadFile or WriteFile (the request decides, and neither server learns
+// which) on this server's request share (ac.RequestLen bytes). user is Server 1's part of
+// the request, the client's encrypted block (checked with CheckUserBlock); Server 2 passes
+// nil. The state is committed before Access returns.
+func (p *Party) Access(req, user []byte) (Reply, error) {
+	pr := p.st.P
+	if len(req) != ac.RequestLen {
+		return Reply{}, fmt.Errorf("access: request share of %d bytes, want %d", len(req), ac.RequestLen)
+	}
+	if p.sess.Role() == twopc.Garbler {
+		if err := CheckUserBlock(pr, user); err != nil {
+			return Reply{}, err
+		}
+	}
+	p.dirty = map[uint64][]byte{}
+	nl, err := p.randomBits(pr.D)
+	if err != nil {
+		return Reply{}, err
+	}
+	in := append(circuit.BytesToBits(p.st.AC.KeyShare[:]), circuit.BytesToBits(req)...)
+	in = append(append(in, p.st.Pos...), nl...)
+	out, err := p.sess.Run(p.front, in)
+	if err != nil {
+		return Reply{}, err
+	}
+	leaf := circuit.BitsToUint64(out[:pr.D])
+	p.lastLeaf = leaf
+	o := pr.D
+	newPos := out[o : o+len(p.st.Pos)]
+	o += len(p.st.Pos)
+	id := out[o : o+pr.D+1]
+	write, allowed := out[o+pr.D+1], out[o+pr.D+2]
+
+	res, err := p.idx.AccessLeaf(leaf, nl, id, write, []bool{false})
+	if err != nil {
+		return Reply{}, err
+	}
+	in = append(append(append([]bool{}, res.From...), res.To...), res.Found, write, allowed)
+	if out, err = p.sess.Run(p.mid, in); err != nil {
+		return Reply{}, err
+	}
+	iw, w := dataoram.IndexBits(pr.Slots()+1), pr.insertWidth()
+	ins := make([][]bool, pr.Stash+2)
+	for j := range ins {
+		ins[j] = out[iw+j*w : iw+(j+1)*w]
+	}
+	fetched, toClient, err := p.fetch(leaf, out[:iw])
+	if err != nil {
+		return Reply{}, err
+	}
+	if err := p.insert(ins, fetched, user); err != nil {
+		return Reply{}, err
+	}
+	for _, ev := range res.Evictions {
+		if err := p.evict(ev.Leaf, ev.Perm); err != nil {
+			return Reply{}, err
+		}
+	}
+	p.st.Pos = newPos
+	p.st.Evicts = p.idx.Evictions()
+	p.st.Calls++
+	if err := p.store.Commit(p.st, p.dirty); err != nil {
+		return Reply{}, err
+	}
+	return Reply{Allowed: allowed, Data: toClient}, nil
+}
+
+// LastLeaf is the IndexORAM path the last access revealed to both servers: all they learn
+// of which file it was (uniformly random, fresh for every access of a file).
+func (p *Party) LastLeaf() uint64 { return p.lastLeaf }
+
+func (p *Party) randomBits(n int) ([]bool, error) {
+	b := make([]byte, (n+7)/8)
+	if _, err := io.ReadFull(p.rnd, b); err != nil {
+		return nil, err
+	}
+	return circuit.BytesToBits(b)[:n], nil
+}

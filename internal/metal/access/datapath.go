@@ -1,0 +1,165 @@
+package access
+
+import (
+	"fmt"
+
+	"github.com/veil-project/veil/internal/metal/dataoram"
+	"github.com/veil-project/veil/internal/metal/elgamal"
+	"github.com/veil-project/veil/internal/metal/twopc"
+)
+
+// DataORAM's side of an access, outside 2PC. Server 1 holds the blocks; Server 2 sees only
+// the block it fetches (Section 5.4) and freshly rerandomized, permuted arrays (5.5).
+
+func (p *Party) garbler() bool { return p.sess.Role() == twopc.Garbler }
+
+// block returns Server 1's current block at slot key k: changed in this access, stored,
+// or (never written) a fresh encryption of zeros.
+func (p *Party) block(k uint64) ([]byte, error) {
+	if b, ok := p.dirty[k]; ok {
+		return b, nil
+	}
+	b, err := p.store.Block(k)
+	if err != nil || b != nil {
+		return b, err
+	}
+	return p.zeroBlock()
+}
+
+func (p *Party) zeroBlock() ([]byte, error) {
+	cts, err := p.pk.EncryptBlock(make([]byte, p.st.P.BlockSize), p.rnd)
+	if err != nil {
+		return nil, err
+	}
+	return dataoram.MarshalBlock(cts), nil
+}
+
+// rerandomize adds a fresh encryption of zero to every ciphertext of a block (one scalar
+// per ciphertext: a scalar shared by several would let the other server link them).
+func (p *Party) rerandomize(blk []byte) ([]byte, error) {
+	cts, err := dataoram.UnmarshalBlock(blk)
+	if err != nil {
+		return nil, err
+	}
+	if len(cts) != p.st.P.Chunks() {
+		return nil, fmt.Errorf("access: block of %d ciphertexts, want %d", len(cts), p.st.P.Chunks())
+	}
+	for i := range cts {
+		s, err := elgamal.RandomScalar(p.rnd)
+		if err != nil {
+			return nil, err
+		}
+		cts[i] = p.pk.Rerandomize(cts[i], s)
+	}
+	return dataoram.MarshalBlock(cts), nil
+}
+
+// fetch runs SS-DOT over the stash, the path to leaf and a dummy block of zeros, then the
+// two-party decryption. It returns, on Server 1, the fetched block as Server 2 sends it
+// back rerandomized (for the insert), and on both this server's message for the client.
+func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err error) {
+	if !p.garbler() {
+		blk, err := p.dot.Receive(idx)
+		if err != nil {
+			return nil, nil, err
+		}
+		cts, err := dataoram.UnmarshalBlock(blk)
+		if err != nil {
+			return nil, nil, err
+		}
+		toS1, toClient, err := dataoram.DecryptServer2(p.st.Key, &p.st.PeerX, cts, p.rnd)
+		if err != nil {
+			return nil, nil, err
+		}
+		rr, err := p.rerandomize(blk)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := p.sess.SendMessage(toS1); err != nil {
+			return nil, nil, err
+		}
+		return nil, toClient, p.sess.SendMessage(rr)
+	}
+	var blocks [][]byte
+	for _, k := range pathKeys(p.st.P, leaf) {
+		b, err := p.block(k)
+		if err == nil {
+			b, err = p.rerandomize(b)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		blocks = append(blocks, b)
+	}
+	dummy, err := p.zeroBlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.dot.Send(idx, append(blocks, dummy)); err != nil {
+		return nil, nil, err
+	}
+	msg, err := p.sess.ReceiveMessage()
+	if err != nil {
+		return nil, nil, err
+	}
+	if toClient, err = dataoram.DecryptServer1(p.st.Key, msg); err != nil {
+		return nil, nil, err
+	}
+	if fetched, err = p.sess.ReceiveMessage(); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckUserBlock(p.st.P, fetched); err != nil {
+		return nil, nil, fmt.Errorf("access: fetched block from Server 2: %w", err)
+	}
+	return fetched, toClient, nil
+}
+
+// insert applies Section 5.5's permutation to stash + fetched + client block and keeps the
+// first Stash blocks as the new stash.
+func (p *Party) insert(share [][]bool, fetched, user []byte) error {
+	half, err := p.ins.Split(share)
+	if err != nil {
+		return err
+	}
+	var arr [][]byte
+	if p.garbler() {
+		for i := 0; i < p.st.P.Stash; i++ {
+			b, err := p.block(stashKey(i))
+			if err != nil {
+				return err
+			}
+			arr = append(arr, b)
+		}
+		arr = append(arr, fetched, user)
+	}
+	out, err := p.permute(arr, half)
+	for i := 0; err == nil && p.garbler() && i < p.st.P.Stash; i++ {
+		p.dirty[stashKey(i)] = out[i]
+	}
+	return err
+}
+
+// evict applies one eviction's permutation (Section 5.6) to the stash and the path to leaf.
+func (p *Party) evict(leaf uint64, share [][]bool) error {
+	half, err := p.ev.Split(share)
+	if err != nil {
+		return err
+	}
+	keys := pathKeys(p.st.P, leaf)
+	var arr [][]byte
+	for _, k := range keys {
+		if !p.garbler() {
+			break
+		}
+		b, err := p.block(k)
+		if err != nil {
+			return err
+		}
+		arr = append(arr, b)
+	}
+	out, err := p.permute(arr, half)
+	for j := 0; err == nil && p.garbler() && j < len(keys); j++ {
+		p.dirty[keys[j]] = out[j]
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+package access
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	ristretto "github.com/bwesterb/go-ristretto"
+
+	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/circuit"
+	"github.com/veil-project/veil/internal/metal/dataoram"
+	"github.com/veil-project/veil/internal/metal/elgamal"
+	"github.com/veil-project/veil/internal/metal/oram"
+	"github.com/veil-project/veil/internal/metal/twopc"
+)
+
+// Init creates a server's state in store if it has none, and returns the stored state.
+func Init(store *Store, role twopc.Role, p Params, rnd io.Reader) (*State, error) {
+	st, err := store.LoadState()
+	if err != nil || st != nil {
+		return st, err
+	}
+	if st, err = NewState(role, p, rnd); err != nil {
+		return nil, err
+	}
+	st.PeerX.SetZero()
+	return st, store.Commit(st, nil)
+}
+
+// Party runs Metal calls for one server over one twopc.Session. Both servers must make the
+// same calls in the same order. After any error the session is out of step: close it and
+// open a new Party (which reloads the last committed state from the Store).
+type Party struct {
+	sess       *twopc.Session
+	st         *State
+	store      *Store
+	rnd        io.Reader
+	pk         elgamal.PublicKey
+	ac         *ac.Party
+	idx        *oram.Party
+	dot        *dataoram.DOT
+	ins, ev    *oram.Splitter
+	front, mid *circuit.Circuit
+	dirty      map[uint64][]byte // Server 1: DataORAM blocks changed by this access
+	lastLeaf   uint64
+}
+
+// NewParty loads the committed state, exchanges parameters, access counters and public key
+// shares with the other server (adopting its share on first contact), and builds the
+// circuits.
+func NewParty(sess *twopc.Session, store *Store, rnd io.Reader) (*Party, error) {
+	st, err := store.LoadState()
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("access: server state not initialized")
+	}
+	if st.Role != sess.Role() {
+		return nil, fmt.Errorf("access: state is for server %d, session for server %d", st.Role, sess.Role())
+	}
+	p := &Party{sess: sess, st: st, store: store, rnd: rnd}
+	if err := p.handshake(); err != nil {
+		return nil, err
+	}
+	return p, p.build()
+}
+
+func (p *Party) handshake() error {
+	hello := append(p.st.P.Encode(), p.st.Key.X.Bytes()...)
+	hello = append(hello, circuit.BitsToBytes(circuit.Uint64ToBits(p.st.Calls, 64))...)
+	var peer []byte
+	var err error
+	if p.sess.Role() == twopc.Garbler {
+		if err = p.sess.SendMessage(hello); err == nil {
+			peer, err = p.sess.ReceiveMessage()
+		}
+	} else if peer, err = p.sess.ReceiveMessage(); err == nil {
+		err = p.sess.SendMessage(hello)
+	}
+	if err != nil {
+		return err
+	}
+	if len(peer) != len(hello) || !bytes.Equal(peer[:ParamsLen], hello[:ParamsLen]) {
+		return errors.New("access: the other server runs different parameters")
+	}
+	if !bytes.Equal(peer[ParamsLen+32:], hello[ParamsLen+32:]) {
+		return errors.New("access: the servers' call counters differ (one lost its state?)")
+	}
+	var x [32]byte
+	copy(x[:], peer[ParamsLen:])
+	var px ristretto.Point
+	if !px.SetBytes(&x) {
+		return errors.New("access: the other server's key share is not a point")
+	}
+	var zero ristretto.Point
+	zero.SetZero()
+	switch {
+	case p.st.PeerX.Equals(&zero):
+		p.st.PeerX = px
+		if err := p.store.Commit(p.st, nil); err != nil {
+			return err
+		}
+	case !p.st.PeerX.Equals(&px):
+		return errors.New("access: the other server's key share changed (re-initialized?)")
+	}
+	return nil
+}
+
+func (p *Party) build() error {
+	var err error
+	pr := p.st.P
+	x1, x2 := &p.st.Key.X, &p.st.PeerX
+	p.pk = elgamal.JoinPublic(x1, x2)
+	if p.ac, err = ac.NewParty(p.sess, p.st.AC, pr.FilesPerAccount, p.rnd); err != nil {
+		return err
+	}
+	if p.idx, err = oram.NewParty(p.sess, p.st.Tree, p.rnd); err != nil {
+		return err
+	}
+	p.idx.SetEvictions(p.st.Evicts)
+	if p.dot, err = dataoram.NewDOT(p.sess, pr.Slots()+1, p.rnd); err != nil {
+		return err
+	}
+	if p.ins, err = oram.NewSplitter(p.sess, pr.Stash+2, pr.insertWidth(), p.rnd); err != nil {
+		return err
+	}
+	if p.ev, err = oram.NewSplitter(p.sess, pr.Slots(), pr.Layout().SlotBits(), p.rnd); err != nil {
+		return err
+	}
+	if p.front, err = frontCircuit(pr); err != nil {
+		return err
+	}
+	p.mid, err = midCircuit(pr)
+	return err
+}
+
+// PublicKey is the DataORAM public key the clients encrypt new blocks under.
+func (p *Party) PublicKey() elgamal.PublicKey { return p.pk }
+
+// Params returns the deployment's parameters.
+func (p *Party) Params() Params { return p.st.P }
+
+// Calls is the number of completed calls (accesses and account creations).
+func (p *Party) Calls() uint64 { return p.st.Calls }
+
+// CreateAccount grants a new account's capability (Metal-AC) and returns this server's
+// share of it, for the client.
+func (p *Party) CreateAccount() ([]byte, error) {
+	c, err := p.ac.CreateAccount()
+	if err != nil {
+		return nil, err
+	}
+	p.st.AC = p.ac.State()
+	p.st.Calls++
+	return c, p.store.Commit(p.st, nil)
+}

@@ -1,0 +1,131 @@
+package access
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	ristretto "github.com/bwesterb/go-ristretto"
+
+	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/circuit"
+	"github.com/veil-project/veil/internal/metal/elgamal"
+	"github.com/veil-project/veil/internal/metal/oram"
+	"github.com/veil-project/veil/internal/metal/twopc"
+)
+
+// State is one server's reactive state between accesses: everything except DataORAM's
+// blocks. docs/formats/metal-access.md gives its encoding.
+type State struct {
+	Role   twopc.Role
+	P      Params
+	Calls  uint64 // completed calls, accesses and account creations (both servers must agree)
+	Evicts uint64 // IndexORAM evictions so far (fixes the next eviction paths)
+	AC     ac.State
+	Key    *elgamal.KeyShare // DataORAM key share
+	PeerX  ristretto.Point   // the other server's public key share
+	Pos    []bool            // position map share: (Files+1) entries of D bits
+	Tree   *oram.Share       // IndexORAM share
+}
+
+const stateVersion = 1
+
+// stateHeader: version, role, params, accesses, evicts, AC key and next shares, key share,
+// peer's public share.
+const stateHeader = 2 + ParamsLen + 8 + 8 + 16 + 8 + elgamal.KeyShareLen + elgamal.PointLen
+
+// NewState draws a server's initial state: fresh key shares, a uniformly random position
+// map share (so every file starts on a uniformly random leaf), the empty tree. PeerX is set
+// by Setup.
+func NewState(role twopc.Role, p Params, rnd io.Reader) (*State, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	a, err := ac.NewState(rnd)
+	if err != nil {
+		return nil, err
+	}
+	k, err := elgamal.NewKeyShare(rnd)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := oram.NewShare(p.Layout())
+	if err != nil {
+		return nil, err
+	}
+	n := (int(p.Files()) + 1) * p.D
+	buf := make([]byte, (n+7)/8)
+	if _, err := io.ReadFull(rnd, buf); err != nil {
+		return nil, err
+	}
+	return &State{Role: role, P: p, AC: a, Key: k, Pos: circuit.BytesToBits(buf)[:n], Tree: tree}, nil
+}
+
+func (s *State) bits() []bool {
+	out := append([]bool{}, s.Pos...)
+	out = append(out, s.Tree.Stash...)
+	for _, b := range s.Tree.Buckets[1:] {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// Marshal encodes s.
+func (s *State) Marshal() []byte {
+	b := make([]byte, 0, stateHeader)
+	b = append(b, stateVersion, byte(s.Role))
+	b = append(b, s.P.Encode()...)
+	b = binary.LittleEndian.AppendUint64(b, s.Calls)
+	b = binary.LittleEndian.AppendUint64(b, s.Evicts)
+	b = append(append(b, s.AC.KeyShare[:]...), s.AC.NextShare[:]...)
+	b = append(append(b, s.Key.Marshal()...), s.PeerX.Bytes()...)
+	return append(b, circuit.BitsToBytes(s.bits())...)
+}
+
+// UnmarshalState is the inverse of Marshal.
+func UnmarshalState(b []byte) (*State, error) {
+	if len(b) < stateHeader || b[0] != stateVersion || (b[1] != 1 && b[1] != 2) {
+		return nil, fmt.Errorf("access: state is not a version-%d state", stateVersion)
+	}
+	p, err := DecodeParams(b[2 : 2+ParamsLen])
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Role: twopc.Role(b[1]), P: p}
+	o := 2 + ParamsLen
+	s.Calls = binary.LittleEndian.Uint64(b[o:])
+	s.Evicts = binary.LittleEndian.Uint64(b[o+8:])
+	o += 16
+	copy(s.AC.KeyShare[:], b[o:o+16])
+	copy(s.AC.NextShare[:], b[o+16:o+24])
+	o += 24
+	if s.Key, err = elgamal.UnmarshalKeyShare(b[o : o+elgamal.KeyShareLen]); err != nil {
+		return nil, err
+	}
+	o += elgamal.KeyShareLen
+	var px [32]byte
+	copy(px[:], b[o:o+32])
+	if !s.PeerX.SetBytes(&px) {
+		return nil, fmt.Errorf("access: peer public key share is not a point")
+	}
+	o += 32
+	if s.Tree, err = oram.NewShare(p.Layout()); err != nil {
+		return nil, err
+	}
+	n := (int(p.Files()) + 1) * p.D
+	total := n + len(s.Tree.Stash) + (len(s.Tree.Buckets)-1)*len(s.Tree.Buckets[1])
+	if len(b)-o != (total+7)/8 {
+		return nil, fmt.Errorf("access: state body of %d bytes, want %d", len(b)-o, (total+7)/8)
+	}
+	bits := circuit.BytesToBits(b[o:])
+	s.Pos, bits = bits[:n], bits[n:]
+	k := copy(s.Tree.Stash, bits)
+	for _, bk := range s.Tree.Buckets[1:] {
+		k += copy(bk, bits[k:])
+	}
+	if !bytes.Equal(s.Marshal(), b) {
+		return nil, fmt.Errorf("access: state encoding is not canonical")
+	}
+	return s, nil
+}

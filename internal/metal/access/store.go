@@ -1,0 +1,101 @@
+package access
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/metal/oram"
+)
+
+// Store keeps a server's State, and on Server 1 DataORAM's ciphertext blocks, in its bbolt
+// file. An access's changes are committed in one transaction (crash-safe: a SIGKILL
+// leaves the state of the last completed access).
+type Store struct{ db *bbolt.DB }
+
+var (
+	bucketState = []byte("metal-state")
+	bucketData  = []byte("metal-data")
+	keyState    = []byte("state")
+)
+
+// NewStore uses db (opened by the caller), creating the buckets.
+func NewStore(db *bbolt.DB) (*Store, error) {
+	err := db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketState, bucketData} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// LoadState returns the stored state, or nil if the server was never initialized.
+func (s *Store) LoadState() (*State, error) {
+	var st *State
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketState).Get(keyState)
+		if v == nil {
+			return nil
+		}
+		var err error
+		st, err = UnmarshalState(v)
+		return err
+	})
+	return st, err
+}
+
+// Commit stores st and the changed DataORAM blocks (slot key -> marshalled block) at once.
+func (s *Store) Commit(st *State, blocks map[uint64][]byte) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		d := tx.Bucket(bucketData)
+		for k, v := range blocks {
+			if err := d.Put(slotKey(k), v); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketState).Put(keyState, st.Marshal())
+	})
+}
+
+// Block returns the stored block at slot key k (a copy), or nil if it was never written:
+// the caller then uses an encryption of zeros (the paper's sparse-file initialization).
+func (s *Store) Block(k uint64) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(bucketData).Get(slotKey(k)); v != nil {
+			out = append([]byte{}, v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("access: read DataORAM slot: %w", err)
+	}
+	return out, nil
+}
+
+func slotKey(k uint64) []byte { return binary.BigEndian.AppendUint64(nil, k) }
+
+// stashKey and pathKeys name DataORAM slots: stash slot i, and the slots of the stash and
+// the path to leaf in oram's slot order (stash, then buckets root to leaf, BucketSize each).
+func stashKey(i int) uint64 { return 1<<63 | uint64(i) }
+
+func pathKeys(p Params, leaf uint64) []uint64 {
+	keys := make([]uint64, 0, p.Slots())
+	for i := 0; i < p.Stash; i++ {
+		keys = append(keys, stashKey(i))
+	}
+	for d := 0; d <= p.D; d++ {
+		node := uint64(1)<<d | leaf>>(p.D-d)
+		for k := 0; k < oram.BucketSize; k++ {
+			keys = append(keys, node*oram.BucketSize+uint64(k))
+		}
+	}
+	return keys
+}

@@ -1,0 +1,92 @@
+package access
+
+import (
+	"bytes"
+	"encoding/hex"
+	mrand "math/rand/v2"
+	"testing"
+
+	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/elgamal"
+	"github.com/veil-project/veil/internal/metal/twopc"
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+const vectorFile = "../../../testdata/metal/access-vectors.json"
+
+// Pins docs/formats/metal-access.md: the parameters, a fresh Server 1 state (randomness
+// from ChaCha8 with seed 1..), the two request parts of a write of "hello" to file 5 (seed
+// 2..) and a reply, all for testParams.
+type accessVectors struct {
+	Params   string `json:"params"`
+	State    string `json:"state"`
+	ToServer string `json:"request_server1"`
+	ToOther  string `json:"request_server2"`
+	Reply    string `json:"reply"`
+}
+
+func seeded(b byte) *mrand.ChaCha8 {
+	var s [32]byte
+	s[0] = b
+	return mrand.NewChaCha8(s)
+}
+
+func TestVectors(t *testing.T) {
+	st, err := NewState(twopc.Garbler, testParams, seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.PeerX = st.Key.X
+	pk := elgamal.JoinPublic(&st.Key.X, &st.PeerX)
+	capability := bytes.Repeat([]byte{0xca}, ac.CapabilityLen)
+	to1, to2, err := NewRequest(testParams, pk, capability, 5, ac.Write, []byte("hello"), seeded(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := accessVectors{
+		Params: hex.EncodeToString(testParams.Encode()), State: hex.EncodeToString(st.Marshal()),
+		ToServer: hex.EncodeToString(to1), ToOther: hex.EncodeToString(to2),
+		Reply: hex.EncodeToString(Reply{Allowed: true, Data: bytes.Repeat([]byte{7}, 64)}.Marshal()),
+	}
+	testutil.Golden(t, vectorFile, v)
+	back, err := UnmarshalState(st.Marshal())
+	if err != nil || !bytes.Equal(back.Marshal(), st.Marshal()) {
+		t.Fatalf("state round trip: %v", err)
+	}
+	req1, user, err := SplitServer1Request(testParams, to1)
+	if err != nil || CheckUserBlock(testParams, user) != nil {
+		t.Fatalf("server 1 part: %v", err)
+	}
+	c := make([]byte, ac.RequestLen)
+	for i := range c {
+		c[i] = req1[i] ^ to2[i]
+	}
+	if !bytes.Equal(c[:ac.CapabilityLen], capability) || c[ac.CapabilityLen] != 5 || c[ac.RequestLen-1] != byte(ac.Write) {
+		t.Fatalf("the shares do not combine to the request: %x", c)
+	}
+}
+
+func FuzzUnmarshalState(f *testing.F) {
+	st, _ := NewState(twopc.Evaluator, testParams, seeded(3))
+	f.Add(st.Marshal())
+	f.Add(testParams.Encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := UnmarshalState(b); err == nil && !bytes.Equal(s.Marshal(), b) {
+			t.Fatalf("accepted a non-canonical state")
+		}
+		_, _ = DecodeParams(b)
+	})
+}
+
+func FuzzFinish(f *testing.F) {
+	n := 1 + testParams.Chunks()*elgamal.PointLen
+	f.Add(make([]byte, n), make([]byte, n))
+	f.Add([]byte{1}, []byte{0})
+	f.Fuzz(func(t *testing.T, r1, r2 []byte) {
+		if d, err := Finish(testParams, r1, r2); err == nil && len(d) != testParams.BlockSize {
+			t.Fatalf("decrypted %d bytes", len(d))
+		}
+		_, _, _ = SplitServer1Request(testParams, r1)
+		_ = CheckUserBlock(testParams, r2)
+	})
+}

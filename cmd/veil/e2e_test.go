@@ -20,10 +20,10 @@ func TestE2ETwoUsersDedup(t *testing.T) {
 	randomFile(t, filepath.Join(src, "shared", "big.bin"), 12<<20, 1)
 	randomFile(t, filepath.Join(src, "shared", "small.txt"), 3000, 2)
 	randomFile(t, filepath.Join(src, "alice-only.bin"), 1<<20, 3)
-	alice.mustRun(t, "put", filepath.Join(src, "shared"), filepath.Join(src, "alice-only.bin"), "mine")
+	alice.mustRun(t, "put", filepath.Join(src, "shared"), filepath.Join(src, "alice-only.bin"), "--to", "mine")
 	before := d.stats(t)["physical_bytes"]
 	randomFile(t, filepath.Join(src, "bob-only.bin"), 1<<20, 4)
-	bob.mustRun(t, "put", filepath.Join(src, "shared"), filepath.Join(src, "bob-only.bin"), "data")
+	bob.mustRun(t, "put", filepath.Join(src, "shared"), filepath.Join(src, "bob-only.bin"), "--to", "data")
 	after := d.stats(t)
 	grew := after["physical_bytes"] - before
 	// Bob added 1 MiB of his own plus records; the 12 MiB he shares with alice is not stored again.
@@ -187,7 +187,7 @@ func TestE2EKeyServerKilledMidRun(t *testing.T) {
 	if s["files"].(float64) != n || fell == 0 || fell >= n-50 {
 		t.Fatalf("stored %v of %d files, %v of them without dedup: want all stored, some of each", s["files"], n, fell)
 	}
-	s2 := alice.summary(t, "put", filepath.Join(src, "first"), "again") // the KS stays dead
+	s2 := alice.summary(t, "put", filepath.Join(src, "first"), "--to", "again") // the KS stays dead
 	if fb, _ := s2["fallback"].(map[string]any); len(fb) == 0 {
 		t.Fatalf("no fallback reported with the key server dead: %v", s2)
 	}

@@ -136,3 +136,47 @@ func TestE2EGetOverwriteAndNoNesting(t *testing.T) {
 	u.mustRun(t, "get", "-q", "x/a.bin", into)
 	sameFile(t, filepath.Join(src, "a.bin"), filepath.Join(into, "a.bin"))
 }
+
+// A stored file and a stored folder never share a name (put X --to FILE made one, and rm
+// -r NAME/ then deleted the file).
+func TestE2EFileAndFolderNeverShareAName(t *testing.T) {
+	u := localUser(t, "alice")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "f.txt"), 100, 5)
+	randomFile(t, filepath.Join(src, "y"), 100, 6)
+	u.mustRun(t, "put", "-q", filepath.Join(src, "f.txt"))
+	if errs := u.mustFail(t, "put", "-q", filepath.Join(src, "y"), "--to", "f.txt"); !strings.Contains(errs, "f.txt is a stored file") {
+		t.Fatalf("put --to FILE: %s", errs)
+	}
+	u.mustFail(t, "mkdir", "f.txt/sub")
+	u.mustFail(t, "mkdir", "f.txt")
+	if errs := u.mustFail(t, "rm", "-r", "f.txt/"); !strings.Contains(errs, "not a folder") {
+		t.Fatalf("rm -r FILE/: %s", errs)
+	}
+	u.mustRun(t, "get", "-q", "/", t.TempDir())
+	if ls := u.mustRun(t, "ls"); ls != "f.txt\n" {
+		t.Fatalf("ls = %q", ls)
+	}
+}
+
+// cp's rule: a destination named as the last argument must exist; --to creates it.
+func TestE2EPutMissingDestination(t *testing.T) {
+	u := localUser(t, "alice")
+	src := t.TempDir()
+	a, b := filepath.Join(src, "a"), filepath.Join(src, "b")
+	randomFile(t, a, 100, 7)
+	randomFile(t, b, 100, 8)
+	errs := u.mustFail(t, "put", "-q", a, b, "typo")
+	if !strings.Contains(errs, "typo does not exist in storage") || !strings.Contains(errs, "--to typo") {
+		t.Fatalf("put a b typo: %s", errs)
+	}
+	if ls := u.mustRun(t, "ls"); ls != "" {
+		t.Fatalf("put a b typo stored something: %q", ls)
+	}
+	u.mustRun(t, "put", "-q", a, "--to", "new")
+	u.mustRun(t, "put", "-q", b, "new")
+	if ls := u.mustRun(t, "ls", "new"); ls != "a\nb\n" {
+		t.Fatalf("ls new = %q", ls)
+	}
+	u.mustFail(t, "put", "-q", a, "new/a") // a stored file is no destination folder
+}

@@ -107,10 +107,18 @@ func newPutCommand() *cobra.Command {
 		Use:   "put PATH... [DEST] | put PATH... --to DEST",
 		Short: "Encrypt and store files and directories",
 		Long: `put stores each PATH (a file, a symlink or a directory with everything below it) as
-DEST/<name of PATH>. DEST is --to, or else the last argument when there are several (it
-must then not exist locally, so a forgotten destination never swallows a file), or else
-the root. Names and contents are encrypted before they leave this machine; identical
-content stored by any user of the same key server and storage service is kept once.
+DEST/<name of PATH>. Names and contents are encrypted before they leave this machine;
+identical content stored by any user of the same key server and storage service is kept
+once.
+
+Where things go (cp's rules, and rclone's explicit form):
+  veil put PATH...              into the root
+  veil put PATH... DEST         DEST must be an existing stored folder (a mistyped DEST is
+                                an error, never a new folder) and must not exist locally
+                                (a forgotten destination never swallows a file)
+  veil put PATH... --to DEST    DEST is created if needed
+A stored file and a stored folder never share a name: DEST, or a folder below it, cannot
+be where a file is stored, and a file cannot replace a folder.
 
 Modes, modification times, empty directories and symlinks (stored as links, never
 followed) are kept. What cannot be stored (sockets, devices, unreadable files, names over
@@ -132,14 +140,15 @@ not deduplicated. The summary says how many and why.
 
 Examples:
   veil put ~/Documents
-  veil put report.pdf notes.txt work/2026
-  veil put *.txt --to notes
+  veil put report.pdf notes.txt work/2026     # work/2026 exists in storage
+  veil put *.txt --to notes                     # creates notes if needed
   veil put ~/src --exclude node_modules --exclude '*.o' --exclude 'build/*'
   veil put -j 16 --json /srv/data backups`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			srcs, dest := args, to
+			srcs, dest, lastArg := args, to, false
 			if !cmd.Flags().Changed("to") && len(args) > 1 {
+				lastArg = true
 				srcs, dest = args[:len(args)-1], args[len(args)-1]
 				if _, err := os.Lstat(dest); err == nil {
 					return fmt.Errorf("%s exists here, but as the last argument it names the destination in storage: "+
@@ -156,6 +165,12 @@ Examples:
 				return err
 			}
 			defer done()
+			if lastArg {
+				if err := cl.NeedFolder(cmd.Context(), dest); err != nil {
+					return fmt.Errorf("%w: as the last argument, the destination must be an existing folder "+
+						"(create it with --to %s, or 'veil mkdir %s')", err, dest, dest)
+				}
+			}
 			sum, err := cl.Put(cmd.Context(), srcs, dest)
 			ui.finish()
 			return o.report(cmd.OutOrStdout(), "stored", sum, err)

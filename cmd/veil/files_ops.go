@@ -101,11 +101,13 @@ func newRmCommand() *cobra.Command {
 		Use:   "rm PATH...",
 		Short: "Remove stored files (and directories with -r)",
 		Long: `rm removes stored files and symlinks, and directories with -r. The content of a removed
-file is reclaimed by 'veil prune' (other files of yours may share its chunks).
+file is reclaimed by 'veil prune' (other files of yours may share its chunks). A trailing
+slash (NAME/) removes only a folder: never a file of that name. (Stores written before
+veil refused a file and a folder of one name may hold both; rm then asks which.)
 
 Examples:
   veil rm old.txt
-  veil rm -r Documents/drafts`,
+  veil rm -r Documents/drafts/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {

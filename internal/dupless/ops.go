@@ -127,6 +127,9 @@ func (c *Client) Mkdir(ctx context.Context, path string) (err error) {
 		return err
 	}
 	defer unlockInto(&err, unlock)
+	if err := c.noFileOnPath(ctx, path); err != nil {
+		return err
+	}
 	return c.mkdir(ctx, path)
 }
 
@@ -150,13 +153,14 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 // left for Prune, since other files of the user may share them.
 func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Summary, err error) {
 	sum := &Summary{}
+	raw := path
 	path = cleanPath(path)
 	unlock, err := c.lock(ctx, false)
 	if err != nil {
 		return sum, err
 	}
 	defer unlockInto(&err, unlock)
-	kind, err := c.kindOf(ctx, path)
+	kind, err := c.removeKind(ctx, raw)
 	if err != nil {
 		return sum, err
 	}
@@ -229,6 +233,11 @@ func (c *Client) Move(ctx context.Context, src, dst string) (err error) {
 		return fmt.Errorf("%s: %w", dst, storage.ErrExists)
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return err
+	}
+	if parent, _ := storage.Split(dst); parent != "" {
+		if err := c.noFileOnPath(ctx, parent); err != nil {
+			return err
+		}
 	}
 	kind, err := c.kindOf(ctx, src)
 	if err != nil {

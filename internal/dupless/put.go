@@ -47,6 +47,9 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 		return sum, err
 	}
 	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop() }()
+	if err := c.noFileOnPath(ctx, dest); err != nil {
+		return sum, err
+	}
 	// A service that can store nothing (disk full, its storage down) stops the run at the
 	// first file that says so, instead of failing every other file in turn.
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -1,0 +1,107 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// A stored file and a stored folder never share a name: a folder is never created where
+// a file is stored (put --to, mkdir, mv), nor a file where a folder is (putOther, putFile).
+// Stores written before that rule may hold both; commands then make the user say which
+// (NAME/ for the folder).
+
+// ErrNotFolder is a path that has to be a stored folder and is not.
+var ErrNotFolder = errors.New("not a stored folder")
+
+// noFileOnPath fails when path or one of its parents is stored as a file or symlink, so a
+// folder made at path would share its name with a file.
+func (c *Client) noFileOnPath(ctx context.Context, path string) error {
+	path = cleanPath(path)
+	p := ""
+	for _, name := range strings.Split(path, "/") {
+		if name == "" {
+			continue
+		}
+		p = joinPath(p, name)
+		encDir, encName, err := c.encFile(p)
+		if err != nil {
+			return err
+		}
+		if _, err := c.be.Stat(ctx, encDir, encName+keySuffix); err == nil {
+			return fmt.Errorf("%s is a stored file: a folder cannot have its name", p)
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// NeedFolder fails unless path is the root or a stored folder (put's last-argument
+// destination: cp's rule, a destination that does not exist is a mistake, not an order).
+func (c *Client) NeedFolder(ctx context.Context, path string) error {
+	path = cleanPath(path)
+	if path == "" {
+		return nil
+	}
+	isFile, isDir, err := c.kinds(ctx, path)
+	switch {
+	case err != nil:
+		return err
+	case isDir:
+		return nil
+	case isFile:
+		return fmt.Errorf("%s is a stored file: %w", path, ErrNotFolder)
+	}
+	return fmt.Errorf("%s does not exist in storage: %w", path, ErrNotFolder)
+}
+
+// kinds tells whether path is stored as a file (or symlink) and whether as a folder.
+func (c *Client) kinds(ctx context.Context, path string) (isFile, isDir bool, err error) {
+	encDir, encName, err := c.encFile(path)
+	if err != nil {
+		return false, false, err
+	}
+	if _, err := c.be.Stat(ctx, encDir, encName+keySuffix); err == nil {
+		isFile = true
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return false, false, err
+	}
+	if fi, err := c.be.Stat(ctx, encDir, encName); err == nil && fi.IsDir {
+		isDir = true
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return false, false, err
+	}
+	return isFile, isDir, nil
+}
+
+// removeKind is what rm removes at path: typeDir or typeFile. A trailing slash (NAME/)
+// asks for the folder only; a name stored both as a file and as a folder (possible in
+// stores written before the rule above) must be told apart that way.
+func (c *Client) removeKind(ctx context.Context, raw string) (int, error) {
+	path := cleanPath(raw)
+	if path == "" {
+		return typeDir, nil
+	}
+	isFile, isDir, err := c.kinds(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	folderOnly := strings.HasSuffix(raw, "/")
+	switch {
+	case folderOnly && isDir:
+		return typeDir, nil
+	case folderOnly && isFile:
+		return 0, fmt.Errorf("%s is a stored file, not a folder (drop the trailing /)", path)
+	case isFile && isDir:
+		return 0, fmt.Errorf("%s is stored both as a file and as a folder: say %s/ for the folder; the file goes once the folder is gone", path, path)
+	case isDir:
+		return typeDir, nil
+	case isFile:
+		return typeFile, nil
+	}
+	return 0, fmt.Errorf("%s: %w", path, storage.ErrNotFound)
+}

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // End-to-end tests of issue 15's sharp edges: each runs the built binary against a local
@@ -179,4 +182,55 @@ func TestE2EPutMissingDestination(t *testing.T) {
 		t.Fatalf("ls new = %q", ls)
 	}
 	u.mustFail(t, "put", "-q", a, "new/a") // a stored file is no destination folder
+}
+
+// runIn runs veil as u in the working directory dir with extra environment variables.
+func (u *user) runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(veilBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// A mistyped storage location never becomes a new empty store, and init checks that a
+// veil:// service answers before it writes a profile.
+func TestE2EMistypedStorageLocation(t *testing.T) {
+	u := localUser(t, "alice")
+	cwd := t.TempDir()
+	_, errs, code := u.runIn(t, cwd, []string{"VEIL_STORAGE=blah"}, "ls")
+	if code == 0 || !strings.Contains(errs, "blah") || !strings.Contains(errs, "does not exist") {
+		t.Fatalf("VEIL_STORAGE=blah veil ls: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "blah")); err == nil {
+		t.Fatal("a mistyped VEIL_STORAGE created a store")
+	}
+
+	storeDir := t.TempDir()
+	if out, err := execVeil("store", "init", "--dir", storeDir); err != nil {
+		t.Fatalf("store init: %v %s", err, out)
+	}
+	cred := filepath.Join(storeDir, "bob.cred")
+	port := testutil.FreePort(t) // nothing listens there
+	if out, err := execVeil("store", "user", "add", "bob", "--dir", storeDir, "--out", cred,
+		"--endpoint", "https://"+testutil.Addr(port)); err != nil {
+		t.Fatalf("user add: %v %s", err, out)
+	}
+	bob := &user{name: "bob", config: filepath.Join(t.TempDir(), "profile"), passFile: u.passFile}
+	_, errs, code = bob.run(t, "init", "--storage", "veil://"+testutil.Addr(port), "--store-credential", cred, "--no-keyserver")
+	if code == 0 || !strings.Contains(errs, "does not answer") {
+		t.Fatalf("init against a service that is down: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(bob.config); err == nil {
+		t.Fatal("a failed init left a profile")
+	}
 }

@@ -42,6 +42,10 @@ Storage locations:
                                     add ?tls=0 for plain HTTP)
   veil://host:port                  veil's deduplicating storage service (--store-credential)
 
+init checks the location before it writes anything: a local directory is created (later
+commands never create one: a mistyped $VEIL_STORAGE is an error, not a new empty store),
+and a veil:// or s3:// location must answer with the credential given.
+
 The passphrase comes from --password-file, $VEIL_PASSWORD_FILE, or a prompt. Without the
 passphrase and the key file nobody, including you, can read what you store: back up the
 profile directory.
@@ -67,7 +71,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			cfg, err := profile.Init(o.dir(), pass, opts)
+			opts.Credentials = profile.EnvOverrides(os.Getenv).Credentials
+			cfg, err := profile.Init(cmd.Context(), o.dir(), pass, opts)
 			if err != nil {
 				return err
 			}

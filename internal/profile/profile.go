@@ -77,17 +77,21 @@ func DefaultDir() string {
 
 // InitOptions say what `veil init` sets up.
 type InitOptions struct {
-	Invite       []byte // an invitation from `veil serve adduser` (sets everything below)
-	Storage      string // storage location
-	StoreCredRaw []byte // store credential file contents, for veil:// locations
-	KSCredRaw    []byte // key server credential file contents
-	NoKS         bool   // no key server: random keys, no dedup
-	Transport    string // key server transport: https (default) or udp
-	KSTimeout    string // per-attempt key server timeout, a Go duration ("" = default)
+	Invite       []byte           // an invitation from `veil serve adduser` (sets everything below)
+	Storage      string           // storage location
+	StoreCredRaw []byte           // store credential file contents, for veil:// locations
+	KSCredRaw    []byte           // key server credential file contents
+	NoKS         bool             // no key server: random keys, no dedup
+	Transport    string           // key server transport: https (default) or udp
+	KSTimeout    string           // per-attempt key server timeout, a Go duration ("" = default)
+	Credentials  open.Credentials // S3 keys for an s3:// location (veil:// uses StoreCredRaw)
 }
 
 // Init creates a profile in dir with a fresh master key sealed under passphrase.
-func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
+//
+// The storage location is checked first: a local directory is created, a remote one must
+// answer (with the credential), so a typo or a service that is down fails init at once.
+func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*Config, error) {
 	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
 		return nil, fmt.Errorf("%s already holds a veil key; refusing to overwrite it (pick another --config)", dir)
 	}
@@ -121,6 +125,9 @@ func Init(dir string, passphrase []byte, o InitOptions) (*Config, error) {
 		if _, err := ksclient.ParseCredential(ksCred); err != nil {
 			return nil, fmt.Errorf("key server credential: %w", err)
 		}
+	}
+	if err := checkStorage(ctx, cfg.Storage, storeCred, o.Credentials); err != nil {
+		return nil, err
 	}
 	kf, err := dupless.SealKeyFile(dupless.NewMasterKey(), passphrase)
 	if err != nil {
@@ -287,6 +294,9 @@ func OpenStorage(ctx context.Context, dir string, ov Overrides) (storage.Backend
 		return nil, err
 	}
 	location := cfg.Storage
+	if err := existingLocal(location); err != nil {
+		return nil, err
+	}
 	cred := ov.Credentials
 	if b, err := os.ReadFile(filepath.Join(dir, StoreCred)); err == nil {
 		var sc storewire.Credential

@@ -23,19 +23,19 @@ func TestInitOpenAndOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, store := filepath.Join(t.TempDir(), "p"), t.TempDir()
-	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store}); err == nil || !strings.Contains(err.Error(), "key server credential") {
+	if _, err := Init(context.Background(), dir, []byte("pw"), InitOptions{Storage: store}); err == nil || !strings.Contains(err.Error(), "key server credential") {
 		t.Fatalf("init without a key server credential: %v", err)
 	}
-	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: []byte("{}")}); err == nil {
+	if _, err := Init(context.Background(), dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: []byte("{}")}); err == nil {
 		t.Fatal("a broken key server credential was accepted")
 	}
-	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred, KSTimeout: "soon"}); err == nil {
+	if _, err := Init(context.Background(), dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred, KSTimeout: "soon"}); err == nil {
 		t.Fatal("a bad timeout was accepted")
 	}
-	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred}); err != nil {
+	if _, err := Init(context.Background(), dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Init(dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred}); err == nil {
+	if _, err := Init(context.Background(), dir, []byte("pw"), InitOptions{Storage: store, KSCredRaw: cred}); err == nil {
 		t.Fatal("init overwrote an existing key")
 	}
 	for _, f := range []string{KeyFile, KSCredFile, ConfigFile} {

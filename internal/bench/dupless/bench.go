@@ -105,11 +105,12 @@ func start(ctx context.Context, dir string) (*env, error) {
 	}
 	dupless.TestOnlyUseLowCostKDF() // the passphrase KDF is not what is measured
 	prof, pass := filepath.Join(dir, "profile"), []byte("bench")
-	if _, err := profile.Init(prof, pass, profile.InitOptions{Invite: inv}); err != nil {
-		return nil, err
-	}
 	dep, err := allinone.Start(ctx, server, nil)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := profile.Init(ctx, prof, pass, profile.InitOptions{Invite: inv}); err != nil { // checks the service answers
+		dep.Stop()
 		return nil, err
 	}
 	e := &env{scratch: filepath.Join(dir, "scratch"), phases: map[string][]time.Duration{}}

@@ -108,3 +108,15 @@ func first(a, b string) string {
 	}
 	return b
 }
+
+// LocalDir returns the directory of a local location (a path, or local:PATH), and false
+// for any other scheme.
+func LocalDir(location string) (string, bool) {
+	if strings.HasPrefix(location, "local:") {
+		return strings.TrimPrefix(strings.TrimPrefix(location, "local:"), "//"), true
+	}
+	if location == "" || strings.Contains(location, "://") {
+		return "", false
+	}
+	return location, true
+}

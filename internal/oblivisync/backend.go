@@ -24,6 +24,7 @@ type backend struct {
 	id     [idLen]byte
 	keys   keys
 	fsync  bool
+	tag    string // writer tag in this writer's temp file names (tempfiles.go)
 
 	superNonce []byte // nonce of the superblock last read or written by this process
 
@@ -113,14 +114,15 @@ func (b *backend) checkSuperOurs() error {
 	return nil
 }
 
-func (b *backend) writeSuper(s *superblock) error {
+// writeSuper writes s sealed with nonce, which the writer recorded in `seen` beforehand
+// (so that on restart it recognises the superblock as its own).
+func (b *backend) writeSuper(s *superblock, nonce []byte) error {
 	plain, err := s.encode(b.g)
 	if err != nil {
 		return err
 	}
-	nonce := randomBytes(24)
 	img := sealContainer(&b.keys.backend, b.id, 'S', superIndex, plain, nonce)
-	if err := writeAtomic(b.path(superIndex), img, b.fsync); err != nil {
+	if err := b.writeFile(b.path(superIndex), img); err != nil {
 		return err
 	}
 	b.superNonce = nonce
@@ -183,7 +185,7 @@ func (b *backend) remember(i uint32, c cached) {
 func (b *backend) writeBlock(i uint32, plain []byte) error {
 	epoch := binary.BigEndian.Uint64(plain)
 	img := sealContainer(&b.keys.backend, b.id, 'B', i, plain, randomBytes(24))
-	if err := writeAtomic(b.path(i), img, b.fsync); err != nil {
+	if err := b.writeFile(b.path(i), img); err != nil {
 		return fmt.Errorf("write backend file %s: %w", blockName(i), err)
 	}
 	b.remember(i, cached{epoch, plain})

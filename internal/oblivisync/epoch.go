@@ -102,6 +102,11 @@ func (w *Writer) Sync() (EpochReport, error) {
 		w.mu.Unlock()
 		return EpochReport{}, err
 	}
+	if err := w.be.checkLeaseOurs(w.id); err != nil {
+		w.broken = err
+		w.mu.Unlock()
+		return EpochReport{}, err
+	}
 	if err := w.be.checkSuperOurs(); err != nil {
 		w.broken = err
 		w.mu.Unlock()
@@ -166,7 +171,12 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 	if err := errors.Join(append(errs, jerr)...); err != nil {
 		return err
 	}
-	if err := w.be.writeSuper(pl.sb); err != nil {
+	// Renewed every epoch, busy or idle: the lease write is part of the fixed trace.
+	w.lease.Renewed, w.lease.Epoch = time.Now(), pl.sb.Epoch
+	if err := w.be.renewLease(w.lease); err != nil {
+		return fmt.Errorf("renew lease: %w", err)
+	}
+	if err := w.be.writeSuper(pl.sb, w.nextNonce); err != nil {
 		return err
 	}
 	if err := w.writeSeen(pl.sb.Epoch, w.be.superNonce); err != nil {

@@ -19,6 +19,11 @@ var (
 	ErrFormat = errors.New("unsupported format")
 	// ErrLocked: another writer holds the local state directory.
 	ErrLocked = errors.New("another writer is running on this backend")
+	// ErrBehind: this writer's state directory is behind the backend (another writer
+	// synced since); it must adopt the backend's state before writing (Adopt).
+	ErrBehind = errors.New("this writer's state is behind the backend")
+	// ErrLeased: the backend's lease names another, live writer.
+	ErrLeased = errors.New("the backend is leased to another writer")
 	// ErrNoSpace: the pending buffer or the backend is full.
 	ErrNoSpace = errors.New("no space left")
 	// ErrFileTooBig: a file would grow past the backend's capacity (EFBIG).

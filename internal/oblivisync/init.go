@@ -43,7 +43,8 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	if err != nil {
 		return err
 	}
-	be := &backend{dir: dir, params: p, g: newGeometry(p.FileSize), id: kf.id, keys: k, fsync: true, cache: map[uint32]cached{}}
+	be := &backend{dir: dir, params: p, g: newGeometry(p.FileSize), id: kf.id, keys: k, fsync: true,
+		cache: map[uint32]cached{}, tag: fmt.Sprintf("%x", randomBytes(8))}
 	for i := 0; i < p.Files; i++ {
 		f, err := os.OpenFile(be.path(uint32(i)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
@@ -58,7 +59,7 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 		}
 	}
 	sb := &superblock{Epoch: 0, NextIno: rootIno + 1, Written: make([]uint64, p.Files), Pages: map[uint32]pageLoc{}}
-	if err := be.writeSuper(sb); err != nil {
+	if err := be.writeSuper(sb, randomBytes(superNonceLen)); err != nil {
 		return err
 	}
 	// The key file goes last: its presence marks a complete backend.

@@ -72,6 +72,7 @@ func validateKDF(k KDF) error {
 type keys struct {
 	backend [32]byte // backend files and superblock
 	journal [32]byte // local journal and checkpoint
+	lease   [32]byte // the backend's writer lease
 }
 
 func deriveKeys(master []byte) (keys, error) {
@@ -79,7 +80,7 @@ func deriveKeys(master []byte) (keys, error) {
 	for _, d := range []struct {
 		dst  *[32]byte
 		info string
-	}{{&k.backend, "veil-osync-v1 backend"}, {&k.journal, "veil-osync-v1 journal"}} {
+	}{{&k.backend, "veil-osync-v1 backend"}, {&k.journal, "veil-osync-v1 journal"}, {&k.lease, "veil-osync-v1 lease"}} {
 		b, err := hkdf.Key(sha256.New, master, nil, d.info, 32)
 		if err != nil {
 			return k, err

@@ -84,17 +84,19 @@ func TestObliviousness(t *testing.T) {
 		must(w.Write(ino, int64(i%7)*4096, buf))
 	})
 	for name, c := range []map[int]int{idleE, busyE} {
-		if len(c) != 1 || c[k+1] != epochs {
-			t.Fatalf("workload %d: files replaced per epoch %v, want always %d", name, c, k+1)
+		if len(c) != 1 || c[k+2] != epochs {
+			t.Fatalf("workload %d: files replaced per epoch %v, want always %d (k, super, lease)", name, c, k+2)
 		}
 	}
 	for name, s := range []map[int64]int{idleS, busyS} {
-		if len(s) != 1 || s[16<<10] != epochs*(k+1) {
-			t.Fatalf("workload %d: sizes written %v, want only %d", name, s, 16<<10)
+		if len(s) != 2 || s[16<<10] != epochs*(k+1) || s[leaseLen] != epochs {
+			t.Fatalf("workload %d: sizes written %v, want %d x %d and %d x %d (lease)", name, s, epochs*(k+1), 16<<10, epochs, leaseLen)
 		}
 	}
-	if idleC[superName] != epochs || busyC[superName] != epochs {
-		t.Fatalf("superblock rewritten %d/%d times, want %d", idleC[superName], busyC[superName], epochs)
+	for _, name := range []string{superName, leaseName} {
+		if idleC[name] != epochs || busyC[name] != epochs {
+			t.Fatalf("%s rewritten %d/%d times, want %d", name, idleC[name], busyC[name], epochs)
+		}
 	}
 	names := make([]string, 0, n)
 	for i := 0; i < n; i++ {

@@ -2,11 +2,8 @@ package oblivisync
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/veil-project/veil/internal/atomicfile"
 )
 
 // CheckOutside refuses a path (the writer's state directory, a mountpoint) that is the
@@ -35,20 +32,5 @@ func resolvePath(p string) string {
 			return abs
 		}
 		rest = filepath.Join(filepath.Base(cur), rest)
-	}
-}
-
-// removeStaleTemps deletes temp files a killed writer left in dir (writeAtomic's): in the backend folder the sync client would otherwise upload them forever.
-// Only the one writer calls it, after taking its lock; readers never write.
-func removeStaleTemps(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		legacy := strings.HasPrefix(e.Name(), ".tmp-") // temp names before atomicfile
-		if (atomicfile.IsTemp(e.Name()) || legacy) && e.Type().IsRegular() {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
 	}
 }

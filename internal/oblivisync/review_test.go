@@ -120,21 +120,37 @@ func TestStateDirInsideBackendRefused(t *testing.T) {
 }
 
 // A writer killed mid-epoch leaves its half-written temp files in the backend folder,
-// where the sync client uploads them (B bytes each, forever). The next writer removes them.
+// where the sync client uploads them (B bytes each, forever). The next writer of the same
+// state directory removes its own at once; another writer's (or an older veil's) only
+// once they are an hour old: a young one may be in flight in a running writer (issue 17:
+// a second writer used to delete the first's temp file and kill it).
 func TestStaleTempFilesRemoved(t *testing.T) {
-	dir := newBackend(t, 4, 4096, 1)
-	var stale []string
-	for _, name := range []string{".b000001.tmp123456", ".super.tmp99", ".tmp-123456"} {
-		stale = append(stale, filepath.Join(dir, name))
-		if err := os.WriteFile(stale[len(stale)-1], bytes.Repeat([]byte{1}, 4096), 0o600); err != nil {
+	dir, state := newBackend(t, 4, 4096, 1), t.TempDir()
+	w := openW(t, dir, state)
+	tag := w.be.tag
+	w.Close()
+	put := func(name string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, bytes.Repeat([]byte{1}, 4096), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		old := time.Now().Add(-age)
+		os.Chtimes(p, old, old)
+		return p
 	}
-	w := openW(t, dir, t.TempDir())
+	gone := []string{put(".b000001.tmp-"+tag+"-123456", 0), put(".super.tmp99", 2*time.Hour),
+		put(".tmp-123456", 2*time.Hour), put(".b000002.tmp-0123456789abcdef-77", 2*time.Hour)}
+	kept := []string{put(".b000003.tmp-0123456789abcdef-78", time.Minute), put(".super.tmp98", time.Minute)}
+	w = openW(t, dir, state)
 	defer w.Close()
-	for _, s := range stale {
+	for _, s := range gone {
 		if _, err := os.Stat(s); err == nil {
 			t.Fatalf("stale temp file %s still in the backend after the writer opened", filepath.Base(s))
+		}
+	}
+	for _, s := range kept {
+		if _, err := os.Stat(s); err != nil {
+			t.Fatalf("young temp file %s of another writer removed: %v", filepath.Base(s), err)
 		}
 	}
 }
@@ -180,8 +196,10 @@ func TestPageTableOverflowWaits(t *testing.T) {
 
 // Two read-write writers on one backend (two machines mounting it read-write, each with
 // its own journal) each rewrote the superblock without noticing the other, so each
-// overwrote fragments only the other's superblock referenced. A writer now checks the
-// superblock is still its own before every epoch and stops if not.
+// overwrote fragments only the other's superblock referenced. The backend's lease now
+// refuses the second writer at start; if the lease did not reach it in time (a slow sync
+// client), the first stops at its next epoch: its lease check sees the take-over, and
+// its superblock check sees a superblock it did not write.
 func TestSecondWriterDetected(t *testing.T) {
 	dir := newBackend(t, 16, 16<<10, 3)
 	a := openW(t, dir, t.TempDir())
@@ -189,11 +207,20 @@ func TestSecondWriterDetected(t *testing.T) {
 	f := must(a.Create(rootIno, "a.txt", 0o644, 0, 0))
 	must(a.Write(f.Ino, 0, []byte("from a")))
 	drain(t, a, 100)
+	_, err := OpenWriter(dir, testPass, Options{StateDir: t.TempDir(), UnsafeNoFsync: true})
+	wantErr(t, err, ErrLeased, "holds it")
+	aLease := must(os.ReadFile(filepath.Join(dir, leaseName)))
+	os.Remove(filepath.Join(dir, leaseName)) // as if the sync client had not delivered it yet
 	b := openW(t, dir, t.TempDir())
 	defer b.Close()
 	if _, err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := a.Sync(); !errors.Is(err, ErrLeased) {
+		t.Fatalf("first writer after a second one took the lease: got %v, want ErrLeased", err)
+	}
+	a.broken = nil
+	os.WriteFile(filepath.Join(dir, leaseName), aLease, 0o600) // the lease check alone would pass
 	if _, err := a.Sync(); !errors.Is(err, ErrIntegrity) {
 		t.Fatalf("first writer after a second one wrote: got %v, want ErrIntegrity", err)
 	}

@@ -61,7 +61,7 @@ func TestWriterRefusesOtherSuperblockAtSameEpoch(t *testing.T) {
 	if sb.Epoch != last {
 		t.Fatalf("backend at epoch %d, want %d", sb.Epoch, last)
 	}
-	if err := be.writeSuper(sb); err != nil { // same content, fresh nonce
+	if err := be.writeSuper(sb, randomBytes(superNonceLen)); err != nil { // same content, fresh nonce
 		t.Fatal(err)
 	}
 	_, err := OpenWriter(dir, testPass, Options{StateDir: state, UnsafeNoFsync: true})
@@ -94,7 +94,9 @@ func TestWriterSeenAcceptsCurrentAndNewer(t *testing.T) {
 
 const seenVectorsPath = "../../testdata/oblivisync/seen.json"
 
-// TestSeenVectors pins the `seen` record byte for byte, with records a writer must refuse.
+// TestSeenVectors pins the `seen` record byte for byte (v1, as reader-seen and older
+// writers keep it, and v2 with the next nonce and the writer id), with records a writer
+// must refuse; and the writer-id file.
 func TestSeenVectors(t *testing.T) {
 	var vs []vector
 	testutil.Vectors(t, seenVectorsPath, &vs, func() any {
@@ -102,26 +104,40 @@ func TestSeenVectors(t *testing.T) {
 		in := map[string]string{"epoch": "72623859790382856", "nonce": hx(seq(24, 0x60))}
 		bad := append([]byte(nil), ok...)
 		bad[0] = 2
+		ok2 := encodeSeen2(seenRecord{Epoch: 0x0102030405060708, Nonce: seq(24, 0x60), Next: seq(24, 0x80)})
+		in2 := map[string]string{"epoch": "72623859790382856", "nonce": hx(seq(24, 0x60)), "next": hx(seq(24, 0x80))}
+		bad2 := append([]byte(nil), ok2...)
+		bad2[0] = 1
 		return []vector{
 			{"seen", "seen", in, hx(ok), "ok"},
 			{"seen, version 2", "seen", nil, hx(bad), "format"},
 			{"seen, truncated", "seen", nil, hx(ok[:len(ok)-1]), "format"},
+			{"seen v2", "seen", in2, hx(ok2), "ok"},
+			{"seen v2 bytes, version 1", "seen", nil, hx(bad2), "format"},
+			{"seen v2, truncated", "seen", nil, hx(ok2[:len(ok2)-1]), "format"},
 		}
 	})
-	if len(vs) != 3 {
+	if len(vs) != 6 {
 		t.Fatalf("%d vectors", len(vs))
 	}
 	for _, v := range vs {
 		dir := t.TempDir()
 		b := testutil.Unhex(t, v.Bytes)
 		os.WriteFile(filepath.Join(dir, seenName), b, 0o600)
-		epoch, nonce, ok, err := readSeen(dir)
+		rec, ok, err := readSeen(dir)
 		switch v.Result {
 		case "ok":
-			if err != nil || !ok || fmt.Sprint(epoch) != v.Input["epoch"] || hx(nonce) != v.Input["nonce"] {
-				t.Fatalf("%s: got %d %x %v %v", v.Name, epoch, nonce, ok, err)
+			if err != nil || !ok || fmt.Sprint(rec.Epoch) != v.Input["epoch"] || hx(rec.Nonce) != v.Input["nonce"] {
+				t.Fatalf("%s: got %+v %v %v", v.Name, rec, ok, err)
 			}
-			if !bytes.Equal(encodeSeen(epoch, nonce), b) {
+			re := encodeSeen(rec.Epoch, rec.Nonce)
+			if rec.V2 {
+				if hx(rec.Next) != v.Input["next"] {
+					t.Fatalf("%s: got %+v", v.Name, rec)
+				}
+				re = encodeSeen2(rec)
+			}
+			if !bytes.Equal(re, b) {
 				t.Fatalf("%s: re-encoding differs", v.Name)
 			}
 		case "format":

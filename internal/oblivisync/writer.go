@@ -23,7 +23,13 @@ type Options struct {
 	// UnsafeNoFsync skips fsync of backend and journal files (benchmarks only: a machine
 	// crash may then lose acknowledged data; a process crash still loses nothing).
 	UnsafeNoFsync bool
-	Logger        *slog.Logger
+	// LeaseTTL is how long the backend's writer lease outlives this writer's last
+	// renewal (it renews every epoch); a crashed writer's lease can be taken over by
+	// another state directory after it. Default DefaultLeaseTTL; at least 4 drip times.
+	LeaseTTL time.Duration
+	// Host names this machine in the lease (shown to a refused second writer).
+	Host   string
+	Logger *slog.Logger
 }
 
 // Writer is the read-write client: it serves the frontend filesystem from its current
@@ -36,6 +42,10 @@ type Writer struct {
 	j       *journal
 	lock    *os.File
 	log     *slog.Logger
+
+	id        [writerIDLen]byte // this state directory's writer id (in `seen` and the lease)
+	nextNonce []byte            // nonce of the next superblock, recorded in `seen` first
+	lease     *lease            // this writer's lease, once acquired
 
 	cur      *tree                       // frontend state (what the mount shows)
 	com      map[uint64]*node            // committed state (what the backend shows)
@@ -120,15 +130,40 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 		lock.Close()
 		return nil, fmt.Errorf("%s: %w", o.StateDir, ErrLocked)
 	}
-	removeStaleTemps(dir)
-	removeStaleTemps(o.StateDir)
 	w := &Writer{be: be, opts: o, lock: lock, log: o.Logger, pend: map[fragKey]*pfrag{},
 		npend: map[uint64]int{}, dirty: map[uint64]bool{}, opens: map[uint64]int{}, detached: map[uint64]*detachedFile{}}
-	if err := w.recover(); err != nil {
+	if err := w.start(); err != nil {
 		w.closeFiles()
 		return nil, err
 	}
 	return w, nil
+}
+
+// start takes the backend's lease, removes this writer's own leftover temp files, and
+// recovers the frontend state.
+func (w *Writer) start() error {
+	o := w.opts
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseTTL < 4*w.be.params.DripTime {
+		return fmt.Errorf("%w: lease TTL %s is less than 4 drip times (%s)", ErrInvalid, o.LeaseTTL, 4*w.be.params.DripTime)
+	}
+	id, err := loadWriterID(o.StateDir, !o.UnsafeNoFsync)
+	if err != nil {
+		return err
+	}
+	w.id = id
+	w.be.tag = writerTag(w.id)
+	now := time.Now()
+	me := &lease{Writer: w.id, Acquired: now, Renewed: now, TTL: o.LeaseTTL, Host: o.Host}
+	if err := w.be.acquireLease(me, now); err != nil {
+		return err
+	}
+	w.lease = me
+	removeStaleTemps(w.be.dir, w.be.tag, now)
+	removeLocalTemps(o.StateDir)
+	return w.recover()
 }
 
 func (w *Writer) recover() error {
@@ -251,6 +286,10 @@ func (w *Writer) Close() error {
 
 func (w *Writer) closeFiles() error {
 	var err error
+	if w.lease != nil {
+		w.be.releaseLease(w.id)
+		w.lease = nil
+	}
 	if w.j != nil {
 		err = w.j.close()
 		w.j = nil

@@ -64,7 +64,7 @@ tell which files changed, how big they are or when you work.
   veil osync mount --read-only --backend ~/Dropbox/osync /mnt # any number of readers
   veil osync status --backend ~/Dropbox/osync`,
 		}
-		c.AddCommand(newOsyncInit(), newOsyncMount(), newOsyncSync(), newOsyncStatus(), newOsyncPasswd())
+		c.AddCommand(newOsyncInit(), newOsyncMount(), newOsyncSync(), newOsyncStatus(), newOsyncPasswd(), newOsyncAdopt())
 		return c
 	})
 	registerBench(newOsyncBench)
@@ -164,7 +164,13 @@ directory) and refuse a backend rolled back behind it.
 
 Examples:
   veil osync mount --backend ~/Dropbox/osync ~/private
-  veil osync mount --read-only --backend ~/Dropbox/osync /mnt/osync`,
+  veil osync mount --read-only --backend ~/Dropbox/osync /mnt/osync
+
+One writer per backend: a read-write mount holds the backend's lease (the file "lease",
+renewed every epoch, removed on exit). A second writer is refused while it is fresh; a
+crashed writer's lease is taken over at once by the same --state, by another machine
+only after --lease-ttl. A state directory that another writer has overtaken refuses to
+start; see 'veil osync adopt'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pass, err := f.passphrase(false)
@@ -178,6 +184,7 @@ Examples:
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Backend, cfg.Mountpoint, cfg.Passphrase = f.backend, args[0], pass
 			cfg.Writer.StateDir = f.stateDir
+			cfg.Writer.Host, _ = os.Hostname()
 			return fusefs.Run(cmd.Context(), cfg)
 		},
 	}
@@ -185,6 +192,7 @@ Examples:
 	f.addState(c)
 	c.Flags().BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only (never writes to the backend)")
 	c.Flags().DurationVar(&cfg.DrainTimeout, "drain-timeout", time.Minute, "how long unmounting keeps syncing to empty the buffer")
+	c.Flags().DurationVar(&cfg.Writer.LeaseTTL, "lease-ttl", oblivisync.DefaultLeaseTTL, "the backend's writer lease outlives this writer's last epoch by this long; another machine may take over a crashed writer's backend after it")
 	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes (default: backend capacity)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "log mounts and epochs")
 	c.Flags().StringVar(&cfg.MetricsAddr, "metrics", "", "serve /healthz and /metrics (prometheus) on this address, e.g. 127.0.0.1:9464")
@@ -213,7 +221,8 @@ Examples:
 				return err
 			}
 			out := json.NewEncoder(cmd.OutOrStdout())
-			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir}, epochs, drain, maxEpochs,
+			host, _ := os.Hostname()
+			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir, Host: host}, epochs, drain, maxEpochs,
 				func(r oblivisync.EpochReport) {
 					if asJSON {
 						out.Encode(r)

@@ -73,3 +73,39 @@ func TestOsyncCommands(t *testing.T) {
 		t.Fatalf("backend has %d entries after passwd", len(ents))
 	}
 }
+
+// TestOsyncAdoptCommand runs the binary: a writer state overtaken by another writer (two
+// machines, here two --state directories) is refused with a line naming 'veil osync
+// adopt'; adopt sets its journal aside and says so; a state that is not behind is not
+// adopted.
+func TestOsyncAdoptCommand(t *testing.T) {
+	be, s1, s2 := filepath.Join(t.TempDir(), "be"), t.TempDir(), t.TempDir()
+	pf := filepath.Join(t.TempDir(), "pass")
+	os.WriteFile(pf, []byte("cli test\n"), 0o600)
+	run := func(args ...string) (string, error) {
+		out, err := execVeil(append(args, "--backend", be, "--passphrase-file", pf)...)
+		return string(out), err
+	}
+	if out, err := run("osync", "init", "--files", "16", "--file-size", "8192", "--kdf-memory", "8", "--kdf-time", "1"); err != nil {
+		t.Fatalf("init: %s %v", out, err)
+	}
+	for _, st := range []string{s1, s2, s2} {
+		if out, err := run("osync", "sync", "--state", st, "--epochs", "2"); err != nil {
+			t.Fatalf("sync %s: %s %v", st, out, err)
+		}
+	}
+	out, err := run("osync", "sync", "--state", s1)
+	if err == nil || !strings.Contains(out, "behind the backend") || !strings.Contains(out, "veil osync adopt") {
+		t.Fatalf("overtaken state: %q %v", out, err)
+	}
+	if out, err := run("osync", "adopt", "--state", s2); err == nil || !strings.Contains(out, "not behind") {
+		t.Fatalf("adopt of a current state: %q %v", out, err)
+	}
+	out, err = run("osync", "adopt", "--state", s1)
+	if err != nil || !strings.Contains(out, "now follows the backend at epoch 6") || !strings.Contains(out, "set aside, not applied") {
+		t.Fatalf("adopt: %q %v", out, err)
+	}
+	if out, err := run("osync", "sync", "--state", s1); err != nil || !strings.Contains(out, "epoch 7:") {
+		t.Fatalf("sync after adopt: %q %v", out, err)
+	}
+}

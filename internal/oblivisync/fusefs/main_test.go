@@ -31,6 +31,7 @@ func helperMain() int {
 			}
 		}
 	}
+	ttl, _ := time.ParseDuration(os.Getenv("OSYNC_LEASE_TTL"))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	cfg := Config{
@@ -38,7 +39,7 @@ func helperMain() int {
 		Mountpoint:   os.Getenv("OSYNC_MNT"),
 		Passphrase:   []byte(os.Getenv("OSYNC_PASS")),
 		ReadOnly:     os.Getenv("OSYNC_RO") == "1",
-		Writer:       oblivisync.Options{StateDir: os.Getenv("OSYNC_STATE"), UnsafeNoFsync: true},
+		Writer:       oblivisync.Options{StateDir: os.Getenv("OSYNC_STATE"), UnsafeNoFsync: true, LeaseTTL: ttl},
 		DrainTimeout: 30 * time.Second,
 		Ready:        func() { fmt.Println("ready") },
 		MetricsAddr:  os.Getenv("OSYNC_METRICS"),

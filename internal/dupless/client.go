@@ -23,19 +23,18 @@ import (
 // Options configure a Client. The zero value works: no key server (random keys, no dedup),
 // HCE2 over the default suite, compression on, 16 parallel transfers.
 type Options struct {
-	Keys        mle.KeyDeriver // the key server client; nil stores under random keys
-	Jobs        int            // files transferred in parallel (default DefaultJobs(); at most 2 x cores of them over 1 MiB)
-	NoCompress  bool           // skip zstd
-	Force       bool           // put reads every file, even those whose size, mtime and mode match what is stored
-	Exclude     []string       // put skips entries whose name, or path below a PATH argument, matches (filepath.Match)
-	Scheme      mle.Scheme     // default HCE2 (deterministic, guarded)
-	Suite       mle.Suite      // default: by message size, mle.SuiteFor
-	MaxKeyBatch int            // digests per key server request (default 256)
-	Events      Events         // progress callbacks (may be left empty)
-	Logger      *slog.Logger   // default: discard
-	Roots       RootMemory     // the newest tree root this device has seen (default: this Client's lifetime only)
-	RootCheck   RootCheck      // what reads do when the tree root does not vouch for a record (default: fail)
-	Overwrite   Overwrite      // what get does with existing files at the destination (default: replace them)
+	Keys       mle.KeyDeriver // the key server client; nil stores under random keys
+	Jobs       int            // files transferred in parallel (default DefaultJobs(); at most 2 x cores of them over 1 MiB)
+	NoCompress bool           // skip zstd
+	Force      bool           // put reads every file, even those whose size, mtime and mode match what is stored
+	Exclude    []string       // put skips entries whose name, or path below a PATH argument, matches (filepath.Match)
+	Scheme     mle.Scheme     // default HCE2 (deterministic, guarded)
+	Suite      mle.Suite      // default: by message size, mle.SuiteFor
+	Events     Events         // progress callbacks (may be left empty)
+	Logger     *slog.Logger   // default: discard
+	Roots      RootMemory     // the newest tree root this device has seen (default: this Client's lifetime only)
+	RootCheck  RootCheck      // what reads do when the tree root does not vouch for a record (default: fail)
+	Overwrite  Overwrite      // what get does with existing files at the destination (default: replace them)
 }
 
 // Events are progress callbacks; any may be nil. They are called from several goroutines.
@@ -97,7 +96,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys, opts.MaxKeyBatch), opts: opts, log: log,
+	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys), opts: opts, log: log,
 		suites: map[mle.Suite]*mle.MLE{}, large: make(chan struct{}, min(opts.Jobs, 2*runtime.NumCPU()))}
 	c.mem = opts.Roots
 	if c.mem == nil {
@@ -122,8 +121,9 @@ func (c *Client) mleFor(n int) *mle.MLE {
 	return c.suites[mle.SuiteFor(n)]
 }
 
-// Close releases the client's background work.
-func (c *Client) Close() { c.ks.close() }
+// Close ends the client's use. It releases nothing today: the key deriver, which batches
+// and coalesces key requests, is closed by its owner.
+func (c *Client) Close() {}
 
 // Summary reports what an operation did.
 type Summary struct {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,17 @@ type Client struct {
 	// the client sends one request at a time (serial) instead of falling back.
 	oneAtATime atomic.Bool
 	serial     chan struct{} // holds one token while a request is out (one-at-a-time mode)
+
+	// Concurrent DeriveKeys calls are coalesced (coalesce.go): loop gathers them from reqs
+	// into requests, at most MaxInflight (slots) at once, run under ctx; Close cancels ctx,
+	// stops the loop and waits (wg) for the requests before closing the transport.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	reqs      chan *keyReq
+	slots     chan struct{}
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 // errBusy is the key server's "a query of this client is already in flight".
@@ -110,7 +122,8 @@ func New(cred *Credential, opts Options) (*Client, error) {
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cred.p.Cert}, RootCAs: cred.p.CAs,
 		ServerName: host, MinVersion: tls.VersionTLS13}
 	h := newHTTPS(u, tlsCfg, opts)
-	c := &Client{cred: cred, opts: opts, log: opts.Logger, serial: make(chan struct{}, 1)}
+	c := &Client{cred: cred, opts: opts, log: opts.Logger, serial: make(chan struct{}, 1),
+		reqs: make(chan *keyReq), slots: make(chan struct{}, MaxInflight), stop: make(chan struct{})}
 	switch opts.Transport {
 	case "", "https":
 		c.tr = h
@@ -123,23 +136,32 @@ func New(cred *Credential, opts Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("transport %q: want https or udp", opts.Transport)
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.wg.Add(1) // the loop counts too: Close waits for it, then for its requests
+	go func() { defer c.wg.Done(); c.loop() }()
 	return c, nil
 }
 
 // KeyID is the id of the key new derivations use (the credential's current key).
 func (c *Client) KeyID() string { return c.cred.p.Current.ID().String() }
 
-// Close releases connections and sockets.
-func (c *Client) Close() error { return c.tr.close() }
+// Close fails the derivations still waiting (ErrClosed), waits for the requests in flight
+// to end, and releases connections and sockets.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() { c.cancel(); close(c.stop) })
+	c.wg.Wait()
+	return c.tr.close()
+}
 
 // DeriveKeys derives one key per digest under the current key, in requests of at most
-// MaxBatch digests. It returns all keys or none.
+// MaxBatch digests, shared with the other callers' concurrent derivations (coalesce). It
+// returns all keys or none.
 func (c *Client) DeriveKeys(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
-	return c.derive(ctx, c.cred.p.Current, ds)
+	return c.coalesce(ctx, ds)
 }
 
 // DeriveKeysWith derives keys under an older key of the ring, named by its id (for data
-// whose records name that key).
+// whose records name that key). Rare, so not coalesced with other callers'.
 func (c *Client) DeriveKeysWith(ctx context.Context, keyID string, ds []mle.Digest) ([]mle.Key, error) {
 	id, err := oprf.ParseKeyID(keyID)
 	if err != nil {
@@ -150,23 +172,6 @@ func (c *Client) DeriveKeysWith(ctx context.Context, keyID string, ds []mle.Dige
 		return nil, fmt.Errorf("key %s is not pinned in credential %q", keyID, c.cred.p.Name)
 	}
 	return c.derive(ctx, pub, ds)
-}
-
-func (c *Client) derive(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest) ([]mle.Key, error) {
-	keys := make([]mle.Key, 0, len(ds))
-	if len(ds) == 0 {
-		return keys, nil
-	}
-	c.tr.prepare(ctx)
-	step := max(1, min(c.opts.MaxBatch, c.tr.maxElements(pub.ElementSize(), pub.ProofSize())))
-	for i := 0; i < len(ds); i += step {
-		got, err := c.batch(ctx, pub, ds[i:min(i+step, len(ds))])
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, got...)
-	}
-	return keys, nil
 }
 
 // batch derives one request's worth of keys, retrying timeouts up to Retries attempts.

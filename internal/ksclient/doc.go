@@ -1,7 +1,10 @@
 // Package ksclient derives message keys through a veil key server: for a batch of message
 // digests it blinds them, sends one request (HTTPS with keep-alive, or a datagram of a UDP
 // session), verifies the answer against the key server's pinned public key, unblinds and
-// derives one 256-bit key per digest. It implements mle.KeyDeriver.
+// derives one 256-bit key per digest. It implements mle.KeyDeriver. It is the one place
+// key requests are shaped: concurrent callers' derivations are coalesced into shared
+// requests (at most MaxInflight at once) and split to what one request may carry
+// (coalesce.go).
 //
 // Failure behaviour (the caller decides what to do; DupLESS fails safe to a random key):
 //

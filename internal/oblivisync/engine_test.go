@@ -3,6 +3,7 @@ package oblivisync
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -190,5 +191,52 @@ func TestMoveIntoNewDirectoryStaysVisible(t *testing.T) {
 	}
 	if _, err := r.Lookup(ino, "f"); err != nil {
 		t.Fatalf("moved file not visible: %v", err)
+	}
+}
+
+// An open file whose name is removed (unlink, or rename over it) stays readable and
+// writable through the open handle until the last release, as POSIX wants; it used to
+// fail with ENOENT at once. Its content never reaches readers.
+func TestUnlinkWhileOpen(t *testing.T) {
+	dir := newBackend(t, 16, 16<<10, 4)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	a := must(w.Create(rootIno, "scratch", 0o644, 0, 0))
+	w.Hold(a.Ino)
+	big := bytes.Repeat([]byte("0123456789"), 3000) // spans fragments, partly synced
+	must(w.Write(a.Ino, 0, big))
+	drain(t, w, 200)
+	if err := w.Unlink(rootIno, "scratch"); err != nil {
+		t.Fatal(err)
+	}
+	must(w.Write(a.Ino, int64(len(big)), []byte("more")))
+	drain(t, w, 200)
+	buf := make([]byte, len(big)+10)
+	n, err := w.Read(a.Ino, 0, buf)
+	if err != nil || string(buf[:n]) != string(big)+"more" {
+		t.Fatalf("read after unlink: %d bytes, %v", n, err)
+	}
+	if at, err := w.GetAttr(a.Ino); err != nil || at.Size != uint64(len(big)+4) {
+		t.Fatalf("getattr after unlink: %+v %v", at, err)
+	}
+	// Rename over an open file: the old content stays readable through its handle.
+	b := must(w.Create(rootIno, "db", 0o644, 0, 0))
+	w.Hold(b.Ino)
+	must(w.Write(b.Ino, 0, []byte("old")))
+	c := must(w.Create(rootIno, "db.tmp", 0o644, 0, 0))
+	must(w.Write(c.Ino, 0, []byte("new")))
+	if err := w.Rename(rootIno, "db.tmp", rootIno, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.Read(b.Ino, 0, buf); err != nil || string(buf[:n]) != "old" {
+		t.Fatalf("replaced open file: %q %v", buf[:n], err)
+	}
+	w.Release(a.Ino)
+	w.Release(b.Ino)
+	if _, err := w.Read(a.Ino, 0, buf); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("after the last release: %v", err)
+	}
+	if _, err := w.Lookup(rootIno, "scratch"); !errors.Is(err, ErrNotExist) {
+		t.Fatal("unlinked name still there")
 	}
 }

@@ -1,6 +1,6 @@
 package dupless
 
-// Stress and failure tests of the put pipeline (written during a concurrency review):
+// Stress and failure tests of the put pipeline:
 // shared chunks across files, injected upload and key server failures, cancellation.
 // Every record written must read back exactly, no goroutine may outlive Put, and a
 // fallback (random key) chunk is never shared between files.

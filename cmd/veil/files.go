@@ -191,6 +191,7 @@ Examples:
 func newGetCommand() *cobra.Command {
 	var o clientFlags
 	var overwrite string
+	var pin pinFlags
 	c := &cobra.Command{
 		Use:   "get SRC [DEST|-]",
 		Short: "Retrieve, verify and decrypt files or directories",
@@ -223,7 +224,9 @@ Examples:
   veil get Documents/report.pdf /tmp/report.pdf
   veil get Documents/report.pdf - | less
   veil get --overwrite if-changed Documents ~/Documents
-  veil get / restore-dir`,
+  veil get / restore-dir
+  veil get --version 1 Documents/report.pdf /tmp/report-v1.pdf   # see 'veil log'
+  veil get --at "2026-11-01 18:00" Documents old-documents`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -236,13 +239,16 @@ Examples:
 				dest = args[1]
 			}
 			if dest == "-" {
-				return catTo(cmd, &o, src)
+				return catTo(cmd, &o, &pin, src)
 			}
 			cl, done, ui, err := o.open(cmd, "retrieving")
 			if err != nil {
 				return err
 			}
 			defer done()
+			if err := pin.apply(cmd.Context(), cl, src); err != nil {
+				return err
+			}
 			sum, err := cl.GetInto(cmd.Context(), src, dest)
 			ui.finish()
 			return o.report(cmd.OutOrStdout(), "retrieved", sum, err)
@@ -250,6 +256,7 @@ Examples:
 	}
 	o.addFlags(c, true)
 	c.Flags().StringVar(&overwrite, "overwrite", "always", "existing files and links at DEST: always, if-changed or never (see above)")
+	pin.add(c, true)
 	return c
 }
 

@@ -11,6 +11,7 @@ func init() { register(newCatCommand) }
 
 func newCatCommand() *cobra.Command {
 	var o clientFlags
+	var pin pinFlags
 	c := &cobra.Command{
 		Use:   "cat PATH",
 		Short: "Write a stored file's verified content to standard output",
@@ -23,17 +24,22 @@ unverified byte. Directories and symlinks are refused ('veil get' retrieves them
 Examples:
   veil cat notes.txt
   veil cat Documents/report.pdf > /tmp/report.pdf
-  veil cat logs/app.log | grep ERROR`,
+  veil cat logs/app.log | grep ERROR
+  veil cat --version 1 notes.txt     # an older version (see 'veil log')`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return catTo(cmd, &o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error { return catTo(cmd, &o, &pin, args[0]) },
 	}
 	o.addFlags(c, false)
+	pin.add(c, true)
 	return c
 }
 
 // catTo writes the stored file path to the command's standard output.
-func catTo(cmd *cobra.Command, o *clientFlags, path string) error {
+func catTo(cmd *cobra.Command, o *clientFlags, pin *pinFlags, path string) error {
 	return o.with(cmd, func(cl *dupless.Client) error {
+		if err := pin.apply(cmd.Context(), cl, path); err != nil {
+			return err
+		}
 		return cl.Cat(cmd.Context(), path, cmd.OutOrStdout())
 	})
 }

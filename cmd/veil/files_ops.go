@@ -12,6 +12,7 @@ import (
 
 func newLsCommand() *cobra.Command {
 	var o clientFlags
+	var pin pinFlags
 	var long bool
 	c := &cobra.Command{
 		Use:   "ls [PATH]",
@@ -23,13 +24,17 @@ deduplication (the key server was unavailable when they were stored).
 Examples:
   veil ls
   veil ls -l Documents
-  veil ls --json Documents`,
+  veil ls --json Documents
+  veil ls -l --at 2026-11-01 Documents   # as it was at the end of that day (see 'veil snapshots')`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
 				path := ""
 				if len(args) == 1 {
 					path = args[0]
+				}
+				if err := pin.apply(cmd.Context(), cl, path); err != nil {
+					return err
 				}
 				es, err := cl.List(cmd.Context(), path, long)
 				if err != nil {
@@ -91,6 +96,7 @@ Examples:
 	}
 	o.addFlags(c, false)
 	c.Flags().BoolVarP(&long, "long", "l", false, "show mode, size and time (reads each entry's record)")
+	pin.add(c, true)
 	return c
 }
 
@@ -212,10 +218,11 @@ func newPruneCommand() *cobra.Command {
 	var grace time.Duration
 	c := &cobra.Command{
 		Use:   "prune",
-		Short: "Delete stored content no file refers to any more",
-		Long: `prune reads every key record, then deletes the chunk objects none of them refers to (left
-by rm or by overwriting files). Chunks newer than --grace are kept, so a put running at the
-same time never loses content.
+		Short: "Delete stored content no file or snapshot refers to any more",
+		Long: `prune reads every key record, and every older version a retained snapshot lists, then
+deletes the chunk objects none of them refers to and the kept versions no snapshot lists
+(left once 'veil forget' dropped the snapshots that held them). Chunks newer than --grace
+are kept, so a put running at the same time never loses content.
 
 Examples:
   veil prune --dry-run
@@ -238,12 +245,7 @@ Examples:
 				if o.json {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 				}
-				verb := "removed"
-				if dry {
-					verb = "would remove"
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%d records reference %d chunks; %s %d unreferenced chunks (%s); %d kept as too recent\n",
-					res.Records, res.ChunksInUse, verb, res.ChunksRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
+				printPrune(cmd.OutOrStdout(), dry, res)
 				return nil
 			})
 		},

@@ -67,6 +67,9 @@ type Client struct {
 	view       treeView
 	keyChecked atomic.Bool // the key check opened under this key
 	changing   sync.Mutex  // held by the command whose changes view tracks
+
+	pin     *treeRoot                  // the snapshot reads are pinned to (nil: the newest); history.go
+	pinDirs map[string]map[string]bool // pin's directories and their children
 }
 
 // New returns a client for the user holding master, storing on be.
@@ -283,13 +286,10 @@ func isInternal(name string) bool { return strings.HasPrefix(name, ".") }
 
 // readRecord fetches and opens the record at encDir/encName (encName without suffix for
 // directories' ".dir").
+// The record is the one the tree root lists: from its path, or from its kept version
+// (history.go) when the object there is gone or another one.
 func (c *Client) readRecord(ctx context.Context, encDir, objName string) (*record, error) {
-	rc, err := c.be.Get(ctx, encDir, objName)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxRecordBytes))
+	b, err := c.recordBytes(ctx, encDir, objName, true)
 	if err != nil {
 		return nil, err
 	}
@@ -301,6 +301,7 @@ func (c *Client) readRecord(ctx context.Context, encDir, objName string) (*recor
 	if err := c.checkRecord(path, b); err != nil {
 		return nil, err
 	}
+	c.cacheRecord(path, b)
 	return r, nil
 }
 
@@ -309,6 +310,9 @@ const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
 func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
 	path := storage.Join(encDir, objName)
 	b := c.keys.sealRecord(r, path)
+	if err := c.keepBeforeWrite(ctx, path); err != nil {
+		return 0, err
+	}
 	if err := c.be.Put(ctx, encDir, objName, bytes.NewReader(b), int64(len(b))); err != nil {
 		return 0, err
 	}

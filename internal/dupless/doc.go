@@ -19,6 +19,10 @@
 //     re-uploads only the chunks that changed (the paper's "<name>.ctxt" is replaced by
 //     this; see docs/design.md).
 //   - namespace ownership and locks: ".veil/keycheck" and ".veil/locks/" (lock.go).
+//   - snapshots and versions: every tree root (".veil/roots/<n>", root.go) is a snapshot
+//     until Forget drops it; a record a command replaces or deletes is kept as
+//     ".veil/versions/<hh>/<sha256>" (history.go), so Log, PinVersion/PinTime/PinSnapshot
+//     and Prune see every retained snapshot (snapshots.go, log.go, forget.go, prunehist.go).
 //
 // Key derivation goes through an mle.KeyDeriver (the key server client in production);
 // when it fails the file is stored under a random key (fail safe: readable, not deduped).

@@ -224,7 +224,15 @@ func TestListFindMoveRemove(t *testing.T) {
 	if _, err := c.Remove(ctx, "src/big.bin", false); err != nil {
 		t.Fatal(err)
 	}
+	// The snapshots still hold big.bin: prune keeps its chunks until they are forgotten.
 	pr, err := c.Prune(ctx, 0, false)
+	if err != nil || pr.ChunksRemoved != 0 {
+		t.Fatalf("prune with every snapshot kept: %+v %v", pr, err)
+	}
+	if _, err := c.Forget(ctx, Policy{Last: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	pr, err = c.Prune(ctx, 0, false)
 	if err != nil || pr.ChunksRemoved < 3 {
 		t.Fatalf("prune: %+v %v", pr, err)
 	}

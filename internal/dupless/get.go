@@ -174,12 +174,12 @@ func (c *Client) kindOf(ctx context.Context, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := c.be.Stat(ctx, encDir, encName+keySuffix); err == nil {
+	if _, err := c.statEntry(ctx, encDir, encName+keySuffix); err == nil {
 		return typeFile, nil
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return 0, err
 	}
-	if fi, err := c.be.Stat(ctx, encDir, encName); err == nil && fi.IsDir {
+	if fi, err := c.statEntry(ctx, encDir, encName); err == nil && fi.IsDir {
 		return typeDir, nil
 	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return 0, err
@@ -201,7 +201,7 @@ func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel 
 	}
 	var visit func(encDir, rel string) error
 	visit = func(encDir, rel string) error {
-		entries, err := c.be.List(ctx, encDir)
+		entries, err := c.listDir(ctx, encDir)
 		if err != nil {
 			return err
 		}

@@ -125,6 +125,9 @@ func (c *Client) checkOwner(ctx context.Context) error {
 // and the returned function publishes the next tree root before it releases the lock
 // (reporting a failure to publish). Prune (exclusive) changes no record.
 func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error) {
+	if c.pinned() {
+		return nil, errors.New("this client reads a snapshot (--at, --version, --snapshot): it changes nothing")
+	}
 	if err := c.checkOwner(ctx); err != nil {
 		return nil, err
 	}

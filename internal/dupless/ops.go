@@ -54,7 +54,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 	if err != nil {
 		return nil, err
 	}
-	infos, err := c.be.List(ctx, encDir)
+	infos, err := c.listDir(ctx, encDir)
 	if err != nil {
 		return nil, err
 	}
@@ -365,11 +365,15 @@ func (c *Client) Find(ctx context.Context, name string) ([]string, error) {
 
 // PruneResult reports what Prune found and removed.
 type PruneResult struct {
-	Records        int   `json:"records"`
-	ChunksInUse    int   `json:"chunks_in_use"`
-	ChunksRemoved  int   `json:"chunks_removed"`
-	BytesRemoved   int64 `json:"bytes_removed"`
-	ChunksTooYoung int   `json:"chunks_too_young"` // unreferenced but newer than the grace period
+	Records         int   `json:"records"`
+	ChunksInUse     int   `json:"chunks_in_use"`
+	ChunksRemoved   int   `json:"chunks_removed"`
+	BytesRemoved    int64 `json:"bytes_removed"`
+	ChunksTooYoung  int   `json:"chunks_too_young"` // unreferenced but newer than the grace period
+	Snapshots       int   `json:"snapshots"`        // retained snapshots whose records were counted
+	Versions        int   `json:"versions"`         // kept record versions (not the current ones) they reference
+	VersionsMissing int   `json:"versions_missing"` // versions they list that are not kept (replaced before veil kept versions)
+	VersionsRemoved int   `json:"versions_removed"` // kept versions no snapshot lists any more
 }
 
 // Prune deletes chunk objects that no key record references any more (after rm, or after
@@ -382,16 +386,17 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		return res, err
 	}
 	defer unlock()
-	used, seen := map[string]bool{}, map[string]bool{}
+	used, seen, current := map[string]bool{}, map[string]bool{}, map[string][32]byte{}
 	err = c.walk(ctx, "", true, func(rel string, isDir bool, encDir, objName string) error {
 		seen[storage.Join(encDir, objName)] = true
 		if isDir {
 			return nil
 		}
-		r, err := c.readRecord(ctx, encDir, objName)
+		r, h, err := c.readCurrent(ctx, encDir, objName)
 		if err != nil {
 			return fmt.Errorf("%s: %w (prune stops: it must see every record)", rel, err)
 		}
+		current[storage.Join(encDir, objName)] = h
 		res.Records++
 		for _, ch := range r.Chunks {
 			used[hex.EncodeToString(ch.Tag[:])] = true
@@ -406,8 +411,15 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 			return res, err
 		}
 	}
+	listed, err := c.historyChunks(ctx, current, used, res)
+	if err != nil {
+		return res, err
+	}
 	res.ChunksInUse = len(used)
 	c.pruneRootTemps(ctx, time.Now().Add(-grace), dryRun)
+	if err := c.pruneVersions(ctx, listed, time.Now().Add(-grace), dryRun, res); err != nil {
+		return res, err
+	}
 	prefixes, err := c.be.List(ctx, chunkRoot)
 	if errors.Is(err, storage.ErrNotFound) {
 		return res, nil

@@ -41,7 +41,7 @@ func (c *Client) noteDeleted(path string) {
 
 // deleteRecord removes a record object and notes it for the next root.
 func (c *Client) deleteRecord(ctx context.Context, dir, name string) error {
-	err := c.be.Delete(ctx, dir, name)
+	err := c.removeRecord(ctx, dir, name)
 	if err == nil || errors.Is(err, storage.ErrNotFound) {
 		c.noteDeleted(storage.Join(dir, name))
 	}
@@ -104,7 +104,7 @@ func (c *Client) scanRecords(ctx context.Context) (map[string][32]byte, error) {
 func (c *Client) publishChanges(ctx context.Context) error {
 	c.view.mu.Lock()
 	base, delta, tracking := c.view.root, c.view.delta, c.view.tracking
-	c.view.tracking, c.view.delta = false, nil
+	c.view.tracking, c.view.delta, c.view.read = false, nil, nil
 	c.view.mu.Unlock()
 	if !tracking || len(delta) == 0 && base.Seq > 0 {
 		return nil
@@ -149,12 +149,7 @@ func (c *Client) publishChanges(ctx context.Context) error {
 		c.view.mu.Lock()
 		c.view.root = next
 		c.view.mu.Unlock()
-		// Old roots go four at a time (best effort), so most commands pay no request for it.
-		if next.Seq%4 == 0 && next.Seq > rootKeep {
-			for s := next.Seq - rootKeep; s > 0 && s > next.Seq-rootKeep-4; s-- {
-				c.be.Delete(ctx, rootsDir, rootName(s))
-			}
-		}
+		// Every root stays: it is a snapshot, until 'veil forget' drops it (snapshots.go).
 		return nil
 	}
 	return errors.New("publish tree root: too many concurrent commands; run this one again")

@@ -22,7 +22,6 @@ import (
 const (
 	rootVersion  = 0x01
 	rootsDir     = ".veil/roots"
-	rootKeep     = 3       // roots kept: the newest and two before it
 	maxRootBytes = 1 << 30 // compressed or not: ~10 M records
 	maxRootPaths = 1 << 24
 )

@@ -27,6 +27,7 @@ type treeView struct {
 	mu       sync.Mutex
 	root     *treeRoot            // nil: the namespace has no root (new, or written before roots)
 	delta    map[string]*[32]byte // storage path -> hash of the record written (nil: deleted)
+	read     map[string][]byte    // records read that root lists, kept if the command replaces them
 	tracking bool
 	warned   bool // "no root yet" said once
 }
@@ -51,6 +52,9 @@ func (c *Client) refresh(ctx context.Context) error {
 	root, err := c.latestRoot(ctx)
 	if err != nil {
 		return err
+	}
+	if c.pin != nil { // reads go to the pinned snapshot (checked above against the newest)
+		root = c.pin
 	}
 	c.view.mu.Lock()
 	c.view.root = root

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
+)
+
+// History commands: log, snapshots, forget, and the --at/--version/--snapshot flags of get
+// and ls (docs/design.md, "History").
+
+func init() {
+	for _, f := range []func() *cobra.Command{newLogCommand, newSnapshotsCommand, newForgetCommand} {
+		register(f)
+	}
+}
+
+// pinFlags choose a point in history for a reading command.
+type pinFlags struct {
+	at       string
+	version  int
+	snapshot uint64
+}
+
+func (p *pinFlags) add(c *cobra.Command, versions bool) {
+	c.Flags().StringVar(&p.at, "at", "", "as it was at this time: 2026-11-23, \"2026-11-23 14:00\", RFC 3339, or an age (90m, 36h, 7d)")
+	c.Flags().Uint64Var(&p.snapshot, "snapshot", 0, "as snapshot number N left it (see 'veil snapshots')")
+	if versions {
+		c.Flags().IntVar(&p.version, "version", 0, "version N of the path, as 'veil log' numbers them (1 = oldest)")
+	}
+}
+
+// apply pins cl to the chosen point (nothing chosen: the newest). path is what --version
+// counts the versions of.
+func (p *pinFlags) apply(ctx context.Context, cl *dupless.Client, path string) error {
+	set := 0
+	for _, b := range []bool{p.at != "", p.version != 0, p.snapshot != 0} {
+		if b {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return usageError("choose one of --at, --version and --snapshot")
+	case p.version < 0:
+		return usageError("--version counts from 1")
+	case p.at != "":
+		t, err := dupless.ParseWhen(p.at, time.Now())
+		if err != nil {
+			return usageError(err.Error())
+		}
+		_, err = cl.PinTime(ctx, t)
+		return err
+	case p.version != 0:
+		_, err := cl.PinVersion(ctx, path, p.version)
+		return err
+	case p.snapshot != 0:
+		_, err := cl.PinSnapshot(ctx, p.snapshot)
+		return err
+	}
+	return nil
+}
+
+// usageError is a bad flag value: exit status 2, like cobra's own usage errors.
+func usageError(msg string) error { return exitError{msg, 2} }
+
+func newLogCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "log [PATH]",
+		Short: "List the versions of a stored file or folder",
+		Long: `log lists the versions of PATH (a file, a symlink or a folder; default: everything) kept
+in your snapshots, oldest first. Every put, mv, rm or mkdir that changes your files leaves a
+snapshot, and a file that a put changes keeps its previous version (its content is
+deduplicated, so an old version costs only the chunks that differ). A folder's version is
+the state of everything below it. A deletion is listed as "deleted".
+
+Retrieve a version with 'veil get --version N PATH', or any point in time with
+'veil get --at TIME PATH'; drop old snapshots with 'veil forget'.
+
+Examples:
+  veil log Documents/report.pdf
+  veil get --version 1 Documents/report.pdf /tmp/report-v1.pdf
+  veil log --json Documents`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.with(cmd, func(cl *dupless.Client) error {
+				path := ""
+				if len(args) == 1 {
+					path = args[0]
+				}
+				vs, err := cl.Log(cmd.Context(), path)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if o.json {
+					return json.NewEncoder(out).Encode(vs)
+				}
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "VERSION\tSNAPSHOT\tSTORED\tSIZE\tMODIFIED")
+				for _, v := range vs {
+					stored := v.Time.Local().Format(time.DateTime)
+					switch {
+					case v.Deleted:
+						fmt.Fprintf(tw, "-\t%d\t%s\tdeleted\t\n", v.Seq, stored)
+					case v.IsDir:
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%d files\t\n", v.N, v.Seq, stored, v.Files)
+					case v.Err != "":
+						fmt.Fprintf(tw, "%d\t%d\t%s\t?\t(%s)\n", v.N, v.Seq, stored, v.Err)
+					default:
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", v.N, v.Seq, stored, humanBytes(v.Size), v.ModTime.Local().Format(time.DateTime))
+					}
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}
+
+func newSnapshotsCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "snapshots",
+		Short: "List your snapshots (points in time you can read back)",
+		Long: `snapshots lists the retained snapshots of your stored files, oldest first. Each command
+that changes them (put, mv, rm, mkdir) leaves one: the authenticated tree root that lists
+every file as the command left it. Read one back with 'veil ls --snapshot N' or
+'veil get --snapshot N PATH' (or --at TIME); drop old ones with 'veil forget'.
+
+Examples:
+  veil snapshots
+  veil ls --snapshot 3 Documents
+  veil snapshots --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.with(cmd, func(cl *dupless.Client) error {
+				snaps, err := cl.Snapshots(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return printSnapshots(cmd, o.json, snaps)
+			})
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}
+
+func printSnapshots(cmd *cobra.Command, asJSON bool, snaps []dupless.Snapshot) error {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		if snaps == nil {
+			snaps = []dupless.Snapshot{}
+		}
+		return json.NewEncoder(out).Encode(snaps)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SNAPSHOT\tTIME\tFILES\tRECORDS")
+	for _, s := range snaps {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\n", s.Seq, s.Time.Local().Format(time.DateTime), s.Files, s.Records)
+	}
+	return tw.Flush()
+}
+
+func newForgetCommand() *cobra.Command {
+	var o clientFlags
+	var p dupless.Policy
+	var dry, prune bool
+	var grace time.Duration
+	c := &cobra.Command{
+		Use:   "forget --keep-... [--prune]",
+		Short: "Drop old snapshots by a retention policy (then prune frees their content)",
+		Long: `forget drops the snapshots the policy does not keep, as restic's forget does: the newest
+--keep-last N, the newest snapshot of each of the last N hours, days, ISO weeks, months or
+years that have one (--keep-hourly, --keep-daily, --keep-weekly, --keep-monthly,
+--keep-yearly; local time), and every snapshot taken within --keep-within of the newest.
+The newest snapshot is always kept. At least one --keep option is required.
+
+Forgetting frees nothing by itself: content that only dropped snapshots referenced is
+deleted by 'veil prune' (or --prune here). Prune never deletes what a retained snapshot
+references.
+
+Examples:
+  veil forget --keep-last 10 --dry-run
+  veil forget --keep-daily 7 --keep-weekly 4 --keep-monthly 12 --prune
+  veil forget --keep-within 720h --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p.Empty() {
+				return usageError("forget needs a policy: at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within")
+			}
+			return o.with(cmd, func(cl *dupless.Client) error {
+				res, err := cl.Forget(cmd.Context(), p, dry)
+				if err != nil {
+					return err
+				}
+				var pr *dupless.PruneResult
+				if prune && !dry {
+					if pr, err = cl.Prune(cmd.Context(), grace, false); err != nil {
+						return fmt.Errorf("forgot %d snapshots; prune: %w", len(res.Remove), err)
+					}
+				}
+				return printForget(cmd, o.json, dry, res, pr)
+			})
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().IntVar(&p.Last, "keep-last", 0, "keep the newest N snapshots")
+	c.Flags().IntVar(&p.Hourly, "keep-hourly", 0, "keep the newest snapshot of each of the last N hours that have one")
+	c.Flags().IntVar(&p.Daily, "keep-daily", 0, "keep the newest snapshot of each of the last N days that have one")
+	c.Flags().IntVar(&p.Weekly, "keep-weekly", 0, "keep the newest snapshot of each of the last N weeks that have one")
+	c.Flags().IntVar(&p.Monthly, "keep-monthly", 0, "keep the newest snapshot of each of the last N months that have one")
+	c.Flags().IntVar(&p.Yearly, "keep-yearly", 0, "keep the newest snapshot of each of the last N years that have one")
+	c.Flags().DurationVar(&p.Within, "keep-within", 0, "keep every snapshot taken within this long of the newest (e.g. 720h)")
+	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "list what would be dropped, drop nothing")
+	c.Flags().BoolVar(&prune, "prune", false, "run prune afterwards")
+	c.Flags().DurationVar(&grace, "grace", time.Hour, "with --prune: keep unreferenced content younger than this")
+	return c
+}
+
+func printForget(cmd *cobra.Command, asJSON, dry bool, res *dupless.ForgetResult, pr *dupless.PruneResult) error {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		return json.NewEncoder(out).Encode(struct {
+			*dupless.ForgetResult
+			DryRun bool                 `json:"dry_run"`
+			Prune  *dupless.PruneResult `json:"prune,omitempty"`
+		}{res, dry, pr})
+	}
+	verb := "dropped"
+	if dry {
+		verb = "would drop"
+	}
+	var nums []string
+	for _, s := range res.Remove {
+		nums = append(nums, fmt.Sprint(s.Seq))
+	}
+	list := ""
+	if len(nums) > 0 {
+		list = " (" + strings.Join(nums, ", ") + ")"
+	}
+	fmt.Fprintf(out, "kept %d snapshots; %s %d%s\n", len(res.Keep), verb, len(res.Remove), list)
+	if pr != nil {
+		printPrune(out, false, pr)
+	}
+	return nil
+}
+
+// printPrune prints prune's result (text).
+func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
+	verb := "removed"
+	if dry {
+		verb = "would remove"
+	}
+	fmt.Fprintf(out, "%d records and %d older versions in %d snapshots reference %d chunks; %s %d unreferenced chunks and %d versions (%s); %d kept as too recent\n",
+		res.Records, res.Versions, res.Snapshots, res.ChunksInUse, verb, res.ChunksRemoved, res.VersionsRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
+	if res.VersionsMissing > 0 {
+		fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)
+	}
+}

@@ -1,0 +1,107 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Policy says which snapshots 'forget' keeps, as restic's forget does: the newest Last
+// ones, the newest one of each of the newest Hourly hours, Daily days, Weekly ISO weeks,
+// Monthly months and Yearly years (local time), and all taken within Within of the newest.
+// The newest snapshot is always kept.
+type Policy struct {
+	Last, Hourly, Daily, Weekly, Monthly, Yearly int
+	Within                                       time.Duration
+}
+
+// Empty reports whether the policy names nothing to keep (forget refuses it).
+func (p Policy) Empty() bool {
+	return p.Last <= 0 && p.Hourly <= 0 && p.Daily <= 0 && p.Weekly <= 0 && p.Monthly <= 0 && p.Yearly <= 0 && p.Within <= 0
+}
+
+// ForgetResult lists the snapshots kept and those dropped (or, in a dry run, to drop).
+type ForgetResult struct {
+	Keep   []Snapshot `json:"keep"`
+	Remove []Snapshot `json:"remove"`
+}
+
+// keep returns, for snapshots sorted oldest first, which ones the policy keeps.
+func (p Policy) keep(snaps []Snapshot) []bool {
+	keep := make([]bool, len(snaps))
+	if len(snaps) == 0 {
+		return keep
+	}
+	keep[len(snaps)-1] = true
+	buckets := []struct {
+		n   int
+		key func(t time.Time) string
+	}{
+		{p.Last, func(t time.Time) string { return t.Format(time.RFC3339Nano) + "\x00" }},
+		{p.Hourly, func(t time.Time) string { return t.Format("2006-01-02 15") }},
+		{p.Daily, func(t time.Time) string { return t.Format(time.DateOnly) }},
+		{p.Weekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprint(y, "-", w) }},
+		{p.Monthly, func(t time.Time) string { return t.Format("2006-01") }},
+		{p.Yearly, func(t time.Time) string { return t.Format("2006") }},
+	}
+	for bi, b := range buckets {
+		left, last := b.n, ""
+		for i := len(snaps) - 1; i >= 0 && left > 0; i-- {
+			k := b.key(snaps[i].Time.Local())
+			if bi == 0 {
+				k = fmt.Sprint(i) // every snapshot is its own bucket for --keep-last
+			}
+			if k != last {
+				keep[i], last = true, k
+				left--
+			}
+		}
+	}
+	if p.Within > 0 {
+		from := snaps[len(snaps)-1].Time.Add(-p.Within)
+		for i, s := range snaps {
+			if !s.Time.Before(from) {
+				keep[i] = true
+			}
+		}
+	}
+	return keep
+}
+
+// Forget drops the snapshots the policy does not keep (under the exclusive lock, like
+// prune). The records and chunks only they referenced stay until Prune.
+func (c *Client) Forget(ctx context.Context, p Policy, dryRun bool) (_ *ForgetResult, err error) {
+	if p.Empty() {
+		return nil, errors.New("forget needs a policy: at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within")
+	}
+	unlock, err := c.lock(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockInto(&err, unlock)
+	roots, err := c.loadRoots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snaps := make([]Snapshot, len(roots))
+	for i, r := range roots {
+		snaps[i] = snapshotOf(r)
+	}
+	res := &ForgetResult{Keep: []Snapshot{}, Remove: []Snapshot{}}
+	for i, k := range p.keep(snaps) {
+		if k {
+			res.Keep = append(res.Keep, snaps[i])
+			continue
+		}
+		if !dryRun {
+			if err := c.be.Delete(ctx, rootsDir, rootName(snaps[i].Seq)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return res, fmt.Errorf("drop snapshot %d: %w", snaps[i].Seq, err)
+			}
+		}
+		res.Remove = append(res.Remove, snaps[i])
+	}
+	return res, nil
+}

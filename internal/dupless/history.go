@@ -1,0 +1,216 @@
+package dupless
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// History (docs/design.md, "History"; docs/formats/key-record.md, "Kept versions"): every
+// tree root is a snapshot. A changing command that replaces or deletes a record some root
+// lists first keeps that record object, byte for byte, as .veil/versions/<hh>/<sha256>, so
+// every retained root can still be read: a record is taken from its path when the object
+// there is the one the root lists, else from its kept copy (checked against the root's
+// hash and opened with the path as associated data, as always).
+
+const versionsDir = ".veil/versions"
+
+func versionLocation(h [32]byte) (dir, name string) {
+	x := hex.EncodeToString(h[:])
+	return versionsDir + "/" + x[:2], x
+}
+
+// rootHash returns the hash the view's root lists for path, unless this command changed
+// path already (then the root's entry is no longer what is there).
+func (c *Client) rootHash(path string) (h [32]byte, listed bool) {
+	if strings.HasPrefix(path, veilDir+"/") {
+		return h, false
+	}
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	if _, changed := c.view.delta[path]; changed || c.view.root == nil {
+		return h, false
+	}
+	h, listed = c.view.root.Entries[path]
+	return h, listed
+}
+
+// cacheRecord remembers, while a command tracks changes, the bytes of a record it read
+// that the root lists, so replacing it later keeps the old version without a read.
+func (c *Client) cacheRecord(path string, b []byte) {
+	h, listed := c.rootHash(path)
+	if !listed || sha256.Sum256(b) != h {
+		return
+	}
+	c.view.mu.Lock()
+	if c.view.tracking {
+		if c.view.read == nil {
+			c.view.read = map[string][]byte{}
+		}
+		c.view.read[path] = b
+	}
+	c.view.mu.Unlock()
+}
+
+// keepBeforeWrite keeps the record the root lists at path before the command replaces it:
+// the bytes (read earlier, or now) are written to their kept name first, so a crash between
+// the two writes loses nothing.
+func (c *Client) keepBeforeWrite(ctx context.Context, path string) error {
+	h, listed := c.rootHash(path)
+	if !listed {
+		return nil
+	}
+	c.view.mu.Lock()
+	b := c.view.read[path]
+	delete(c.view.read, path)
+	c.view.mu.Unlock()
+	if b == nil {
+		dir, name := storage.Split(path)
+		var err error
+		b, err = c.getObject(ctx, dir, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil // nothing there to keep (the service lost it, or a command moved it)
+		}
+		if err != nil {
+			return fmt.Errorf("keep the previous version of %s: %w", c.describe(path), err)
+		}
+	}
+	if sha256.Sum256(b) != h {
+		return nil // not the version the root lists (an unfinished command's): nothing to keep
+	}
+	dir, name := versionLocation(h)
+	if err := retry(ctx, func() error { return c.be.Put(ctx, dir, name, bytesReader(b), int64(len(b))) }); err != nil {
+		return fmt.Errorf("keep the previous version of %s: %w", c.describe(path), err)
+	}
+	return nil
+}
+
+// removeRecord deletes the record at dir/name; if the root lists it, the object is moved
+// to its kept name instead (one request, like a delete).
+func (c *Client) removeRecord(ctx context.Context, dir, name string) error {
+	h, listed := c.rootHash(storage.Join(dir, name))
+	if !listed {
+		return c.be.Delete(ctx, dir, name)
+	}
+	vd, vn := versionLocation(h)
+	err := c.be.Move(ctx, dir, name, vd, vn)
+	if errors.Is(err, storage.ErrExists) { // kept already
+		return c.be.Delete(ctx, dir, name)
+	}
+	return err
+}
+
+// getObject reads a whole record-sized object.
+func (c *Client) getObject(ctx context.Context, dir, name string) ([]byte, error) {
+	rc, err := c.be.Get(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, maxRecordBytes))
+}
+
+// keptBytes returns the kept copy of the record object whose SHA-256 is h.
+func (c *Client) keptBytes(ctx context.Context, h [32]byte) ([]byte, error) {
+	dir, name := versionLocation(h)
+	b, err := c.getObject(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(b) != h {
+		return nil, fmt.Errorf("%w: kept version %s does not match its name", ErrIntegrity, name)
+	}
+	return b, nil
+}
+
+// recordBytes reads the record object at encDir/objName as the view's root lists it: the
+// object at its path, or, when that is gone or another one, the kept version the root names.
+// Without fallback only the object at the path is read.
+func (c *Client) recordBytes(ctx context.Context, encDir, objName string, fallback bool) ([]byte, error) {
+	path := storage.Join(encDir, objName)
+	want, listed := c.rootHash(path)
+	if c.pinned() && !listed && !strings.HasPrefix(path, veilDir+"/") {
+		return nil, fmt.Errorf("%s at snapshot %d: %w", c.describe(path), c.pin.Seq, storage.ErrNotFound)
+	}
+	b, err := c.getObject(ctx, encDir, objName)
+	if fallback && listed && (errors.Is(err, storage.ErrNotFound) || err == nil && sha256.Sum256(b) != want) {
+		kb, kerr := c.keptBytes(ctx, want)
+		switch {
+		case kerr == nil:
+			return kb, nil
+		case c.pinned() && errors.Is(kerr, storage.ErrNotFound):
+			return nil, fmt.Errorf("%s: %w", c.describe(path), ErrVersionGone)
+		}
+	}
+	return b, err
+}
+
+// ErrVersionGone reports a version a snapshot lists whose record is no longer stored
+// (replaced before veil kept versions, or lost by the storage service).
+var ErrVersionGone = errors.New("this version is not kept (replaced before veil kept versions, or deleted by the storage service)")
+
+// pinned reports whether the client reads a snapshot rather than the newest tree.
+func (c *Client) pinned() bool { return c.pin != nil }
+
+// listDir lists an encrypted directory: the storage service's listing, or the pinned
+// snapshot's entries.
+func (c *Client) listDir(ctx context.Context, encDir string) ([]storage.Info, error) {
+	if !c.pinned() {
+		return c.be.List(ctx, encDir)
+	}
+	kids, ok := c.pinDirs[encDir]
+	if !ok {
+		return nil, fmt.Errorf("%s at snapshot %d: %w", c.describeDir(encDir), c.pin.Seq, storage.ErrNotFound)
+	}
+	out := make([]storage.Info, 0, len(kids))
+	for name, isDir := range kids {
+		out = append(out, storage.Info{Dir: encDir, Name: name, IsDir: isDir})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// statEntry answers kindOf's question for the pinned snapshot, or asks the service.
+func (c *Client) statEntry(ctx context.Context, dir, name string) (storage.Info, error) {
+	if !c.pinned() {
+		return c.be.Stat(ctx, dir, name)
+	}
+	if isDir, ok := c.pinDirs[dir][name]; ok {
+		return storage.Info{Dir: dir, Name: name, IsDir: isDir}, nil
+	}
+	return storage.Info{}, fmt.Errorf("%s: %w", storage.Join(dir, name), storage.ErrNotFound)
+}
+
+func (c *Client) describeDir(encDir string) string {
+	if p, err := c.keys.decPath(encDir); err == nil {
+		return "/" + p
+	}
+	return encDir
+}
+
+// indexDirs maps every directory a root implies to its children (true: a directory).
+func indexDirs(r *treeRoot) map[string]map[string]bool {
+	out := map[string]map[string]bool{"": {}}
+	for p := range r.Entries {
+		parts := strings.Split(p, "/")
+		dir := ""
+		for i, part := range parts {
+			last := i == len(parts)-1
+			if out[dir] == nil {
+				out[dir] = map[string]bool{}
+			}
+			if !(last && part == dirMetaName) {
+				out[dir][part] = !last
+			}
+			dir = storage.Join(dir, part)
+		}
+	}
+	return out
+}

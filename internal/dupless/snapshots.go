@@ -1,0 +1,213 @@
+package dupless
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Snapshots are the retained tree roots (docs/design.md, "History"): every command that
+// changes the namespace publishes one, and each stays until 'veil forget' drops it.
+
+// Snapshot describes one tree root: the namespace as one command left it.
+type Snapshot struct {
+	Seq     uint64    `json:"snapshot"`
+	Time    time.Time `json:"time"`
+	Files   int       `json:"files"`   // file and symlink records
+	Records int       `json:"records"` // every record (directories too)
+	SHA256  string    `json:"sha256"`
+}
+
+func snapshotOf(r *treeRoot) Snapshot {
+	s := Snapshot{Seq: r.Seq, Time: time.Unix(0, r.Time), Records: len(r.Entries), SHA256: hex.EncodeToString(r.sum[:])}
+	for p := range r.Entries {
+		if strings.HasSuffix(p, keySuffix) {
+			s.Files++
+		}
+	}
+	return s
+}
+
+// loadRoots reads and authenticates every root stored, oldest first.
+func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
+	infos, err := c.be.List(ctx, rootsDir)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tree roots: %w", err)
+	}
+	var seqs []uint64
+	for _, i := range infos {
+		if s, ok := parseRootName(i.Name); ok && !i.IsDir {
+			seqs = append(seqs, s)
+		}
+	}
+	roots := make([]*treeRoot, len(seqs))
+	errs := make([]error, len(seqs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, s := range seqs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			roots[i], errs[i] = c.fetchRootSeq(ctx, s)
+		}()
+	}
+	wg.Wait()
+	var out []*treeRoot
+	for i, r := range roots {
+		if errors.Is(errs[i], storage.ErrNotFound) {
+			continue // dropped by a forget meanwhile
+		}
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+func (c *Client) fetchRootSeq(ctx context.Context, seq uint64) (*treeRoot, error) {
+	rc, err := c.be.Get(ctx, rootsDir, rootName(seq))
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("tree root %d: %w", seq, err)
+	}
+	r, err := c.keys.openRoot(b, rootName(seq))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIntegrity, err)
+	}
+	return r, nil
+}
+
+// Snapshots lists the retained snapshots, oldest first.
+func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	roots, err := c.loadRoots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Snapshot, len(roots))
+	for i, r := range roots {
+		out[i] = snapshotOf(r)
+	}
+	return out, nil
+}
+
+// PinSnapshot makes every later read of this client (Get, List, Log...) see snapshot seq;
+// the client then refuses to change anything.
+func (c *Client) PinSnapshot(ctx context.Context, seq uint64) (Snapshot, error) {
+	if err := c.refresh(ctx); err != nil {
+		return Snapshot{}, err
+	}
+	r, err := c.fetchRootSeq(ctx, seq)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Snapshot{}, fmt.Errorf("no snapshot %d (see 'veil snapshots')", seq)
+	}
+	if err != nil {
+		return Snapshot{}, err
+	}
+	c.pinTo(r)
+	return snapshotOf(r), nil
+}
+
+// PinTime pins the client to the newest snapshot taken at or before t.
+func (c *Client) PinTime(ctx context.Context, t time.Time) (Snapshot, error) {
+	if err := c.refresh(ctx); err != nil {
+		return Snapshot{}, err
+	}
+	roots, err := c.loadRoots(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	var pick *treeRoot
+	for _, r := range roots {
+		if r.Time <= t.UnixNano() {
+			pick = r
+		}
+	}
+	if pick == nil {
+		if len(roots) == 0 {
+			return Snapshot{}, errors.New("no snapshots yet (the first put makes one)")
+		}
+		return Snapshot{}, fmt.Errorf("no snapshot at or before %s (the oldest is from %s)",
+			t.Format(time.RFC3339), time.Unix(0, roots[0].Time).Format(time.RFC3339))
+	}
+	c.pinTo(pick)
+	return snapshotOf(pick), nil
+}
+
+// PinVersion pins the client to the snapshot where version n of path (as Log numbers
+// them) first appeared.
+func (c *Client) PinVersion(ctx context.Context, path string, n int) (Snapshot, error) {
+	vs, err := c.Log(ctx, path)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	for _, v := range vs {
+		if v.N == n {
+			return c.PinSnapshot(ctx, v.Seq)
+		}
+	}
+	return Snapshot{}, fmt.Errorf("%s has no version %d (it has %d; see 'veil log %s')", displayPath(path), n, countVersions(vs), displayPath(path))
+}
+
+func (c *Client) pinTo(r *treeRoot) {
+	c.pin, c.pinDirs = r, indexDirs(r)
+	c.view.mu.Lock()
+	c.view.root = r
+	c.view.mu.Unlock()
+}
+
+func countVersions(vs []Version) int {
+	n := 0
+	for _, v := range vs {
+		if v.N > n {
+			n = v.N
+		}
+	}
+	return n
+}
+
+func displayPath(p string) string {
+	if p = cleanPath(p); p == "" {
+		return "/"
+	}
+	return p
+}
+
+// recordIn reads the record object whose SHA-256 is h, stored at path when a root lists
+// it: from path if it is still that object, else its kept version.
+func (c *Client) recordIn(ctx context.Context, path string, h [32]byte) (*record, error) {
+	dir, name := storage.Split(path)
+	b, err := c.getObject(ctx, dir, name)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	if err != nil || sha256.Sum256(b) != h {
+		if b, err = c.keptBytes(ctx, h); errors.Is(err, storage.ErrNotFound) {
+			return nil, ErrVersionGone
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return c.keys.openRecord(b, path)
+}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/verr"
@@ -35,6 +36,7 @@ type Client struct {
 	base     string
 	http     *http.Client
 	now      func() time.Time
+	pir      pir.Params // private-query table geometry, once fetched
 }
 
 // New makes a client from a credential file's contents.

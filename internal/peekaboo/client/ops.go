@@ -226,16 +226,8 @@ func OpenResults(q *wire.Query, b []byte) (*SearchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch res.Status {
-	case wire.StatusOK:
-	case wire.StatusStale:
-		return nil, errStale
-	case wire.StatusReplay:
-		return nil, fmt.Errorf("%w: replayed query", ErrRejected)
-	case wire.StatusNotOpened:
-		return nil, fmt.Errorf("%w: the sealed query did not open (altered on the way, or the pinned K-server key is not the K-server's)", ErrRejected)
-	default:
-		return nil, fmt.Errorf("%w: status %d", ErrRejected, res.Status)
+	if err := statusErr(res.Status); err != nil {
+		return nil, err
 	}
 	out := &SearchResult{ReplyBytes: len(b)}
 	for _, r := range res.Results {
@@ -246,4 +238,19 @@ func OpenResults(q *wire.Query, b []byte) (*SearchResult, error) {
 		out.Found = append(out.Found, Found{ID: r.ID, Key: k, Value: r.Value})
 	}
 	return out, nil
+}
+
+// statusErr maps the K-server's verdict on a query to an error (nil for OK).
+func statusErr(st uint8) error {
+	switch st {
+	case wire.StatusOK:
+		return nil
+	case wire.StatusStale:
+		return errStale
+	case wire.StatusReplay:
+		return fmt.Errorf("%w: replayed query", ErrRejected)
+	case wire.StatusNotOpened:
+		return fmt.Errorf("%w: the sealed query did not open (altered on the way, or the pinned K-server key is not the K-server's)", ErrRejected)
+	}
+	return fmt.Errorf("%w: status %d", ErrRejected, st)
 }

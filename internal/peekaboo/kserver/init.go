@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/pki"
 )
@@ -28,8 +29,9 @@ const (
 
 // InitOptions say how to set up a K-server directory.
 type InitOptions struct {
-	Endpoint string   // the URL the V-server reaches the K-server at (https://host:port)
-	Hosts    []string // names/IPs for the server certificate (default: 127.0.0.1, localhost)
+	Endpoint string     // the URL the V-server reaches the K-server at (https://host:port)
+	Hosts    []string   // names/IPs for the server certificate (default: 127.0.0.1, localhost)
+	PIR      pir.Params // the private-query table (default pir.DefaultParams)
 }
 
 // validity of the certificates made here.
@@ -43,6 +45,12 @@ func Init(dir string, o InitOptions) error {
 	}
 	if o.Endpoint == "" {
 		return errors.New("no endpoint (the https:// URL the V-server reaches this K-server at)")
+	}
+	if !o.PIR.Enabled() {
+		o.PIR = pir.DefaultParams
+	}
+	if err := o.PIR.Check(); err != nil {
+		return err
 	}
 	if len(o.Hosts) == 0 {
 		o.Hosts = []string{"127.0.0.1", "localhost"}
@@ -68,7 +76,8 @@ func Init(dir string, o InitOptions) error {
 	}
 	pub := k.Public().Marshal()
 	cred, err := json.MarshalIndent(wire.RelayCred{Version: 1, Endpoint: o.Endpoint, CA: string(ca.PEM),
-		Cert: string(relay.CertPEM), Key: string(relay.KeyPEM), KServerKey: base64.StdEncoding.EncodeToString(pub)}, "", "  ")
+		Cert: string(relay.CertPEM), Key: string(relay.KeyPEM), KServerKey: base64.StdEncoding.EncodeToString(pub),
+		PIRBits: o.PIR.Bits, PIRSlots: o.PIR.Slots}, "", "  ")
 	if err != nil {
 		return err
 	}

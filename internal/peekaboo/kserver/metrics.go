@@ -12,6 +12,8 @@ type metrics struct {
 	batch   prometheus.Histogram
 	latency prometheus.Histogram
 	pairs   prometheus.Gauge
+	// pirOverflow counts pairs left out of the private-query table (bucket full).
+	pirOverflow prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -23,6 +25,8 @@ func newMetrics() *metrics {
 	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "veil_pkb_k_batch_seconds",
 		Help: "Time to answer a relay batch.", Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
 	m.pairs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "veil_pkb_k_pairs", Help: "Pairs held."})
-	m.reg.MustRegister(m.items, m.batch, m.latency, m.pairs)
+	m.pirOverflow = prometheus.NewCounter(prometheus.CounterOpts{Name: "veil_pkb_k_pir_overflow_total",
+		Help: "Pairs left out of the private-query table because their bucket was full."})
+	m.reg.MustRegister(m.items, m.batch, m.latency, m.pairs, m.pirOverflow)
 	return m
 }

@@ -18,7 +18,7 @@ const (
 	statusReplay = wire.StatusReplay
 )
 
-var kindNames = map[uint8]string{wire.KindQuery: "query", wire.KindPublish: "publish", wire.KindUnpublish: "unpublish"}
+var kindNames = map[uint8]string{wire.KindQuery: "query", wire.KindPublish: "publish", wire.KindUnpublish: "unpublish", wire.KindPIR: "pir"}
 
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
@@ -73,6 +73,12 @@ func (s *Server) item(it *wire.RelayItem) wire.RelayResult {
 	case wire.KindQuery:
 		var st uint8
 		payload, st = s.query(it.Payload)
+		if st != wire.StatusOK {
+			return wire.RelayResult{Status: st}
+		}
+	case wire.KindPIR:
+		var st uint8
+		payload, st = s.pirQuery(it.Payload)
 		if st != wire.StatusOK {
 			return wire.RelayResult{Status: st}
 		}
@@ -147,11 +153,12 @@ func (s *Server) publish(payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store(items); err != nil {
+	entries, err := s.store(items)
+	if err != nil {
 		s.log.Error("store publication", "err", err)
 		return nil, err
 	}
-	return wire.MarshalN(uint32(len(items))), nil
+	return (&wire.PublishAck{N: uint32(len(items)), Entries: entries}).Marshal(), nil
 }
 
 func (s *Server) unpublish(payload []byte) ([]byte, error) {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/peekaboo/index"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/server"
@@ -64,6 +65,7 @@ type Server struct {
 	db     *bbolt.DB
 	idx    *index.Index
 	replay *replayCache
+	table  *pir.Table // private-query table (nil: off)
 	tls    *tls.Config
 	m      *metrics
 }
@@ -99,7 +101,12 @@ func Open(dir string, cfg Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("load %s: %w", FileDB, err)
 	}
-	s := &Server{dir: dir, cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-kserver"), key: key, db: db, idx: idx,
+	table, err := openTable(dir, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("private-query table: %w", err)
+	}
+	s := &Server{table: table, dir: dir, cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-kserver"), key: key, db: db, idx: idx,
 		replay: newReplayCache(cfg.ReplayWindow, cfg.now()), tls: tc, m: newMetrics()}
 	s.m.pairs.Set(float64(idx.Len()))
 	s.log.Info("k-server opened", "dir", dir, "pairs", idx.Len())

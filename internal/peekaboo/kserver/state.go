@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/veil-project/veil/internal/peekaboo/index"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
@@ -16,7 +17,7 @@ var (
 )
 
 func openDB(path string) (*bbolt.DB, error) {
-	return server.OpenState(path, "K-server", "1", 2*time.Second, bucketKeys)
+	return server.OpenState(path, "K-server", "1", 2*time.Second, bucketKeys, pir.BucketName)
 }
 
 // load rebuilds the index from the keys bucket.
@@ -39,9 +40,18 @@ func load(db *bbolt.DB) (*index.Index, error) {
 	return idx, err
 }
 
-// store commits items in one transaction (fsynced), then adds them to the index.
-func (s *Server) store(items []wire.KeyItem) error {
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+// store commits items in one transaction (fsynced) with their private-query entries,
+// then adds them to the index. It returns the entries for the V-server's replica.
+func (s *Server) store(items []wire.KeyItem) ([]wire.PIREntry, error) {
+	changes := make([]pir.Change, len(items))
+	for i := range items {
+		changes[i].ID = items[i].ID
+		if len(items[i].Pseudonyms) == 0 { // restricted pairs stay out: PIR bypasses the K-server's check
+			e := pir.Derive(items[i].Key).Seal(items[i].ID)
+			changes[i].Add = &e
+		}
+	}
+	placed, err := s.update(changes, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		for i := range items {
 			if err := b.Put(items[i].ID[:], wire.MarshalKeyRecord(&items[i])); err != nil {
@@ -51,18 +61,33 @@ func (s *Server) store(items []wire.KeyItem) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i := range items {
 		s.idx.Put(&items[i])
 	}
-	return nil
+	if s.table == nil {
+		return nil, nil
+	}
+	out := make([]wire.PIREntry, len(items))
+	for i, c := range changes {
+		if c.Add != nil && placed[i] {
+			out[i] = wire.PIREntry{Placed: true, Entry: pirEntryBytes(c.Add)}
+		} else if c.Add != nil {
+			s.m.pirOverflow.Inc()
+		}
+	}
+	return out, nil
 }
 
 // remove deletes ids in one transaction and from the index; it returns how many existed.
 func (s *Server) remove(ids []wire.ID) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	changes := make([]pir.Change, len(ids))
+	for i, id := range ids {
+		changes[i].ID = id
+	}
+	_, err := s.update(changes, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		n = 0
 		for _, id := range ids {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
 	"github.com/veil-project/veil/internal/peekaboo/kserver"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/vserver"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/server"
@@ -21,6 +22,7 @@ type Options struct {
 	KAddr, VAddr string // listen addresses for a new deployment (default 127.0.0.1:0)
 	K            kserver.Config
 	V            vserver.Config
+	PIR          pir.Params // private-query table of a new deployment (default pir.DefaultParams)
 }
 
 // Deployment is a running pair of servers.
@@ -94,7 +96,7 @@ func (d *Deployment) listen(o Options) (net.Listener, net.Listener, error) {
 		return nil, nil, fmt.Errorf("v-server listen: %w", err)
 	}
 	if fresh {
-		err := kserver.Init(d.KDir, kserver.InitOptions{Endpoint: "https://" + kln.Addr().String()})
+		err := kserver.Init(d.KDir, kserver.InitOptions{Endpoint: "https://" + kln.Addr().String(), PIR: o.PIR})
 		var rc []byte
 		if err == nil {
 			rc, err = os.ReadFile(filepath.Join(d.KDir, kserver.FileRelayCred))

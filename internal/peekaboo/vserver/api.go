@@ -21,6 +21,9 @@ func (s *Server) Handler() http.Handler {
 	server.Mount(mux, s.m.reg, nil)
 	mux.HandleFunc("POST /v1/search", s.user("search", s.handleSearch))
 	mux.HandleFunc("POST /v1/publish", s.user("publish", s.handlePublish))
+	mux.HandleFunc("GET /v1/pir", s.user("pirparams", s.handlePIRParams))
+	mux.HandleFunc("POST /v1/pir", s.user("pir", s.handlePIR))
+	mux.HandleFunc("POST /v1/fetch", s.user("fetch", s.handleFetch))
 	mux.HandleFunc("POST /v1/unpublish", s.user("unpublish", s.handleUnpublish))
 	mux.HandleFunc("GET /v1/pairs", s.user("list", s.handleList))
 	mux.HandleFunc("POST /v1/admin/users", s.user("adduser", s.handleAddUser))
@@ -151,8 +154,12 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	if res.Status != wire.StatusOK {
 		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, or altered", res.Status)
 	}
-	if n, err := wire.ParseN(res.Payload); err != nil || int(n) != len(req.Pairs) {
-		return http.StatusBadGateway, fmt.Errorf("k-server stored %d of %d pairs (%v)", n, len(req.Pairs), err)
+	ack, err := wire.ParsePublishAck(res.Payload)
+	if err != nil || int(ack.N) != len(req.Pairs) {
+		return http.StatusBadGateway, fmt.Errorf("k-server did not store all %d pairs (%v)", len(req.Pairs), err)
+	}
+	if err := s.replicate(req.Pairs, ack); err != nil {
+		return http.StatusInternalServerError, fmt.Errorf("private-query table: %w", err)
 	}
 	writeBin(w, (&wire.Count{N: uint32(len(req.Pairs))}).Marshal())
 	return http.StatusOK, nil
@@ -163,7 +170,7 @@ func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user st
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	gone, err := removePairs(s.db, user, req.IDs)
+	gone, err := s.removePairs(user, req.IDs)
 	if err != nil {
 		return http.StatusInternalServerError, err
 	}

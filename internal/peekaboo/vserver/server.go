@@ -18,6 +18,7 @@ import (
 	"go.etcd.io/bbolt"
 	"golang.org/x/net/netutil"
 
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/server"
@@ -71,6 +72,7 @@ type Server struct {
 	m        *metrics
 	usersMu  sync.RWMutex
 	users    map[string]wire.UserRecord
+	table    *pir.Table // replica of the private-query table (nil: off)
 }
 
 // Open loads dir (made by Init) and prepares the relay to the K-server.
@@ -112,7 +114,12 @@ func Open(dir string, cfg Config) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-vserver"), db: db, tls: tc, users: users,
+	table, err := openTable(rc, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Server{table: table, cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-vserver"), db: db, tls: tc, users: users,
 		relayURL: strings.TrimSuffix(rc.Endpoint, "/") + "/v1/relay", kkey: rc.KServerKey,
 		endpoint: admin.Endpoint, caPEM: string(read(FileCACert)), m: newMetrics(),
 		http: &http.Client{Transport: &http.Transport{TLSClientConfig: ctc, ForceAttemptHTTP2: true,

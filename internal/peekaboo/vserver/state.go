@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
@@ -23,7 +24,7 @@ var (
 var errNotYours = errors.New("a pair id in the chunk belongs to another owner")
 
 func openDB(path string) (*bbolt.DB, error) {
-	return server.OpenState(path, "V-server", "1", 2*time.Second, bucketUsers, bucketPairs, bucketOwners)
+	return server.OpenState(path, "V-server", "1", 2*time.Second, bucketUsers, bucketPairs, bucketOwners, pir.BucketName)
 }
 
 func putUser(db *bbolt.DB, name string, u *wire.UserRecord) error {
@@ -79,10 +80,12 @@ func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 	})
 }
 
-// removePairs deletes the owner's pairs among ids and returns those it deleted.
-func removePairs(db *bbolt.DB, owner string, ids []wire.ID) ([]wire.ID, error) {
+// removePairs deletes the owner's pairs among ids, and their private-query entries, in
+// one transaction and returns those it deleted.
+func (s *Server) removePairs(owner string, ids []wire.ID) ([]wire.ID, error) {
 	var gone []wire.ID
-	err := db.Update(func(tx *bbolt.Tx) error {
+	var undo func()
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
 		gone = gone[:0]
 		for _, id := range ids {
@@ -94,8 +97,20 @@ func removePairs(db *bbolt.DB, owner string, ids []wire.ID) ([]wire.ID, error) {
 			}
 			gone = append(gone, id)
 		}
-		return nil
+		if s.table == nil {
+			return nil
+		}
+		changes := make([]pir.Change, len(gone))
+		for i, id := range gone {
+			changes[i].ID = id
+		}
+		var err error
+		_, undo, err = pir.Apply(tx, s.table, changes)
+		return err
 	})
+	if err != nil && undo != nil {
+		undo()
+	}
 	return gone, err
 }
 

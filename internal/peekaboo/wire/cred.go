@@ -15,6 +15,10 @@ type RelayCred struct {
 	Cert       string `json:"cert"`
 	Key        string `json:"key"`
 	KServerKey string `json:"kserver_key"`
+	// The private-query table's geometry (2^PIRBits buckets of PIRSlots slots), shared by
+	// both servers; absent (zero): private queries are off.
+	PIRBits  int `json:"pir_bits,omitempty"`
+	PIRSlots int `json:"pir_slots,omitempty"`
 }
 
 // UserCred is a user's credential for the V-server.

@@ -44,7 +44,7 @@ func ParseRelay(b []byte) (*Relay, error) {
 	m := &Relay{}
 	for i := 0; i < n && r.err == nil; i++ {
 		it := RelayItem{Kind: r.u8("kind")}
-		if r.err == nil && (it.Kind < KindQuery || it.Kind > KindUnpublish) {
+		if r.err == nil && (it.Kind < KindQuery || it.Kind > KindPIR) {
 			r.fail("item %d: kind %d", i, it.Kind)
 		}
 		it.Payload = r.b32("payload")

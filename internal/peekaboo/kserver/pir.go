@@ -1,0 +1,93 @@
+package kserver
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/peekaboo/dpf"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// openTable loads the private-query table whose geometry the directory's relay.cred
+// names (none: private queries off).
+func openTable(dir string, db *bbolt.DB) (*pir.Table, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileRelayCred))
+	if err != nil {
+		return nil, err
+	}
+	rc, _, err := wire.ParseRelayCred(b)
+	if err != nil {
+		return nil, err
+	}
+	p := pir.Params{Bits: rc.PIRBits, Slots: rc.PIRSlots}
+	if !p.Enabled() {
+		return nil, nil
+	}
+	t, err := pir.NewTable(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FileRelayCred, err)
+	}
+	return t, db.View(func(tx *bbolt.Tx) error { return pir.Load(tx, t) })
+}
+
+// PIRParams is the private-query table's geometry (zero: off).
+func (s *Server) PIRParams() pir.Params {
+	if s.table == nil {
+		return pir.Params{}
+	}
+	return s.table.Params()
+}
+
+// update runs fn and the private-query changes in one transaction, undoing the table's
+// in-memory changes if it does not commit.
+func (s *Server) update(changes []pir.Change, fn func(tx *bbolt.Tx) error) ([]bool, error) {
+	var placed []bool
+	var undo func()
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if err := fn(tx); err != nil || s.table == nil {
+			return err
+		}
+		var err error
+		placed, undo, err = pir.Apply(tx, s.table, changes)
+		return err
+	})
+	if err != nil && undo != nil {
+		undo()
+	}
+	return placed, err
+}
+
+func pirEntryBytes(e *pir.Entry) (b [wire.PIREntrySize]byte) {
+	binary.BigEndian.PutUint32(b[:4], e.Hash)
+	copy(b[4:], e.Slot[:])
+	return b
+}
+
+// pirQuery opens a sealed private query, checks freshness and answers with this
+// server's share, sealed to the client. It learns the DPF key only: nothing of the query.
+func (s *Server) pirQuery(sealed []byte) ([]byte, uint8) {
+	if s.table == nil {
+		return nil, wire.StatusMalformed
+	}
+	q, err := wire.OpenPIRQuery(s.key, sealed)
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	if st := s.replay.check(q.Nonce, q.Time, s.cfg.now()); st != 0 {
+		return nil, st
+	}
+	k, err := dpf.Parse(q.DPFKey)
+	if err != nil || k.Party != 1 {
+		return nil, wire.StatusMalformed
+	}
+	a, err := s.table.Answer(k)
+	if err != nil {
+		return nil, wire.StatusMalformed
+	}
+	return wire.SealPIRAnswer(q, a), wire.StatusOK
+}

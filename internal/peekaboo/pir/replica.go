@@ -1,0 +1,95 @@
+package pir
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// BucketName is the bbolt bucket both servers keep their entries in: pair id -> u32 hash
+// || slot (docs/formats/peekaboo-state.md).
+var BucketName = []byte("pir")
+
+// Change is one pair's entry to add (Add set) or the pair id whose entry to remove.
+type Change struct {
+	ID  [IDSize]byte
+	Add *Entry // nil: remove the id's entry
+}
+
+func encodeEntry(e *Entry) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, e.Hash), e.Slot[:]...)
+}
+
+func decodeEntry(b []byte) (Entry, error) {
+	var e Entry
+	if len(b) != 4+SlotSize {
+		return e, fmt.Errorf("private-query entry of %d bytes, want %d", len(b), 4+SlotSize)
+	}
+	e.Hash = binary.BigEndian.Uint32(b)
+	copy(e.Slot[:], b[4:])
+	return e, nil
+}
+
+// Load fills t from the entries bucket of tx (created by the servers' OpenState).
+func Load(tx *bbolt.Tx, t *Table) error {
+	b := tx.Bucket(BucketName)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		e, err := decodeEntry(v)
+		if err != nil {
+			return fmt.Errorf("pair %x: %w", k, err)
+		}
+		t.Insert(e)
+		return nil
+	})
+}
+
+// Apply makes changes inside the caller's bbolt transaction and to t: an id's old entry
+// (if any) is removed, its new one added if its bucket has room. It returns, per change,
+// whether the new entry was placed, and an undo that the caller runs if the transaction
+// does not commit, so memory never holds what the file does not.
+func Apply(tx *bbolt.Tx, t *Table, changes []Change) (placed []bool, undo func(), err error) {
+	b, err := tx.CreateBucketIfNotExists(BucketName)
+	if err != nil {
+		return nil, nil, err
+	}
+	var removed, added []Entry
+	undo = func() {
+		for _, e := range added {
+			t.Delete(e)
+		}
+		for _, e := range removed {
+			t.Insert(e)
+		}
+	}
+	placed = make([]bool, len(changes))
+	for i, c := range changes {
+		if old := b.Get(c.ID[:]); old != nil {
+			e, err := decodeEntry(old)
+			if err != nil {
+				undo()
+				return nil, nil, err
+			}
+			if t.Delete(e) {
+				removed = append(removed, e)
+			}
+			if err := b.Delete(c.ID[:]); err != nil {
+				undo()
+				return nil, nil, err
+			}
+		}
+		if c.Add == nil || !t.Insert(*c.Add) {
+			continue
+		}
+		added = append(added, *c.Add)
+		placed[i] = true
+		if err := b.Put(c.ID[:], encodeEntry(c.Add)); err != nil {
+			undo()
+			return nil, nil, err
+		}
+	}
+	return placed, undo, nil
+}

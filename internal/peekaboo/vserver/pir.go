@@ -1,0 +1,137 @@
+package vserver
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/peekaboo/dpf"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
+)
+
+// errPIROff answers private-query requests on a deployment without a table.
+var errPIROff = errors.New("private queries are off on this deployment (its relay credential names no table)")
+
+// openTable makes the V-server's replica of the private-query table (nil: off).
+func openTable(rc *wire.RelayCred, db *bbolt.DB) (*pir.Table, error) {
+	p := pir.Params{Bits: rc.PIRBits, Slots: rc.PIRSlots}
+	if !p.Enabled() {
+		return nil, nil
+	}
+	t, err := pir.NewTable(p)
+	if err != nil {
+		return nil, fmt.Errorf("relay credential: %w", err)
+	}
+	return t, db.View(func(tx *bbolt.Tx) error { return pir.Load(tx, t) })
+}
+
+// applyPIR runs the table changes in their own transaction (undone in memory if it
+// does not commit).
+func (s *Server) applyPIR(changes []pir.Change) error {
+	if s.table == nil || len(changes) == 0 {
+		return nil
+	}
+	var undo func()
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		var err error
+		_, undo, err = pir.Apply(tx, s.table, changes)
+		return err
+	})
+	if err != nil && undo != nil {
+		undo()
+	}
+	return err
+}
+
+// replicate stores the entries the K-server made for a publication chunk, so both tables
+// hold the same.
+func (s *Server) replicate(pairs []wire.PublishPair, ack *wire.PublishAck) error {
+	if s.table == nil {
+		return nil
+	}
+	if len(ack.Entries) != len(pairs) {
+		return fmt.Errorf("k-server sent %d private-query entries for %d pairs (is its table configured?)", len(ack.Entries), len(pairs))
+	}
+	changes := make([]pir.Change, len(pairs))
+	for i, e := range ack.Entries {
+		changes[i].ID = pairs[i].ID
+		if e.Placed {
+			pe := pir.Entry{Hash: binary.BigEndian.Uint32(e.Entry[:4])}
+			copy(pe.Slot[:], e.Entry[4:])
+			changes[i].Add = &pe
+		}
+	}
+	return s.applyPIR(changes)
+}
+
+func (s *Server) handlePIRParams(w http.ResponseWriter, _ *http.Request, _ string, _ []byte) (int, error) {
+	if s.table == nil {
+		return http.StatusNotFound, errPIROff
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.table.Params())
+	return http.StatusOK, nil
+}
+
+// handlePIR answers a private query: its own share from its replica, the K-server's
+// (sealed to the client) through the mixer, without the client's identity.
+func (s *Server) handlePIR(w http.ResponseWriter, r *http.Request, _ string, body []byte) (int, error) {
+	if s.table == nil {
+		return http.StatusNotFound, errPIROff
+	}
+	req, err := wire.ParsePIRSearch(body)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	k, err := dpf.Parse(req.Key0)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	if k.Party != 0 || k.Bits != s.table.Params().Bits {
+		return http.StatusBadRequest, fmt.Errorf("dpf key for party %d over %d bits: want party 0 over %d", k.Party, k.Bits, s.table.Params().Bits)
+	}
+	type share struct {
+		b   []byte
+		err error
+	}
+	own := make(chan share, 1)
+	go func() { b, err := s.table.Answer(k); own <- share{b, err} }()
+	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindPIR, Payload: req.Sealed})
+	mine := <-own
+	if err != nil {
+		return relayErr(err)
+	}
+	if mine.err != nil {
+		return http.StatusInternalServerError, mine.err
+	}
+	out := &wire.PIRReply{Status: res.Status}
+	if res.Status == wire.StatusOK {
+		out.Share0, out.Sealed1 = mine.b, res.Payload
+	}
+	writeBin(w, out.Marshal())
+	return http.StatusOK, nil
+}
+
+// handleFetch releases the values of the pair ids a private query found, under the same
+// ACLs as a search.
+func (s *Server) handleFetch(w http.ResponseWriter, _ *http.Request, user string, body []byte) (int, error) {
+	req, err := wire.ParseFetch(body)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	ms := make([]wire.Matched, len(req.IDs))
+	for i, id := range req.IDs {
+		ms[i].ID = id
+	}
+	out := &wire.Results{Status: wire.StatusOK}
+	if out.Results, err = release(s.db, user, ms); err != nil {
+		return http.StatusInternalServerError, err
+	}
+	writeBin(w, out.Marshal())
+	return http.StatusOK, nil
+}

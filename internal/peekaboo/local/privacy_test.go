@@ -53,7 +53,7 @@ func dirBytes(t *testing.T, dir string) [][]byte {
 }
 
 // TestWhoSeesWhat reads every byte each server stores and receives during publications,
-// searches (basic, advanced, exact, substring, denied) and an unpublication, and checks
+// searches (basic, advanced, exact, substring, denied, private) and an unpublication, and checks
 // the claims of docs/design-peekaboo.md: the K-server never holds an owner or client name,
 // a credential secret, or a value; the V-server never holds a key or a query in the clear.
 func TestWhoSeesWhat(t *testing.T) {
@@ -90,6 +90,9 @@ func TestWhoSeesWhat(t *testing.T) {
 		for _, c := range []*client.Client{cl, other} {
 			search(t, c, k, client.SearchOptions{Advanced: i%2 == 0})
 			search(t, c, sub, client.SearchOptions{Substring: true, Advanced: true})
+			if _, err := c.PrivateSearch(ctx, k, client.SearchOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if _, err := owner.List(ctx); err != nil {

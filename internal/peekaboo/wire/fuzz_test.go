@@ -26,7 +26,7 @@ func parserNames() []string {
 func FuzzParse(f *testing.F) {
 	stubPublicKeyParser(f)
 	names := parserNames()
-	for _, e := range samples() {
+	for _, e := range append(samples(), pirSamples()...) {
 		p := e.Name[:bytes.IndexByte([]byte(e.Name), ':')]
 		i := sort.SearchStrings(names, p)
 		f.Add(append([]byte{byte(i)}, testutil.Unhex(f, e.Hex)...))

@@ -234,22 +234,34 @@ func newPkbListCommand(o *pkbFlags) *cobra.Command {
 
 func newPkbSearchCommand(o *pkbFlags) *cobra.Command {
 	var so client.SearchOptions
-	var pseud, refresh bool
+	var pseud, refresh, private bool
 	c := &cobra.Command{
-		Use:   "search QUERY [--substring] [--advanced] [--limit N]",
+		Use:   "search QUERY [--substring] [--advanced] [--limit N] [--private-query]",
 		Short: "Search keys: exact (default) or substring; values you may see come back",
 		Long: `search seals QUERY and a one-time key to the K-server (the V-server relays it without
 your identity) and prints the values of matching pairs you may see; --advanced also prints
 the matched keys (encrypted by the K-server for you alone). At most --limit results (the
 K-server's first matches; V-server ACLs are applied after).
 
+--private-query hides the query from both servers (exact match only): each server gets
+one half of a distributed point function over a table both hold, and the V-server then
+releases the values of the pair ids found (docs/design-peekaboo.md, "Private queries").
+
   veil peekaboo search holiday.jpg
+  veil peekaboo search --private-query holiday.jpg --json
   veil peekaboo search holiday --substring --advanced --limit 20
   veil peekaboo search report --substring --json
   veil peekaboo search salary.xls --pseudonyms`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if private && (so.Substring || pseud || refresh) {
+				return fmt.Errorf("--private-query is exact match without pseudonyms: drop --substring and --pseudonyms")
+			}
 			return o.with(func(c *client.Client) error {
+				search := c.Search
+				if private {
+					search = c.PrivateSearch
+				}
 				if pseud || refresh {
 					ps, err := c.CachedPseudonyms(cmd.Context(), o.dir(), refresh)
 					if err != nil {
@@ -257,7 +269,7 @@ K-server's first matches; V-server ACLs are applied after).
 					}
 					so.Pseudonyms = ps
 				}
-				r, err := c.Search(cmd.Context(), args[0], so)
+				r, err := search(cmd.Context(), args[0], so)
 				if err != nil {
 					return err
 				}
@@ -268,7 +280,7 @@ K-server's first matches; V-server ACLs are applied after).
 						out = append(out, pkbPairJSON{ID: hex.EncodeToString(f.ID[:]), Key: f.Key, Value: string(f.Value)})
 					}
 					return json.NewEncoder(w).Encode(map[string]any{"query": args[0], "results": out,
-						"reply_bytes": r.ReplyBytes, "kserver_fingerprint": c.KServerFingerprint()})
+						"reply_bytes": r.ReplyBytes, "kserver_fingerprint": c.KServerFingerprint(), "private_query": private})
 				}
 				for _, f := range r.Found {
 					if so.Advanced {
@@ -287,6 +299,7 @@ K-server's first matches; V-server ACLs are applied after).
 	c.Flags().BoolVar(&so.Substring, "substring", false, "match keys containing QUERY (default: equal to it)")
 	c.Flags().BoolVar(&so.Advanced, "advanced", false, "also return the matched keys")
 	c.Flags().IntVar(&so.Limit, "limit", 100, "most results (1..1000)")
+	c.Flags().BoolVar(&private, "private-query", false, "hide QUERY from both servers (two-server PIR; exact match only)")
 	c.Flags().BoolVar(&pseud, "pseudonyms", false, "prove the pseudonyms owners granted you (cached in the profile)")
 	c.Flags().BoolVar(&refresh, "refresh-pseudonyms", false, "fetch and open your pseudonym grants again (implies --pseudonyms)")
 	return c

@@ -13,6 +13,7 @@ import (
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/peekaboo/client"
 	"github.com/veil-project/veil/internal/peekaboo/kserver"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/vserver"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/server"
@@ -27,17 +28,22 @@ func newPkbKServerCommand() *cobra.Command {
 	var dir, endpoint, listen string
 	var hosts []string
 	var cfg kserver.Config
+	tab := pir.DefaultParams
 	initC := &cobra.Command{
-		Use:   "init --dir DIR --endpoint https://HOST:PORT",
+		Use:   "init --dir DIR --endpoint https://HOST:PORT [--pir-bits N --pir-slots N]",
 		Short: "Create a K-server: HPKE key, CA, TLS certificate, the V-server's relay credential",
 		Long: `init creates a K-server in DIR: its HPKE key pair (ML-KEM-768+X25519), a CA, a server
 certificate and DIR/relay.cred, the credential the V-server relays with (mutual TLS). Hand
-relay.cred to the V-server's operator, and the key's fingerprint to clients.
+relay.cred to the V-server's operator, and the key's fingerprint to clients. relay.cred also
+names the private-query table both servers keep (2^pir-bits buckets of pir-slots slots,
+40 bytes each; size it for about 32 pairs per bucket: 12 bits up to ~1.3 x 10^5 pairs,
+15 bits for 10^6).
 
-  veil peekaboo kserver init --dir /srv/pkb-k --endpoint https://k.example:7490 --host k.example`,
+  veil peekaboo kserver init --dir /srv/pkb-k --endpoint https://k.example:7490 --host k.example
+  veil peekaboo kserver init --dir /srv/pkb-k --endpoint https://k.example:7490 --pir-bits 15`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := kserver.Init(dir, kserver.InitOptions{Endpoint: endpoint, Hosts: hosts}); err != nil {
+			if err := kserver.Init(dir, kserver.InitOptions{Endpoint: endpoint, Hosts: hosts, PIR: tab}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "initialized K-server in %s; relay credential %s\n", dir, filepath.Join(dir, kserver.FileRelayCred))
@@ -45,6 +51,8 @@ relay.cred to the V-server's operator, and the key's fingerprint to clients.
 		},
 	}
 	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL the V-server reaches this K-server at (required)")
+	initC.Flags().IntVar(&tab.Bits, "pir-bits", pir.DefaultParams.Bits, "private-query table: log2 of the number of buckets")
+	initC.Flags().IntVar(&tab.Slots, "pir-slots", pir.DefaultParams.Slots, "private-query table: slots per bucket")
 	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
 	serve := &cobra.Command{
 		Use:   "serve --dir DIR [--listen ADDR]",

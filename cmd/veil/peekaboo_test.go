@@ -44,6 +44,21 @@ func TestPeekabooCLI(t *testing.T) {
 	if len(denied.Results) != 0 || denied.Bytes != none.Bytes || none.Bytes == 0 {
 		t.Fatalf("denied %+v vs no match %+v", denied, none)
 	}
+	// Private queries: the same answers, neither server sees the query.
+	if out := bob.mustRun(t, "peekaboo", "search", "--private-query", "photo.jpg"); strings.TrimSpace(out) != "host-b:/p" {
+		t.Fatalf("private query: %q", out)
+	}
+	var priv struct {
+		Results []struct{ Key, Value string }
+		Private bool `json:"private_query"`
+	}
+	out = alice.mustRun(t, "peekaboo", "search", "--private-query", "secret.txt", "--json")
+	if err := json.Unmarshal([]byte(out), &priv); err != nil || !priv.Private || len(priv.Results) != 1 || priv.Results[0].Value != "host-a:/s" {
+		t.Fatalf("private query --json: %q %v", out, err)
+	}
+	if out, errs, _ := bob.run(t, "peekaboo", "search", "--private-query", "secret.txt"); out != "" || !strings.Contains(errs, "no match") {
+		t.Fatalf("private query of a pair bob may not see: %q %q", out, errs)
+	}
 	if out := alice.mustRun(t, "peekaboo", "list"); strings.Count(out, "\n") != 4 || !strings.Contains(out, "secret.txt\thost-a:/s\t(acl: alice)") {
 		t.Fatalf("list: %q", out)
 	}
@@ -57,6 +72,7 @@ func TestPeekabooCLI(t *testing.T) {
 		{"peekaboo", "publish", "only-a-key"},
 		{"peekaboo", "search", "x", "--limit", "5000"},
 		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
+		{"peekaboo", "search", "--private-query", "report", "--substring"},
 	} {
 		_, errs, code := bob.run(t, bad...)
 		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {

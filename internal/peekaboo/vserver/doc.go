@@ -3,8 +3,10 @@
 // caller's identity from what it forwards, and relays sealed queries and publication
 // chunks to the K-server over mutual TLS in shuffled batches (the mixer). It maps the pair
 // ids the K-server returns to the values the client may see and pads replies to size
-// classes. It never holds a key or a query in the clear (docs/design-peekaboo.md).
+// classes. It keeps a replica of the K-server's private-query table and answers its half
+// of a private query (its DPF key) while relaying the other half. It never holds a key or
+// a query in the clear (docs/design-peekaboo.md).
 //
-// It imports internal/peekaboo/{wire,pki} and atomicfile; never the K-server, the client,
+// It imports internal/peekaboo/{wire,dpf,pir,pki} and atomicfile; never the K-server, the client,
 // or cmd.
 package vserver

@@ -7,9 +7,9 @@ import (
 
 // Private-query (PIR) messages: docs/formats/peekaboo-wire.md, "Private queries".
 const (
-	TypePIRSearch = 0x18
-	TypePIRReply  = 0x19
-	TypeFetch     = 0x1a
+	TypePIRSearch = 0x1a
+	TypePIRReply  = 0x1b
+	TypeFetch     = 0x1c
 
 	KindPIR = 4 // relay payload: a sealed PIR query
 

@@ -37,4 +37,9 @@ var (
 	ErrIsDir    = errors.New("is a directory")
 	ErrNotEmpty = errors.New("directory not empty")
 	ErrInvalid  = errors.New("invalid argument")
+	// ErrStale: a read-only client's file version is gone (ESTALE): at open, the name
+	// now leads to a newer inode (look it up again); on read, the version an open
+	// descriptor pinned was overwritten because this reader fell more than two epochs
+	// behind it. Never partial or mixed data.
+	ErrStale = errors.New("stale file handle")
 )

@@ -48,6 +48,10 @@ type Reader struct {
 	// MinRefresh is how often, at most, the superblock is checked for a new epoch.
 	MinRefresh time.Duration
 	seenPath   string // reader-seen, when the reader remembers (ReaderOptions.Remember)
+
+	pins    map[uint64]*pin // open handles' pinned versions (reader_pin.go)
+	nextFh  uint64
+	copyMax uint64 // files up to this size are copied at open (PinCopyMax)
 }
 
 // OpenReader opens the backend at dir read-only, remembering nothing between runs
@@ -105,6 +109,7 @@ func (r *Reader) reload() error {
 		if t.get(rootIno) == nil {
 			t.put(newRoot(0))
 		}
+		r.advancePins(t, sb.Epoch)
 		r.sb, r.t, r.stamp, r.checked = sb, t, stamp, time.Now()
 		return nil
 	}
@@ -152,6 +157,11 @@ func (r *Reader) GetAttr(ino uint64) (Attr, error) {
 	defer r.mu.Unlock()
 	if n := r.visible(ino); n != nil {
 		return n.attr(), nil
+	}
+	for _, p := range r.pins { // an open file whose name now leads elsewhere (fstat)
+		if p.n.Ino == ino {
+			return p.n.attr(), nil
+		}
 	}
 	return Attr{}, ErrNotExist
 }

@@ -28,7 +28,7 @@ func OpenReaderWith(dir string, pass []byte, o ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{be: be, MinRefresh: 100 * time.Millisecond}
+	r := &Reader{be: be, MinRefresh: 100 * time.Millisecond, copyMax: PinCopyMax}
 	if o.Remember {
 		if o.StateDir == "" {
 			o.StateDir = DefaultStateDir(hex.EncodeToString(be.id[:]))

@@ -51,6 +51,8 @@ func (r *rawFS) errno(op string, err error) fuse.Status {
 		return fuse.Status(syscall.ENOSPC)
 	case errors.Is(err, oblivisync.ErrFileTooBig):
 		return fuse.Status(syscall.EFBIG)
+	case errors.Is(err, oblivisync.ErrStale):
+		return fuse.Status(syscall.ESTALE)
 	}
 	r.log.Error("fuse operation failed", "op", op, "err", err)
 	return fuse.EIO
@@ -195,7 +197,26 @@ func (r *rawFS) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName st
 	return r.errno("rename", r.fs.Rename(in.NodeId, oldName, in.Newdir, newName, in.Flags&renameNoReplace != 0))
 }
 
+// pinner is implemented by the read-only client: each open handle reads the version of
+// the file it opened (oblivisync/reader_pin.go).
+type pinner interface {
+	Open(ino uint64) (uint64, oblivisync.Attr, error)
+	Release(fh uint64)
+	ReadHandle(fh uint64, off int64, buf []byte) (int, error)
+}
+
 func (r *rawFS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if p, ok := r.fs.(pinner); ok {
+		fh, _, err := p.Open(in.NodeId)
+		if err != nil {
+			// ESTALE makes the kernel look the name up again (LOOKUP_REVAL) and retry.
+			return r.errno("open", err)
+		}
+		// No page cache: two handles of one inode may hold different versions, and the
+		// kernel would otherwise serve one's cached pages to the other.
+		out.Fh, out.OpenFlags = fh, out.OpenFlags|fuse.FOPEN_DIRECT_IO
+		return fuse.OK
+	}
 	a, err := r.fs.GetAttr(in.NodeId)
 	if err != nil {
 		return r.errno("open", err)
@@ -214,7 +235,13 @@ func (r *rawFS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse
 }
 
 func (r *rawFS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	n, err := r.fs.Read(in.NodeId, int64(in.Offset), buf[:min(len(buf), int(in.Size))])
+	var n int
+	var err error
+	if p, ok := r.fs.(pinner); ok {
+		n, err = p.ReadHandle(in.Fh, int64(in.Offset), buf[:min(len(buf), int(in.Size))])
+	} else {
+		n, err = r.fs.Read(in.NodeId, int64(in.Offset), buf[:min(len(buf), int(in.Size))])
+	}
 	if err != nil {
 		return nil, r.errno("read", err)
 	}
@@ -238,6 +265,10 @@ func (r *rawFS) Fsync(_ <-chan struct{}, _ *fuse.FsyncIn) fuse.Status {
 }
 
 func (r *rawFS) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
+	if p, ok := r.fs.(pinner); ok {
+		p.Release(in.Fh)
+		return
+	}
 	if h, ok := r.fs.(holder); ok {
 		h.Release(in.NodeId)
 	}

@@ -130,13 +130,20 @@ func (u *user) mustRun(t *testing.T, args ...string) string {
 	return out
 }
 
-// summary runs a put or get with --json and decodes its summary.
+// summary runs a put or get with --json and decodes its summary. Exit status 4 (stored,
+// some files without deduplication) is accepted when the summary says so.
 func (u *user) summary(t *testing.T, args ...string) map[string]any {
 	t.Helper()
-	out := u.mustRun(t, append(args, "--json")...)
+	out, errs, code := u.run(t, append(args, "--json")...)
 	var s map[string]any
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("summary of %v: %v: %q", args, err, out)
+		t.Fatalf("summary of %v: %v: %q (exit %d, %s)", args, err, out, code, errs)
+	}
+	if fb, _ := s["fallback_files"].(float64); code != 0 && !(code == exitNoDedup && fb > 0) {
+		t.Fatalf("veil %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errs)
+	}
+	if fb, _ := s["fallback_files"].(float64); fb > 0 && code != exitNoDedup {
+		t.Fatalf("veil %v: %v files without dedup, exit %d", args, fb, code)
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,5 +233,61 @@ func TestE2EMistypedStorageLocation(t *testing.T) {
 	}
 	if _, err := os.Stat(bob.config); err == nil {
 		t.Fatal("a failed init left a profile")
+	}
+}
+
+// Scripting: a put that lost deduplication exits 4 even with -q and says so in JSON;
+// ls --json is complete without -l and shows Unix modes; mkdir/mv/rm --json print.
+func TestE2EScriptingOutput(t *testing.T) {
+	// A key server credential whose server is not there: every file falls back.
+	ksDir := t.TempDir()
+	if out, err := execVeil("keyserver", "init", "--dir", ksDir, "--url", "https://"+testutil.Addr(testutil.FreePort(t))); err != nil {
+		t.Fatalf("keyserver init: %v %s", err, out)
+	}
+	cred := filepath.Join(ksDir, "alice.json")
+	if out, err := execVeil("keyserver", "client", "add", "alice", "--dir", ksDir, "--out", cred); err != nil {
+		t.Fatalf("client add: %v %s", err, out)
+	}
+	u := newUser(t, "alice", "--storage", filepath.Join(t.TempDir(), "store"), "--ks-credential", cred, "--ks-timeout", "200ms")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "d", "f.bin"), 1000, 9)
+	os.Chmod(filepath.Join(src, "d", "f.bin"), 0o640)
+	out, errs, code := u.run(t, "put", "-q", filepath.Join(src, "d"))
+	if code != exitNoDedup || !strings.Contains(errs, "1 file stored without deduplication") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("put -q with the key server down: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	s := u.summary(t, "put", "--force", filepath.Join(src, "d"))
+	if s["fallback_files"].(float64) != 1 {
+		t.Fatalf("summary: %v", s)
+	}
+
+	var e map[string]any
+	if err := json.Unmarshal([]byte(u.mustRun(t, "ls", "--json", "d")), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e["size"].(float64) != 1000 || e["mode"] != "0640" || e["type"] != "file" || strings.HasPrefix(e["mtime"].(string), "0001") {
+		t.Fatalf("ls --json: %v", e)
+	}
+	if out := u.mustRun(t, "mkdir", "--json", "n"); !strings.Contains(out, `"created":"n"`) {
+		t.Fatalf("mkdir --json: %q", out)
+	}
+	if out := u.mustRun(t, "mv", "--json", "n", "m"); !strings.Contains(out, `"moved":"n"`) {
+		t.Fatalf("mv --json: %q", out)
+	}
+	if out := u.mustRun(t, "rm", "--json", "-r", "d"); !strings.Contains(out, `"files":1`) {
+		t.Fatalf("rm --json: %q", out)
+	}
+}
+
+func TestE2EServeStatsTable(t *testing.T) {
+	d := startServe(t, "alice")
+	out, err := execVeil("serve", "stats", "--dir", d.dir)
+	if err != nil || !strings.Contains(string(out), "dedup ratio") || !strings.Contains(string(out), "users           1") {
+		t.Fatalf("serve stats: %v\n%s", err, out)
+	}
+	out, err = execVeil("serve", "stats", "--dir", d.dir, "--json")
+	var st map[string]any
+	if err != nil || json.Unmarshal(out, &st) != nil || st["users"].(float64) != 1 {
+		t.Fatalf("serve stats --json: %v\n%s", err, out)
 	}
 }

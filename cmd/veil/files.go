@@ -140,8 +140,10 @@ change is never sent twice either way.
 below a PATH argument, matches PATTERN (shell patterns: *, ?, [...]; a directory that
 matches is skipped with everything below it).
 
-If the key server cannot be reached, files are stored under random keys: readable, just
-not deduplicated. The summary says how many and why.
+If the key server cannot be reached (or is rate-limiting, or answers something that fails
+verification), files are stored under random keys: readable, just not deduplicated. The
+summary says how many and why, and put exits with status 4, even with -q (--json:
+fallback_files). Exit status 3 means some files could not be stored, 1 that put failed.
 
 Examples:
   veil put ~/Documents

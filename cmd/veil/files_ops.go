@@ -19,7 +19,9 @@ func newLsCommand() *cobra.Command {
 		Short: "List stored files and directories",
 		Long: `ls lists the entries of a stored directory (default: the root), decrypting their names.
 With -l it also shows mode, size, modification time, and a '*' for files stored without
-deduplication (the key server was unavailable when they were stored).
+deduplication (the key server was unavailable when they were stored). --json prints one
+object per entry, always complete (path, type, size, mode as octal Unix permission bits
+such as "0644", mtime, chunks, fallback, error).
 
 Examples:
   veil ls
@@ -36,7 +38,7 @@ Examples:
 				if err := pin.apply(cmd.Context(), cl, path); err != nil {
 					return err
 				}
-				es, err := cl.List(cmd.Context(), path, long)
+				es, err := cl.List(cmd.Context(), path, long || o.json) // JSON is always complete
 				if err != nil {
 					return err
 				}
@@ -118,8 +120,12 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
 				for _, p := range args {
-					if _, err := cl.Remove(cmd.Context(), p, recursive); err != nil {
+					s, err := cl.Remove(cmd.Context(), p, recursive)
+					if err != nil {
 						return fmt.Errorf("%s: %w", p, err)
+					}
+					if o.json {
+						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"removed": p, "files": s.Files, "dirs": s.Dirs})
 					}
 				}
 				return nil
@@ -147,7 +153,13 @@ Examples:
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
-				return cl.Move(cmd.Context(), args[0], args[1])
+				if err := cl.Move(cmd.Context(), args[0], args[1]); err != nil {
+					return err
+				}
+				if o.json {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"moved": args[0], "to": args[1]})
+				}
+				return nil
 			})
 		},
 	}
@@ -160,12 +172,21 @@ func newMkdirCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mkdir PATH...",
 		Short: "Create stored directories (with their parents)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `mkdir creates each stored directory PATH and its missing parents. A directory cannot
+have the name of a stored file (nor be below one).
+
+Examples:
+  veil mkdir Archive/2026
+  veil mkdir --json a b`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
 				for _, p := range args {
 					if err := cl.Mkdir(cmd.Context(), p); err != nil {
 						return fmt.Errorf("%s: %w", p, err)
+					}
+					if o.json {
+						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"created": p})
 					}
 				}
 				return nil

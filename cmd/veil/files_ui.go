@@ -114,7 +114,7 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 	if o.json {
 		json.NewEncoder(out).Encode(s)
 	} else if !o.quiet || perr != nil {
-		fmt.Fprintf(out, "%s %d files, %d dirs, %d links, %s in %s", verb, s.Files, s.Dirs, s.Symlinks,
+		fmt.Fprintf(out, "%s %s, %s, %s, %s in %s", verb, plural(s.Files, "file"), plural(s.Dirs, "dir"), plural(s.Symlinks, "link"),
 			humanBytes(s.Bytes), s.Duration.Round(1e6))
 		if verb == "stored" {
 			fmt.Fprintf(out, ": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
@@ -127,7 +127,10 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 		}
 		fmt.Fprintln(out)
 		for why, n := range s.Fallback {
-			fmt.Fprintf(out, "%d files stored WITHOUT deduplication (random key): %s\n", n, why)
+			fmt.Fprintf(out, "%s stored WITHOUT deduplication (random key): %s\n", plural(n, "file"), why)
+		}
+		if s.Kept > 0 {
+			fmt.Fprintf(out, "%s already there, kept (--overwrite)\n", plural(s.Kept, "file"))
 		}
 	}
 	if err != nil {
@@ -136,7 +139,34 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 	if perr != nil {
 		return exitError{perr.Error(), 3}
 	}
+	if n := s.FallbackN; n > 0 {
+		return exitError{fmt.Sprintf("%s stored without deduplication (random key): %s", plural(n, "file"), mainReason(s.Fallback)),
+			exitNoDedup}
+	}
 	return nil
+}
+
+// exitNoDedup is put's exit status when every file was stored but some under a random key
+// (the key server was down, rate-limited, or its answer failed verification).
+const exitNoDedup = 4
+
+// mainReason is the reason most files fell back for (ties: the first in order).
+func mainReason(m map[string]int) string {
+	best, bn := "", 0
+	for why, n := range m {
+		if n > bn || n == bn && why < best {
+			best, bn = why, n
+		}
+	}
+	return best
+}
+
+// plural is "1 file", "2 files".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // with runs fn with an unlocked, connected client and releases it afterwards.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -74,18 +73,32 @@ Examples:
 			}
 			return err
 		},
-	}, &cobra.Command{
+	}, newServeStatsCommand(&dir))
+	return c
+}
+
+func newServeStatsCommand(dir *string) *cobra.Command {
+	var jsonOut bool
+	c := &cobra.Command{
 		Use:   "stats",
 		Short: "Show the storage service's logical vs physical bytes (the dedup saving)",
-		Args:  cobra.NoArgs,
+		Long: `stats prints the storage service's totals (users, objects, logical and physical bytes,
+garbage, dedup ratio) as a table, or with --json as one JSON object. It works whether the
+deployment is running or not.
+
+Examples:
+  veil serve stats --dir ~/veil-server
+  veil serve stats --dir ~/veil-server --json | jq .dedup_ratio`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := allinone.Stats(dir)
+			st, err := allinone.Stats(*dir)
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+			return printStoreStats(cmd.OutOrStdout(), st, jsonOut)
 		},
-	})
+	}
+	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return c
 }
 

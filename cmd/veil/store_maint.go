@@ -40,14 +40,7 @@ directory with the server stopped, or ask a running server with the admin creden
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if jsonOut {
-				return json.NewEncoder(w).Encode(st)
-			}
-			fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
-				"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
-				humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
-			return nil
+			return printStoreStats(cmd.OutOrStdout(), st, jsonOut)
 		},
 	}
 	tgt.flags(c)
@@ -144,4 +137,15 @@ func printFsck(w io.Writer, rep storeserver.FsckReport) {
 	}
 	fmt.Fprintf(w, "%s: %d objects, %d blobs (%d unreferenced), %d orphaned blobs, %d stale uploads\n",
 		state, rep.Objects, rep.Blobs, rep.GarbageBlobs, rep.OrphanBlobs, rep.StaleUploads)
+}
+
+// printStoreStats prints the store's totals as a table, or as JSON.
+func printStoreStats(w io.Writer, st storeserver.Stats, jsonOut bool) error {
+	if jsonOut {
+		return json.NewEncoder(w).Encode(st)
+	}
+	_, err := fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
+		"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
+		humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
+	return err
 }

@@ -142,6 +142,7 @@ type Summary struct {
 	ChunksKept     int            `json:"chunks_kept"`     // already stored for this file, not resent
 	BytesUploaded  int64          `json:"bytes_uploaded"`  // ciphertext bytes sent (chunks + records)
 	Fallback       map[string]int `json:"fallback,omitempty"`
+	FallbackN      int            `json:"fallback_files"` // put: files that fell back to a random key (no dedup) although a key server is configured
 	Errors         []FileError    `json:"errors,omitempty"`
 	Duration       time.Duration  `json:"duration_ns"`
 

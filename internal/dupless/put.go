@@ -39,6 +39,11 @@ type putTask struct {
 func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summary, err error) {
 	start := time.Now()
 	sum := &Summary{Fallback: map[string]int{}}
+	defer func() {
+		if c.opts.Keys != nil { // without a key server (--no-keyserver) random keys are the plan, not a fallback
+			sum.FallbackN = sum.FallbackFiles()
+		}
+	}()
 	dest = cleanPath(dest)
 	stop := c.timer("lock")
 	unlock, err := c.lock(ctx, false)

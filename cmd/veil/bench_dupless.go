@@ -6,7 +6,6 @@ import (
 	"github.com/dustin/go-humanize"
 	"os"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/bench/dupless"
@@ -75,9 +74,10 @@ Examples:
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
-	c.Flags().IntVar(&cfg.Reps, "reps", 5, "runs per point (at least)")
-	c.Flags().DurationVar(&cfg.MinTime, "min-time", time.Second, "time per point (at least)")
-	c.Flags().StringVar(&maxSizeFlag, "max-size", "64MiB", "largest file size for fig6-7 (e.g. 4MiB, 1048576)")
+	d := duplessbench.DefaultConfig()
+	c.Flags().IntVar(&cfg.Reps, "reps", d.Reps, "runs per point (at least)")
+	c.Flags().DurationVar(&cfg.MinTime, "min-time", d.MinTime, "time per point (at least)")
+	c.Flags().StringVar(&maxSizeFlag, "max-size", exactBytes(d.Sizes[len(d.Sizes)-1]), "largest file size for fig6-7 (e.g. 4MiB, 1048576)")
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/ksclient"
 	"github.com/veil-project/veil/internal/profile"
 )
 
@@ -88,9 +89,9 @@ Examples:
 	c.Flags().StringVar(&storageLoc, "storage", "", "storage location (see above)")
 	c.Flags().StringVar(&storeCred, "store-credential", "", "credential file for a veil:// storage service")
 	c.Flags().StringVar(&ksCred, "ks-credential", "", "key server credential file ('veil keyserver client add')")
-	c.Flags().StringVar(&transport, "ks-transport", "https", "key server transport: https or udp")
+	c.Flags().StringVar(&transport, "ks-transport", ksclient.DefaultTransport, "key server transport: https or udp")
 	c.Flags().BoolVar(&noKS, "no-keyserver", false, "store without a key server: random keys, no deduplication")
-	c.Flags().StringVar(&ksTimeout, "ks-timeout", "", "wait this long for one key server answer (3 tries) before storing without dedup (default 2s; raise it for rate-limited delay modes)")
+	c.Flags().StringVar(&ksTimeout, "ks-timeout", "", fmt.Sprintf("wait this long for one key server answer (%d tries) before storing without dedup (default %v; raise it for rate-limited delay modes)", ksclient.DefaultRetries, ksclient.DefaultTimeout))
 	return c
 }
 

@@ -273,7 +273,7 @@ Examples:
 	}
 	o.addFlags(c, false)
 	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "report, delete nothing")
-	c.Flags().DurationVar(&grace, "grace", time.Hour, "keep unreferenced chunks younger than this")
+	c.Flags().DurationVar(&grace, "grace", dupless.DefaultGrace, "keep unreferenced chunks younger than this")
 	c.Flags().BoolVar(&breakLock, "break-lock", false, "remove every lock first (a killed command's); dangerous if one still runs")
 	return c
 }

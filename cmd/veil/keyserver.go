@@ -14,7 +14,6 @@ import (
 
 	"github.com/veil-project/veil/internal/bench/ks"
 	"github.com/veil-project/veil/internal/keyserver"
-	"github.com/veil-project/veil/internal/server"
 )
 
 func init() {
@@ -77,11 +76,12 @@ Examples:
 	}
 	f := c.Flags()
 	ksDirFlag(c, &dir)
-	f.StringVar(&o.Suite, "suite", "ristretto255", "OPRF suite: ristretto255 or rsa")
-	f.IntVar(&o.RSABits, "rsa-bits", 2048, "RSA modulus size for --suite rsa (at least 2048)")
-	f.StringSliceVar(&o.Hosts, "host", nil, "host names/IPs for the server certificate (default 127.0.0.1,::1,localhost)")
-	f.StringVar(&o.URL, "url", "", "HTTPS URL clients use (default https://127.0.0.1:7443)")
-	f.StringVar(&o.UDP, "udp", "", "UDP address clients use (default 127.0.0.1:7444; '-' for none)")
+	d := keyserver.DefaultConfig()
+	f.StringVar(&o.Suite, "suite", keyserver.DefaultSuite, "OPRF suite: ristretto255 or rsa")
+	f.IntVar(&o.RSABits, "rsa-bits", keyserver.DefaultRSABits, fmt.Sprintf("RSA modulus size for --suite rsa (at least %d)", keyserver.DefaultRSABits))
+	f.StringSliceVar(&o.Hosts, "host", keyserver.DefaultHosts, "host names/IPs for the server certificate")
+	f.StringVar(&o.URL, "url", "", "HTTPS URL clients use (default https://"+d.HTTPSAddr+")")
+	f.StringVar(&o.UDP, "udp", "", "UDP address clients use (default "+d.UDPAddr+"; '-' for none)")
 	return c
 }
 
@@ -116,7 +116,7 @@ Example:
 	add.MarkFlagRequired("out")
 	add.Flags().StringVar(&o.URL, "url", "", "HTTPS URL to record (default: the one given at init)")
 	add.Flags().StringVar(&o.UDP, "udp", "", "UDP address to record (default: the one given at init)")
-	add.Flags().DurationVar(&o.Validity, "valid", 365*24*time.Hour, "certificate lifetime")
+	add.Flags().DurationVar(&o.Validity, "valid", keyserver.DefaultValidity, "certificate lifetime")
 
 	var jsonOut bool
 	list := &cobra.Command{
@@ -179,7 +179,7 @@ still be derived. A running server picks the change up within a second.`,
 		},
 	}
 	ksDirFlag(c, &dir)
-	c.Flags().IntVar(&bits, "rsa-bits", 2048, "RSA modulus size (rsa suite)")
+	c.Flags().IntVar(&bits, "rsa-bits", keyserver.DefaultRSABits, "RSA modulus size (rsa suite)")
 	return c
 }
 
@@ -224,20 +224,21 @@ Examples:
 	}
 	f := c.Flags()
 	ksDirFlag(c, &dir)
-	f.StringVar(&cfg.HTTPSAddr, "https", "127.0.0.1:7443", "HTTPS listen address")
-	f.StringVar(&cfg.UDPAddr, "udp", "127.0.0.1:7444", "UDP listen address ('-' for none)")
+	d := keyserver.DefaultConfig()
+	f.StringVar(&cfg.HTTPSAddr, "https", d.HTTPSAddr, "HTTPS listen address")
+	f.StringVar(&cfg.UDPAddr, "udp", d.UDPAddr, "UDP listen address ('-' for none)")
 	rateFlags(f, &cfg.RateLimit)
 	f.StringVar(&cfg.RateLimitStore, "ratelimit-store", "", "shared rate-limit state: redis://host:port/db (default: DIR/ratelimit.db)")
-	f.IntVar(&cfg.MaxBatch, "max-batch", 1024, "most blinded inputs per request")
-	f.Int64Var(&cfg.MaxBody, "max-body", 1<<20, "largest HTTPS request body in bytes")
-	f.IntVar(&cfg.MaxDatagram, "max-datagram", 8192, "largest UDP datagram in bytes")
-	f.IntVar(&cfg.MaxSessions, "max-sessions", 100_000, "most open UDP sessions")
-	f.IntVar(&cfg.MaxClientSess, "max-client-sessions", 64, "most open UDP sessions per client")
-	f.IntVar(&cfg.MaxConns, "max-conns", 10_000, "most simultaneous HTTPS connections")
-	f.DurationVar(&cfg.SessionTTL, "session-ttl", time.Hour, "UDP session lifetime")
-	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "keep-alive idle timeout")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "graceful drain limit on SIGTERM")
-	f.IntVar(&cfg.UDPWorkers, "udp-workers", 2, "UDP reader goroutines")
+	f.IntVar(&cfg.MaxBatch, "max-batch", d.MaxBatch, "most blinded inputs per request")
+	f.Int64Var(&cfg.MaxBody, "max-body", d.MaxBody, "largest HTTPS request body in bytes")
+	f.IntVar(&cfg.MaxDatagram, "max-datagram", d.MaxDatagram, "largest UDP datagram in bytes")
+	f.IntVar(&cfg.MaxSessions, "max-sessions", d.MaxSessions, "most open UDP sessions")
+	f.IntVar(&cfg.MaxClientSess, "max-client-sessions", d.MaxClientSess, "most open UDP sessions per client")
+	f.IntVar(&cfg.MaxConns, "max-conns", d.MaxConns, "most simultaneous HTTPS connections")
+	f.DurationVar(&cfg.SessionTTL, "session-ttl", d.SessionTTL, "UDP session lifetime")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", d.IdleTimeout, "keep-alive idle timeout")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "graceful drain limit on SIGTERM")
+	f.IntVar(&cfg.UDPWorkers, "udp-workers", d.UDPWorkers, "UDP reader goroutines")
 	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	return c
 }
@@ -341,15 +342,16 @@ Examples:
 	c.MarkFlagRequired("cred")
 	f.StringVar(&o.URL, "addr", "", "key server HTTPS address override: host:port or https://host:port")
 	f.StringVar(&o.UDPAddr, "udp-addr", "", "UDP address override")
-	f.StringVar(&o.Transport, "transport", "https", "https or udp")
-	f.IntVar(&o.Batch, "batch", 1, "blinded inputs per request")
-	f.IntVar(&o.Concurrency, "concurrency", 4, "closed-loop workers")
-	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to measure")
+	d := ksbench.DefaultOptions()
+	f.StringVar(&o.Transport, "transport", d.Transport, "https or udp")
+	f.IntVar(&o.Batch, "batch", d.Batch, "blinded inputs per request")
+	f.IntVar(&o.Concurrency, "concurrency", d.Concurrency, "closed-loop workers")
+	f.DurationVar(&o.Duration, "duration", d.Duration, "how long to measure")
 	f.IntVar(&o.Rate, "rate", 0, "udp: open-loop requests per second (0: closed loop)")
 	f.BoolVar(&o.Static, "static", false, "request /healthz instead (baseline)")
 	f.BoolVar(&o.Verify, "verify", false, "verify and unblind every answer")
 	f.BoolVar(&o.HTTP2, "http2", false, "one multiplexed HTTP/2 connection instead of HTTP/1.1 keep-alive")
-	f.DurationVar(&o.Timeout, "timeout", time.Second, "per-request timeout; an unanswered UDP request counts as a drop")
+	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "per-request timeout; an unanswered UDP request counts as a drop")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON line")
 	return c
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/bench/store"
-	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver"
@@ -275,19 +274,20 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	}
 	dirFlag(c, &dir)
 	f := c.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:7480", "address to listen on")
+	d := storeserver.DefaultConfig()
+	f.StringVar(&listen, "listen", storeserver.DefaultAddr, "address to listen on")
 	f.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "serve plain HTTP (loopback addresses only)")
 	f.StringVar(&blobs, "blobs", "", "the blob location (default: the one DIR records, set by init)")
-	f.StringVar(&maxSize, "max-object-size", "5GiB", "largest object accepted")
-	f.DurationVar(&cfg.RequestTimeout, "request-timeout", time.Hour, "deadline for reading or writing one request")
+	f.StringVar(&maxSize, "max-object-size", exactBytes(d.MaxObjectSize), "largest object accepted")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline for reading or writing one request")
 	f.IntVar(&cfg.MaxConns, "max-conns", 1024, "concurrent connections (0: unlimited)")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "graceful drain limit on SIGTERM")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.BoolVar(&cfg.PublicMetrics, "public-metrics", false, "serve /metrics without the admin credential")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
-	f.IntVar(&cfg.Limits.MaxDepth, "max-path-depth", storeserver.DefaultMaxDepth, "components in one path")
-	f.IntVar(&cfg.Limits.MaxNameLen, "max-name-len", 255, "bytes in one path component (at most 255)")
-	f.IntVar(&cfg.Limits.MaxPathLen, "max-path-len", storeserver.DefaultMaxPathLen, "bytes in one whole path")
-	f.IntVar(&cfg.Limits.MaxDirEntries, "max-dir-entries", storeserver.DefaultMaxDirEntries, "entries directly in one directory")
+	f.IntVar(&cfg.Limits.MaxDepth, "max-path-depth", d.Limits.MaxDepth, "components in one path")
+	f.IntVar(&cfg.Limits.MaxNameLen, "max-name-len", d.Limits.MaxNameLen, fmt.Sprintf("bytes in one path component (at most %d)", d.Limits.MaxNameLen))
+	f.IntVar(&cfg.Limits.MaxPathLen, "max-path-len", d.Limits.MaxPathLen, "bytes in one whole path")
+	f.IntVar(&cfg.Limits.MaxDirEntries, "max-dir-entries", d.Limits.MaxDirEntries, "entries directly in one directory")
 	return c
 }
 
@@ -328,14 +328,29 @@ concurrent clients.
 	}
 	c.Flags().BoolVar(&inProcess, "in-process", false, "serve the store inside the bench process instead of a child 'veil store serve'")
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object per line")
-	c.Flags().Float64Var(&opts.Seconds, "seconds", 2, "time spent on each measurement")
-	c.Flags().IntVar(&opts.Clients, "clients", 16, "concurrent clients for the small-object put rate")
+	d := storebench.DefaultOptions()
+	c.Flags().Float64Var(&opts.Seconds, "seconds", d.Seconds, "time spent on each measurement")
+	c.Flags().IntVar(&opts.Clients, "clients", d.Clients, "concurrent clients for the small-object put rate")
 	c.Flags().StringVar(&opts.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
 	return c
 }
 
 // parseBytes reads a whole size through go-humanize: "123", "10KiB", "5MiB", "2GiB"
 // (powers of 1024), "1KB", "5MB" (powers of 1000), "7 B".
+// exactBytes writes n the way parseBytes reads it back ("5GiB", "64MiB", "1000"): flag
+// defaults taken from the library's byte counts.
+func exactBytes(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.unit)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
 func parseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	n, err := humanize.ParseBytes(t)

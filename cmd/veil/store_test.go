@@ -144,3 +144,13 @@ func TestStoreParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// Flag defaults written from the library's byte counts read back as the same count.
+func TestExactBytesRoundTrip(t *testing.T) {
+	for _, n := range []int64{0, 7, 1000, 1024, 1536, 64 << 20, 5 << 30, 3 << 40} {
+		s := exactBytes(n)
+		if got, err := parseBytes(s); err != nil || got != n {
+			t.Errorf("%d -> %q -> %d, %v", n, s, got, err)
+		}
+	}
+}

@@ -28,8 +28,8 @@ type Config struct {
 }
 
 // DefaultConfig listens on loopback only.
-var DefaultConfig = Config{KSAddr: "127.0.0.1:7443", KSUDP: "127.0.0.1:7444", StoreAddr: "127.0.0.1:7480",
-	PkbKAddr: DefaultPkbKAddr, PkbVAddr: DefaultPkbVAddr}
+var DefaultConfig = Config{KSAddr: keyserver.DefaultConfig().HTTPSAddr, KSUDP: keyserver.DefaultConfig().UDPAddr,
+	StoreAddr: storeserver.DefaultAddr, PkbKAddr: DefaultPkbKAddr, PkbVAddr: DefaultPkbVAddr}
 
 const configFile = "allinone.json"
 

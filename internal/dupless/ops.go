@@ -376,6 +376,10 @@ type PruneResult struct {
 	VersionsRemoved int   `json:"versions_removed"` // kept versions no snapshot lists any more
 }
 
+// DefaultGrace is the age below which Prune keeps unreferenced chunks unless told otherwise:
+// longer than a put takes between sending a chunk and writing the record that references it.
+const DefaultGrace = time.Hour
+
 // Prune deletes chunk objects that no key record references any more (after rm, or after
 // overwriting a file). Chunks younger than grace are kept: a concurrent put may be about to
 // write the record that references them. With dryRun nothing is deleted.

@@ -88,7 +88,7 @@ func addClient(dir, name string, opts AddOptions, deliver func([]byte) error) er
 		return err
 	}
 	if opts.Validity <= 0 {
-		opts.Validity = 365 * 24 * time.Hour
+		opts.Validity = DefaultValidity
 	}
 	iss, err := c.IssueClient(name, opts.Validity)
 	if err != nil {

@@ -50,6 +50,16 @@ type meta struct {
 	Hosts      []string `json:"hosts"`
 }
 
+// Defaults of InitOptions, Rotate and AddOptions.
+var (
+	DefaultSuite    = oprf.Ristretto255.String()
+	DefaultHosts    = []string{"127.0.0.1", "::1", "localhost"}
+	DefaultValidity = 365 * 24 * time.Hour // of a client certificate
+)
+
+// DefaultRSABits is the RSA modulus size of the rsa suite unless told otherwise.
+const DefaultRSABits = oprf.MinRSABits
+
 // InitOptions configures a new key server directory.
 type InitOptions struct {
 	Suite   string    // "ristretto255" (default) or "rsa"
@@ -74,7 +84,7 @@ func Init(dir string, opts InitOptions) error {
 		opts.Rand = rand.Reader
 	}
 	if len(opts.Hosts) == 0 {
-		opts.Hosts = []string{"127.0.0.1", "::1", "localhost"}
+		opts.Hosts = DefaultHosts
 	}
 	if opts.URL == "" {
 		opts.URL = "https://" + defaultHTTPS

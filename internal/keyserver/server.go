@@ -45,29 +45,41 @@ type Config struct {
 	testNow         func() time.Time
 }
 
+// DefaultConfig holds the values zero fields of a Config take, and the addresses a
+// key server listens on by default (`veil keyserver serve`; a Config with UDPAddr ""
+// serves no UDP).
+func DefaultConfig() Config {
+	return Config{HTTPSAddr: defaultHTTPS, UDPAddr: defaultUDP, RateLimit: DefaultRateLimit(),
+		MaxBatch: 1024, MaxBody: 1 << 20, MaxDatagram: 8192, MaxSessions: 100_000, MaxClientSess: 64,
+		MaxConns: 10_000, SessionTTL: time.Hour, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ShutdownTimeout: server.DefaultShutdownTimeout, ReloadInterval: time.Second, MaxHeaderBytes: 16 << 10,
+		UDPWorkers: 2}
+}
+
 func (c *Config) defaults() {
+	d := DefaultConfig()
 	if c.HTTPSAddr == "" {
-		c.HTTPSAddr = defaultHTTPS
+		c.HTTPSAddr = d.HTTPSAddr
 	}
 	if c.UDPAddr == "-" {
 		c.UDPAddr = ""
 	}
 	if c.RateLimit.Mode == "" {
-		c.RateLimit = DefaultRateLimit()
+		c.RateLimit = d.RateLimit
 	}
-	setDefault(&c.MaxBatch, 1024)
-	setDefault(&c.MaxBody, 1<<20)
-	setDefault(&c.MaxDatagram, 8192)
-	setDefault(&c.MaxSessions, 100_000)
-	setDefault(&c.MaxClientSess, 64)
-	setDefault(&c.MaxConns, 10_000)
-	setDefault(&c.SessionTTL, time.Hour)
-	setDefault(&c.ReadTimeout, 10*time.Second)
-	setDefault(&c.IdleTimeout, 2*time.Minute)
-	setDefault(&c.ShutdownTimeout, server.DefaultShutdownTimeout)
-	setDefault(&c.ReloadInterval, time.Second)
-	setDefault(&c.MaxHeaderBytes, 16<<10)
-	setDefault(&c.UDPWorkers, 2)
+	setDefault(&c.MaxBatch, d.MaxBatch)
+	setDefault(&c.MaxBody, d.MaxBody)
+	setDefault(&c.MaxDatagram, d.MaxDatagram)
+	setDefault(&c.MaxSessions, d.MaxSessions)
+	setDefault(&c.MaxClientSess, d.MaxClientSess)
+	setDefault(&c.MaxConns, d.MaxConns)
+	setDefault(&c.SessionTTL, d.SessionTTL)
+	setDefault(&c.ReadTimeout, d.ReadTimeout)
+	setDefault(&c.IdleTimeout, d.IdleTimeout)
+	setDefault(&c.ShutdownTimeout, d.ShutdownTimeout)
+	setDefault(&c.ReloadInterval, d.ReloadInterval)
+	setDefault(&c.MaxHeaderBytes, d.MaxHeaderBytes)
+	setDefault(&c.UDPWorkers, d.UDPWorkers)
 	c.Logger = server.Logger(c.Logger, "keyserver")
 	if c.testNow == nil {
 		c.testNow = time.Now

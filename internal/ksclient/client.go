@@ -27,6 +27,14 @@ var (
 	ErrUnauthorized  = errors.New("key server refused the credential")
 )
 
+// Defaults of Options.
+const (
+	DefaultTransport = "https"
+	DefaultTimeout   = 2 * time.Second // t_R
+	DefaultRetries   = 3               // the paper's choice
+	DefaultMaxBatch  = 256
+)
+
 // Options configures a Client. Zero values take the defaults.
 type Options struct {
 	Transport string        // "https" (default) or "udp"
@@ -90,13 +98,13 @@ func New(cred *Credential, opts Options) (*Client, error) {
 		return nil, errors.New("ksclient: nil credential")
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = 2 * time.Second
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.Retries <= 0 {
-		opts.Retries = 3
+		opts.Retries = DefaultRetries
 	}
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 256
+		opts.MaxBatch = DefaultMaxBatch
 	}
 	opts.MaxBatch = min(opts.MaxBatch, kswire.MaxBatch)
 	if opts.URL == "" {
@@ -125,7 +133,7 @@ func New(cred *Credential, opts Options) (*Client, error) {
 	c := &Client{cred: cred, opts: opts, log: opts.Logger, serial: make(chan struct{}, 1),
 		reqs: make(chan *keyReq), slots: make(chan struct{}, MaxInflight), stop: make(chan struct{})}
 	switch opts.Transport {
-	case "", "https":
+	case "", DefaultTransport:
 		c.tr = h
 	case "udp":
 		if opts.UDPAddr == "" {

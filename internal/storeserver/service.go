@@ -35,25 +35,38 @@ type Config struct {
 	ProbeTimeout      time.Duration   // how long a check may take (default 2 s)
 }
 
+// DefaultAddr is the address the storage service listens on unless told otherwise.
+const DefaultAddr = "127.0.0.1:7480"
+
+// DefaultConfig holds the values zero fields of a Config take.
+func DefaultConfig() Config {
+	return Config{MaxObjectSize: 5 << 30, RequestTimeout: time.Hour, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout,
+		Limits: Limits{MaxDepth: DefaultMaxDepth, MaxNameLen: storage.MaxNameLen, MaxPathLen: DefaultMaxPathLen,
+			MaxDirEntries: DefaultMaxDirEntries},
+		ProbeInterval: 2 * time.Second, ProbeTimeout: 2 * time.Second}
+}
+
 func (c *Config) defaults() {
+	d := DefaultConfig()
 	if c.MaxObjectSize <= 0 {
-		c.MaxObjectSize = 5 << 30
+		c.MaxObjectSize = d.MaxObjectSize
 	}
 	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = time.Hour
+		c.RequestTimeout = d.RequestTimeout
 	}
 	if c.ReadHeaderTimeout <= 0 {
-		c.ReadHeaderTimeout = 10 * time.Second
+		c.ReadHeaderTimeout = d.ReadHeaderTimeout
 	}
 	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 2 * time.Minute
+		c.IdleTimeout = d.IdleTimeout
 	}
 	c.Limits.defaults()
 	if c.ProbeInterval <= 0 {
-		c.ProbeInterval = 2 * time.Second
+		c.ProbeInterval = d.ProbeInterval
 	}
 	if c.ProbeTimeout <= 0 {
-		c.ProbeTimeout = 2 * time.Second
+		c.ProbeTimeout = d.ProbeTimeout
 	}
 	c.ShutdownTimeout = server.ShutdownTimeout(c.ShutdownTimeout)
 	c.Logger = server.Logger(c.Logger, "store")

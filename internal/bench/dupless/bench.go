@@ -42,16 +42,20 @@ type Config struct {
 // DefaultSizes are the paper's 1 KB .. 64 MB in powers of four.
 var DefaultSizes = []int64{1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
 
+// DefaultConfig holds the values zero fields of a Config take (Dir: a temp dir).
+func DefaultConfig() Config { return Config{Sizes: DefaultSizes, MinTime: time.Second, Reps: 5} }
+
 // Run starts a deployment, runs every experiment and calls emit for each row.
 func Run(ctx context.Context, cfg Config, emit func(Row)) error {
+	def := DefaultConfig()
 	if len(cfg.Sizes) == 0 {
-		cfg.Sizes = DefaultSizes
+		cfg.Sizes = def.Sizes
 	}
 	if cfg.MinTime <= 0 {
-		cfg.MinTime = time.Second
+		cfg.MinTime = def.MinTime
 	}
 	if cfg.Reps <= 0 {
-		cfg.Reps = 5
+		cfg.Reps = def.Reps
 	}
 	if cfg.Dir == "" {
 		d, err := os.MkdirTemp("", "veil-bench-dupless")

@@ -73,20 +73,26 @@ type runner struct {
 	span time.Duration // open-loop runs: the sending time, without the wait for stragglers
 }
 
+// DefaultOptions holds the values zero fields of Options take.
+func DefaultOptions() Options {
+	return Options{Transport: "https", Batch: 1, Concurrency: 4, Duration: 10 * time.Second, Timeout: time.Second}
+}
+
 // Run executes one benchmark run until opts.Duration has passed or ctx ends.
 func Run(ctx context.Context, opts Options) (*Result, error) {
+	def := DefaultOptions()
 	if opts.Transport == "" {
-		opts.Transport = "https"
+		opts.Transport = def.Transport
 	}
-	opts.Batch = max(opts.Batch, 1)
+	opts.Batch = max(opts.Batch, def.Batch)
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 4
+		opts.Concurrency = def.Concurrency
 	}
 	if opts.Duration <= 0 {
-		opts.Duration = 10 * time.Second
+		opts.Duration = def.Duration
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = time.Second
+		opts.Timeout = def.Timeout
 	}
 	if opts.Batch > kswire.MaxBatch {
 		return nil, fmt.Errorf("batch %d exceeds %d", opts.Batch, kswire.MaxBatch)

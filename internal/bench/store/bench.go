@@ -64,13 +64,17 @@ type target interface {
 	reset(ctx context.Context) error
 }
 
+// DefaultOptions holds the values zero fields of Options take.
+func DefaultOptions() Options { return Options{Seconds: 2, Clients: 16} }
+
 // Run performs the benchmark and prints the results to w.
 func Run(ctx context.Context, o Options, w io.Writer) error {
+	def := DefaultOptions()
 	if o.Seconds <= 0 {
-		o.Seconds = 2
+		o.Seconds = def.Seconds
 	}
 	if o.Clients <= 0 {
-		o.Clients = 16
+		o.Clients = def.Clients
 	}
 	dir := o.Dir
 	if dir == "" {

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
+)
+
+// A user's own checks and figures: veil check, veil stats (no admin access needed).
+
+func init() {
+	register(newCheckCommand)
+	register(newStatsCommand)
+}
+
+func newCheckCommand() *cobra.Command {
+	var o clientFlags
+	var readData bool
+	var subset string
+	c := &cobra.Command{
+		Use:   "check [--read-data | --read-data-subset N%]",
+		Short: "Verify your stored files, their versions and their content",
+		Long: `check verifies everything you store, without changing anything: every key record of the
+newest tree (authenticated under your key and listed by the newest tree root), every older
+version your snapshots list, and that every chunk they refer to is stored with the size
+its record implies. --read-data also downloads every chunk and verifies it as get does
+(chunk tag, guarded decryption, lengths); --read-data-subset N% does that for a random N%
+of the chunks. Damage is reported per file (an older version as "PATH (snapshot N)");
+the exit status is 3 if anything is damaged.
+
+Examples:
+  veil check
+  veil check --read-data-subset 10%
+  veil check --read-data --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := dupless.CheckOptions{ReadData: readData}
+			if subset != "" {
+				if readData {
+					return usageError("choose one of --read-data and --read-data-subset")
+				}
+				f, err := parsePercent(subset)
+				if err != nil {
+					return usageError(err.Error())
+				}
+				opts.Subset = f
+			}
+			return o.with(cmd, func(cl *dupless.Client) error {
+				res, err := cl.Check(cmd.Context(), opts)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if o.json {
+					json.NewEncoder(out).Encode(res)
+				} else {
+					for _, p := range res.Problems {
+						fmt.Fprintf(out, "damaged: %s: %s\n", p.Path, p.Err)
+					}
+					fmt.Fprintf(out, "checked %d files, %d dirs, %d snapshots (%d older versions), %d chunks present, %d read and verified (%s) in %s: ",
+						res.Files, res.Dirs, res.Snapshots, res.Versions, res.Chunks, res.ChunksRead, humanBytes(res.BytesRead), res.Duration.Round(1e6))
+					if len(res.Problems) == 0 {
+						fmt.Fprintln(out, "no damage")
+					} else {
+						fmt.Fprintf(out, "%d problems\n", len(res.Problems))
+					}
+					if res.VersionsMissing > 0 {
+						fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)
+					}
+				}
+				if n := len(res.Problems); n > 0 {
+					return exitError{fmt.Sprintf("check found %d damaged files or versions", n), 3}
+				}
+				return nil
+			})
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().BoolVar(&readData, "read-data", false, "download and verify every chunk")
+	c.Flags().StringVar(&subset, "read-data-subset", "", "download and verify this share of the chunks, chosen at random (e.g. 10%)")
+	return c
+}
+
+// parsePercent reads "10%" (or "0.1") as a fraction in (0, 1].
+func parsePercent(s string) (float64, error) {
+	v, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	f, err := strconv.ParseFloat(v, 64)
+	if err == nil && pct {
+		f /= 100
+	}
+	if err != nil || f <= 0 || f > 1 {
+		return 0, fmt.Errorf("--read-data-subset %q: give a percentage in (0%%, 100%%], e.g. 10%%", s)
+	}
+	return f, nil
+}
+
+func newStatsCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "stats",
+		Short: "What you store: files, bytes, versions, and what they cost after deduplication",
+		Long: `stats adds up your own records (no admin access to the storage service needed): the
+files, symlinks, folders and logical bytes of your newest tree, the snapshots you keep and
+the file versions in them, and the distinct chunks all of those refer to with their
+ciphertext bytes (what your versions cost after your own deduplication; the storage
+service may share chunks with other users too). It reads every record once.
+
+Examples:
+  veil stats
+  veil stats --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.with(cmd, func(cl *dupless.Client) error {
+				st, err := cl.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if o.json {
+					return json.NewEncoder(out).Encode(st)
+				}
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintf(tw, "files\t%d (%s)\n", st.Files, humanBytes(st.Bytes))
+				fmt.Fprintf(tw, "symlinks\t%d\n", st.Symlinks)
+				fmt.Fprintf(tw, "folders\t%d\n", st.Dirs)
+				if st.Fallback > 0 {
+					fmt.Fprintf(tw, "without dedup\t%d files (stored under random keys; put them again)\n", st.Fallback)
+				}
+				fmt.Fprintf(tw, "snapshots\t%d\n", st.Snapshots)
+				fmt.Fprintf(tw, "file versions\t%d (%s)\n", st.Versions, humanBytes(st.VersionBytes))
+				if st.Missing > 0 {
+					fmt.Fprintf(tw, "versions not kept\t%d\n", st.Missing)
+				}
+				fmt.Fprintf(tw, "chunks\t%d (%s stored)\n", st.Chunks, humanBytes(st.StoredBytes))
+				return tw.Flush()
+			})
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}

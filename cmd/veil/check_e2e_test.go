@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// veil check and veil stats through the real binary and servers: a sound tree checks
+// clean (exit 0), a tampered chunk on the storage service is found by --read-data and
+// named by file (exit 3); stats counts files, versions and bytes.
+func TestE2ECheckAndStats(t *testing.T) {
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "dir")
+	randomFile(t, filepath.Join(src, "victim.bin"), 200_000, 5)
+	randomFile(t, filepath.Join(src, "fine.txt"), 1000, 6)
+	alice.mustRun(t, "put", src)
+	randomFile(t, filepath.Join(src, "fine.txt"), 2000, 7)
+	os.Chtimes(filepath.Join(src, "fine.txt"), time.Now(), time.Now().Add(time.Minute))
+	alice.mustRun(t, "put", src)
+
+	var st map[string]float64
+	json.Unmarshal([]byte(alice.mustRun(t, "stats", "--json")), &st)
+	if st["files"] != 2 || st["bytes"] != 202_000 || st["versions"] != 3 || st["snapshots"] != 2 || st["chunks"] != 3 {
+		t.Fatalf("stats --json = %v", st)
+	}
+	if out := alice.mustRun(t, "stats"); !strings.Contains(out, "file versions") {
+		t.Fatalf("stats:\n%s", out)
+	}
+	if out := alice.mustRun(t, "check", "--read-data"); !strings.Contains(out, "no damage") || !strings.Contains(out, "3 read and verified") {
+		t.Fatalf("check of a sound tree:\n%s", out)
+	}
+
+	var victim string
+	var size int64
+	filepath.Walk(filepath.Join(d.dir, "store", "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > size {
+			victim, size = p, fi.Size()
+		}
+		return nil
+	})
+	if size < 200_000 {
+		t.Fatalf("no blob of the victim's size found (largest %d)", size)
+	}
+	b, _ := os.ReadFile(victim)
+	b[len(b)/2] ^= 1
+	os.WriteFile(victim, b, 0o600)
+	out, errs, code := alice.run(t, "check", "--read-data-subset", "100%")
+	if code != 3 || !strings.Contains(out, "damaged: dir/victim.bin") || strings.Contains(out, "fine.txt") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("check of a tampered chunk: exit %d\n%s\nstderr %q", code, out, errs)
+	}
+	var res struct {
+		Problems []struct{ Path, Error string }
+	}
+	out, _, code = alice.run(t, "check", "--read-data", "--json")
+	if json.Unmarshal([]byte(out), &res); code != 3 || len(res.Problems) != 1 || res.Problems[0].Path != "dir/victim.bin" {
+		t.Fatalf("check --json: exit %d %s", code, out)
+	}
+	for _, bad := range [][]string{{"check", "--read-data-subset", "0%"}, {"check", "--read-data-subset", "x"}, {"check", "--read-data", "--read-data-subset", "5%"}} {
+		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Fatalf("veil %v: exit %d %q", bad, code, errs)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package dupless
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Check (veil check): verifies the user's own tree and its snapshots, per file, without
+// changing anything.
+
+// CheckOptions say how much content Check reads.
+type CheckOptions struct {
+	ReadData bool    // download and verify every chunk (as get does)
+	Subset   float64 // in (0, 1]: download and verify this fraction of the chunks, at random
+}
+
+// CheckResult reports what Check verified and the damage it found, per file.
+type CheckResult struct {
+	Files           int           `json:"files"` // files and symlinks of the newest tree
+	Dirs            int           `json:"dirs"`
+	Snapshots       int           `json:"snapshots"`
+	Versions        int           `json:"versions"`         // older records the snapshots list, checked
+	VersionsMissing int           `json:"versions_missing"` // listed but not kept (replaced before veil kept versions)
+	Chunks          int           `json:"chunks"`           // distinct chunks referenced, each checked present
+	ChunksRead      int           `json:"chunks_read"`      // of those, downloaded and verified
+	BytesRead       int64         `json:"bytes_read"`       // plaintext bytes verified
+	Problems        []FileError   `json:"problems"`
+	Duration        time.Duration `json:"duration_ns"`
+}
+
+// chunkUse is a chunk and the first file (and snapshot) that refers to it.
+type chunkUse struct {
+	ref  chunkRef
+	path string
+}
+
+// Check verifies every record of the newest tree (authenticated, listed by the newest
+// tree root) and of every retained snapshot, and that every chunk they refer to is
+// stored with a plausible size; with ReadData (or Subset) it also downloads chunks and
+// verifies them as get does. Damage is reported per file in Problems; err is for failures
+// that stop the check (the tree root itself, the storage service unreachable).
+func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error) {
+	start := time.Now()
+	res := &CheckResult{Problems: []FileError{}}
+	if o.Subset < 0 || o.Subset > 1 {
+		return res, fmt.Errorf("subset %v: give a fraction in (0, 1]", o.Subset)
+	}
+	if err := c.refresh(ctx); err != nil {
+		return res, err
+	}
+	chunks := map[mle.Tag]chunkUse{}
+	current := map[string][32]byte{}
+	var mu sync.Mutex
+	problem := func(path string, err error) {
+		mu.Lock()
+		res.Problems = append(res.Problems, FileError{Path: path, Err: err.Error()})
+		mu.Unlock()
+	}
+	addChunks := func(path string, r *record) {
+		for _, ch := range r.Chunks {
+			if _, ok := chunks[ch.Tag]; !ok {
+				chunks[ch.Tag] = chunkUse{ch, path}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	err := c.walk(ctx, "", false, func(rel string, isDir bool, encDir, objName string) error {
+		seen[storage.Join(encDir, objName)] = true
+		if isDir {
+			res.Dirs++
+			if _, err := c.readRecord(ctx, encDir, objName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				problem(rel+"/", err)
+			}
+			return nil
+		}
+		res.Files++
+		r, h, err := c.readCurrent(ctx, encDir, objName)
+		if err != nil {
+			problem(rel, err)
+			return nil
+		}
+		current[storage.Join(encDir, objName)] = h
+		addChunks(rel, r)
+		return ctx.Err()
+	})
+	if err != nil {
+		return res, err
+	}
+	seen[dirMetaName] = true
+	for _, p := range c.unseen("", seen) {
+		problem(p, fmt.Errorf("deleted: %w", ErrStale))
+	}
+	if err := c.checkSnapshots(ctx, current, res, addChunks, problem); err != nil {
+		return res, err
+	}
+	res.Chunks = len(chunks)
+	c.checkChunks(ctx, o, chunks, res, problem)
+	sort.Slice(res.Problems, func(i, j int) bool { return res.Problems[i].Path < res.Problems[j].Path })
+	res.Duration = time.Since(start)
+	return res, ctx.Err()
+}
+
+// checkSnapshots reads every older record version the retained snapshots list.
+func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte, res *CheckResult,
+	addChunks func(string, *record), problem func(string, error)) error {
+	roots, err := c.loadRoots(ctx)
+	if err != nil {
+		return err
+	}
+	res.Snapshots = len(roots)
+	done := map[[32]byte]bool{}
+	for _, root := range roots {
+		for path, h := range root.Entries {
+			if done[h] || current[path] == h || isDirMeta(path) {
+				continue
+			}
+			done[h] = true
+			where := fmt.Sprintf("%s (snapshot %d)", c.describe(path), root.Seq)
+			b, err := c.keptBytes(ctx, h)
+			if errors.Is(err, storage.ErrNotFound) {
+				res.VersionsMissing++
+				continue
+			}
+			var r *record
+			if err == nil {
+				r, err = c.keys.openRecord(b, path)
+			}
+			if err != nil {
+				problem(where, err)
+				continue
+			}
+			res.Versions++
+			addChunks(where, r)
+		}
+	}
+	return ctx.Err()
+}
+
+// checkChunks checks every chunk is stored with the size its record implies, and reads
+// and verifies those o selects.
+func (c *Client) checkChunks(ctx context.Context, o CheckOptions, chunks map[mle.Tag]chunkUse, res *CheckResult, problem func(string, error)) {
+	var mu sync.Mutex
+	work, finish := workers(c, func(u chunkUse) {
+		read := o.ReadData || o.Subset > 0 && mrand.Float64() < o.Subset
+		if !read {
+			if err := c.statChunk(ctx, &u.ref); err != nil {
+				problem(u.path, fmt.Errorf("chunk %s: %w", hex.EncodeToString(u.ref.Tag[:8]), err))
+			}
+			return
+		}
+		data, err := c.fetchChunk(ctx, &u.ref)
+		if err != nil {
+			problem(u.path, fmt.Errorf("chunk %s: %w", hex.EncodeToString(u.ref.Tag[:8]), err))
+			return
+		}
+		mu.Lock()
+		res.ChunksRead++
+		res.BytesRead += int64(len(data))
+		mu.Unlock()
+	})
+	for _, u := range chunks {
+		select {
+		case work <- u:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	finish()
+}
+
+// statChunk checks that a chunk object exists with a size its record allows: the message
+// plus the header and one tag (deterministic schemes) or two (RCE).
+func (c *Client) statChunk(ctx context.Context, ref *chunkRef) error {
+	dir, name := chunkLocation(ref.Tag)
+	fi, err := c.be.Stat(ctx, dir, name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("%w: missing", ErrIntegrity)
+	}
+	if err != nil {
+		return err
+	}
+	base := int64(ref.MsgLen) + mle.HeaderSize
+	if fi.Size != base+mle.Size && fi.Size != base+2*mle.Size {
+		return fmt.Errorf("%w: %d bytes stored, the record implies %d", ErrIntegrity, fi.Size, base+mle.Size)
+	}
+	return nil
+}

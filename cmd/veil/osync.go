@@ -96,7 +96,11 @@ Examples:
 				return fmt.Errorf("--kdf-memory must be between 1 and 1024 MiB, got %d", kdfMiB)
 			}
 			kdf.MemoryKiB = kdfMiB << 10
-			return oblivisync.Init(f.backend, pass, p, kdf)
+			if err := oblivisync.Init(f.backend, pass, p, kdf); err != nil {
+				return err
+			}
+			printInit(cmd.OutOrStdout(), f.backend, p, kdf)
+			return nil
 		},
 	}
 	f.add(c)
@@ -243,46 +247,6 @@ Examples:
 	c.Flags().BoolVar(&drain, "drain", false, "run epochs until nothing is pending")
 	c.Flags().IntVar(&maxEpochs, "max-epochs", 100000, "give up draining after this many epochs")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per epoch")
-	return c
-}
-
-func newOsyncStatus() *cobra.Command {
-	var f osyncFlags
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "status --backend DIR",
-		Short: "Show fill level, epoch, and this machine's pending buffer",
-		Long: `status reads the backend's committed state (as any read-only client would) and the
-local writer's last published status (pending bytes, journal size).
-
-Example:
-  veil osync status --backend ~/Dropbox/osync --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pass, err := f.passphrase(false)
-			if err != nil {
-				return err
-			}
-			st, err := oblivisync.Status(f.backend, pass, f.stateDir)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "backend   %s (%d files x %d bytes, k=%d, t=%s)\n", st.Backend, st.Files, st.FileSize, st.K, st.DripTime)
-			fmt.Fprintf(cmd.OutOrStdout(), "epoch     %d\ninodes    %d\nfill      %.2f%% (%d of %d bytes)\n", st.Epoch, st.Inodes, 100*st.Fill, st.Used, st.Capacity)
-			if st.Writer == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "writer    no local writer state in %s\n", st.StateDir)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "buffer    %v bytes pending in %v files (journal %v bytes, as of %v)\n", st.Writer["pending_bytes"], st.Writer["pending_inodes"], st.Writer["journal_bytes"], st.Writer["updated"])
-			}
-			return nil
-		},
-	}
-	f.add(c)
-	f.addState(c)
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 

@@ -31,18 +31,20 @@ func TestOsyncCommands(t *testing.T) {
 	be := filepath.Join(t.TempDir(), "be")
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test")
-	if _, err := runVeil(t, "osync", "init", "--backend", be, "--files", "16", "--file-size", "8192", "--kdf-memory", "8", "--kdf-time", "1"); err != nil {
-		t.Fatal(err)
+	out, err := runVeil(t, "osync", "init", "--backend", be, "--files", "16", "--file-size", "8192", "--kdf-memory", "8", "--kdf-time", "1")
+	if err != nil || !strings.Contains(out, "created osync backend "+be+": 16 files of 8.0 KiB") || !strings.Contains(out, "veil osync mount") {
+		t.Fatalf("init says what it did: %q %v", out, err)
 	}
 	if _, err := runVeil(t, "osync", "init", "--backend", be); err == nil || !strings.Contains(err.Error(), "already an osync backend") {
 		t.Fatalf("second init: %v", err)
 	}
-	out, err := runVeil(t, "osync", "sync", "--backend", be, "--epochs", "3")
+	out, err = runVeil(t, "osync", "sync", "--backend", be, "--epochs", "3")
 	if err != nil || !strings.Contains(out, "epoch 3:") {
 		t.Fatalf("sync: %q %v", out, err)
 	}
 	out, err = runVeil(t, "osync", "status", "--backend", be)
-	if err != nil || !strings.Contains(out, "epoch     3") || !strings.Contains(out, "16 files x 8192 bytes") {
+	if err != nil || !strings.Contains(out, "epoch     3") || !strings.Contains(out, "16 files x 8.0 KiB") ||
+		!strings.Contains(out, "buffer    0 B pending in 0 files") || strings.Contains(out, "e+") {
 		t.Fatalf("status: %q %v", out, err)
 	}
 	ents, _ := os.ReadDir(be)

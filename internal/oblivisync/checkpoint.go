@@ -231,7 +231,7 @@ func decodeCheckpoint(b []byte, g geometry, nfiles int) (*checkpointData, error)
 }
 
 // readStatus returns the last status a writer published in stateDir (nil if none).
-func readStatus(stateDir string) (map[string]any, error) {
+func readStatus(stateDir string) (*statusFile, error) {
 	raw, err := os.ReadFile(filepath.Join(stateDir, statusName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -239,9 +239,9 @@ func readStatus(stateDir string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]any
+	var m statusFile
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", statusName, err)
 	}
-	return m, nil
+	return &m, nil
 }

@@ -29,6 +29,9 @@ type journal struct {
 	key   [32]byte
 	fsync bool
 	limit int64 // the writer's MaxPending; sizes segments
+	// readOnly: replay only reads (status of a stopped writer); no segment is opened for
+	// appending or cut.
+	readOnly bool
 
 	seg      uint32
 	f        *os.File
@@ -108,6 +111,9 @@ func (j *journal) replay(seg uint32, off int64, fn func(seg uint32, off int64, p
 			return err
 		}
 		j.seg, j.off = s, end
+	}
+	if j.readOnly {
+		return nil
 	}
 	f, err := os.OpenFile(filepath.Join(j.dir, segName(j.seg)), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -167,6 +167,24 @@ func (w *Writer) start() error {
 }
 
 func (w *Writer) recover() error {
+	if err := w.load(false); err != nil {
+		return err
+	}
+	w.changed = true
+	if err := w.checkpoint(); err != nil {
+		return err
+	}
+	if err := w.writeSeen(w.sb.Epoch, w.be.superNonce); err != nil {
+		return err
+	}
+	return w.writeStatus()
+}
+
+// load rebuilds the frontend state from the backend's committed state, the checkpoint
+// and the journal. With readOnly it changes no file (`veil osync status` reads a stopped
+// writer's journal this way) and a state behind the backend is recorded in w.broken
+// instead of failing.
+func (w *Writer) load(readOnly bool) error {
 	sb, err := w.be.readSuper()
 	if err != nil {
 		return err
@@ -176,13 +194,16 @@ func (w *Writer) recover() error {
 		return err
 	}
 	if err := checkSeen(w.opts.StateDir, sb.Epoch, w.be.superNonce); err != nil {
-		return err
+		if !readOnly {
+			return err
+		}
+		w.broken = err
 	}
 	w.sb, w.com, w.comPages = sb, com, map[uint32]map[uint64]*node{}
 	for ino, n := range com {
 		w.comPut(ino, n)
 	}
-	w.j = &journal{dir: w.opts.StateDir, key: w.be.keys.journal, fsync: !w.opts.UnsafeNoFsync, limit: w.opts.MaxPending}
+	w.j = &journal{dir: w.opts.StateDir, key: w.be.keys.journal, fsync: !w.opts.UnsafeNoFsync, limit: w.opts.MaxPending, readOnly: readOnly}
 	ck, err := readCheckpoint(w.opts.StateDir, &w.be.keys.journal, w.be.g, w.be.params.Files)
 	if err != nil {
 		return err
@@ -223,14 +244,7 @@ func (w *Writer) recover() error {
 	for ino := range w.com {
 		w.markIfDirty(ino)
 	}
-	w.changed = true
-	if err := w.checkpoint(); err != nil {
-		return err
-	}
-	if err := w.writeSeen(sb.Epoch, w.be.superNonce); err != nil {
-		return err
-	}
-	return w.writeStatus()
+	return nil
 }
 
 func (w *Writer) markIfDirty(ino uint64) {

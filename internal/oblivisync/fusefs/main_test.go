@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -43,6 +44,7 @@ func helperMain() int {
 		DrainTimeout: 30 * time.Second,
 		Ready:        func() { fmt.Println("ready") },
 		MetricsAddr:  os.Getenv("OSYNC_METRICS"),
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if err := Run(ctx, cfg); err != nil {
 		fmt.Println("error:", err)

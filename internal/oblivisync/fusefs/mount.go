@@ -48,6 +48,9 @@ func Run(ctx context.Context, c Config) error {
 	if err := oblivisync.CheckOutside(c.Backend, c.Mountpoint, "mountpoint"); err != nil {
 		return err
 	}
+	if err := prepareMountpoint(c.Mountpoint, c.Logger); err != nil {
+		return err
+	}
 	var f oblivisync.FS
 	var w *oblivisync.Writer
 	if c.ReadOnly {

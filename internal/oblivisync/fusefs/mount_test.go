@@ -56,7 +56,7 @@ func startMount(t *testing.T, backend, mnt, state string, ro bool, env ...string
 		"OSYNC_PASS=" + testPass, "OSYNC_RO=" + roFlag}, env...)
 	p := testutil.Start(t, "env", append(args, os.Args[0])...)
 	deadline := time.After(15 * time.Second)
-	for !strings.Contains(p.Output(), "ready") {
+	for !strings.Contains("\n"+p.Output(), "\nready\n") {
 		select {
 		case <-p.Done():
 			t.Fatalf("mount helper exited: %s", p.Output())

@@ -23,7 +23,7 @@ func tryMount(t *testing.T, backend, mnt, state string, env ...string) (*testuti
 		"OSYNC_PASS=" + testPass, "OSYNC_RO=0"}, env...)
 	p := testutil.Start(t, "env", append(args, os.Args[0])...)
 	deadline := time.After(15 * time.Second)
-	for !strings.Contains(p.Output(), "ready") {
+	for !strings.Contains("\n"+p.Output(), "\nready\n") {
 		select {
 		case <-p.Done():
 			return nil, p.Output()

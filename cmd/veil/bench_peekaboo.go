@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -28,13 +29,16 @@ in a temporary directory) and a plain key-value server without privacy (the repo
               (exact: 1 match; substring: up to 100 matches, the first 100 returned)
   fig10       where one search's time goes, beside the report's table (at 10^5 pairs)
   fig11       K-server access control with 1, 2, 4 pseudonyms, with and without caching
+  pir         private queries (--private-query: two-server PIR) beside basic exact search:
+              latency, reply bytes, process CPU per query, each server's CPU per query
   throughput  searches/s from --clients concurrent clients, mixing off and on
 
 Latency runs use mixing off (batch 1) to show the protocol's own cost.
 
 Examples:
   veil bench peekaboo
-  veil bench peekaboo --sizes 1000,100000 --queries 100 --json`,
+  veil bench peekaboo --sizes 1000,100000 --queries 100 --json
+  veil bench peekaboo --sizes 100000,1000000 --only pir`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
@@ -60,5 +64,6 @@ Examples:
 	c.Flags().IntVar(&cfg.Queries, "queries", 300, "searches per latency point")
 	c.Flags().IntVar(&cfg.Clients, "clients", 16, "concurrent clients for throughput")
 	c.Flags().DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each throughput run")
+	c.Flags().StringSliceVar(&cfg.Only, "only", nil, "run only these experiments after publishing ("+strings.Join(pkbbench.Experiments, ", ")+")")
 	return c
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
 	"github.com/veil-project/veil/internal/peekaboo/local"
+	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/vserver"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
@@ -22,7 +23,13 @@ type Config struct {
 	Clients  int           // concurrent clients for throughput (default 16)
 	Duration time.Duration // per throughput run (default 5s)
 	Dir      string        // scratch directory (default a temporary one, removed after)
+	Only     []string      // experiments to run after publish (default all: fig9 fig10 fig11 pir throughput)
 }
+
+// Experiments are the names Config.Only takes.
+var Experiments = []string{"fig9", "fig10", "fig11", "pir", "throughput"}
+
+func (c *Config) want(x string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, x) }
 
 // Row is one measurement.
 type Row struct {
@@ -74,6 +81,11 @@ func Run(ctx context.Context, cfg Config, emit func(Row)) error {
 	if cfg.Duration <= 0 {
 		cfg.Duration = 5 * time.Second
 	}
+	for _, x := range cfg.Only {
+		if !slices.Contains(Experiments, x) {
+			return fmt.Errorf("experiment %q: want one of %v", x, Experiments)
+		}
+	}
 	dir := cfg.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "veil-bench-peekaboo-")
@@ -102,7 +114,10 @@ type env struct {
 	plain  *plain
 }
 
-func noMix() local.Options { return local.Options{V: vserver.Config{BatchSize: 1}} }
+// noMix is a deployment with mixing off and a private-query table sized for n pairs.
+func noMix(n int) local.Options {
+	return local.Options{V: vserver.Config{BatchSize: 1}, PIR: pir.ParamsFor(n)}
+}
 
 func runSize(ctx context.Context, cfg Config, dir string, n int, emit func(Row)) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -110,7 +125,7 @@ func runSize(ctx context.Context, cfg Config, dir string, n int, emit func(Row))
 	}
 	e := &env{pairs: makePairs(n)}
 	var err error
-	if e.d, err = local.Start(filepath.Join(dir, "pkb"), noMix()); err != nil {
+	if e.d, err = local.Start(filepath.Join(dir, "pkb"), noMix(n)); err != nil {
 		return err
 	}
 	defer func() { e.d.Stop() }()
@@ -125,24 +140,32 @@ func runSize(ctx context.Context, cfg Config, dir string, n int, emit func(Row))
 	if err := e.publish(ctx, n, emit); err != nil {
 		return err
 	}
-	if e.plain, err = startPlain(dir, e.pairs); err != nil {
-		return err
+	if cfg.want("fig9") {
+		if e.plain, err = startPlain(dir, e.pairs); err != nil {
+			return err
+		}
+		defer e.plain.close()
+		if err := e.fig9(ctx, cfg, n, emit); err != nil {
+			return err
+		}
 	}
-	defer e.plain.close()
-	if err := e.fig9(ctx, cfg, n, emit); err != nil {
-		return err
+	if cfg.want("pir") {
+		if err := e.pirBench(ctx, cfg, n, emit); err != nil {
+			return err
+		}
 	}
-	if n == 1e5 || (n == slices.Max(cfg.Sizes) && !slices.Contains(cfg.Sizes, 1e5)) {
+	main := n == 1e5 || (n == slices.Max(cfg.Sizes) && !slices.Contains(cfg.Sizes, 1e5))
+	if main && cfg.want("fig10") {
 		if err := e.fig10(ctx, cfg, n, emit); err != nil {
 			return err
 		}
 	}
-	if n == 1e3 || n == 1e5 {
+	if (n == 1e3 || n == 1e5) && cfg.want("fig11") {
 		if err := e.fig11(ctx, cfg, n, emit); err != nil {
 			return err
 		}
 	}
-	if n == 1e5 || (n == slices.Max(cfg.Sizes) && !slices.Contains(cfg.Sizes, 1e5)) {
+	if main && cfg.want("throughput") {
 		return e.throughput(ctx, cfg, dir, n, emit)
 	}
 	return nil

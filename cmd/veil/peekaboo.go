@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
 func init() { register(newPeekabooCommand) }
@@ -298,7 +299,7 @@ releases the values of the pair ids found (docs/design-peekaboo.md, "Private que
 	}
 	c.Flags().BoolVar(&so.Substring, "substring", false, "match keys containing QUERY (default: equal to it)")
 	c.Flags().BoolVar(&so.Advanced, "advanced", false, "also return the matched keys")
-	c.Flags().IntVar(&so.Limit, "limit", 100, "most results (1..1000)")
+	c.Flags().IntVar(&so.Limit, "limit", client.DefaultLimit, fmt.Sprintf("most results (1..%d)", wire.MaxLimit))
 	c.Flags().BoolVar(&private, "private-query", false, "hide QUERY from both servers (two-server PIR; exact match only)")
 	c.Flags().BoolVar(&pseud, "pseudonyms", false, "prove the pseudonyms owners granted you (cached in the profile)")
 	c.Flags().BoolVar(&refresh, "refresh-pseudonyms", false, "fetch and open your pseudonym grants again (implies --pseudonyms)")

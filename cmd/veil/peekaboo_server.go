@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -70,12 +69,13 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 			return serveOne(cmd, s, listen)
 		},
 	}
-	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7490", "listen address")
-	serve.Flags().DurationVar(&cfg.ReplayWindow, "replay-window", 10*time.Minute, "accepted query clock skew and replay memory")
-	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", 64<<20, "largest relay batch in bytes")
-	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 1024, "simultaneous connections")
-	serve.Flags().IntVar(&cfg.Workers, "workers", 4, "relay items opened in parallel")
-	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
+	kdef := kserver.DefaultConfig()
+	serve.Flags().StringVar(&listen, "listen", kserver.DefaultListen, "listen address")
+	serve.Flags().DurationVar(&cfg.ReplayWindow, "replay-window", kdef.ReplayWindow, "accepted query clock skew and replay memory")
+	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", kdef.MaxBody, "largest relay batch in bytes")
+	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", kdef.MaxConns, "simultaneous connections")
+	serve.Flags().IntVar(&cfg.Workers, "workers", kdef.Workers, "relay items opened in parallel")
+	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", kdef.ShutdownTimeout, "graceful drain limit")
 	pub := &cobra.Command{
 		Use:   "pubkey --dir DIR",
 		Short: "Print the K-server's public key fingerprint (clients check it out of band)",
@@ -170,13 +170,14 @@ mixing off).
 			return serveOne(cmd, s, listen)
 		},
 	}
-	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7491", "listen address")
-	serve.Flags().IntVar(&cfg.BatchSize, "batch-size", 16, "relay items per mixed batch (1: no mixing)")
-	serve.Flags().DurationVar(&cfg.MaxDelay, "max-delay", 5*time.Millisecond, "longest wait for a batch to fill")
-	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", 32<<20, "largest request body in bytes")
-	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 4096, "simultaneous client connections")
-	serve.Flags().DurationVar(&cfg.RelayTimeout, "relay-timeout", time.Minute, "one relay batch to the K-server")
-	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
+	vdef := vserver.DefaultConfig()
+	serve.Flags().StringVar(&listen, "listen", vserver.DefaultListen, "listen address")
+	serve.Flags().IntVar(&cfg.BatchSize, "batch-size", vdef.BatchSize, "relay items per mixed batch (1: no mixing)")
+	serve.Flags().DurationVar(&cfg.MaxDelay, "max-delay", vdef.MaxDelay, "longest wait for a batch to fill")
+	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", vdef.MaxBody, "largest request body in bytes")
+	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", vdef.MaxConns, "simultaneous client connections")
+	serve.Flags().DurationVar(&cfg.RelayTimeout, "relay-timeout", vdef.RelayTimeout, "one relay batch to the K-server")
+	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", vdef.ShutdownTimeout, "graceful drain limit")
 	for _, s := range []*cobra.Command{initC, serve} {
 		s.Flags().StringVar(&dir, "dir", "", "the V-server's directory (required)")
 		s.MarkFlagRequired("dir")

@@ -16,8 +16,8 @@ import (
 
 // Default Peekaboo addresses (a deployment made before Peekaboo existed gets these).
 const (
-	DefaultPkbKAddr = "127.0.0.1:7490"
-	DefaultPkbVAddr = "127.0.0.1:7491"
+	DefaultPkbKAddr = kserver.DefaultListen
+	DefaultPkbVAddr = vserver.DefaultListen
 )
 
 func pkbDir(dir string) string { return filepath.Join(dir, "peekaboo") }

@@ -151,11 +151,14 @@ func (c *Client) Unpublish(ctx context.Context, key string, value []byte) (int, 
 	return int(n.N), nil
 }
 
+// DefaultLimit is the number of results a search asks for when the caller names none.
+const DefaultLimit = 100
+
 // SearchOptions shape a search.
 type SearchOptions struct {
 	Substring  bool
 	Advanced   bool                 // also return the matched keys
-	Limit      int                  // 1..1000 (0: 100)
+	Limit      int                  // 1..1000 (0: DefaultLimit)
 	Pseudonyms []ed25519.PrivateKey // pseudonyms to prove (K-server access control)
 }
 
@@ -188,7 +191,7 @@ var errStale = fmt.Errorf("%w: timestamp outside the K-server's window (check th
 func (c *Client) NewQuery(text string, o SearchOptions) (*wire.Query, error) {
 	q := &wire.Query{Mode: wire.ModeExact, Advanced: o.Advanced, Limit: uint16(o.Limit), Time: uint64(c.now().UnixMilli()), Text: text}
 	if o.Limit == 0 {
-		q.Limit = 100
+		q.Limit = DefaultLimit
 	}
 	if o.Limit < 0 || o.Limit > wire.MaxLimit {
 		return nil, fmt.Errorf("limit %d: want 1..%d", o.Limit, wire.MaxLimit)

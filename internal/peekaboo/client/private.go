@@ -141,7 +141,7 @@ func (c *Client) privateSearch(ctx context.Context, key string, o SearchOptions)
 	}
 	limit := o.Limit
 	if limit == 0 {
-		limit = 100
+		limit = DefaultLimit
 	}
 	out := &SearchResult{ReplyBytes: len(b) + len(vb)}
 	for _, r := range res.Results {

@@ -50,6 +50,17 @@ func (c *Config) defaults() {
 	}
 }
 
+// DefaultListen is the K-server's listen address unless told otherwise.
+const DefaultListen = "127.0.0.1:7490"
+
+// DefaultConfig is the configuration zero values stand for (the CLI's flag defaults).
+func DefaultConfig() Config {
+	var c Config
+	c.defaults()
+	c.now = nil
+	return c
+}
+
 func def[T int | int64 | time.Duration](v *T, d T) {
 	if *v <= 0 {
 		*v = d

@@ -51,6 +51,16 @@ func (c *Config) defaults() {
 	def(&c.ShutdownTimeout, 30*time.Second)
 }
 
+// DefaultListen is the V-server's listen address unless told otherwise.
+const DefaultListen = "127.0.0.1:7491"
+
+// DefaultConfig is the configuration zero values stand for (the CLI's flag defaults).
+func DefaultConfig() Config {
+	var c Config
+	c.defaults()
+	return c
+}
+
 func def[T int | int64 | time.Duration](v *T, d T) {
 	if *v <= 0 {
 		*v = d

@@ -41,9 +41,7 @@ func CheckName(n string) error {
 type Search struct{ Sealed []byte }
 
 func (m *Search) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeSearch)
+	w := newMsg(TypeSearch)
 	w.b32(m.Sealed)
 	return w.b
 }
@@ -91,9 +89,7 @@ func SizeClass(n int) int {
 }
 
 func (m *Results) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeResults)
+	w := newMsg(TypeResults)
 	w.u8(m.Status)
 	w.u16(uint16(len(m.Results)))
 	for _, r := range m.Results {

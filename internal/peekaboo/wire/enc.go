@@ -20,6 +20,35 @@ type ID [IDSize]byte
 
 type writer struct{ b []byte }
 
+// newMsg starts a message or record: version byte, type byte.
+func newMsg(typ uint8) *writer { return &writer{b: []byte{Version, typ}} }
+
+// names writes a list of names: u8 n, n x b8 name (ACLs).
+func (w *writer) names(ns []string) {
+	w.u8(uint8(len(ns)))
+	for _, n := range ns {
+		w.b8([]byte(n))
+	}
+}
+
+// b16s writes u32 n, n x b16 (sealed items, grants).
+func (w *writer) b16s(list [][]byte) {
+	w.u32(uint32(len(list)))
+	for _, p := range list {
+		w.b16(p)
+	}
+}
+
+// tagged writes u16 n, n x (u8 tag, b32 payload): relay batches and their replies.
+func (w *writer) tagged(n int, at func(i int) (uint8, []byte)) {
+	w.u16(uint16(n))
+	for i := 0; i < n; i++ {
+		tag, p := at(i)
+		w.u8(tag)
+		w.b32(p)
+	}
+}
+
 func (w *writer) u8(v uint8)   { w.b = append(w.b, v) }
 func (w *writer) u16(v uint16) { w.b = binary.BigEndian.AppendUint16(w.b, v) }
 func (w *writer) u32(v uint32) { w.b = binary.BigEndian.AppendUint32(w.b, v) }
@@ -96,6 +125,39 @@ func (r *reader) u64(f string) uint64 {
 func (r *reader) b8(f string) []byte  { return r.take(int(r.u8(f)), f) }
 func (r *reader) b16(f string) []byte { return r.take(int(r.u16(f)), f) }
 func (r *reader) b32(f string) []byte { return r.take(int(r.u32(f)), f) }
+
+// names reads what writer.names wrote.
+func (r *reader) names(f string) []string {
+	var out []string
+	n := int(r.u8(f))
+	for i := 0; i < n && r.err == nil; i++ {
+		out = append(out, string(r.b8(f)))
+	}
+	return out
+}
+
+// b16s reads what writer.b16s wrote, at most max elements.
+func (r *reader) b16s(f string, max int) [][]byte {
+	n := r.count(f, max, 2)
+	var out [][]byte
+	for i := 0; i < n && r.err == nil; i++ {
+		out = append(out, r.b16(f))
+	}
+	return out
+}
+
+// tagged reads what writer.tagged wrote, calling each for every (tag, payload).
+func (r *reader) tagged(f string, each func(i int, tag uint8, p []byte)) int {
+	n := int(r.u16(f))
+	for i := 0; i < n && r.err == nil; i++ {
+		tag := r.u8("kind")
+		p := r.b32("payload")
+		if r.err == nil {
+			each(i, tag, p)
+		}
+	}
+	return n
+}
 
 func (r *reader) id(f string) (id ID) {
 	copy(id[:], r.take(IDSize, f))

@@ -41,9 +41,7 @@ type Grant struct {
 }
 
 func (m *Grant) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeGrant)
+	w := newMsg(TypeGrant)
 	w.b8([]byte(m.To))
 	w.b16(m.Sealed)
 	return w.b
@@ -65,23 +63,14 @@ func ParseGrant(b []byte) (*Grant, error) {
 type Grants struct{ Sealed [][]byte }
 
 func (m *Grants) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeGrants)
-	w.u32(uint32(len(m.Sealed)))
-	for _, s := range m.Sealed {
-		w.b16(s)
-	}
+	w := newMsg(TypeGrants)
+	w.b16s(m.Sealed)
 	return w.b
 }
 
 func ParseGrants(b []byte) (*Grants, error) {
 	r := newReader("grants", b)
 	r.header(TypeGrants)
-	n := r.count("grants", MaxGrants, 2)
-	m := &Grants{}
-	for i := 0; i < n && r.err == nil; i++ {
-		m.Sealed = append(m.Sealed, r.b16("sealed"))
-	}
+	m := &Grants{Sealed: r.b16s("grants", MaxGrants)}
 	return m, r.end(false)
 }

@@ -19,18 +19,13 @@ type Publish struct {
 }
 
 func (m *Publish) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypePublish)
+	w := newMsg(TypePublish)
 	w.b16(m.Enc)
 	w.u32(uint32(len(m.Pairs)))
 	for _, p := range m.Pairs {
 		w.raw(p.ID[:])
 		w.b16(p.Value)
-		w.u8(uint8(len(p.ACL)))
-		for _, n := range p.ACL {
-			w.b8([]byte(n))
-		}
+		w.names(p.ACL)
 		w.b16(p.OwnerBlob)
 		w.b16(p.Sealed)
 	}
@@ -61,11 +56,7 @@ func ParsePublish(b []byte) (*Publish, error) {
 	m := &Publish{Enc: r.b16("enc")}
 	n := r.count("pairs", MaxChunk, IDSize+6)
 	for i := 0; i < n && r.err == nil; i++ {
-		p := PublishPair{ID: r.id("id"), Value: r.b16("value")}
-		na := int(r.u8("acl"))
-		for j := 0; j < na && r.err == nil; j++ {
-			p.ACL = append(p.ACL, string(r.b8("acl name")))
-		}
+		p := PublishPair{ID: r.id("id"), Value: r.b16("value"), ACL: r.names("acl")}
 		p.OwnerBlob, p.Sealed = r.b16("owner blob"), r.b16("sealed item")
 		if r.err == nil {
 			if err := CheckPair(&p); err != nil {
@@ -93,9 +84,7 @@ func (m *Publish) Chunk() *SealedChunk {
 type Count struct{ N uint32 }
 
 func (m *Count) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeCount)
+	w := newMsg(TypeCount)
 	w.u32(m.N)
 	return w.b
 }
@@ -111,9 +100,7 @@ func ParseCount(b []byte) (*Count, error) {
 type IDs struct{ IDs []ID }
 
 func (m *IDs) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeUnpublish)
+	w := newMsg(TypeUnpublish)
 	w.u32(uint32(len(m.IDs)))
 	for _, id := range m.IDs {
 		w.raw(id[:])
@@ -144,17 +131,12 @@ type Listed struct {
 type List struct{ Pairs []Listed }
 
 func (m *List) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeList)
+	w := newMsg(TypeList)
 	w.u32(uint32(len(m.Pairs)))
 	for _, p := range m.Pairs {
 		w.raw(p.ID[:])
 		w.b16(p.Value)
-		w.u8(uint8(len(p.ACL)))
-		for _, n := range p.ACL {
-			w.b8([]byte(n))
-		}
+		w.names(p.ACL)
 		w.b16(p.OwnerBlob)
 	}
 	return w.b
@@ -166,11 +148,7 @@ func ParseList(b []byte) (*List, error) {
 	n := r.count("pairs", MaxListed, IDSize+5)
 	m := &List{}
 	for i := 0; i < n && r.err == nil; i++ {
-		p := Listed{ID: r.id("id"), Value: r.b16("value")}
-		na := int(r.u8("acl"))
-		for j := 0; j < na && r.err == nil; j++ {
-			p.ACL = append(p.ACL, string(r.b8("acl name")))
-		}
+		p := Listed{ID: r.id("id"), Value: r.b16("value"), ACL: r.names("acl")}
 		p.OwnerBlob = r.b16("owner blob")
 		m.Pairs = append(m.Pairs, p)
 	}

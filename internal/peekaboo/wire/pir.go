@@ -118,9 +118,7 @@ type PIRSearch struct {
 }
 
 func (m *PIRSearch) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypePIRSearch)
+	w := newMsg(TypePIRSearch)
 	w.b16(m.Key0)
 	w.b16(m.Sealed)
 	return w.b
@@ -148,9 +146,7 @@ type PIRReply struct {
 }
 
 func (m *PIRReply) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypePIRReply)
+	w := newMsg(TypePIRReply)
 	w.u8(m.Status)
 	w.b32(m.Share0)
 	w.b32(m.Sealed1)
@@ -172,9 +168,7 @@ func ParsePIRReply(b []byte) (*PIRReply, error) {
 type Fetch struct{ IDs []ID }
 
 func (m *Fetch) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeFetch)
+	w := newMsg(TypeFetch)
 	w.u8(uint8(len(m.IDs)))
 	for _, id := range m.IDs {
 		w.raw(id[:])

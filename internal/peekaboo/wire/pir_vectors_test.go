@@ -180,44 +180,5 @@ func FuzzOpenPIR(f *testing.F) {
 // FuzzParsePIR feeds the private-query parsers only (FuzzParse covers them too, among
 // slower ones): a value that re-encodes to the input, or ErrMalformed.
 func FuzzParsePIR(f *testing.F) {
-	names := []string{"pir_query", "pir_search", "pir_reply", "fetch", "publish_ack"}
-	for _, e := range pirSamples() {
-		p := e.Name[:bytes.IndexByte([]byte(e.Name), ':')]
-		for i, n := range names {
-			if n == p {
-				f.Add(append([]byte{byte(i)}, testutil.Unhex(f, e.Hex)...))
-			}
-		}
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) == 0 {
-			return
-		}
-		name := names[int(b[0])%len(names)]
-		re, err := parsers[name](b[1:])
-		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
-				t.Fatalf("%s: error not ErrMalformed: %v", name, err)
-			}
-			return
-		}
-		if !bytes.Equal(re, b[1:]) {
-			t.Fatalf("%s: accepted input does not re-encode to itself", name)
-		}
-	})
-}
-
-// TestMessageTypesDistinct: no two message or record types share a type byte, so no
-// message parses as another.
-func TestMessageTypesDistinct(t *testing.T) {
-	seen := map[int]string{}
-	for name, v := range map[string]int{"search": TypeSearch, "results": TypeResults, "publish": TypePublish,
-		"count": TypeCount, "unpublish": TypeUnpublish, "list": TypeList, "relay": TypeRelay, "relay_resp": TypeRelayResp,
-		"grant": TypeGrant, "grants": TypeGrants, "pir_search": TypePIRSearch, "pir_reply": TypePIRReply, "fetch": TypeFetch,
-		"key_record": RecKey, "pair_record": RecPair, "user_record": RecUser} {
-		if other, dup := seen[v]; dup {
-			t.Fatalf("%s and %s share type 0x%02x", name, other, v)
-		}
-		seen[v] = name
-	}
+	fuzzParsers(f, []string{"fetch", "pir_query", "pir_reply", "pir_search", "publish_ack"}, pirSamples())
 }

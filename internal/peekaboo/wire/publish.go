@@ -139,10 +139,7 @@ func OpenChunk(k *KServerKey, c *SealedChunk) ([]KeyItem, error) {
 func MarshalChunk(c *SealedChunk) []byte {
 	w := &writer{}
 	w.b16(c.Enc)
-	w.u32(uint32(len(c.Items)))
-	for _, it := range c.Items {
-		w.b16(it)
-	}
+	w.b16s(c.Items)
 	return w.b
 }
 
@@ -150,10 +147,7 @@ func MarshalChunk(c *SealedChunk) []byte {
 func ParseChunk(b []byte) (*SealedChunk, error) {
 	r := newReader("publication chunk", b)
 	c := &SealedChunk{Enc: r.b16("enc")}
-	n := r.count("items", MaxChunk, 2)
-	for i := 0; i < n && r.err == nil; i++ {
-		c.Items = append(c.Items, r.b16("item"))
-	}
+	c.Items = r.b16s("items", MaxChunk)
 	if err := r.end(false); err != nil {
 		return nil, err
 	}

@@ -23,32 +23,23 @@ type RelayItem struct {
 type Relay struct{ Items []RelayItem }
 
 func (m *Relay) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeRelay)
-	w.u16(uint16(len(m.Items)))
-	for _, it := range m.Items {
-		w.u8(it.Kind)
-		w.b32(it.Payload)
-	}
+	w := newMsg(TypeRelay)
+	w.tagged(len(m.Items), func(i int) (uint8, []byte) { return m.Items[i].Kind, m.Items[i].Payload })
 	return w.b
 }
 
 func ParseRelay(b []byte) (*Relay, error) {
 	r := newReader("relay batch", b)
 	r.header(TypeRelay)
-	n := int(r.u16("items"))
+	m := &Relay{}
+	n := r.tagged("items", func(i int, kind uint8, p []byte) {
+		if kind < KindQuery || kind > KindPIR {
+			r.fail("item %d: kind %d", i, kind)
+		}
+		m.Items = append(m.Items, RelayItem{Kind: kind, Payload: p})
+	})
 	if r.err == nil && (n == 0 || n > MaxRelayItems) {
 		r.fail("%d items: want 1..%d", n, MaxRelayItems)
-	}
-	m := &Relay{}
-	for i := 0; i < n && r.err == nil; i++ {
-		it := RelayItem{Kind: r.u8("kind")}
-		if r.err == nil && (it.Kind < KindQuery || it.Kind > KindPIR) {
-			r.fail("item %d: kind %d", i, it.Kind)
-		}
-		it.Payload = r.b32("payload")
-		m.Items = append(m.Items, it)
 	}
 	return m, r.end(false)
 }
@@ -64,29 +55,21 @@ type RelayResult struct {
 type RelayResp struct{ Results []RelayResult }
 
 func (m *RelayResp) Marshal() []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(TypeRelayResp)
-	w.u16(uint16(len(m.Results)))
-	for _, it := range m.Results {
-		w.u8(it.Status)
-		w.b32(it.Payload)
-	}
+	w := newMsg(TypeRelayResp)
+	w.tagged(len(m.Results), func(i int) (uint8, []byte) { return m.Results[i].Status, m.Results[i].Payload })
 	return w.b
 }
 
 func ParseRelayResp(b []byte) (*RelayResp, error) {
 	r := newReader("relay reply", b)
 	r.header(TypeRelayResp)
-	n := int(r.u16("items"))
 	m := &RelayResp{}
-	for i := 0; i < n && r.err == nil; i++ {
-		it := RelayResult{Status: r.u8("status"), Payload: r.b32("payload")}
-		if r.err == nil && it.Status > StatusInternal {
-			r.fail("item %d: status %d", i, it.Status)
+	r.tagged("items", func(i int, st uint8, p []byte) {
+		if st > StatusInternal {
+			r.fail("item %d: status %d", i, st)
 		}
-		m.Results = append(m.Results, it)
-	}
+		m.Results = append(m.Results, RelayResult{Status: st, Payload: p})
+	})
 	return m, r.end(false)
 }
 

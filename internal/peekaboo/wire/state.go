@@ -11,9 +11,7 @@ const (
 
 // MarshalKeyRecord encodes the K-server's record of a pair (key and pseudonyms).
 func MarshalKeyRecord(it *KeyItem) []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(RecKey)
+	w := newMsg(RecKey)
 	w.b16([]byte(it.Key))
 	w.u8(uint8(len(it.Pseudonyms)))
 	for _, p := range it.Pseudonyms {
@@ -44,15 +42,10 @@ type PairRecord struct {
 }
 
 func MarshalPairRecord(p *PairRecord) []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(RecPair)
+	w := newMsg(RecPair)
 	w.b8([]byte(p.Owner))
 	w.b16(p.Value)
-	w.u8(uint8(len(p.ACL)))
-	for _, n := range p.ACL {
-		w.b8([]byte(n))
-	}
+	w.names(p.ACL)
 	w.b16(p.OwnerBlob)
 	return w.b
 }
@@ -60,11 +53,7 @@ func MarshalPairRecord(p *PairRecord) []byte {
 func ParsePairRecord(b []byte) (*PairRecord, error) {
 	r := newReader("pair record", b)
 	r.header(RecPair)
-	p := &PairRecord{Owner: string(r.b8("owner")), Value: r.b16("value")}
-	n := int(r.u8("acl"))
-	for i := 0; i < n && r.err == nil; i++ {
-		p.ACL = append(p.ACL, string(r.b8("acl name")))
-	}
+	p := &PairRecord{Owner: string(r.b8("owner")), Value: r.b16("value"), ACL: r.names("acl")}
 	p.OwnerBlob = r.b16("owner blob")
 	return p, r.end(false)
 }
@@ -76,9 +65,7 @@ type UserRecord struct {
 }
 
 func MarshalUserRecord(u *UserRecord) []byte {
-	w := &writer{}
-	w.u8(Version)
-	w.u8(RecUser)
+	w := newMsg(RecUser)
 	w.raw(u.SecretHash[:])
 	var f uint8
 	if u.Admin {

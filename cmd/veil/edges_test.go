@@ -291,3 +291,38 @@ func TestE2EServeStatsTable(t *testing.T) {
 		t.Fatalf("serve stats --json: %v\n%s", err, out)
 	}
 }
+
+// Errors: one line, no Go transport wording, no summary after a failure, usage mistakes
+// exit 2 with the usage line, no path twice.
+func TestE2EErrorVoice(t *testing.T) {
+	u := localUser(t, "alice")
+	for _, args := range [][]string{{"put"}, {"get", "a", "b", "c"}, {"ls", "--bogus"}, {"frob"}} {
+		_, errs, code := u.run(t, args...)
+		if code != exitUsage {
+			t.Errorf("veil %v: exit %d, want %d (%s)", args, code, exitUsage, errs)
+		}
+		if args[0] != "frob" && !strings.Contains(errs, "\nusage: veil "+args[0]) {
+			t.Errorf("veil %v: no usage line: %q", args, errs)
+		}
+	}
+	_, errs, _ := u.run(t, "rm", "nothing")
+	if strings.Count(errs, "nothing") != 1 || strings.Count(errs, "\n") != 1 {
+		t.Errorf("rm nothing: %q", errs)
+	}
+
+	// A storage service that is down: one line naming host and cause, no summary.
+	storeDir := t.TempDir()
+	execVeil("store", "init", "--dir", storeDir)
+	cred := filepath.Join(storeDir, "bob.cred")
+	port := testutil.FreePort(t)
+	if out, err := execVeil("store", "user", "add", "bob", "--dir", storeDir, "--out", cred, "--endpoint", "https://"+testutil.Addr(port)); err != nil {
+		t.Fatalf("user add: %v %s", err, out)
+	}
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "f"), 100, 10)
+	out, errs, code := u.runIn(t, src, []string{"VEIL_STORAGE=veil://" + testutil.Addr(port), "VEIL_STORE_CREDENTIAL=" + cred}, "put", "f")
+	if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || strings.Contains(errs, `"https://`) ||
+		!strings.Contains(errs, testutil.Addr(port)+": connection refused") {
+		t.Fatalf("put to a store that is down: exit %d\nstdout %q\nstderr %q", code, out, errs)
+	}
+}

@@ -122,7 +122,7 @@ Examples:
 				for _, p := range args {
 					s, err := cl.Remove(cmd.Context(), p, recursive)
 					if err != nil {
-						return fmt.Errorf("%s: %w", p, err)
+						return pathErr(p, err)
 					}
 					if o.json {
 						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"removed": p, "files": s.Files, "dirs": s.Dirs})
@@ -183,7 +183,7 @@ Examples:
 			return o.with(cmd, func(cl *dupless.Client) error {
 				for _, p := range args {
 					if err := cl.Mkdir(cmd.Context(), p); err != nil {
-						return fmt.Errorf("%s: %w", p, err)
+						return pathErr(p, err)
 					}
 					if o.json {
 						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"created": p})

@@ -107,8 +107,8 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 
 // report prints a transfer summary (text or JSON) and turns per-file failures into exit 3.
 func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err error) error {
-	if err != nil && s == nil {
-		return err
+	if err != nil && (s == nil || !o.json) {
+		return err // one line; no summary of a run that failed
 	}
 	perr := s.Err()
 	if o.json {

@@ -71,13 +71,18 @@ func (e exitError) ExitCode() int { return e.code }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCommand().ExecuteContext(ctx)
+	root := newRootCommand()
+	markUsageErrors(root)
+	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "veil: %s\n", err)
+		fmt.Fprint(os.Stderr, errorLines(err))
 		var ec interface{ ExitCode() int }
 		if errors.As(err, &ec) {
 			os.Exit(ec.ExitCode())
+		}
+		if isUsage(err) {
+			os.Exit(exitUsage)
 		}
 		os.Exit(1)
 	}

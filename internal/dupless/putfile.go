@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -273,11 +275,25 @@ func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName st
 	return nil
 }
 
-// reason shortens a key derivation error for the summary.
+// reason shortens a key derivation error for the summary: an HTTP client error names its
+// host, not Go's `Post "URL":` wording, and a long reason is cut between words.
 func reason(err error) string {
 	s := err.Error()
-	if len(s) > 120 {
-		s = s[:117] + "..."
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		host := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			host = u.Host
+		}
+		s = strings.Replace(s, ue.Error(), host+": "+ue.Err.Error(), 1)
+	}
+	const most = 160
+	if len(s) > most {
+		cut := strings.LastIndexByte(s[:most], ' ')
+		if cut < most/2 {
+			cut = most
+		}
+		s = strings.TrimRight(s[:cut], " ,;:") + " ..."
 	}
 	return s
 }

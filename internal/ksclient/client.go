@@ -25,6 +25,9 @@ var (
 	ErrRateLimited   = errors.New("key server rate limit reached")
 	ErrBadResponse   = errors.New("key server answer failed verification")
 	ErrUnauthorized  = errors.New("key server refused the credential")
+	// ErrUnexpected is an HTTP status no key server sends for a valid request (404: no key
+	// server at that URL): an address or version problem, not a failed verification.
+	ErrUnexpected = errors.New("unexpected answer at the key server address")
 )
 
 // Defaults of Options.

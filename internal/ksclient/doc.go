@@ -12,6 +12,7 @@
 //	ErrRateLimited    the key server refused: budget spent, or a query already in flight
 //	ErrBadResponse    an answer that does not parse or verify (logged at warning level)
 //	ErrUnauthorized   the credential is unknown or revoked
+//	ErrUnexpected     an HTTP status no key server sends (404: nothing serves that URL)
 //
 // This package is a client: it imports oprf, kswire, mle and libraries; it must not import
 // keyserver, dupless, storage or cmd, and never prints (logs go to Options.Logger).

@@ -117,8 +117,8 @@ func TestFieldsEvalStatus(t *testing.T) {
 		{http.StatusTooManyRequests, "rate_limited", ksclient.ErrRateLimited},
 		{http.StatusTooManyRequests, "in_flight", ksclient.ErrRateLimited},
 		{http.StatusForbidden, "", ksclient.ErrUnauthorized},
-		{http.StatusNotFound, "", ksclient.ErrBadResponse},
-		{http.StatusBadRequest, "", ksclient.ErrBadResponse},
+		{http.StatusNotFound, "", ksclient.ErrUnexpected}, // not "failed verification" (issue 15 item 14)
+		{http.StatusBadRequest, "", ksclient.ErrUnexpected},
 		{http.StatusServiceUnavailable, "", ksclient.ErrKSUnavailable},
 	}
 	for _, c := range cases {

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// The error voice: every error is one line "veil: ...", without Go's raw transport
+// wording (`Get "https://host/v1/...": dial tcp ...`), and usage mistakes exit 2 with the
+// command's usage line, as Unix tools do.
+
+// exitUsage is the exit status of a command line veil cannot run (wrong arguments or flags).
+const exitUsage = 2
+
+// argError is a command line mistake; it carries the command's usage line.
+type argError struct {
+	err error
+	cmd *cobra.Command
+}
+
+func (e argError) Error() string { return e.err.Error() }
+func (e argError) Unwrap() error { return e.err }
+func (e argError) ExitCode() int { return exitUsage }
+
+// markUsageErrors makes every command's argument and flag errors usage errors.
+func markUsageErrors(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					return argError{err, cmd}
+				}
+				return nil
+			}
+		}
+		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return argError{err, cmd} })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// errorLines is what main prints for err: one line, and for a usage error the usage line.
+func errorLines(err error) string {
+	msg := oneLine(plainNetErrors(err))
+	var ue argError
+	if errors.As(err, &ue) {
+		return fmt.Sprintf("veil: %s\nusage: %s (see 'veil %s --help')\n", msg, ue.cmd.UseLine(), strings.TrimPrefix(ue.cmd.CommandPath(), "veil "))
+	}
+	if strings.HasPrefix(msg, "unknown command") {
+		return fmt.Sprintf("veil: %s (see 'veil --help')\n", msg)
+	}
+	return fmt.Sprintf("veil: %s\n", msg)
+}
+
+// isUsage reports whether err is a command line mistake, including those cobra finds
+// before a command runs (an unknown command).
+func isUsage(err error) bool {
+	var ue argError
+	return errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") ||
+		strings.HasPrefix(err.Error(), "unknown flag") || strings.HasPrefix(err.Error(), "unknown shorthand flag")
+}
+
+// plainNetErrors rewrites each HTTP client error inside err's text (`Get "URL": cause`) as
+// "HOST: cause", the cause without Go's dial wording: "127.0.0.1:7480: connection refused".
+func plainNetErrors(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var ue *url.Error
+		if !errors.As(e, &ue) {
+			break
+		}
+		host := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			host = u.Host
+		}
+		cause := ue.Err
+		var oe *net.OpError
+		if errors.As(cause, &oe) && oe.Err != nil {
+			cause = oe.Err
+			if se := errors.Unwrap(oe.Err); se != nil && !strings.Contains(oe.Err.Error(), "tls") {
+				cause = se // "connect: connection refused" -> "connection refused"
+			}
+		}
+		msg = strings.Replace(msg, ue.Error(), host+": "+cause.Error(), 1)
+		e = ue.Err
+	}
+	return msg
+}
+
+// oneLine joins a multi-line message (errors.Join, server bodies) into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// pathErr prefixes err with the path it is about, unless its message names it already
+// ("x: x: not found" says the path twice).
+func pathErr(p string, err error) error {
+	if name := strings.Trim(p, "/"); name != "" && strings.Contains(err.Error(), name) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}

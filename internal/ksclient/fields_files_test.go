@@ -87,7 +87,7 @@ func TestFieldsCredential(t *testing.T) {
 	// Fields that parse but point elsewhere: the client reaches no key, it never accepts one.
 	t.Run("keys and current_key (another key server's key, consistently)", func(t *testing.T) {
 		err := derive(t, func(m map[string]any) { m["keys"], m["current_key"] = o["keys"], o["current_key"] }, "https")
-		wantIs(t, err, ksclient.ErrBadResponse, "is not served here")
+		wantIs(t, err, ksclient.ErrUnexpected, "is not served here")
 	})
 	t.Run("ca_pem (another key server's CA)", func(t *testing.T) {
 		err := derive(t, func(m map[string]any) { m["ca_pem"] = o["ca_pem"] }, "https")

@@ -70,7 +70,7 @@ func (h *httpsTransport) post(ctx context.Context, path string, body []byte) ([]
 	case resp.StatusCode >= 500:
 		return nil, errRetry{fmt.Errorf("http %d: %s", resp.StatusCode, msg)}
 	}
-	if resp.StatusCode == http.StatusNotFound {
+	if resp.StatusCode == http.StatusNotFound && (msg == "" || len(msg) > 200) {
 		return nil, fmt.Errorf("%w: http 404 at %s (not a veil key server, or a wrong URL)", ErrUnexpected, h.base.Host)
 	}
 	return nil, fmt.Errorf("%w: http %d: %s", ErrUnexpected, resp.StatusCode, msg)

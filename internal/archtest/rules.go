@@ -82,6 +82,8 @@ var rules = []Rule{
 	{"internal/metal/oram", []string{"internal/metal/ac/...", "internal/metal/elgamal/..."}},
 	{"internal/metal/dataoram", []string{"internal/metal/ac/...", "internal/metal/oram/..."}},
 	// the access pipeline composes the protocol pieces; servers and clients sit above it.
+	{"internal/metal/server", []string{"internal/metal/client/...", "internal/profile/..."}},
+	{"internal/metal/client", []string{"internal/metal/server/...", "internal/server/...", "internal/pki/..."}},
 	{"internal/metal/access", []string{"internal/metal/server/...", "internal/metal/client/...", "internal/server/...", "internal/pki/...", "internal/profile/..."}},
 	{"internal/metal/circuit/...", []string{"internal/metal/twopc/...", "internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	{"internal/metal/oram/...", []string{"internal/metal/ac/...", "internal/storage/...", "internal/profile/...", "internal/allinone/..."}},

@@ -147,13 +147,15 @@ func (p *Party) Params() Params { return p.st.P }
 func (p *Party) Calls() uint64 { return p.st.Calls }
 
 // CreateAccount grants a new account's capability (Metal-AC) and returns this server's
-// share of it, for the client.
-func (p *Party) CreateAccount() ([]byte, error) {
+// shares, for the client, of the capability and of the account's first file id (the
+// next-id state before the call; the account holds FilesPerAccount ids from there).
+func (p *Party) CreateAccount() (capShare, firstShare []byte, err error) {
+	before := p.ac.State().NextShare
 	c, err := p.ac.CreateAccount()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.st.AC = p.ac.State()
 	p.st.Calls++
-	return c, p.store.Commit(p.st, nil)
+	return c, before[:], p.store.Commit(p.st, nil)
 }

@@ -2,6 +2,7 @@ package access
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 
@@ -23,6 +24,7 @@ type rig struct {
 	st1, st2     *Store
 	s1, s2       *Party
 	seen1, seen2 [][]byte
+	next         uint64 // the next account's first file id
 }
 
 func openStore(t *testing.T, path string) *Store {
@@ -71,9 +73,9 @@ func both(f1, f2 func()) {
 }
 
 func (r *rig) createAccount(t *testing.T) []byte {
-	var c1, c2 []byte
+	var c1, c2, f1, f2 []byte
 	var err1, err2 error
-	both(func() { c1, err1 = r.s1.CreateAccount() }, func() { c2, err2 = r.s2.CreateAccount() })
+	both(func() { c1, f1, err1 = r.s1.CreateAccount() }, func() { c2, f2, err2 = r.s2.CreateAccount() })
 	if err1 != nil || err2 != nil {
 		t.Fatalf("create account: %v / %v", err1, err2)
 	}
@@ -81,6 +83,11 @@ func (r *rig) createAccount(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first, _ := ac.Combine(f1, f2)
+	if got := binary.LittleEndian.Uint64(first); got != r.next {
+		t.Fatalf("account's first file id %d, want %d", got, r.next)
+	}
+	r.next += uint64(r.p.FilesPerAccount)
 	return c
 }
 

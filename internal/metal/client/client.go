@@ -1,0 +1,165 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	ristretto "github.com/bwesterb/go-ristretto"
+
+	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/metal/elgamal"
+)
+
+// Client talks to one Metal deployment.
+type Client struct {
+	base [2]string
+	h    [2]*http.Client
+	p    access.Params
+	pk   elgamal.PublicKey
+}
+
+// Account is what CreateAccount returns: the capability and the file ids it grants.
+type Account struct {
+	Capability []byte
+	First      uint64
+	Count      uint32
+}
+
+// New connects to both servers and checks they form one deployment (same parameters, each
+// knows the other's key share).
+func New(ctx context.Context, d access.Deployment) (*Client, error) {
+	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}}
+	for i, ca := range []string{d.CA1, d.CA2} {
+		p := x509.NewCertPool()
+		if !p.AppendCertsFromPEM([]byte(ca)) {
+			return nil, fmt.Errorf("metal: server %d's CA is not PEM", i+1)
+		}
+		c.h[i] = &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: p, MinVersion: tls.VersionTLS13}, ForceAttemptHTTP2: true}}
+	}
+	info, err := c.both(ctx, "GET", "/v1/info", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(info[0]) != access.ParamsLen+64 || len(info[1]) != access.ParamsLen+64 || !bytes.Equal(info[0][:access.ParamsLen], info[1][:access.ParamsLen]) {
+		return nil, errors.New("metal: the two servers do not run one deployment (parameters differ)")
+	}
+	if c.p, err = access.DecodeParams(info[0][:access.ParamsLen]); err != nil {
+		return nil, err
+	}
+	x1, x2 := info[0][access.ParamsLen:access.ParamsLen+32], info[1][access.ParamsLen:access.ParamsLen+32]
+	if !bytes.Equal(info[0][access.ParamsLen+32:], x2) || !bytes.Equal(info[1][access.ParamsLen+32:], x1) {
+		return nil, errors.New("metal: the servers have not met yet or disagree on their keys (is the 2PC link up?)")
+	}
+	var p1, p2 ristretto.Point
+	var b1, b2 [32]byte
+	copy(b1[:], x1)
+	copy(b2[:], x2)
+	if !p1.SetBytes(&b1) || !p2.SetBytes(&b2) {
+		return nil, errors.New("metal: a server's key share is not a point")
+	}
+	c.pk = elgamal.JoinPublic(&p1, &p2)
+	return c, nil
+}
+
+// Params are the deployment's parameters.
+func (c *Client) Params() access.Params { return c.p }
+
+// CreateAccount creates an account and returns its capability and file ids.
+func (c *Client) CreateAccount(ctx context.Context) (Account, error) {
+	r, err := c.both(ctx, "POST", "/v1/account", []byte{}, []byte{})
+	if err != nil {
+		return Account{}, err
+	}
+	n := ac.CapabilityLen + 8
+	if len(r[0]) != n || len(r[1]) != n {
+		return Account{}, errors.New("metal: account replies of the wrong size")
+	}
+	capability, _ := ac.Combine(r[0][:ac.CapabilityLen], r[1][:ac.CapabilityLen])
+	first, _ := ac.Combine(r[0][ac.CapabilityLen:], r[1][ac.CapabilityLen:])
+	return Account{Capability: capability, First: binary.LittleEndian.Uint64(first), Count: c.p.FilesPerAccount}, nil
+}
+
+// Read returns file's block (BlockSize bytes; zeros if never written), or
+// access.ErrRefused.
+func (c *Client) Read(ctx context.Context, capability []byte, file uint64) ([]byte, error) {
+	return c.access(ctx, capability, file, ac.Read, nil)
+}
+
+// Write replaces file's block by data (at most BlockSize bytes, zero-padded).
+func (c *Client) Write(ctx context.Context, capability []byte, file uint64, data []byte) error {
+	_, err := c.access(ctx, capability, file, ac.Write, data)
+	return err
+}
+
+func (c *Client) access(ctx context.Context, capability []byte, file uint64, op ac.Perm, data []byte) ([]byte, error) {
+	to1, to2, err := access.NewRequest(c.p, c.pk, capability, file, op, data, rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.both(ctx, "POST", "/v1/access", to1, to2)
+	if err != nil {
+		return nil, err
+	}
+	return access.Finish(c.p, r[0], r[1])
+}
+
+// both sends each server its part under one fresh request id, concurrently (Server 2
+// waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation).
+func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) ([2][]byte, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return [2][]byte{}, err
+	}
+	var out [2][]byte
+	var errs [2]error
+	ctx, cancel := context.WithCancel(ctx) // one server failing releases the other's wait
+	defer cancel()
+	done := make(chan int, 2)
+	for i, b := range [][]byte{b1, b2} {
+		go func() {
+			var body io.Reader
+			if b != nil {
+				body = bytes.NewReader(append(id[:], b...))
+			}
+			if out[i], errs[i] = c.do(ctx, i, method, path, body); errs[i] != nil {
+				cancel()
+			}
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	return out, errors.Join(errs[0], errs[1])
+}
+
+func (c *Client) do(ctx context.Context, i int, method, path string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base[i]+path, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.h[i].Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("metal server %d: %w", i+1, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("metal server %d: %w", i+1, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metal server %d: %s: %s", i+1, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}

@@ -1,0 +1,15 @@
+// Package server runs one of Metal's two servers (paper Section 3) on veil's server
+// lifecycle (internal/server: Open -> Serve(ctx, Listeners) -> Close).
+//
+// Both serve HTTPS to clients: GET /v1/info (parameters and DataORAM public key shares),
+// POST /v1/account (CreateAccount) and POST /v1/access (ReadFile/WriteFile), each request
+// carrying a client-chosen request id and this server's part of the request
+// (docs/formats/metal-server.md), plus /healthz and /metrics. Server 1 also dials Server
+// 2's POST /v1/peer with a client certificate from Server 2's CA (mutual TLS) and upgrades
+// it to the 2PC stream (internal/metal/twopc); over it, Server 1 announces each request id,
+// Server 2 answers once the client's part for that id reached it, and both run the call
+// (internal/metal/access). Calls run one at a time, in Server 1's order.
+//
+// Layering: a service. It imports internal/metal/access and the protocol packages below it,
+// internal/server and internal/pki; it must not import clients, cmd or other systems.
+package server

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/metal/twopc"
+)
+
+// The 2PC link: Server 1 dials Server 2's /v1/peer with its client certificate and both
+// switch the connection to the twopc stream ("Upgrade: veil-metal-2pc").
+
+const upgradeProto = "veil-metal-2pc"
+
+// conn is an upgraded connection: reads through the HTTP reader (which may hold bytes
+// already), writes straight to the connection.
+type conn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *conn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.VerifiedChains[0][0].Subject.CommonName != "metal-server1" {
+		http.Error(w, "the 2PC link needs Server 1's client certificate", http.StatusUnauthorized)
+		return
+	}
+	if r.Header.Get("Upgrade") != upgradeProto {
+		http.Error(w, "expected Upgrade: "+upgradeProto, http.StatusBadRequest)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "connection cannot be upgraded (HTTP/2?)", http.StatusBadRequest)
+		return
+	}
+	c, rw, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	c.SetDeadline(time.Time{})
+	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", upgradeProto)
+	if err := rw.Flush(); err != nil {
+		c.Close()
+		return
+	}
+	select {
+	case old := <-s.links: // an unclaimed older link: replace it
+		old.Close()
+	default:
+	}
+	s.links <- &conn{Conn: c, r: rw.Reader}
+}
+
+func (s *Server) dialPeer(ctx context.Context) (*conn, error) {
+	u, err := url.Parse(s.peer.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ClientTLS([]byte(s.peer.CA), []byte(s.peer.Cert), []byte(s.peer.Key))
+	if err != nil {
+		return nil, err
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	d := tls.Dialer{Config: cfg, NetDialer: &net.Dialer{Timeout: 10 * time.Second}}
+	nc, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(nc, "POST /v1/peer HTTP/1.1\r\nHost: %s\r\nUpgrade: %s\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n", u.Host, upgradeProto)
+	br := bufio.NewReader(nc)
+	resp, err := http.ReadResponse(br, nil)
+	if err == nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		err = fmt.Errorf("server 2 refused the 2PC link: %s", resp.Status)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &conn{Conn: nc, r: br}, nil
+}
+
+// linkLoop keeps the 2PC link up and runs calls over it until ctx ends.
+func (s *Server) linkLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		c, err := s.nextLink(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("2PC link", "err", err)
+				sleep(ctx, s.cfg.RedialInterval)
+			}
+			continue
+		}
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		err = s.runLink(ctx, c)
+		stop()
+		c.Close()
+		s.setUp(false)
+		if ctx.Err() == nil {
+			s.log.Warn("2PC link lost", "err", err)
+			sleep(ctx, s.cfg.RedialInterval)
+		}
+	}
+}
+
+func (s *Server) nextLink(ctx context.Context) (*conn, error) {
+	if s.role == 1 {
+		return s.dialPeer(ctx)
+	}
+	select {
+	case c := <-s.links:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Server) runLink(ctx context.Context, c *conn) error {
+	sess, err := twopc.NewSession(c, twopc.Role(s.role), rand.Reader)
+	if err != nil {
+		return err
+	}
+	p, err := access.NewParty(sess, s.store, rand.Reader)
+	if err != nil {
+		return err
+	}
+	s.setUp(true) // NewParty reloaded the committed state: a failed call left memory out of step
+	s.log.Info("2PC link up", "calls", p.Calls())
+	if s.role == 1 {
+		return s.lead(ctx, sess, p)
+	}
+	return s.follow(sess, p)
+}
+
+func (s *Server) setUp(v bool) {
+	s.mu.Lock()
+	s.up = v
+	s.mu.Unlock()
+	g := 0.0
+	if v {
+		g = 1
+	}
+	s.m.peerUp.Set(g)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+var errMissing = errors.New("server 2 did not receive its part of this request (send both parts, same id)")

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"golang.org/x/net/netutil"
+
+	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/pki"
+	"github.com/veil-project/veil/internal/server"
+)
+
+// Config configures a running Metal server. Zero values take the documented defaults.
+type Config struct {
+	PairTimeout     time.Duration // Server 2: wait for a client's part Server 1 announced (default 30s)
+	CallTimeout     time.Duration // a client request's wait for its turn and its call (default 5m)
+	RedialInterval  time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
+	PingInterval    time.Duration // Server 1: keep-alive on an idle link (default 5s)
+	MaxConns        int           // simultaneous client connections (default 256)
+	ReadTimeout     time.Duration // default 60s
+	IdleTimeout     time.Duration // default 2m
+	ShutdownTimeout time.Duration // graceful drain limit (default 30s)
+	Logger          *slog.Logger  // default: discard
+	// TestTap, when set, is given the path and body of every client request: the tests that
+	// check what a server learns read it. Not for production.
+	TestTap func(path string, body []byte)
+}
+
+func (c *Config) defaults() {
+	def(&c.PairTimeout, 30*time.Second)
+	def(&c.CallTimeout, 5*time.Minute)
+	def(&c.RedialInterval, time.Second)
+	def(&c.PingInterval, 5*time.Second)
+	def(&c.MaxConns, 256)
+	def(&c.ReadTimeout, time.Minute)
+	def(&c.IdleTimeout, 2*time.Minute)
+	def(&c.ShutdownTimeout, 30*time.Second)
+}
+
+func def[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// Server is an opened Metal server (either role).
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	role   int
+	db     *bbolt.DB
+	store  *access.Store
+	params access.Params
+	tls    *tls.Config
+	peer   PeerCred // Server 1: how to reach Server 2
+	m      *metrics
+	jobs   chan *job  // Server 1: calls in arrival order
+	pend   *pending   // Server 2: client parts waiting for Server 1's announcement
+	links  chan *conn // Server 2: upgraded /v1/peer connections
+	mu     sync.Mutex
+	up     bool // the 2PC link is established
+}
+
+// Open loads dir (made by Init).
+func Open(dir string, cfg Config) (*Server, error) {
+	cfg.defaults()
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+	cb, err := read(FileConfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a Metal server directory (run veil metal server init): %w", dir, err)
+	}
+	var c config
+	if err := json.Unmarshal(cb, &c); err != nil || (c.Role != 1 && c.Role != 2) {
+		return nil, fmt.Errorf("%s: bad %s", dir, FileConfig)
+	}
+	s := &Server{cfg: cfg, role: c.Role, log: server.Logger(cfg.Logger, fmt.Sprintf("metal-server%d", c.Role)), m: newMetrics(),
+		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1)}
+	ca, err1 := read(pki.CACertFile)
+	cert, err2 := read(pki.ServerCertFile)
+	key, err3 := read(pki.ServerKeyFile)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	if s.tls, err = serverTLS(cert, key, ca); err != nil {
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	if c.Role == 1 {
+		pb, err := read(FilePeerCred)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(pb, &s.peer); err != nil {
+			return nil, fmt.Errorf("%s: %w", FilePeerCred, err)
+		}
+	}
+	if s.db, err = server.OpenState(filepath.Join(dir, FileDB), "metal server", stateVersion, time.Second); err != nil {
+		return nil, err
+	}
+	st, err := s.openStore()
+	if err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	s.params = st.P
+	s.log.Info("metal server opened", "dir", dir, "role", c.Role, "files", st.P.Files(), "block", st.P.BlockSize, "calls", st.Calls)
+	return s, nil
+}
+
+func (s *Server) openStore() (*access.State, error) {
+	var err error
+	if s.store, err = access.NewStore(s.db); err != nil {
+		return nil, err
+	}
+	st, err := s.store.LoadState()
+	if err == nil && st == nil {
+		err = errors.New("no Metal state (run veil metal server init)")
+	}
+	if err == nil && int(st.Role) != s.role {
+		err = fmt.Errorf("state is for server %d", st.Role)
+	}
+	return st, err
+}
+
+// Handler is the HTTP API: /healthz, /metrics, /v1/info, /v1/account, /v1/access, and on
+// Server 2 /v1/peer.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	server.Mount(mux, s.m.reg, nil)
+	mux.HandleFunc("GET /v1/info", s.handleInfo)
+	mux.HandleFunc("POST /v1/account", s.handleCall(kindAccount))
+	mux.HandleFunc("POST /v1/access", s.handleCall(kindAccess))
+	if s.role == 2 {
+		mux.HandleFunc("POST /v1/peer", s.handlePeer)
+	}
+	return mux
+}
+
+// Serve answers on ls.HTTP (TLS) and keeps the 2PC link to the other server until ctx is
+// cancelled, then drains in-flight requests and closes the link.
+func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: s.tls, ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	lctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.linkLoop(lctx) }()
+	s.log.Info("serving", "addr", ls.Addr())
+	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	stop()
+	<-done
+	s.log.Info("stopped", "err", err)
+	return err
+}
+
+// Close closes the state file.
+func (s *Server) Close() error { return s.db.Close() }
+
+// Role is 1 or 2.
+func (s *Server) Role() int { return s.role }

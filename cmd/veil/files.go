@@ -72,6 +72,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if w := profile.WeakPassphrase(pass); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), w)
+			}
 			opts.Credentials = profile.EnvOverrides(os.Getenv).Credentials
 			cfg, err := profile.Init(cmd.Context(), o.dir(), pass, opts)
 			if err != nil {

@@ -73,6 +73,9 @@ func (u *progressUI) finish() {
 // open unlocks the profile and returns a connected client. what names the progress bar
 // ("" for none).
 func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, func(), *progressUI, error) {
+	if _, err := profile.Load(o.dir(), profile.Overrides{}); err != nil {
+		return nil, nil, nil, err // a missing profile is said before any passphrase prompt
+	}
 	pass, err := passphrase(o.passwordFile, false)
 	if err != nil {
 		return nil, nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/veil-project/veil/internal/bench/osync"
 	"github.com/veil-project/veil/internal/oblivisync"
 	"github.com/veil-project/veil/internal/oblivisync/fusefs"
+	"github.com/veil-project/veil/internal/profile"
 )
 
 // osyncFlags are shared by the osync subcommands.
@@ -24,7 +25,9 @@ type osyncFlags struct {
 
 func (f *osyncFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.backend, "backend", "", "backend directory (e.g. a folder inside Dropbox) (required)")
-	c.Flags().StringVar(&f.passFile, "passphrase-file", "", "read the passphrase from this file (default: $VEIL_OSYNC_PASSPHRASE, else prompt)")
+	c.Flags().StringVar(&f.passFile, "password-file", "", "read the passphrase from this file (default $VEIL_PASSWORD_FILE, else prompt)")
+	c.Flags().StringVar(&f.passFile, "passphrase-file", "", "the same as --password-file")
+	c.Flags().MarkHidden("passphrase-file")
 	c.MarkFlagRequired("backend")
 }
 
@@ -32,21 +35,23 @@ func (f *osyncFlags) addState(c *cobra.Command) {
 	c.Flags().StringVar(&f.stateDir, "state", "", "local journal directory, never inside the synced folder (default ~/.local/state/veil/osync/<backend id>)")
 }
 
-// passphrase reads it from --passphrase-file, $VEIL_OSYNC_PASSPHRASE or the terminal.
+// passphrase reads it from --password-file, $VEIL_PASSWORD_FILE or the terminal: the same
+// convention as the DupLESS commands (the variable names a file, it never holds the
+// passphrase).
 func (f *osyncFlags) passphrase(confirm bool) ([]byte, error) {
-	return f.read("VEIL_OSYNC_PASSPHRASE", "passphrase", confirm)
+	return f.read("--password-file", profile.EnvPassword, "passphrase", confirm)
 }
 
-// read reads a passphrase (what) from f.passFile, else the variable env (the passphrase
-// itself), else the terminal.
-func (f *osyncFlags) read(env, what string, confirm bool) ([]byte, error) {
-	if f.passFile != "" {
-		return passphraseFile(f.passFile, what)
+// read reads a passphrase (what) from f.passFile, else the file named by the variable env,
+// else the terminal. The variables that held passphrases themselves are refused.
+func (f *osyncFlags) read(flag, env, what string, confirm bool) ([]byte, error) {
+	for _, old := range []string{"VEIL_OSYNC_PASSPHRASE", "VEIL_OSYNC_NEW_PASSPHRASE"} {
+		if os.Getenv(old) != "" {
+			return nil, fmt.Errorf("$%s is no longer read: put the passphrase in a file and name it with $%s or $%s",
+				old, profile.EnvPassword, envNewPassword)
+		}
 	}
-	if p := os.Getenv(env); p != "" {
-		return []byte(p), nil
-	}
-	return promptPassphrase(what, "use a passphrase file or set "+env, confirm)
+	return readPassphrase(f.passFile, flag, env, what, confirm)
 }
 
 func init() {
@@ -123,8 +128,9 @@ func newOsyncPasswd() *cobra.Command {
 fresh argon2id salt. No backend file is rewritten. Every mount, here or on other machines,
 needs the new passphrase once the sync service has delivered the new osync.key.
 
-The current passphrase comes from --passphrase-file, $VEIL_OSYNC_PASSPHRASE or a prompt;
-the new one from --new-passphrase-file, $VEIL_OSYNC_NEW_PASSPHRASE or a prompt (twice).
+The current passphrase comes from --password-file, $VEIL_PASSWORD_FILE or a prompt; the
+new one from --new-password-file, $VEIL_NEW_PASSWORD_FILE or a prompt (twice). Both
+variables name files, as for the DupLESS commands.
 
 Example:
   veil osync passwd --backend ~/Dropbox/osync`,
@@ -135,7 +141,7 @@ Example:
 				return err
 			}
 			nf := osyncFlags{passFile: newFile}
-			nw, err := nf.read("VEIL_OSYNC_NEW_PASSPHRASE", "new passphrase", true)
+			nw, err := nf.read("--new-password-file", envNewPassword, "new passphrase", true)
 			if err != nil {
 				return err
 			}
@@ -147,7 +153,9 @@ Example:
 		},
 	}
 	f.add(c)
-	c.Flags().StringVar(&newFile, "new-passphrase-file", "", "read the new passphrase from this file (default: $VEIL_OSYNC_NEW_PASSPHRASE, else prompt)")
+	c.Flags().StringVar(&newFile, "new-password-file", "", "read the new passphrase from this file (default $"+envNewPassword+", else prompt)")
+	c.Flags().StringVar(&newFile, "new-passphrase-file", "", "the same as --new-password-file")
+	c.Flags().MarkHidden("new-passphrase-file")
 	return c
 }
 

@@ -30,7 +30,14 @@ func runVeil(t *testing.T, args ...string) (string, error) {
 func TestOsyncCommands(t *testing.T) {
 	be := filepath.Join(t.TempDir(), "be")
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test")
+	// One convention with the DupLESS commands: the variables name files (issue 15 item 17).
+	passDir := t.TempDir()
+	setPass := func(env, p string) {
+		f := filepath.Join(passDir, env)
+		os.WriteFile(f, []byte(p+"\n"), 0o600)
+		t.Setenv(env, f)
+	}
+	setPass("VEIL_PASSWORD_FILE", "cli test")
 	out, err := runVeil(t, "osync", "init", "--backend", be, "--files", "16", "--file-size", "8192", "--kdf-memory", "8", "--kdf-time", "1")
 	if err != nil || !strings.Contains(out, "created osync backend "+be+": 16 files of 8.0 KiB") || !strings.Contains(out, "veil osync mount") {
 		t.Fatalf("init says what it did: %q %v", out, err)
@@ -51,23 +58,23 @@ func TestOsyncCommands(t *testing.T) {
 	if len(ents) != 18 { // 16 files, super, osync.key
 		t.Fatalf("backend has %d entries", len(ents))
 	}
-	t.Setenv("VEIL_OSYNC_PASSPHRASE", "wrong")
+	setPass("VEIL_PASSWORD_FILE", "wrong")
 	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("wrong passphrase: %v", err)
 	}
 	// passwd: refused with a wrong current passphrase; afterwards only the new one opens.
-	t.Setenv("VEIL_OSYNC_NEW_PASSPHRASE", "cli test 2")
+	setPass("VEIL_NEW_PASSWORD_FILE", "cli test 2")
 	if _, err := runVeil(t, "osync", "passwd", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("passwd with a wrong passphrase: %v", err)
 	}
-	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test")
+	setPass("VEIL_PASSWORD_FILE", "cli test")
 	if _, err := runVeil(t, "osync", "passwd", "--backend", be); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("old passphrase after passwd: %v", err)
 	}
-	t.Setenv("VEIL_OSYNC_PASSPHRASE", "cli test 2")
+	setPass("VEIL_PASSWORD_FILE", "cli test 2")
 	if out, err := runVeil(t, "osync", "status", "--backend", be); err != nil || !strings.Contains(out, "epoch     3") {
 		t.Fatalf("status with the new passphrase: %q %v", out, err)
 	}

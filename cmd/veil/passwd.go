@@ -24,21 +24,32 @@ itself does not change: everything you stored stays readable, nothing is re-encr
 re-sent. Afterwards only the new passphrase opens the key file; copies of the profile
 directory made before still open with the old one, so replace your backups of it too.
 
-The current passphrase comes from --password-file, $VEIL_PASSWORD_FILE or a prompt; the
-new one from --new-password-file, $VEIL_NEW_PASSWORD_FILE or a prompt (typed twice).
+The current passphrase comes from --password-file, $VEIL_PASSWORD_FILE or a prompt, and is
+checked before the new one is asked for; the new one from --new-password-file,
+$VEIL_NEW_PASSWORD_FILE or a prompt (typed twice). A new passphrase shorter than 12
+characters draws a warning.
 
 Examples:
   veil passwd
   veil passwd --password-file old.txt --new-password-file new.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := profile.Load(o.dir(), profile.Overrides{}); err != nil {
+				return err // before any prompt
+			}
 			old, err := passphrase(o.passwordFile, false)
 			if err != nil {
 				return err
 			}
+			if err := profile.CheckPassphrase(o.dir(), old); err != nil {
+				return err // before the new passphrase is asked for
+			}
 			nw, err := readPassphrase(newFile, "--new-password-file", envNewPassword, "new passphrase", true)
 			if err != nil {
 				return err
+			}
+			if w := profile.WeakPassphrase(nw); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), w)
 			}
 			if err := profile.ChangePassphrase(o.dir(), old, nw); err != nil {
 				return err

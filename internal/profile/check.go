@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+
+	"github.com/veil-project/veil/internal/dupless"
 
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/open"
@@ -59,4 +62,30 @@ func checkStorage(ctx context.Context, location string, storeCred []byte, cred o
 		return fmt.Errorf("storage %s does not answer: %w", location, err)
 	}
 	return nil
+}
+
+// CheckPassphrase fails unless passphrase opens the key file in dir (and says so before
+// anything else is asked: passwd checks the current passphrase before the new one).
+func CheckPassphrase(dir string, passphrase []byte) error {
+	if _, err := Load(dir, Overrides{}); err != nil {
+		return err
+	}
+	kf, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	if err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	_, err = dupless.OpenKeyFile(kf, passphrase)
+	return err
+}
+
+// MinPassphrase is the length under which a new passphrase draws a warning: the key file
+// is as strong as the passphrase against anyone holding a copy of it.
+const MinPassphrase = 12
+
+// WeakPassphrase returns a warning for a short new passphrase, or "".
+func WeakPassphrase(p []byte) string {
+	if n := len([]rune(string(p))); n < MinPassphrase {
+		return fmt.Sprintf("warning: a passphrase of %d characters is easy to guess for anyone with a copy of the key file; use %d or more (several words)", n, MinPassphrase)
+	}
+	return ""
 }

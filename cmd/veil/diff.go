@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
+)
+
+// veil diff (two snapshots, or a local folder and what is stored) and veil sync (the
+// stored folder made exactly the local one).
+
+func init() {
+	register(newDiffCommand)
+	register(newSyncCommand)
+}
+
+func newDiffCommand() *cobra.Command {
+	var o clientFlags
+	var pin pinFlags
+	var local string
+	c := &cobra.Command{
+		Use:   "diff FROM TO [PATH] | diff --local DIR [PATH]",
+		Short: "Show what changed between two snapshots, or between a local folder and what is stored",
+		Long: `diff lists what changed below PATH (default: everything) from snapshot FROM to snapshot
+TO. FROM and TO are snapshot numbers ('veil snapshots'), "latest", or times (2026-11-23,
+"2026-11-23 14:00", RFC 3339, or an age: 90m, 36h, 7d; the newest snapshot at or before it).
+
+With --local DIR it compares the local folder DIR with the stored folder PATH (default: the
+folder's name, where 'veil put DIR' stores it), as stored now or --at a time: "+" only
+local, "-" only stored, "M" a file whose size, modification time or mode differs (put's
+quick check; content is not read). That is what 'veil sync DIR' would change.
+
+Lines: "+ PATH" added, "- PATH" removed, "M PATH" content changed, "U PATH" only mode or
+time changed; folders end in "/".
+
+Examples:
+  veil diff 3 latest
+  veil diff 7d latest Documents
+  veil diff --local ~/Documents
+  veil diff --local ~/Documents Documents --json`,
+		Args: cobra.RangeArgs(0, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if local == "" && len(args) < 2 {
+				return usageError("diff needs FROM and TO (snapshots or times), or --local DIR")
+			}
+			if local != "" && len(args) > 1 {
+				return usageError("with --local, give at most one stored PATH")
+			}
+			return o.with(cmd, func(cl *dupless.Client) error {
+				var chs []dupless.Change
+				var err error
+				if local != "" {
+					path := filepath.Base(filepath.Clean(local))
+					if len(args) == 1 {
+						path = args[0]
+					}
+					if err := pin.apply(cmd.Context(), cl, path); err != nil {
+						return err
+					}
+					chs, err = cl.DiffLocal(cmd.Context(), local, path)
+				} else {
+					path := ""
+					if len(args) == 3 {
+						path = args[2]
+					}
+					chs, err = cl.Diff(cmd.Context(), args[0], args[1], path)
+				}
+				if err != nil {
+					return err
+				}
+				return printChanges(cmd.OutOrStdout(), o.json, chs)
+			})
+		},
+	}
+	o.addFlags(c, false)
+	c.Flags().StringVar(&local, "local", "", "compare this local folder with what is stored")
+	pin.add(c, false)
+	return c
+}
+
+func printChanges(out io.Writer, asJSON bool, chs []dupless.Change) error {
+	if asJSON {
+		if chs == nil {
+			chs = []dupless.Change{}
+		}
+		return json.NewEncoder(out).Encode(chs)
+	}
+	for _, ch := range chs {
+		p := ch.Path
+		if ch.IsDir {
+			p += "/"
+		}
+		if ch.Err != "" {
+			p += " (" + ch.Err + ")"
+		}
+		fmt.Fprintf(out, "%s %s\n", ch.Symbol(), p)
+	}
+	return nil
+}
+
+func newSyncCommand() *cobra.Command {
+	var o clientFlags
+	var dry bool
+	c := &cobra.Command{
+		Use:   "sync DIR [DEST]",
+		Short: "Make a stored folder exactly a local one (files deleted or renamed locally are removed)",
+		Long: `sync stores the local folder DIR as DEST/<name of DIR> (default DEST: the root, so
+'veil sync ~/Documents' keeps "Documents"), like put, and then removes from the stored
+folder everything that is no longer in DIR (deleted or renamed locally). Removed files
+stay in your snapshots ('veil log', 'veil get --version', 'veil get --at') until
+'veil forget'. If any file cannot be stored, nothing is removed. Entries matching
+--exclude are neither stored nor removed. A sync leaves two snapshots: one after storing,
+one after removing.
+
+--dry-run lists what would change ("+" stored, "M" stored again, "-" removed) and changes
+nothing; it is 'veil diff --local DIR'.
+
+Examples:
+  veil sync ~/Documents --dry-run
+  veil sync ~/Documents
+  veil sync ~/photos Backup --exclude '*.tmp' --json`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dest := ""
+			if len(args) == 2 {
+				dest = args[1]
+			}
+			what := "storing"
+			if dry {
+				what = ""
+			}
+			cl, done, ui, err := o.open(cmd, what)
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := cl.Sync(cmd.Context(), args[0], dest, dry)
+			ui.finish()
+			if err != nil && (res == nil || res.Put == nil) {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				json.NewEncoder(out).Encode(res)
+				if err != nil {
+					return exitError{err.Error(), 3}
+				}
+				return nil
+			}
+			if dry {
+				printChanges(out, false, res.Changes)
+				fmt.Fprintf(out, "%d changes (dry run: nothing changed)\n", len(res.Changes))
+				return nil
+			}
+			if rerr := o.report(out, "stored", res.Put, nil); rerr != nil {
+				return rerr
+			}
+			if err != nil {
+				return exitError{err.Error(), 3}
+			}
+			fmt.Fprintf(out, "removed %d entries no longer in %s (kept in snapshots)\n", res.Removed, args[0])
+			return nil
+		},
+	}
+	o.addFlags(c, true)
+	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "list what would change, change nothing")
+	c.Flags().StringArrayVar(&o.exclude, "exclude", nil, "neither store nor remove entries matching this pattern (name or path below DIR; repeatable)")
+	return c
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// veil diff and veil sync through the real binary and servers.
+func TestE2EDiffAndSync(t *testing.T) {
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "keep.txt"), 100, 1)
+	randomFile(t, filepath.Join(src, "old.txt"), 100, 2)
+	randomFile(t, filepath.Join(src, "sub", "deep.txt"), 100, 3)
+	randomFile(t, filepath.Join(src, "edit.txt"), 100, 4)
+	alice.mustRun(t, "put", src)
+	os.Rename(filepath.Join(src, "old.txt"), filepath.Join(src, "renamed.txt"))
+	os.RemoveAll(filepath.Join(src, "sub"))
+	randomFile(t, filepath.Join(src, "edit.txt"), 200, 5)
+	os.Chtimes(filepath.Join(src, "edit.txt"), time.Now(), time.Now().Add(time.Minute))
+
+	want := "M docs/edit.txt\n- docs/old.txt\n+ docs/renamed.txt\n- docs/sub/\n- docs/sub/deep.txt\n"
+	if out := alice.mustRun(t, "diff", "--local", src); out != want {
+		t.Fatalf("diff --local:\n%s\nwant:\n%s", out, want)
+	}
+	if out := alice.mustRun(t, "sync", "--dry-run", src); !strings.HasPrefix(out, want) || !strings.Contains(out, "5 changes (dry run") {
+		t.Fatalf("sync --dry-run:\n%s", out)
+	}
+	if out := alice.mustRun(t, "ls", "docs"); !strings.Contains(out, "old.txt") {
+		t.Fatalf("the dry run removed something:\n%s", out)
+	}
+	var res struct {
+		Removed int `json:"removed"`
+	}
+	json.Unmarshal([]byte(alice.mustRun(t, "sync", src, "--json")), &res)
+	if res.Removed != 2 {
+		t.Fatalf("sync removed %d entries, want 2 (old.txt and sub/)", res.Removed)
+	}
+	if out := alice.mustRun(t, "diff", "--local", src); out != "" {
+		t.Fatalf("after sync, diff --local:\n%s", out)
+	}
+	restored := filepath.Join(t.TempDir(), "docs")
+	alice.mustRun(t, "get", "docs", restored)
+	diffTrees(t, src, restored)
+	// Between snapshots: 1 is the first put, latest is after the sync.
+	if out := alice.mustRun(t, "diff", "1", "latest"); out != want {
+		t.Fatalf("diff 1 latest:\n%s\nwant:\n%s", out, want)
+	}
+	var chs []map[string]any
+	json.Unmarshal([]byte(alice.mustRun(t, "diff", "1", "latest", "docs/sub", "--json")), &chs)
+	if len(chs) != 2 || chs[0]["change"] != "removed" {
+		t.Fatalf("diff --json docs/sub: %v", chs)
+	}
+	// Removed by sync, still in history.
+	out := filepath.Join(t.TempDir(), "deep.txt")
+	alice.mustRun(t, "get", "--version", "1", "docs/sub/deep.txt", out)
+	for _, bad := range [][]string{{"diff"}, {"diff", "1"}, {"diff", "--local", src, "a", "b"}} {
+		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Fatalf("veil %v: exit %d %q", bad, code, errs)
+		}
+	}
+	if _, errs, code := alice.run(t, "diff", "99", "latest"); code != 1 || !strings.Contains(errs, "no snapshot 99") {
+		t.Fatalf("diff with a missing snapshot: exit %d %q", code, errs)
+	}
+}

@@ -1,0 +1,204 @@
+package dupless
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Diff (veil diff): what changed between two snapshots, or between a local folder and
+// what is stored.
+
+// Change is one difference. Kinds: "added" (only in the newer side, or only locally),
+// "removed" (only in the older side, or only stored), "modified" (content, or for a
+// local file: size, modification time or mode, put's quick check), "metadata" (same
+// content; mode, modification time or link target differ).
+type Change struct {
+	Path  string `json:"path"`
+	Kind  string `json:"change"`
+	IsDir bool   `json:"dir,omitempty"`
+	Err   string `json:"error,omitempty"`
+}
+
+// Symbol is the one-letter form of a change, as restic prints it.
+func (ch Change) Symbol() string {
+	switch ch.Kind {
+	case "added":
+		return "+"
+	case "removed":
+		return "-"
+	case "metadata":
+		return "U"
+	}
+	return "M"
+}
+
+// resolve turns a point spec into a root: "" or "latest" is the newest, a number is that
+// snapshot, anything else a time (ParseWhen): the newest snapshot at or before it.
+func (c *Client) resolve(ctx context.Context, spec string, roots []*treeRoot) (*treeRoot, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("no snapshots yet (the first put makes one)")
+	}
+	if spec == "" || spec == "latest" {
+		return roots[len(roots)-1], nil
+	}
+	if n, err := strconv.ParseUint(spec, 10, 64); err == nil {
+		for _, r := range roots {
+			if r.Seq == n {
+				return r, nil
+			}
+		}
+		return nil, fmt.Errorf("no snapshot %d (see 'veil snapshots')", n)
+	}
+	t, err := ParseWhen(spec, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%q is neither a snapshot number nor a time: %w", spec, err)
+	}
+	var pick *treeRoot
+	for _, r := range roots {
+		if r.Time <= t.UnixNano() {
+			pick = r
+		}
+	}
+	if pick == nil {
+		return nil, fmt.Errorf("no snapshot at or before %s", t.Format(time.RFC3339))
+	}
+	return pick, nil
+}
+
+// Diff lists what changed below path ("" for everything) from snapshot spec from to
+// snapshot spec to (see resolve), sorted by path.
+func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, error) {
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	roots, err := c.loadRoots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := c.resolve(ctx, from, roots)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.resolve(ctx, to, roots)
+	if err != nil {
+		return nil, err
+	}
+	under, err := c.underPath(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Change
+	for p, ha := range a.Entries {
+		if !under(p) || isDirMeta(p) {
+			continue
+		}
+		hb, ok := b.Entries[p]
+		switch {
+		case !ok:
+			out = append(out, Change{Path: c.describe(p), Kind: "removed"})
+		case ha != hb:
+			if ch, changed := c.compareVersions(ctx, p, ha, hb); changed {
+				out = append(out, ch)
+			}
+		}
+	}
+	for p := range b.Entries {
+		if _, ok := a.Entries[p]; under(p) && !ok && !isDirMeta(p) {
+			out = append(out, Change{Path: c.describe(p), Kind: "added"})
+		}
+	}
+	da, db := dirSet(a), dirSet(b)
+	for d := range da {
+		if !db[d] && under(d+"/") {
+			out = append(out, Change{Path: c.plainDir(d), Kind: "removed", IsDir: true})
+		}
+	}
+	for d := range db {
+		if !da[d] && under(d+"/") {
+			out = append(out, Change{Path: c.plainDir(d), Kind: "added", IsDir: true})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// underPath returns a test for record paths below the plain path (or equal to its file
+// record).
+func (c *Client) underPath(path string) (func(string) bool, error) {
+	path = cleanPath(path)
+	if path == "" {
+		return func(string) bool { return true }, nil
+	}
+	encDir, encName, err := c.encFile(path)
+	if err != nil {
+		return nil, err
+	}
+	file, dir := storage.Join(encDir, encName+keySuffix), storage.Join(encDir, encName)+"/"
+	return func(p string) bool { return p == file || strings.HasPrefix(p, dir) }, nil
+}
+
+// dirSet lists the encrypted directories a root implies (not the root itself).
+func dirSet(r *treeRoot) map[string]bool {
+	out := map[string]bool{}
+	for p := range r.Entries {
+		for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
+			if out[p[:i]] {
+				break
+			}
+			out[p[:i]] = true
+		}
+	}
+	return out
+}
+
+// compareVersions classifies two records of one path; changed is false when only the
+// sealing differs (same content and metadata).
+func (c *Client) compareVersions(ctx context.Context, path string, ha, hb [32]byte) (Change, bool) {
+	ch := Change{Path: c.describe(path), Kind: "modified"}
+	ra, err := c.recordIn(ctx, path, ha)
+	if err != nil {
+		ch.Err = err.Error()
+		return ch, true
+	}
+	rb, err := c.recordIn(ctx, path, hb)
+	if err != nil {
+		ch.Err = err.Error()
+		return ch, true
+	}
+	if !sameContent(ra, rb) {
+		return ch, true
+	}
+	if ra.Mode != rb.Mode || ra.MTime != rb.MTime || ra.Target != rb.Target {
+		ch.Kind = "metadata"
+		return ch, true
+	}
+	return ch, false
+}
+
+func sameContent(a, b *record) bool {
+	if a.Type != b.Type || a.Size != b.Size || a.Target != b.Target || len(a.Chunks) != len(b.Chunks) {
+		return false
+	}
+	for i := range a.Chunks {
+		if !bytes.Equal(a.Chunks[i].Digest[:], b.Chunks[i].Digest[:]) || a.Chunks[i].PlainLen != b.Chunks[i].PlainLen {
+			return false
+		}
+	}
+	return true
+}
+
+// plainDir decrypts an encrypted directory path for messages.
+func (c *Client) plainDir(encDir string) string {
+	if p, err := c.keys.decPath(encDir); err == nil {
+		return p
+	}
+	return encDir
+}

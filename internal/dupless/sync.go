@@ -1,0 +1,240 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Local diff and mirroring (veil diff --local, veil sync): the stored folder made exactly
+// the local one. What sync removes stays in the snapshots (history.go).
+
+// DiffLocal lists how the local folder local differs from the stored folder path ("" for
+// the root) as this client sees it (the newest tree, or a pinned snapshot): "added" is
+// only local, "removed" only stored, "modified" a file whose size, modification time or
+// mode differs (put's quick check: content is not read) or a symlink whose target
+// differs, "metadata" a symlink whose time differs. Entries matching Options.Exclude are
+// left out on both sides.
+func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, error) {
+	path = cleanPath(path)
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(local)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder", local)
+	}
+	c.view.mu.Lock()
+	root := c.view.root
+	c.view.mu.Unlock()
+	if root == nil {
+		root = &treeRoot{Entries: map[string][32]byte{}}
+	}
+	under, err := c.underPath(path)
+	if err != nil {
+		return nil, err
+	}
+	dirs := dirSet(root)
+	var out []Change
+	seen := map[string]bool{}
+	if enc, err := c.keys.encPath(path); err == nil && enc != "" {
+		seen[enc+"/"] = true // the folder itself
+	}
+	err = filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(local, p)
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if c.excluded(d.Name(), rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		dest := joinPath(path, rel)
+		if d.IsDir() {
+			enc, err := c.keys.encPath(dest)
+			if err != nil {
+				out = append(out, Change{Path: dest, Kind: "added", IsDir: true, Err: err.Error()})
+				return filepath.SkipDir
+			}
+			seen[enc+"/"] = true
+			if !dirs[enc] {
+				out = append(out, Change{Path: dest, Kind: "added", IsDir: true})
+			}
+			return nil
+		}
+		ch, ok := c.compareLocal(ctx, root, p, dest, seen)
+		if ok {
+			out = append(out, ch)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	for rp := range root.Entries {
+		if under(rp) && !isDirMeta(rp) && !seen[rp] && !c.excludedStored(c.describe(rp), path) {
+			out = append(out, Change{Path: c.describe(rp), Kind: "removed"})
+		}
+	}
+	for d := range dirs {
+		if under(d+"/") && !seen[d+"/"] && !c.excludedStored(c.plainDir(d), path) {
+			out = append(out, Change{Path: c.plainDir(d), Kind: "removed", IsDir: true})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// compareLocal compares one local file or symlink with what root stores at dest.
+func (c *Client) compareLocal(ctx context.Context, root *treeRoot, local, dest string, seen map[string]bool) (Change, bool) {
+	ch := Change{Path: dest, Kind: "modified"}
+	encDir, encName, err := c.encFile(dest)
+	if err != nil {
+		ch.Kind, ch.Err = "added", err.Error()
+		return ch, true
+	}
+	rp := storage.Join(encDir, encName+keySuffix)
+	seen[rp] = true
+	h, stored := root.Entries[rp]
+	if !stored {
+		ch.Kind = "added"
+		return ch, true
+	}
+	fi, err := os.Lstat(local)
+	if err != nil {
+		ch.Err = err.Error()
+		return ch, true
+	}
+	r, err := c.recordIn(ctx, rp, h)
+	if err != nil {
+		ch.Err = err.Error()
+		return ch, true
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(local)
+		if r.Type != typeSymlink || r.Target != target {
+			return ch, true
+		}
+		if r.MTime != fi.ModTime().UnixNano() {
+			ch.Kind = "metadata"
+			return ch, true
+		}
+	case r.Type != typeFile || r.Size != uint64(fi.Size()) || r.MTime != fi.ModTime().UnixNano() || r.Mode != unixMode(fi.Mode()):
+		return ch, true
+	}
+	return ch, false
+}
+
+// excludedStored applies Options.Exclude to a stored plain path below base.
+func (c *Client) excludedStored(plain, base string) bool {
+	rel := strings.TrimPrefix(strings.TrimPrefix(plain, base), "/")
+	for _, part := range strings.Split(rel, "/") {
+		if c.excluded(part, rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// SyncResult reports a sync: the differences it found and, unless a dry run, the put's
+// summary and how many stored entries it removed.
+type SyncResult struct {
+	Changes []Change `json:"changes"`
+	Put     *Summary `json:"put,omitempty"`
+	Removed int      `json:"removed"`
+	DryRun  bool     `json:"dry_run"`
+}
+
+// Sync makes the stored folder dest/<name of local> exactly the local folder local: it
+// stores what is new or changed (Put) and then removes what is stored but no longer local
+// (deleted or renamed there); removed entries stay in the snapshots. If any file fails to
+// be stored, nothing is removed. With dryRun it only reports the differences.
+func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*SyncResult, error) {
+	start := time.Now()
+	stored := joinPath(cleanPath(dest), filepath.Base(filepath.Clean(local)))
+	changes, err := c.DiffLocal(ctx, local, stored)
+	if err != nil {
+		return nil, err
+	}
+	res := &SyncResult{Changes: changes, DryRun: dryRun}
+	if dryRun {
+		return res, nil
+	}
+	if res.Put, err = c.Put(ctx, []string{local}, dest); err != nil {
+		return res, err
+	}
+	if err := res.Put.Err(); err != nil {
+		return res, fmt.Errorf("%w; nothing removed", err)
+	}
+	var gone []Change
+	for _, ch := range changes {
+		if ch.Kind == "removed" && !coveredBy(ch.Path, gone) {
+			gone = append(gone, ch)
+		}
+	}
+	if len(gone) > 0 {
+		res.Removed, err = c.removeAll(ctx, gone)
+	}
+	res.Put.Duration = time.Since(start)
+	return res, err
+}
+
+// coveredBy reports whether path is below a folder already in gone (sorted input).
+func coveredBy(path string, gone []Change) bool {
+	for _, g := range gone {
+		if g.IsDir && strings.HasPrefix(path, g.Path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// removeAll removes stored files and folders (recursively) under one lock, one snapshot.
+func (c *Client) removeAll(ctx context.Context, gone []Change) (n int, err error) {
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	defer unlockInto(&err, unlock)
+	sum := &Summary{}
+	for _, g := range gone {
+		if g.IsDir {
+			enc, err := c.keys.encPath(g.Path)
+			if err != nil {
+				return n, err
+			}
+			if err := c.removeTree(ctx, enc, sum); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return n, fmt.Errorf("remove %s: %w", g.Path, err)
+			}
+			n++
+			continue
+		}
+		encDir, encName, err := c.encFile(g.Path)
+		if err != nil {
+			return n, err
+		}
+		if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return n, fmt.Errorf("remove %s: %w", g.Path, err)
+		}
+		n++
+	}
+	return n, nil
+}

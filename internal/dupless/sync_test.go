@@ -1,0 +1,91 @@
+package dupless
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+)
+
+func changeList(chs []Change) []string {
+	var out []string
+	for _, ch := range chs {
+		s := ch.Symbol() + " " + ch.Path
+		if ch.IsDir {
+			s += "/"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// diff against the local folder, sync --dry-run changing nothing, sync making the stored
+// folder exactly the local one (removed entries kept in history), and diff between
+// snapshots.
+func TestDiffAndSync(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	src := filepath.Join(t.TempDir(), "d")
+	write(t, filepath.Join(src, "a"), []byte("a1"))
+	write(t, filepath.Join(src, "b"), []byte("b1"))
+	write(t, filepath.Join(src, "sub", "x"), []byte("x"))
+	os.Symlink("a", filepath.Join(src, "link"))
+	mustPut(t, c, src, "")
+	write(t, filepath.Join(src, "a"), []byte("a2, longer"))
+	os.Remove(filepath.Join(src, "b"))
+	os.RemoveAll(filepath.Join(src, "sub"))
+	write(t, filepath.Join(src, "new", "c"), []byte("c"))
+	os.Remove(filepath.Join(src, "link"))
+	os.Symlink("new/c", filepath.Join(src, "link"))
+	want := []string{"M d/a", "- d/b", "M d/link", "+ d/new/", "+ d/new/c", "- d/sub/", "- d/sub/x"}
+	chs, err := c.DiffLocal(ctx, src, "d")
+	if err != nil || !reflect.DeepEqual(changeList(chs), want) {
+		t.Fatalf("diff --local = %v %v\nwant %v", changeList(chs), err, want)
+	}
+	res, err := c.Sync(ctx, src, "", true)
+	if err != nil || !reflect.DeepEqual(changeList(res.Changes), want) || res.Put != nil {
+		t.Fatalf("sync --dry-run: %+v %v", res, err)
+	}
+	if chs, _ := c.DiffLocal(ctx, src, "d"); len(chs) != len(want) {
+		t.Fatal("the dry run changed something")
+	}
+	if res, err = c.Sync(ctx, src, "", false); err != nil || res.Removed != 2 {
+		t.Fatalf("sync: %+v %v", res, err)
+	}
+	if chs, err := c.DiffLocal(ctx, src, "d"); err != nil || len(chs) != 0 {
+		t.Fatalf("after sync, diff --local = %v %v", changeList(chs), err)
+	}
+	out := filepath.Join(t.TempDir(), "d")
+	if sum, err := c.Get(ctx, "d", out); err != nil || sum.Err() != nil {
+		t.Fatal(err, sum.Err())
+	}
+	if chs, err := c.DiffLocal(ctx, out, "d"); err != nil || len(chs) != 0 {
+		t.Fatalf("the restored copy differs: %v %v", changeList(chs), err)
+	}
+	// What sync removed is still in history.
+	if vs, err := c.Log(ctx, "d/sub/x"); err != nil || len(vs) != 2 || !vs[1].Deleted {
+		t.Fatalf("log of a file sync removed: %+v %v", vs, err)
+	}
+	chs, err = c.Diff(ctx, "1", "latest", "d")
+	if err != nil || !reflect.DeepEqual(changeList(chs), want) {
+		t.Fatalf("diff 1 latest = %v %v\nwant %v", changeList(chs), err, want)
+	}
+	if chs, err = c.Diff(ctx, "1", "1", ""); err != nil || len(chs) != 0 {
+		t.Fatalf("diff of a snapshot with itself: %v %v", chs, err)
+	}
+	// A file only touched (same content, new time) is a metadata change between snapshots.
+	snaps, _ := c.Snapshots(ctx)
+	before := fmt.Sprint(snaps[len(snaps)-1].Seq)
+	os.Chtimes(filepath.Join(src, "a"), time.Now(), time.Now().Add(time.Hour))
+	mustPut(t, c, src, "")
+	if chs, err = c.Diff(ctx, before, "latest", ""); err != nil || !reflect.DeepEqual(changeList(chs), []string{"U d/a"}) {
+		t.Fatalf("diff after a touch = %v %v", changeList(chs), err)
+	}
+	if _, err := c.Diff(ctx, "99", "latest", ""); err == nil {
+		t.Fatal("diff with a snapshot that does not exist")
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+// metalServers is a Metal deployment of two 'veil metal server' processes.
+type metalServers struct {
+	dir  [2]string
+	addr [2]string
+	proc [2]*testutil.Process
+}
+
+func startMetal(t *testing.T) *metalServers {
+	m := &metalServers{}
+	root := t.TempDir()
+	for i := range m.dir {
+		m.dir[i] = filepath.Join(root, "metal"+string(rune('1'+i)))
+		m.addr[i] = testutil.Addr(testutil.FreePort(t))
+	}
+	u := &user{config: filepath.Join(root, "unused")}
+	u.mustRun(t, "metal", "server", "init", "--role", "2", "--dir", m.dir[1], "--endpoint", "https://"+m.addr[1],
+		"--files-log2", "3", "--block-size", "64", "--stash", "6", "--files-per-account", "2")
+	u.mustRun(t, "metal", "server", "init", "--role", "1", "--dir", m.dir[0], "--endpoint", "https://"+m.addr[0],
+		"--peer-cred", filepath.Join(m.dir[1], "peer.cred"))
+	for i := range m.dir {
+		m.serve(t, i)
+	}
+	return m
+}
+
+func (m *metalServers) serve(t *testing.T, i int) {
+	m.proc[i] = testutil.Start(t, veilBin, "metal", "server", "serve", "--dir", m.dir[i], "--listen", m.addr[i])
+	testutil.WaitTCP(t, m.addr[i], 20*time.Second)
+}
+
+// metalUser is a profile that joined the deployment once both servers met.
+func (m *metalServers) user(t *testing.T, name string) *user {
+	u := &user{name: name, config: filepath.Join(t.TempDir(), "profile")}
+	u.mustRun(t, "metal", "join", filepath.Join(m.dir[0], "deployment.json"))
+	testutil.WaitFor(t, 60*time.Second, "the servers' 2PC link", func() bool {
+		_, _, code := u.run(t, "metal", "account", "create")
+		return code == 0
+	})
+	return u
+}
+
+// TestMetalCLI runs the README's Metal commands against two server processes: join,
+// account create, write, read (to stdout and to a file), ls, a refusal for an id without a
+// capability, and SIGKILL of each server between accesses losing no completed write.
+func TestMetalCLI(t *testing.T) {
+	m := startMetal(t)
+	alice, bob := m.user(t, "alice"), m.user(t, "bob")
+	var ls struct {
+		Capabilities []struct{ First, Last uint64 }
+	}
+	if err := json.Unmarshal([]byte(alice.mustRun(t, "metal", "ls", "--json")), &ls); err != nil || len(ls.Capabilities) != 1 || ls.Capabilities[0].First != 0 || ls.Capabilities[0].Last != 1 {
+		t.Fatalf("alice ls: %+v %v", ls, err)
+	}
+	if out := bob.mustRun(t, "metal", "ls"); strings.TrimSpace(out) != "2..3\trws" {
+		t.Fatalf("bob ls: %q", out)
+	}
+	note := filepath.Join(t.TempDir(), "note.txt")
+	os.WriteFile(note, []byte("alice's note\n"), 0o600)
+	alice.mustRun(t, "metal", "write", "1", note)
+	if out := alice.mustRun(t, "metal", "read", "1"); out != "alice's note\n" {
+		t.Fatalf("read: %q", out)
+	}
+	if _, errs, code := bob.run(t, "metal", "read", "1"); code == 0 || !strings.Contains(errs, "no capability for file id 1") {
+		t.Fatalf("bob reading alice's id: exit %d, %q", code, errs)
+	}
+	for i := range m.proc { // SIGKILL each server between accesses; the write survives
+		m.proc[i].Kill()
+		m.serve(t, i)
+		var out string
+		testutil.WaitFor(t, 60*time.Second, "a read after SIGKILL of server "+string(rune('1'+i)), func() bool {
+			o, _, code := alice.run(t, "metal", "read", "1")
+			out = o
+			return code == 0
+		})
+		if out != "alice's note\n" {
+			t.Fatalf("after SIGKILL of server %d: %q", i+1, out)
+		}
+	}
+	copyPath := filepath.Join(t.TempDir(), "copy.txt")
+	echo := "from stdin"
+	if _, errs, code := alice.runStdin(t, echo, "metal", "write", "0", "-"); code != 0 {
+		t.Fatalf("write from stdin: %s", errs)
+	}
+	alice.mustRun(t, "metal", "read", "0", copyPath)
+	if b, _ := os.ReadFile(copyPath); string(b) != echo {
+		t.Fatalf("read to file: %q", b)
+	}
+	if _, errs, code := alice.run(t, "metal", "write", "x", note); code == 0 || !strings.Contains(errs, `file id "x"`) {
+		t.Fatalf("bad id: %q", errs)
+	}
+}
+
+// runStdin is run with stdin.
+func (u *user) runStdin(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(veilBin, args...)
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), errb.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), 0
+}

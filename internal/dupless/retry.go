@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/veil-project/veil/internal/backoff"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -35,19 +36,5 @@ func transient(ctx context.Context, err error) bool {
 
 // retry runs op, and again after each uploadBackoff pause while it fails transiently.
 func retry(ctx context.Context, op func() error) error {
-	err := op()
-	for _, d := range uploadBackoff {
-		if err == nil || !transient(ctx, err) {
-			return err
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		err = op()
-	}
-	return err
+	return backoff.Retry(ctx, uploadBackoff, func(err error) bool { return transient(ctx, err) }, op)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/veil-project/veil/internal/backoff"
 	"github.com/veil-project/veil/internal/storewire"
 )
 
@@ -54,19 +55,5 @@ func (e *serviceError) Unwrap() error { return e.err }
 
 // retry runs send, and again after each RetryBackoff pause while it gets no answer.
 func retry(ctx context.Context, send func() error) error {
-	err := send()
-	for _, d := range RetryBackoff {
-		if !noAnswer(ctx, err) {
-			return err
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		err = send()
-	}
-	return err
+	return backoff.Retry(ctx, RetryBackoff, func(err error) bool { return noAnswer(ctx, err) }, send)
 }

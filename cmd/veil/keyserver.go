@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -214,11 +213,10 @@ Examples:
   veil keyserver serve --dir ks --ratelimit-store redis://10.0.0.5:6379/0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var lv slog.Level
-			if err := lv.UnmarshalText([]byte(level)); err != nil {
-				return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+			var err error
+			if cfg.Logger, err = serverLogger(cmd, level); err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lv}))
 			return keyserver.ListenAndServe(cmd.Context(), dir, cfg)
 		},
 	}
@@ -239,7 +237,7 @@ Examples:
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", d.IdleTimeout, "keep-alive idle timeout")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.IntVar(&cfg.UDPWorkers, "udp-workers", d.UDPWorkers, "UDP reader goroutines")
-	f.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	logLevelFlag(f, &level)
 	return c
 }
 

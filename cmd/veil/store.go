@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -257,11 +256,9 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 				return fmt.Errorf("--max-object-size: %w", err)
 			}
 			cfg.MaxObjectSize = n
-			var lvl slog.Level
-			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			if cfg.Logger, err = serverLogger(cmd, logLevel); err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			bc, err := storeConfig(cmd.Context(), dir, blobs)
 			if err != nil {
 				return err
@@ -283,7 +280,7 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	f.IntVar(&cfg.MaxConns, "max-conns", 1024, "concurrent connections (0: unlimited)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.BoolVar(&cfg.PublicMetrics, "public-metrics", false, "serve /metrics without the admin credential")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (JSON logs on stderr)")
+	logLevelFlag(f, &logLevel)
 	f.IntVar(&cfg.Limits.MaxDepth, "max-path-depth", d.Limits.MaxDepth, "components in one path")
 	f.IntVar(&cfg.Limits.MaxNameLen, "max-name-len", d.Limits.MaxNameLen, fmt.Sprintf("bytes in one path component (at most %d)", d.Limits.MaxNameLen))
 	f.IntVar(&cfg.Limits.MaxPathLen, "max-path-len", d.Limits.MaxPathLen, "bytes in one whole path")

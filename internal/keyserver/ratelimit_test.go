@@ -5,8 +5,13 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 func TestExpStep(t *testing.T) {
@@ -152,5 +157,33 @@ func TestConfigChecks(t *testing.T) {
 		if rl.check() == nil {
 			t.Fatalf("%+v accepted", rl)
 		}
+	}
+}
+
+// ratelimit.db records its version: a file written before it did (no meta bucket) opens
+// and gets it; a file of another version is refused.
+func TestBoltStoreVersion(t *testing.T) {
+	old := filepath.Join(t.TempDir(), "old.db")
+	db, err := bolt.Open(old, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucket(bucketCounts)
+		return err
+	})
+	db.Close()
+	s, err := openBoltStore(old)
+	if err != nil {
+		t.Fatalf("a file without a version: %v", err)
+	}
+	s.db.Close()
+	future := filepath.Join(t.TempDir(), "future.db")
+	if db, err = server.OpenState(future, "key server", "2", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := openBoltStore(future); err == nil || !strings.Contains(err.Error(), `state version "2"`) {
+		t.Fatalf("a file of version 2: %v", err)
 	}
 }

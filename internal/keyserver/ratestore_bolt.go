@@ -7,6 +7,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/server"
 )
 
 var (
@@ -31,20 +33,8 @@ type boltCount struct {
 }
 
 func openBoltStore(path string) (*boltStore, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := server.OpenState(path, "key server", "1", time.Second, bucketCounts, bucketExp)
 	if err != nil {
-		return nil, err
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketCounts, bucketExp} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	return &boltStore{db: db, counts: map[string]*boltCount{}, locks: map[string]time.Time{}}, nil

@@ -137,6 +137,11 @@ func (t *storeTarget) run(offline func(*storeserver.Service) error, online func(
 
 func newStoreUserCommand() *cobra.Command {
 	c := &cobra.Command{Use: "user", Short: "Add, list or remove users"}
+	c.AddCommand(newStoreUserAdd(), newStoreUserList(), newStoreUserRemove())
+	return c
+}
+
+func newStoreUserAdd() *cobra.Command {
 	var tgt storeTarget
 	var out, endpoint, quota string
 	add := &cobra.Command{
@@ -182,6 +187,11 @@ directory; while it runs, its URL and the admin credential.
 	add.Flags().StringVar(&out, "out", "", "write the credential to this file (mode 0600) instead of stdout")
 	add.Flags().StringVar(&endpoint, "endpoint", "", "record the service's URL in the credential (https://host:port)")
 	add.Flags().StringVar(&quota, "quota", "", "limit the user's logical bytes (e.g. 500MiB, 10GiB)")
+	return add
+}
+
+func newStoreUserList() *cobra.Command {
+	var tgt storeTarget
 	var jsonOut bool
 	list := &cobra.Command{
 		Use: "list (--dir DIR | --url URL --credential ADMIN.cred)", Short: "List users with their usage", Args: cobra.NoArgs,
@@ -217,6 +227,11 @@ directory; while it runs, its URL and the admin credential.
 	}
 	tgt.flags(list)
 	list.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return list
+}
+
+func newStoreUserRemove() *cobra.Command {
+	var tgt storeTarget
 	remove := &cobra.Command{
 		Use:   "remove NAME (--dir DIR | --url URL --credential ADMIN.cred)",
 		Short: "Delete a user and all their names (content is reclaimed by gc)",
@@ -227,8 +242,7 @@ directory; while it runs, its URL and the admin credential.
 		},
 	}
 	tgt.flags(remove)
-	c.AddCommand(add, list, remove)
-	return c
+	return remove
 }
 
 func newStoreServeCommand() *cobra.Command {

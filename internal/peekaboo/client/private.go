@@ -14,6 +14,9 @@ import (
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
+// errBucket: the two shares do not reconstruct a valid bucket (wraps ErrIntegrity).
+var errBucket = fmt.Errorf("%w: private-query bucket", ErrIntegrity)
+
 // PIRParams asks the V-server for the private-query table's geometry (cached).
 func (c *Client) PIRParams(ctx context.Context) (pir.Params, error) {
 	if c.pir.Enabled() {
@@ -84,7 +87,7 @@ func (pq *PrivateQuery) Open(p pir.Params, reply []byte) ([]wire.ID, error) {
 	}
 	ids, err := pq.Material.Find(p, rep.Share0, a1)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrIntegrity, err)
+		return nil, fmt.Errorf("%w: %w", errBucket, err)
 	}
 	out := make([]wire.ID, len(ids))
 	for i, id := range ids {
@@ -106,8 +109,10 @@ func (c *Client) PrivateSearch(ctx context.Context, key string, o SearchOptions)
 	case o.Limit < 0 || o.Limit > wire.MaxLimit:
 		return nil, fmt.Errorf("limit %d: want 1..%d", o.Limit, wire.MaxLimit)
 	}
+	// A stale query is resealed once; a bucket that fails its checks is asked again twice
+	// (a publication between the two servers' commits makes their tables differ briefly).
 	r, err := c.privateSearch(ctx, key, o)
-	if errors.Is(err, errStale) {
+	for tries := 0; tries < 2 && (errors.Is(err, errStale) || errors.Is(err, errBucket)); tries++ {
 		r, err = c.privateSearch(ctx, key, o)
 	}
 	return r, err

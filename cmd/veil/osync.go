@@ -318,6 +318,7 @@ Examples:
 	cmd.Flags().IntVar(&c.Runs, "runs", c.Runs, "runs averaged")
 	cmd.Flags().IntVar(&bufferEpochs, "buffer-epochs", 150, "syncs observed per fill level in the buffer experiment")
 	cmd.Flags().Float64Var(&c.Thrash, "thrash", 1, "buffer experiment: mean bytes rewritten per epoch, as a fraction of B")
+	cmd.Flags().IntVar(&c.ThrashMaxFile, "thrash-max-file", 0, "buffer experiment: rewrite only files up to this many bytes (0: any)")
 	cmd.Flags().IntVar(&fuseMB, "fuse-mb", 128, "MiB written per write size in fuse-write")
 	cmd.Flags().StringVar(&c.Dir, "dir", "", "scratch directory (default the system temp dir)")
 	cmd.Flags().BoolVar(&paper, "paper", false, "the paper's parameters: N=1024, B=1 MiB, 3 runs")

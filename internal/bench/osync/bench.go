@@ -25,6 +25,9 @@ type Config struct {
 	// Thrash is Fig. 7's mean bytes rewritten per epoch, as a fraction of B (paper: 1 MB
 	// per write batch with B = 1 MB, i.e. 1).
 	Thrash float64
+	// ThrashMaxFile, if > 0, rewrites only files of at most this many bytes in Fig. 7
+	// (the paper's "about 1 MB per write" read as no single rewrite above it).
+	ThrashMaxFile int
 }
 
 // Row is one result line.

@@ -46,7 +46,9 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 			cum := make([]float64, len(sizes))
 			acc := 0.0
 			for i, s := range sizes {
-				acc += 1 / math.Sqrt(float64(s))
+				if c.ThrashMaxFile <= 0 || s <= c.ThrashMaxFile {
+					acc += 1 / math.Sqrt(float64(s))
+				}
 				cum[i] = acc
 			}
 			for ep := 0; ep < epochs; ep++ {
@@ -76,7 +78,7 @@ func Buffer(c Config, epochs int, emit func(Row)) error {
 		}
 		sort.Float64s(samples)
 		q := func(p float64) float64 { return samples[min(len(samples)-1, int(p*float64(len(samples))))] }
-		emit(Row{"experiment": "buffer", "k": k, "fill": fill, "thrash": c.Thrash, "syncs": len(samples), "p20": q(0.2), "p50": q(0.5),
+		emit(Row{"experiment": "buffer", "k": k, "fill": fill, "thrash": c.Thrash, "thrash_max_file": c.ThrashMaxFile, "syncs": len(samples), "p20": q(0.2), "p50": q(0.5),
 			"p80": q(0.8), "p95": q(0.95), "max": samples[len(samples)-1], "max_blocks": samples[len(samples)-1] / float64(c.FileSize/2),
 			"full_syncs": full})
 	}

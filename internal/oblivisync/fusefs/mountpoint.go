@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -30,8 +31,12 @@ func parseMountinfo(path string) ([]mountEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readMountinfo(f)
+}
+
+func readMountinfo(r io.Reader) ([]mountEntry, error) {
 	var out []mountEntry
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -42,4 +43,30 @@ func TestDeadMountCleanedAndBusyRefused(t *testing.T) {
 	readIs(t, filepath.Join(mnt, "kept.txt"), "acknowledged before the crash")
 	writeFile(t, filepath.Join(mnt, "after.txt"), "still served")
 	stop(t, w)
+}
+
+// The mount table parser: mount point (octal escapes undone), file system type and
+// source; lines without the " - " separator are skipped.
+func TestReadMountinfo(t *testing.T) {
+	const table = "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n" +
+		"80 36 0:50 / /tmp/my\\040mount rw,nosuid,nodev,relatime shared:40 - fuse.osync veil-osync rw,user_id=0\n" +
+		"garbage line\n"
+	got, err := readMountinfo(strings.NewReader(table))
+	want := []mountEntry{{"/mnt/parent", "ext3", "/dev/root"}, {"/tmp/my mount", "fuse.osync", "veil-osync"}}
+	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %+v %v, want %+v", got, err, want)
+	}
+}
+
+func FuzzReadMountinfo(f *testing.F) {
+	f.Add([]byte("80 36 0:50 / /tmp/my\\040mount rw shared:40 - fuse.osync veil-osync rw\n"))
+	f.Add([]byte("1 2 3 4 5 - \\"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ents, _ := readMountinfo(bytes.NewReader(b))
+		for _, e := range ents {
+			if e.fstype == "" || e.source == "" {
+				t.Fatalf("entry without type or source: %+v", e)
+			}
+		}
+	})
 }

@@ -60,10 +60,12 @@ func TestE2EServiceDowngradesChunkScheme(t *testing.T) {
 func TestE2EWrongKeyReadsFail(t *testing.T) {
 	d := startServe(t, "alice")
 	alice := d.newUser(t, "alice")
+	// The same storage account, a new key: a second 'veil init' made before anything was
+	// stored (afterwards init refuses it: TestE2ESecondInitFromOneInvitation).
+	other := d.newUser(t, "alice")
 	src := t.TempDir()
 	randomFile(t, filepath.Join(src, "f.bin"), 3000, 1)
 	alice.mustRun(t, "put", filepath.Join(src, "f.bin"))
-	other := d.newUser(t, "alice") // the same storage account, a new key (a second 'veil init')
 	for _, args := range [][]string{{"get", "/", t.TempDir()}, {"ls"}, {"find", "f.bin"}} {
 		_, errs, code := other.run(t, args...)
 		if code == 0 || !strings.Contains(errs, "belongs to another veil key") {

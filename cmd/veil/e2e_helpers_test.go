@@ -57,6 +57,12 @@ func startServe(t *testing.T, users ...string) *deployment {
 	d.proc = testutil.Start(t, veilBin, args...)
 	testutil.WaitTCP(t, st, 20*time.Second)
 	testutil.WaitTCP(t, ks, 20*time.Second)
+	for _, u := range users { // written once the servers listen
+		testutil.WaitFor(t, 20*time.Second, "invitation for "+u, func() bool {
+			_, err := os.Stat(filepath.Join(d.dir, "invites", u+".peekaboo"))
+			return err == nil
+		})
+	}
 	return d
 }
 

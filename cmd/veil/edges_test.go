@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -365,5 +366,40 @@ func TestE2EProfileAndPassphraseOrder(t *testing.T) {
 	cmd.Env = append(os.Environ(), "VEIL_OSYNC_PASSPHRASE=abc", "XDG_STATE_HOME="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "VEIL_PASSWORD_FILE") {
 		t.Fatalf("osync with the old variable: %v %s", err, out)
+	}
+}
+
+// veil serve on a taken port leaves nothing half made, a later run's different address is
+// refused rather than ignored; a second init from one invitation is refused.
+func TestE2EServeSetupAndSecondInit(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := filepath.Join(t.TempDir(), "server")
+	free := func() string { return testutil.Addr(testutil.FreePort(t)) }
+	out, err := execVeil("serve", "--dir", dir, "--ks-listen", free(), "--ks-udp", free(), "--store-listen", taken.Addr().String(),
+		"--peekaboo-k-listen", free(), "--peekaboo-v-listen", free(), "--user", "alice")
+	if err == nil {
+		t.Fatalf("serve on a taken port: %s", out)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("serve on a taken port left %s (%s)", dir, out)
+	}
+
+	d := startServe(t, "alice")
+	out, err = execVeil("serve", "--dir", d.dir, "--store-listen", free())
+	if err == nil || !strings.Contains(string(out), "--store-listen") || !strings.Contains(string(out), "first run") {
+		t.Fatalf("a later run with another address: %v %s", err, out)
+	}
+	alice := d.newUser(t, "alice")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "f"), 100, 11)
+	alice.mustRun(t, "put", "-q", filepath.Join(src, "f"))
+	again := &user{name: "alice2", config: filepath.Join(t.TempDir(), "profile"), passFile: alice.passFile}
+	_, errs, code := again.run(t, "init", "--invite", filepath.Join(d.dir, "invites", "alice.invite"))
+	if code == 0 || !strings.Contains(errs, "another veil key") {
+		t.Fatalf("second init from one invitation: exit %d, %s", code, errs)
 	}
 }

@@ -22,11 +22,14 @@ func newServeCommand() *cobra.Command {
 		Short: "Run an all-in-one deployment: key server + deduplicating storage service",
 		Long: `serve runs a complete DupLESS deployment on this machine: the key server (HTTPS and UDP)
 and veil's deduplicating storage service (TLS), with all data in one directory (--dir). The
-first run creates everything; later runs reuse it. It listens on loopback unless told
-otherwise, and stops cleanly on Ctrl-C or SIGTERM.
+first run creates everything; later runs reuse it (its addresses are fixed at the first
+run: a different --ks-listen etc. later is refused, not ignored; a first run that cannot
+listen, say on a taken port, removes what it created). It listens on loopback unless
+told otherwise, and stops cleanly on Ctrl-C or SIGTERM.
 
---user NAME (repeatable) registers a user before serving and writes an invitation to
-<dir>/invites/NAME.invite; give that file to the user, who runs 'veil init --invite FILE'.
+--user NAME (repeatable) registers a user and writes an invitation to
+<dir>/invites/NAME.invite once the servers listen; give that file to the user, who runs
+'veil init --invite FILE' (once: a second init from the same invitation is refused).
 
 Examples:
   veil serve --dir ~/veil-server --user alice --user bob
@@ -34,21 +37,31 @@ Examples:
   veil serve stats --dir ~/veil-server           (logical vs physical bytes)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			got, err := allinone.Init(dir, cfg)
+			var explicit allinone.Config
+			for flag, p := range map[string]*string{"ks-listen": &explicit.KSAddr, "ks-udp": &explicit.KSUDP, "store-listen": &explicit.StoreAddr,
+				"peekaboo-k-listen": &explicit.PkbKAddr, "peekaboo-v-listen": &explicit.PkbVAddr} {
+				if cmd.Flags().Changed(flag) {
+					*p = cmd.Flags().Lookup(flag).Value.String()
+				}
+			}
+			got, undo, err := allinone.Setup(dir, cfg, explicit)
 			if err != nil {
 				return err
-			}
-			for _, u := range users {
-				path, err := writeInvite(dir, u)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(os.Stderr, "invitation for %s: %s\n", u, path)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			d, err := allinone.Start(cmd.Context(), dir, log)
 			if err != nil {
+				undo() // a first run on a taken port leaves nothing half made
 				return err
+			}
+			// Invitations once the servers listen: a script that waits for the file can use it.
+			for _, u := range users {
+				path, err := writeInvite(dir, u)
+				if err != nil {
+					d.Stop()
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "invitation for %s: %s\n", u, path)
 			}
 			fmt.Fprintf(os.Stderr, "veil serve: key server https://%s (udp %s), storage service veil://%s, peekaboo V-server https://%s, data in %s\n",
 				got.KSAddr, got.KSUDP, got.StoreAddr, allinone.PeekabooVAddr(got), dir)

@@ -61,6 +61,12 @@ func checkStorage(ctx context.Context, location string, storeCred []byte, cred o
 	if _, err := be.List(ctx, ""); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return fmt.Errorf("storage %s does not answer: %w", location, err)
 	}
+	if used, err := dupless.InUse(ctx, be); err != nil {
+		return fmt.Errorf("storage %s: %w", location, err)
+	} else if used {
+		return fmt.Errorf("storage %s already holds files of another veil key (a second init from the same invitation?): "+
+			"a new key could read none of them; use the profile directory that stored them, or ask for a new account", location)
+	}
 	return nil
 }
 

@@ -102,7 +102,7 @@ func (w *Writer) Sync() (EpochReport, error) {
 		w.mu.Unlock()
 		return EpochReport{}, err
 	}
-	if err := w.be.checkLeaseOurs(w.id); err != nil {
+	if err := w.be.checkLeaseOurs(w.lease); err != nil {
 		w.broken = err
 		w.mu.Unlock()
 		return EpochReport{}, err

@@ -141,24 +141,35 @@ func (b *backend) acquireLease(me *lease, now time.Time) error {
 		if err := b.writeFile(path, img); err != nil {
 			return err
 		}
-		return b.checkLeaseOurs(me.Writer)
+		return b.checkLeaseOurs(me)
 	}
 	return fmt.Errorf("%w: another writer created the lease at the same moment", ErrLeased)
 }
 
-// checkLeaseOurs verifies that the lease still names this writer.
-func (b *backend) checkLeaseOurs(id [writerIDLen]byte) error {
-	cur, err := b.readLease()
-	if err != nil {
-		return err
+// checkLeaseOurs verifies that the lease still names this writer. A lease that vanished
+// (deleted by hand or by the sync service) is created again, exclusively: if another
+// writer created one first, that one is checked instead.
+func (b *backend) checkLeaseOurs(me *lease) error {
+	for try := 0; ; try++ {
+		cur, err := b.readLease()
+		if err != nil {
+			return err
+		}
+		if cur == nil && try == 0 {
+			err := b.createExclusive(filepath.Join(b.dir, leaseName), sealLease(&b.keys.lease, b.id, me, randomBytes(24)))
+			if err == nil || errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return fmt.Errorf("recreate lease: %w", err)
+		}
+		if cur == nil {
+			return fmt.Errorf("%w: the backend's lease keeps vanishing; stopping", ErrLeased)
+		}
+		if cur.Writer != me.Writer {
+			return fmt.Errorf("%w: writer %x on host %q took over the lease at %s; stopping before writing over its epochs", ErrLeased, cur.Writer[:4], cur.Host, cur.Acquired.UTC().Format(time.RFC3339))
+		}
+		return nil
 	}
-	if cur == nil {
-		return fmt.Errorf("%w: the backend's lease was removed while this writer held it (another writer stopped after taking it over?); stopping", ErrLeased)
-	}
-	if cur.Writer != id {
-		return fmt.Errorf("%w: writer %x on host %q took over the lease at %s; stopping before writing over its epochs", ErrLeased, cur.Writer[:4], cur.Host, cur.Acquired.UTC().Format(time.RFC3339))
-	}
-	return nil
 }
 
 // renewLease rewrites this writer's lease (once per epoch).

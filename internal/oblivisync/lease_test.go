@@ -240,3 +240,18 @@ func FuzzDecodeWriterID(f *testing.F) {
 		}
 	})
 }
+
+// A lease that vanishes under a running writer (deleted by hand or by the sync service)
+// is created again at the next epoch rather than stopping the writer.
+func TestLeaseRecreatedWhenDeleted(t *testing.T) {
+	dir := newBackend(t, 8, 16<<10, 2)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	os.Remove(filepath.Join(dir, leaseName))
+	if _, err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if l := must(w.be.readLease()); l == nil || l.Writer != w.id {
+		t.Fatalf("lease after the epoch: %+v", l)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/bench/osync"
@@ -244,7 +245,7 @@ Examples:
 				return err
 			}
 			if !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "epoch %d: %d bytes pending in %d files; %.1f%% full\n", st.Epoch, st.PendingBytes, st.PendingInodes, 100*float64(st.Used)/float64(st.Capacity))
+				fmt.Fprintf(cmd.OutOrStdout(), "epoch %d: %s pending in %d files; %.1f%% full\n", st.Epoch, humanize.IBytes(st.PendingBytes), st.PendingInodes, 100*float64(st.Used)/float64(st.Capacity))
 			}
 			return nil
 		},

@@ -52,7 +52,7 @@ func Adopt(dir string, pass []byte, stateDir string) (AdoptReport, error) {
 		return AdoptReport{}, err
 	}
 	rep := AdoptReport{Epoch: sb.Epoch, StateDir: stateDir}
-	err = checkSeen(stateDir, sb.Epoch, be.superNonce)
+	err = checkSeen(dir, stateDir, sb.Epoch, be.superNonce)
 	switch {
 	case err == nil:
 		return rep, fmt.Errorf("%w: %s is not behind the backend (epoch %d); nothing to adopt (mount or sync it as usual)", ErrInvalid, stateDir, sb.Epoch)

@@ -96,7 +96,7 @@ func readSeenFile(path string) (epoch uint64, nonce []byte, ok bool, err error) 
 // (replaced), and a newer one this writer neither wrote nor was about to write (another
 // writer moved on: ErrBehind). A v1 record cannot tell the last case from a crash between
 // the superblock and the record, so it refuses any newer superblock too.
-func checkSeen(stateDir string, epoch uint64, nonce []byte) error {
+func checkSeen(backendDir, stateDir string, epoch uint64, nonce []byte) error {
 	rec, ok, err := readSeen(stateDir)
 	if err != nil || !ok {
 		return err
@@ -112,7 +112,7 @@ func checkSeen(stateDir string, epoch uint64, nonce []byte) error {
 	case rec.V2 && epoch == se+1 && bytes.Equal(nonce, rec.Next):
 		return nil // this writer wrote it and crashed before recording it
 	}
-	return fmt.Errorf("%w: the backend is at epoch %d, written by another writer after this state directory (%s) last synced epoch %d; starting would revert that writer's changes. To continue from the backend, run 'veil osync adopt --backend DIR --state %s' (this state's unsynced changes are set aside, not applied)", ErrBehind, epoch, stateDir, se, stateDir)
+	return fmt.Errorf("%w: the backend is at epoch %d, written by another writer after this state directory (%s) last synced epoch %d; starting would revert that writer's changes. To continue from the backend, run 'veil osync adopt --backend %s --state %s' (this state's unsynced changes are set aside, not applied)", ErrBehind, epoch, stateDir, se, backendDir, stateDir)
 }
 
 // writeSeen records the superblock the backend now holds and the nonce the next one

@@ -193,7 +193,7 @@ func (w *Writer) load(readOnly bool) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSeen(w.opts.StateDir, sb.Epoch, w.be.superNonce); err != nil {
+	if err := checkSeen(w.be.dir, w.opts.StateDir, sb.Epoch, w.be.superNonce); err != nil {
 		if !readOnly {
 			return err
 		}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/dupless/fusemount"
+)
+
+// veil mount: the stored files and their snapshots as a read-only FUSE file system.
+
+func init() { register(newMountCommand) }
+
+func newMountCommand() *cobra.Command {
+	var o clientFlags
+	c := &cobra.Command{
+		Use:   "mount MOUNTPOINT",
+		Short: "Browse your stored files and snapshots as a read-only folder (FUSE)",
+		Long: `mount serves your stored files, read-only, at MOUNTPOINT (an existing empty folder):
+
+  MOUNTPOINT/current/               the newest tree
+  MOUNTPOINT/snapshots/<time>/      each snapshot ('veil snapshots'), named by its local time
+                                    to the second (".<number>" added when two share one)
+
+Every byte is verified as 'veil get' verifies it (authenticated records listed by the
+snapshot's tree root, chunk tags, guarded decryption); a chunk that fails verification
+makes the read fail with an I/O error, it never returns unverified bytes. Content is
+fetched when read. The mount shows the snapshots that existed when it started; mount again
+to see newer ones. It runs until Ctrl-C, SIGTERM or 'fusermount3 -u MOUNTPOINT'.
+Needs FUSE (/dev/fuse and fusermount3: apt install fuse3).
+
+Examples:
+  mkdir -p ~/veil && veil mount ~/veil
+  ls ~/veil/snapshots/ && cp ~/veil/snapshots/2026-11-20T18:02:11/Documents/report.pdf .
+  veil mount --json /mnt/veil     # prints {"mountpoint": ..., "snapshots": N} once mounted`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fi, err := os.Stat(args[0]); err != nil || !fi.IsDir() {
+				return fmt.Errorf("mount point %s: not an existing folder", args[0])
+			}
+			return o.with(cmd, func(cl *dupless.Client) error {
+				level := slog.LevelWarn
+				if o.verbose {
+					level = slog.LevelDebug
+				}
+				snaps, err := cl.Snapshots(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return fusemount.Run(cmd.Context(), fusemount.Config{
+					Client: cl, Mountpoint: args[0],
+					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+					Ready: func() {
+						if o.json {
+							json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"mountpoint": args[0], "snapshots": len(snaps)})
+							return
+						}
+						fmt.Fprintf(cmd.OutOrStdout(), "mounted %d snapshots at %s (read-only); Ctrl-C to unmount\n", len(snaps), args[0])
+					},
+				})
+			})
+		},
+	}
+	o.addFlags(c, false)
+	return c
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+// veil mount through the real binary, servers and FUSE: current/ is the newest tree,
+// snapshots/<time>/ each snapshot; nothing is writable; a tampered chunk is an I/O error,
+// never unverified bytes; SIGTERM unmounts and exits 0.
+func TestE2EMount(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testutil.Missing(t, "/dev/fuse not available")
+	}
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	f := filepath.Join(src, "notes.txt")
+	v1 := randomFile(t, f, 300<<10, 1)
+	victim := randomFile(t, filepath.Join(src, "sub", "victim.bin"), 700<<10, 2)
+	os.Symlink("notes.txt", filepath.Join(src, "link"))
+	alice.mustRun(t, "put", src)
+	v2 := randomFile(t, f, 1500<<10, 3)
+	os.Chtimes(f, time.Now(), time.Now().Add(time.Minute))
+	alice.mustRun(t, "put", src)
+
+	mnt := t.TempDir()
+	t.Setenv("VEIL_CONFIG", alice.config)
+	t.Setenv("VEIL_PASSWORD_FILE", alice.passFile)
+	p := testutil.Start(t, veilBin, "mount", mnt)
+	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), "mounted 2 snapshots") })
+	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+
+	read := func(p string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(mnt, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(read("current/docs/notes.txt"), v2) {
+		t.Fatal("current/docs/notes.txt is not the newest version")
+	}
+	ents, err := os.ReadDir(filepath.Join(mnt, "snapshots"))
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("snapshots/: %v %v", ents, err)
+	}
+	names := []string{ents[0].Name(), ents[1].Name()}
+	sort.Strings(names)
+	if !bytes.Equal(read("snapshots/"+names[0]+"/docs/notes.txt"), v1) {
+		t.Fatal("the first snapshot does not hold the first version")
+	}
+	if target, err := os.Readlink(filepath.Join(mnt, "current/docs/link")); err != nil || target != "notes.txt" {
+		t.Fatalf("readlink: %q %v", target, err)
+	}
+	fi, err := os.Stat(filepath.Join(mnt, "current/docs/notes.txt"))
+	if err != nil || fi.Size() != int64(len(v2)) || fi.Mode().Perm()&0o222 != 0 {
+		t.Fatalf("stat: %v %v", fi, err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "current/docs/new.txt"), []byte("x"), 0o644); err == nil {
+		t.Fatal("wrote into a read-only mount")
+	}
+	// Tamper the victim's chunk on the storage service before anything read it.
+	var blob string
+	filepath.Walk(filepath.Join(d.dir, "store", "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > 600<<10 && fi.Size() < 800<<10 {
+			blob = p
+		}
+		return nil
+	})
+	b, _ := os.ReadFile(blob)
+	b[len(b)/2] ^= 1
+	os.WriteFile(blob, b, 0o600)
+	if got, err := os.ReadFile(filepath.Join(mnt, "current/docs/sub/victim.bin")); !errors.Is(err, syscall.EIO) || bytes.Equal(got, victim) {
+		t.Fatalf("read of a tampered file: %d bytes, %v; want EIO", len(got), err)
+	}
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("veil mount did not exit on SIGTERM")
+	}
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("veil mount exited %d:\n%s", code, p.Output())
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "current")); err == nil {
+		t.Fatal("still mounted after SIGTERM")
+	}
+}
+
+func execCommand(name string, args ...string) { _ = exec.Command(name, args...).Run() }

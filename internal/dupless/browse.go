@@ -1,0 +1,183 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Browsing (veil mount): read-only views of snapshots that several goroutines use at once.
+// A View holds one authenticated root and shares nothing mutable with its Client, so a
+// mount can serve the newest tree and any number of snapshots side by side.
+
+// View is one snapshot, read-only.
+type View struct {
+	c    *Client
+	root *treeRoot
+	dirs map[string]map[string]bool
+	Snap Snapshot
+}
+
+// Views returns a view of every retained snapshot, oldest first (checked like every
+// command: the namespace's key and the newest root against this device's memory).
+func (c *Client) Views(ctx context.Context) ([]*View, error) {
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	roots, err := c.loadRoots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*View, len(roots))
+	for i, r := range roots {
+		out[i] = &View{c: c, root: r, dirs: indexDirs(r), Snap: snapshotOf(r)}
+	}
+	return out, nil
+}
+
+// Node is one entry of a view: a file, symlink or directory, with its metadata.
+type Node struct {
+	Name    string
+	IsDir   bool
+	Size    int64
+	Mode    fs.FileMode // permission bits (and ModeDir / ModeSymlink)
+	ModTime time.Time
+	Target  string // symlink
+	rec     *record
+
+	mu       sync.Mutex // the last chunk read, for reads in small pieces
+	lastIdx  int
+	lastData []byte
+}
+
+// Lookup returns the entry name in the directory dir (a plain path, "" for the root).
+func (v *View) Lookup(ctx context.Context, dir, name string) (*Node, error) {
+	encDir, err := v.c.keys.encPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	encName, err := v.c.keys.encName(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, storage.ErrNotFound)
+	}
+	kids := v.dirs[encDir]
+	if isDir, ok := kids[encName]; ok && isDir {
+		return v.dirNode(ctx, storage.Join(encDir, encName), name)
+	}
+	if _, ok := kids[encName+keySuffix]; !ok {
+		return nil, fmt.Errorf("%s: %w", joinPath(dir, name), storage.ErrNotFound)
+	}
+	path := storage.Join(encDir, encName+keySuffix)
+	r, err := v.c.recordIn(ctx, path, v.root.Entries[path])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", joinPath(dir, name), err)
+	}
+	n := &Node{Name: name, Size: int64(r.Size), Mode: goMode(r.Mode), ModTime: time.Unix(0, r.MTime), Target: r.Target, rec: r}
+	if r.Type == typeSymlink {
+		n.Mode |= fs.ModeSymlink
+		n.Size = int64(len(r.Target))
+	} else if r.Type != typeFile {
+		return nil, fmt.Errorf("%s: %w: record type %d where a file was expected", joinPath(dir, name), ErrRecord, r.Type)
+	}
+	return n, nil
+}
+
+// dirNode describes a directory from its metadata record (defaults without one).
+func (v *View) dirNode(ctx context.Context, encDir, name string) (*Node, error) {
+	n := &Node{Name: name, IsDir: true, Mode: fs.ModeDir | 0o755, ModTime: v.Snap.Time}
+	path := storage.Join(encDir, dirMetaName)
+	if h, ok := v.root.Entries[path]; ok {
+		r, err := v.c.recordIn(ctx, path, h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.c.plainDir(encDir), err)
+		}
+		n.Mode, n.ModTime = fs.ModeDir|goMode(r.Mode)&fs.ModePerm, time.Unix(0, r.MTime)
+	}
+	return n, nil
+}
+
+// DirEntry is a name in a view's directory.
+type DirEntry struct {
+	Name  string
+	IsDir bool
+}
+
+// Entries lists the entries of directory dir, sorted by name: names and whether each is a
+// directory (Lookup reads the rest).
+func (v *View) Entries(dir string) ([]DirEntry, error) {
+	encDir, err := v.c.keys.encPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	kids, ok := v.dirs[encDir]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", displayPath(dir), storage.ErrNotFound)
+	}
+	out := make([]DirEntry, 0, len(kids))
+	for enc, isDir := range kids {
+		base := enc
+		if !isDir {
+			var ok bool
+			if base, ok = cutSuffix(enc, keySuffix); !ok {
+				continue
+			}
+		}
+		if name, err := v.c.keys.decName(base); err == nil {
+			out = append(out, DirEntry{Name: name, IsDir: isDir})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ReadAt reads file content at off into p, verifying every chunk it touches (as get does);
+// it returns fewer bytes only at the end of the file.
+func (v *View) ReadAt(ctx context.Context, n *Node, p []byte, off int64) (int, error) {
+	if n.rec == nil || n.rec.Type != typeFile {
+		return 0, errors.New("not a file")
+	}
+	done := 0
+	var start int64
+	for i := range n.rec.Chunks {
+		ch := &n.rec.Chunks[i]
+		end := start + int64(ch.PlainLen)
+		if end > off && done < len(p) {
+			data, err := v.chunk(ctx, n, i)
+			if err != nil {
+				return done, fmt.Errorf("%s: chunk %d: %w", n.Name, i+1, err)
+			}
+			from := max(off+int64(done)-start, 0)
+			done += copy(p[done:], data[from:])
+		}
+		start = end
+		if done == len(p) {
+			break
+		}
+	}
+	return done, nil
+}
+
+// chunk returns chunk i of n's file, verified, from n's one-chunk cache or the service.
+func (v *View) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
+	n.mu.Lock()
+	if n.lastData != nil && n.lastIdx == i {
+		d := n.lastData
+		n.mu.Unlock()
+		return d, nil
+	}
+	n.mu.Unlock()
+	data, err := v.c.fetchChunk(ctx, &n.rec.Chunks[i])
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.lastIdx, n.lastData = i, data
+	n.mu.Unlock()
+	return data, nil
+}

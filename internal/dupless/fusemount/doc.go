@@ -1,0 +1,9 @@
+// Package fusemount serves a DupLESS user's stored files and their snapshots as a
+// read-only FUSE file system (veil mount): "current/" is the newest tree, and
+// "snapshots/<time>/" each retained snapshot. Every byte is verified as get verifies it
+// (dupless.View: authenticated records listed by the root, chunk tags, guarded decryption);
+// a chunk that fails is EIO, never unverified bytes.
+//
+// It adapts dupless.View to go-fuse's node API and runs the mount; it must not import cmd,
+// the servers, or any other veil subsystem.
+package fusemount

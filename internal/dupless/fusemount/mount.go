@@ -1,0 +1,96 @@
+package fusemount
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/veil-project/veil/internal/dupless"
+)
+
+// Config is one mount.
+type Config struct {
+	Client     *dupless.Client
+	Mountpoint string
+	Logger     *slog.Logger // default: discard
+	Ready      func()       // called once the file system is mounted
+}
+
+// staticDir is a directory whose children are fixed when the mount starts.
+type staticDir struct {
+	gofs.Inode
+	build func(ctx context.Context, d *staticDir)
+}
+
+var _ gofs.NodeOnAdder = (*staticDir)(nil)
+
+func (d *staticDir) OnAdd(ctx context.Context) { d.build(ctx, d) }
+
+// SnapshotName is the folder name of a snapshot under snapshots/: its local time to the
+// second, with ".<number>" added when an earlier snapshot has the same second.
+func SnapshotName(s dupless.Snapshot, taken map[string]bool) string {
+	name := s.Time.Local().Format("2006-01-02T15:04:05")
+	if taken[name] {
+		name = fmt.Sprintf("%s.%d", name, s.Seq)
+	}
+	taken[name] = true
+	return name
+}
+
+// Run mounts the snapshots that exist now (current/ and snapshots/<time>/), read-only, and
+// serves until ctx ends or the file system is unmounted (fusermount3 -u).
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	views, err := cfg.Client.Views(ctx)
+	if err != nil {
+		return err
+	}
+	root := &staticDir{build: func(ctx context.Context, d *staticDir) {
+		cur := &staticDir{build: func(context.Context, *staticDir) {}}
+		var curNode gofs.InodeEmbedder = cur
+		if len(views) > 0 {
+			curNode = &treeDir{v: views[len(views)-1], log: log}
+		}
+		d.AddChild("current", d.NewPersistentInode(ctx, curNode, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
+		snaps := &staticDir{build: func(ctx context.Context, s *staticDir) {
+			taken := map[string]bool{}
+			for _, v := range views {
+				t := &treeDir{v: v, log: log}
+				s.AddChild(SnapshotName(v.Snap, taken), s.NewPersistentInode(ctx, t, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
+			}
+		}}
+		d.AddChild("snapshots", d.NewPersistentInode(ctx, snaps, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
+	}}
+	long := time.Hour // content never changes under a mount
+	srv, err := gofs.Mount(cfg.Mountpoint, root, &gofs.Options{
+		EntryTimeout: &long, AttrTimeout: &long, NegativeTimeout: &long,
+		MountOptions: fuse.MountOptions{Name: "veil", FsName: "veil", Options: []string{"ro"}},
+	})
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			if err := srv.Unmount(); err != nil {
+				log.Warn("veil mount: unmount", "err", err)
+			}
+		case <-done:
+		}
+	}()
+	srv.Wait()
+	close(done)
+	return nil
+}

@@ -1,0 +1,155 @@
+package fusemount
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// treeDir is a directory of one snapshot's tree.
+type treeDir struct {
+	gofs.Inode
+	v    *dupless.View
+	path string // plain path in the view ("" for its root)
+	node *dupless.Node
+	log  *slog.Logger
+}
+
+// file is a stored file (content read on demand, verified per chunk).
+type file struct {
+	gofs.Inode
+	v    *dupless.View
+	node *dupless.Node
+	log  *slog.Logger
+}
+
+// link is a stored symlink.
+type link struct {
+	gofs.Inode
+	node *dupless.Node
+}
+
+var (
+	_ gofs.NodeLookuper   = (*treeDir)(nil)
+	_ gofs.NodeReaddirer  = (*treeDir)(nil)
+	_ gofs.NodeGetattrer  = (*treeDir)(nil)
+	_ gofs.NodeOpener     = (*file)(nil)
+	_ gofs.NodeReader     = (*file)(nil)
+	_ gofs.NodeGetattrer  = (*file)(nil)
+	_ gofs.NodeReadlinker = (*link)(nil)
+	_ gofs.NodeGetattrer  = (*link)(nil)
+)
+
+// errno maps a dupless error to what the kernel gets: absent names are ENOENT, anything
+// else (integrity, the service unreachable) EIO, logged.
+func errno(log *slog.Logger, what string, err error) syscall.Errno {
+	if errors.Is(err, storage.ErrNotFound) {
+		return syscall.ENOENT
+	}
+	log.Warn("veil mount: read failed", "path", what, "err", err)
+	return syscall.EIO
+}
+
+func fillAttr(n *dupless.Node, out *fuse.Attr) {
+	out.Size = uint64(n.Size)
+	out.Mode = uint32(n.Mode.Perm())
+	switch {
+	case n.IsDir:
+		out.Mode |= syscall.S_IFDIR
+	case n.Mode&fs.ModeSymlink != 0:
+		out.Mode |= syscall.S_IFLNK
+	default:
+		out.Mode |= syscall.S_IFREG
+	}
+	out.Mode &^= 0o222 // read-only
+	out.SetTimes(nil, &n.ModTime, &n.ModTime)
+	out.Blocks = (out.Size + 511) / 512
+}
+
+func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if d.node != nil {
+		fillAttr(d.node, &out.Attr)
+	} else {
+		out.Mode = syscall.S_IFDIR | 0o555
+	}
+	return 0
+}
+
+func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n, err := d.v.Lookup(ctx, d.path, name)
+	if err != nil {
+		return nil, errno(d.log, d.path+"/"+name, err)
+	}
+	fillAttr(n, &out.Attr)
+	var child gofs.InodeEmbedder
+	mode := uint32(syscall.S_IFREG)
+	switch {
+	case n.IsDir:
+		child, mode = &treeDir{v: d.v, path: join(d.path, name), node: n, log: d.log}, syscall.S_IFDIR
+	case n.Mode&fs.ModeSymlink != 0:
+		child, mode = &link{node: n}, syscall.S_IFLNK
+	default:
+		child = &file{v: d.v, node: n, log: d.log}
+	}
+	return d.NewInode(ctx, child, gofs.StableAttr{Mode: mode}), 0
+}
+
+func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	es, err := d.v.Entries(d.path)
+	if err != nil {
+		return nil, errno(d.log, d.path, err)
+	}
+	out := make([]fuse.DirEntry, 0, len(es))
+	for _, e := range es {
+		mode := uint32(syscall.S_IFREG)
+		if e.IsDir {
+			mode = syscall.S_IFDIR
+		}
+		out = append(out, fuse.DirEntry{Name: e.Name, Mode: mode})
+	}
+	return gofs.NewListDirStream(out), 0
+}
+
+func (f *file) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(f.node, &out.Attr)
+	return 0
+}
+
+func (f *file) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	return nil, fuse.FOPEN_KEEP_CACHE, 0 // a snapshot's content never changes
+}
+
+func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := f.v.ReadAt(ctx, f.node, dest, off)
+	if err != nil {
+		return nil, errno(f.log, f.node.Name, err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (l *link) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(l.node, &out.Attr)
+	return 0
+}
+
+func (l *link) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	return []byte(l.node.Target), 0
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}

@@ -403,3 +403,49 @@ func TestE2EServeSetupAndSecondInit(t *testing.T) {
 		t.Fatalf("second init from one invitation: exit %d, %s", code, errs)
 	}
 }
+
+// put --exclude-file, --files-from, --dry-run; get --include/--exclude.
+func TestE2EPutSelectionAndGetFilters(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "src")
+	for _, f := range []string{"a.txt", "b.o", "build/x.txt", "docs/r.pdf", "docs/drafts/d.pdf", "docs/n.txt"} {
+		randomFile(t, filepath.Join(src, f), 100, byte(len(f)))
+	}
+	ignore := filepath.Join(t.TempDir(), "ignore")
+	os.WriteFile(ignore, []byte("# build output\n*.o\n\nbuild\n"), 0o644)
+	out := u.mustRun(t, "put", "-n", src, "--exclude-file", ignore)
+	if !strings.Contains(out, "would store 4 files") || strings.Contains(out, "b.o") || !strings.Contains(out, "-> src/docs/r.pdf (file)") {
+		t.Fatalf("put -n: %s", out)
+	}
+	if ls := u.mustRun(t, "ls"); ls != "" {
+		t.Fatalf("put --dry-run stored: %q", ls)
+	}
+	s := u.summary(t, "put", src, "--exclude-file", ignore)
+	if s["files"].(float64) != 4 || s["excluded"].(float64) != 2 {
+		t.Fatalf("put --exclude-file: %v", s)
+	}
+	list := filepath.Join(t.TempDir(), "list")
+	os.WriteFile(list, []byte(filepath.Join(src, "a.txt")+"\n"+filepath.Join(src, "b.o")+"\n"), 0o644)
+	u.mustRun(t, "put", "-q", "--files-from", list, "--to", "picked")
+	if ls := u.mustRun(t, "ls", "picked"); ls != "a.txt\nb.o\n" {
+		t.Fatalf("--files-from: %q", ls)
+	}
+
+	dest := filepath.Join(t.TempDir(), "out")
+	u.mustRun(t, "get", "-q", "--include", "*.pdf", "--exclude", "drafts", "src", dest)
+	var got []string
+	filepath.Walk(dest, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			r, _ := filepath.Rel(dest, p)
+			got = append(got, r)
+		}
+		return nil
+	})
+	if strings.Join(got, ",") != "docs/r.pdf" {
+		t.Fatalf("get --include '*.pdf' --exclude drafts: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dest, "docs", "drafts")); err == nil {
+		t.Fatal("an excluded folder was created")
+	}
+	sameFile(t, filepath.Join(src, "docs", "r.pdf"), filepath.Join(dest, "docs", "r.pdf"))
+}

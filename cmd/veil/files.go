@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -111,6 +112,7 @@ func readOptional(path string) ([]byte, error) {
 
 func newPutCommand() *cobra.Command {
 	var o clientFlags
+	var sel putSelection
 	var to string
 	c := &cobra.Command{
 		Use:   "put PATH... [DEST] | put PATH... --to DEST",
@@ -142,7 +144,11 @@ change is never sent twice either way.
 
 --exclude PATTERN (repeatable) skips every file or directory whose name, or whose path
 below a PATH argument, matches PATTERN (shell patterns: *, ?, [...]; a directory that
-matches is skipped with everything below it).
+matches is skipped with everything below it). --exclude-file FILE reads more patterns,
+one per line (blank lines and lines starting with # are ignored). --files-from FILE
+reads PATHs, one per line ("-": standard input), after those on the command line.
+--dry-run (-n) lists what would be stored, and where, without storing anything (files
+put would skip as unchanged are listed too).
 
 If the key server cannot be reached (or is rate-limiting, or answers something that fails
 verification), files are stored under random keys: readable, just not deduplicated. The
@@ -154,8 +160,10 @@ Examples:
   veil put report.pdf notes.txt work/2026     # work/2026 exists in storage
   veil put *.txt --to notes                     # creates notes if needed
   veil put ~/src --exclude node_modules --exclude '*.o' --exclude 'build/*'
+  veil put -n ~/src --exclude-file ~/.veilignore
+  find ~/photos -name '*.jpg' -newer stamp | veil put --files-from - --to photos
   veil put -j 16 --json /srv/data backups`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs, // PATHs may come from --files-from
 		RunE: func(cmd *cobra.Command, args []string) error {
 			srcs, dest, lastArg := args, to, false
 			if !cmd.Flags().Changed("to") && len(args) > 1 {
@@ -165,6 +173,12 @@ Examples:
 					return fmt.Errorf("%s exists here, but as the last argument it names the destination in storage: "+
 						"use --to DEST to say where the files go (veil put %s --to DEST)", dest, strings.Join(args, " "))
 				}
+			}
+			if err := sel.apply(&o, &srcs); err != nil {
+				return err
+			}
+			if len(srcs) == 0 {
+				return argError{errors.New("nothing to store: give a PATH (or --files-from FILE)"), cmd}
 			}
 			for _, s := range srcs {
 				if _, err := os.Lstat(s); err != nil {
@@ -182,6 +196,9 @@ Examples:
 						"(create it with --to %s, or 'veil mkdir %s')", err, dest, dest)
 				}
 			}
+			if sel.dryRun {
+				return printPlan(cmd.OutOrStdout(), &o, cl, srcs, dest)
+			}
 			sum, err := cl.Put(cmd.Context(), srcs, dest)
 			ui.finish()
 			return o.report(cmd.OutOrStdout(), "stored", sum, err)
@@ -191,6 +208,7 @@ Examples:
 	c.Flags().StringVar(&to, "to", "", "destination directory in storage (default: the root)")
 	c.Flags().BoolVar(&o.force, "force", false, "read every file, even those whose size, modification time and mode match what is stored")
 	c.Flags().StringArrayVar(&o.exclude, "exclude", nil, "skip files and directories matching this pattern (name or path below PATH; repeatable)")
+	sel.addPutFlags(c)
 	return c
 }
 
@@ -225,8 +243,14 @@ replaced, not followed; a DEST that is a symlink is refused), never replaces a d
 with a file, and never replaces a device, named pipe or socket (/dev/stdout included:
 give - instead). The summary counts what was kept.
 
+--include PATTERN and --exclude PATTERN (repeatable; shell patterns matched against each
+entry's name and its path below SRC) choose what is retrieved: an excluded directory is
+skipped with everything below it; with --include only matching entries, and everything
+below a matching directory, are retrieved (with the folders on their way).
+
 Examples:
   veil get Documents
+  veil get --include '*.pdf' --exclude drafts Documents
   veil get Documents/report.pdf /tmp/report.pdf
   veil get Documents/report.pdf - | less
   veil get --overwrite if-changed Documents ~/Documents
@@ -262,6 +286,8 @@ Examples:
 	}
 	o.addFlags(c, true)
 	c.Flags().StringVar(&overwrite, "overwrite", "always", "existing files and links at DEST: always, if-changed or never (see above)")
+	c.Flags().StringArrayVar(&o.include, "include", nil, "retrieve only entries matching this pattern (name or path below SRC; repeatable)")
+	c.Flags().StringArrayVar(&o.getExclude, "exclude", nil, "skip entries matching this pattern (name or path below SRC; repeatable)")
 	pin.add(c, true)
 	return c
 }

@@ -29,6 +29,8 @@ type clientFlags struct {
 	force        bool
 	exclude      []string
 	overwrite    dupless.Overwrite
+	include      []string // get --include
+	getExclude   []string // get --exclude
 	noRootCheck  bool
 }
 
@@ -104,7 +106,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		}
 	}
 	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Overrides: profile.EnvOverrides(os.Getenv), Jobs: o.jobs, Events: ev, Logger: log,
-		Force: o.force, Exclude: o.exclude, Overwrite: o.overwrite, NoRootCheck: o.noRootCheck})
+		Force: o.force, Exclude: o.exclude, Overwrite: o.overwrite, GetInclude: o.include, GetExclude: o.getExclude, NoRootCheck: o.noRootCheck})
 	return cl, done, ui, err
 }
 

@@ -35,6 +35,8 @@ type Options struct {
 	Roots      RootMemory     // the newest tree root this device has seen (default: this Client's lifetime only)
 	RootCheck  RootCheck      // what reads do when the tree root does not vouch for a record (default: fail)
 	Overwrite  Overwrite      // what get does with existing files at the destination (default: replace them)
+	GetInclude []string       // get restores only entries matching (name or path below SRC), or below a matching directory
+	GetExclude []string       // get skips entries matching (name or path below SRC), and everything below them
 }
 
 // Events are progress callbacks; any may be nil. They are called from several goroutines.
@@ -87,7 +89,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	if opts.Suite != 0 && opts.Suite != mle.SHA256 && opts.Suite != mle.BLAKE3 {
 		return nil, fmt.Errorf("unknown MLE suite %v", opts.Suite)
 	}
-	for _, p := range opts.Exclude {
+	for _, p := range append(append(append([]string{}, opts.Exclude...), opts.GetInclude...), opts.GetExclude...) {
 		if _, err := filepath.Match(p, ""); err != nil {
 			return nil, fmt.Errorf("exclude pattern %q: %w", p, err)
 		}

@@ -28,6 +28,7 @@ type getTask struct {
 	rec        *record
 	encDir     string
 	objName    string
+	lazy       bool // a directory restored only if --include put a file in it
 }
 
 // links are symlinks to create after every file and directory exists, so no file is ever
@@ -116,6 +117,16 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 		err = c.walk(ctx, src, false, func(rel string, isDir bool, encDir, objName string) error {
 			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), root: local, encDir: encDir, objName: objName}
 			seen[storage.Join(encDir, objName)] = true
+			want, lazy := c.selected(rel, isDir)
+			if !want {
+				sum.add(func(s *Summary) { s.Excluded++ })
+				return nil
+			}
+			if lazy {
+				t.lazy = true
+				dirs = append(dirs, t)
+				return nil
+			}
 			if isDir {
 				if err := safeDir(t.root, t.local); err != nil {
 					c.done(sum, t.src, err) // and each file below it fails the same check
@@ -153,6 +164,9 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	}
 	// Directory modes and times last, deepest first, so writing files does not undo them.
 	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Lstat(dirs[i].local); dirs[i].lazy && err != nil {
+			continue // nothing selected below it
+		}
 		if err := c.restoreDir(ctx, dirs[i]); err != nil {
 			sum.addErr(dirs[i].src, err)
 		}

@@ -202,6 +202,8 @@ type ClientOptions struct {
 	Force       bool              // put: read every file, even unchanged ones
 	Exclude     []string          // put: patterns of entries to skip
 	Overwrite   dupless.Overwrite // get: what happens to existing files at the destination
+	GetInclude  []string          // get: only entries matching these patterns
+	GetExclude  []string          // get: not entries matching these patterns
 	Events      dupless.Events
 	Logger      *slog.Logger
 }
@@ -225,7 +227,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude, Overwrite: o.Overwrite,
+	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude, Overwrite: o.Overwrite, GetInclude: o.GetInclude, GetExclude: o.GetExclude,
 		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage))}
 	if o.NoRootCheck {
 		dopts.RootCheck = dupless.RootWarn

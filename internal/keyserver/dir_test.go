@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/kswire"
+	"github.com/veil-project/veil/internal/server"
 )
 
 func TestDirLifecycle(t *testing.T) {
@@ -108,14 +109,22 @@ func TestReloadSeesChangesWithinOneTick(t *testing.T) {
 	}
 }
 
-// serve opens and runs a key server on dir until the test ends.
+// serve opens and runs a key server on dir (HTTPS only) until the test ends.
 func serve(t *testing.T, dir string) *Server {
 	t.Helper()
-	s, err := Open(context.Background(), dir, Config{})
+	s, _ := serveOn(t, dir, Config{}, "-")
+	return s
+}
+
+// serveOn opens a key server on dir with cfg and runs it on loopback HTTPS and UDP
+// (udpAddr "-": none) until the test ends.
+func serveOn(t *testing.T, dir string, cfg Config, udpAddr string) (*Server, server.Listeners) {
+	t.Helper()
+	s, err := Open(context.Background(), dir, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := Listen(Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "-"})
+	ls, err := Listen(Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: udpAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +132,5 @@ func serve(t *testing.T, dir string) *Server {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ls) }()
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
-	return s
+	return s, ls
 }

@@ -2,7 +2,6 @@ package keyserver
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"io"
@@ -35,18 +34,7 @@ func handlerServer(t *testing.T, cfg Config) (s *Server, httpsAddr, udpAddr stri
 	if alice, err = kswire.ParseCredential(b); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(context.Background(), dir, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls, err := Listen(Config{HTTPSAddr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ls) }()
-	t.Cleanup(func() { cancel(); <-done; s.Close() })
+	s, ls := serveOn(t, dir, cfg, "127.0.0.1:0")
 	return s, ls.Addr(), ls.PacketAddr(), alice
 }
 

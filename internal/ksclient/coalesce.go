@@ -26,9 +26,9 @@ type keyReq struct {
 }
 
 // coalesce derives ds under the current key together with the other callers': a call goes
-// out at once while one of MaxInflight slots is free; calls made while all are busy wait
-// and leave together (one round trip for all of them, up to MaxBatch digests, split further
-// by derive where the transport needs it). The request runs under the client's context, so
+// out at once while one of MaxInflight slots is free, with the calls already waiting; calls
+// made while all slots are busy wait and leave together (one round trip for all of them, up
+// to MaxBatch digests, split further by derive where the transport needs it). The request runs under the client's context, so
 // one caller's cancel never fails the others; the caller itself returns at once.
 func (c *Client) coalesce(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
 	if len(ds) == 0 {
@@ -60,21 +60,15 @@ func (c *Client) loop() {
 		case <-c.stop:
 			return
 		}
-		waited := false
-		select { // a free slot: this call goes out alone
+		select { // wait for a free slot; requests arriving meanwhile join this batch
 		case c.slots <- struct{}{}:
-		default: // all busy: requests arriving meanwhile join this batch
-			waited = true
-			select {
-			case c.slots <- struct{}{}:
-			case <-c.stop:
-				finish(batch, nil, ErrClosed)
-				return
-			}
+		case <-c.stop:
+			finish(batch, nil, ErrClosed)
+			return
 		}
 		n := len(batch[0].digests)
-	drain: // take whatever else waited, up to MaxBatch digests
-		for waited && n < c.opts.MaxBatch {
+	drain: // take whatever else is already waiting, up to MaxBatch digests
+		for n < c.opts.MaxBatch {
 			select {
 			case r := <-c.reqs:
 				batch = append(batch, r)

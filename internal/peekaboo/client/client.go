@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -36,6 +37,7 @@ type Client struct {
 	base     string
 	http     *http.Client
 	now      func() time.Time
+	pirMu    sync.Mutex
 	pir      pir.Params // private-query table geometry, once fetched
 }
 

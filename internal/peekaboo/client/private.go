@@ -19,6 +19,8 @@ var errBucket = fmt.Errorf("%w: private-query bucket", ErrIntegrity)
 
 // PIRParams asks the V-server for the private-query table's geometry (cached).
 func (c *Client) PIRParams(ctx context.Context) (pir.Params, error) {
+	c.pirMu.Lock()
+	defer c.pirMu.Unlock()
 	if c.pir.Enabled() {
 		return c.pir, nil
 	}

@@ -91,3 +91,39 @@ func (s *Server) pirQuery(sealed []byte) ([]byte, uint8) {
 	}
 	return wire.SealPIRAnswer(q, a), wire.StatusOK
 }
+
+// pirSync compares the V-server's bucket digests with this table's and returns, for
+// every bucket that differs, the entries stored for it: the V-server replaces its own
+// with them, so a crash between the two servers' commits heals.
+func (s *Server) pirSync(digests []byte) ([]byte, error) {
+	if s.table == nil {
+		return nil, fmt.Errorf("%w: private queries are off", wire.ErrMalformed)
+	}
+	diff, err := s.table.Differing(digests, wire.MaxSyncBuckets)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table sync: %v", wire.ErrMalformed, err)
+	}
+	out := &wire.PIRSync{}
+	if len(diff) == 0 {
+		return out.Marshal(), nil
+	}
+	set, pos := map[uint32]bool{}, map[uint32]int{}
+	for i, b := range diff {
+		set[b], pos[b] = true, i
+		out.Buckets = append(out.Buckets, wire.SyncBucket{Index: b})
+	}
+	p := s.table.Params()
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		cs, err := pir.InBuckets(tx, p, set)
+		for _, c := range cs {
+			sb := &out.Buckets[pos[c.Add.Hash&(1<<p.Bits-1)]]
+			sb.Entries = append(sb.Entries, wire.SyncEntry{ID: c.ID, Entry: pirEntryBytes(c.Add)})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("private-query table sync", "buckets", len(diff))
+	return out.Marshal(), nil
+}

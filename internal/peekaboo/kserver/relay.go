@@ -18,7 +18,7 @@ const (
 	statusReplay = wire.StatusReplay
 )
 
-var kindNames = map[uint8]string{wire.KindQuery: "query", wire.KindPublish: "publish", wire.KindUnpublish: "unpublish", wire.KindPIR: "pir"}
+var kindNames = map[uint8]string{wire.KindQuery: "query", wire.KindPublish: "publish", wire.KindUnpublish: "unpublish", wire.KindPIR: "pir", wire.KindPIRSync: "pirsync"}
 
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
@@ -82,6 +82,8 @@ func (s *Server) item(it *wire.RelayItem) wire.RelayResult {
 		if st != wire.StatusOK {
 			return wire.RelayResult{Status: st}
 		}
+	case wire.KindPIRSync:
+		payload, err = s.pirSync(it.Payload)
 	case wire.KindPublish:
 		payload, err = s.publish(it.Payload)
 	case wire.KindUnpublish:

@@ -47,6 +47,28 @@ func Load(tx *bbolt.Tx, t *Table) error {
 	})
 }
 
+// InBuckets returns the stored entries (id and entry) whose bucket is in set.
+func InBuckets(tx *bbolt.Tx, p Params, set map[uint32]bool) ([]Change, error) {
+	var out []Change
+	b := tx.Bucket(BucketName)
+	if b == nil {
+		return nil, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		e, err := decodeEntry(v)
+		if err != nil || len(k) != IDSize {
+			return fmt.Errorf("pair %x: %v", k, err)
+		}
+		if set[e.Hash&(1<<p.Bits-1)] {
+			c := Change{Add: &e}
+			copy(c.ID[:], k)
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Apply makes changes inside the caller's bbolt transaction and to t: an id's old entry
 // (if any) is removed, its new one added if its bucket has room. It returns, per change,
 // whether the new entry was placed, and an undo that the caller runs if the transaction

@@ -124,6 +124,34 @@ func (t *Table) Answer(k *dpf.Key) ([]byte, error) {
 	return out, nil
 }
 
+// Digests returns every bucket's digest, in bucket order (2^Bits x 16 bytes).
+func (t *Table) Digests() []byte {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	sz, n := t.p.BucketSize(), t.p.Slots*SlotSize
+	out := make([]byte, 0, DigestSize<<t.p.Bits)
+	for b := 0; b < 1<<t.p.Bits; b++ {
+		out = append(out, t.data[b*sz+n:(b+1)*sz]...)
+	}
+	return out
+}
+
+// Differing lists the buckets whose digest differs from other's (Digests of another
+// table of the same geometry), at most max.
+func (t *Table) Differing(other []byte, max int) ([]uint32, error) {
+	mine := t.Digests()
+	if len(other) != len(mine) {
+		return nil, fmt.Errorf("%d digest bytes, want %d", len(other), len(mine))
+	}
+	var out []uint32
+	for b := 0; b < 1<<t.p.Bits && len(out) < max; b++ {
+		if !bytes.Equal(mine[b*DigestSize:(b+1)*DigestSize], other[b*DigestSize:(b+1)*DigestSize]) {
+			out = append(out, uint32(b))
+		}
+	}
+	return out, nil
+}
+
 // Bucket returns a copy of bucket b (tests, and the vectors).
 func (t *Table) Bucket(b uint32) []byte {
 	t.mu.RLock()

@@ -149,6 +149,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	}
 	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindPublish, Payload: wire.MarshalChunk(req.Chunk())})
 	if err != nil {
+		s.needSync() // the K-server may have committed the chunk before the relay failed
 		return relayErr(err)
 	}
 	if res.Status != wire.StatusOK {
@@ -159,6 +160,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		return http.StatusBadGateway, fmt.Errorf("k-server did not store all %d pairs (%v)", len(req.Pairs), err)
 	}
 	if err := s.replicate(req.Pairs, ack); err != nil {
+		s.needSync()
 		return http.StatusInternalServerError, fmt.Errorf("private-query table: %w", err)
 	}
 	writeBin(w, (&wire.Count{N: uint32(len(req.Pairs))}).Marshal())
@@ -177,9 +179,11 @@ func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user st
 	if len(gone) > 0 {
 		res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindUnpublish, Payload: (&wire.IDs{IDs: gone}).Marshal()})
 		if err != nil {
+			s.needSync() // the K-server may have removed them, or not
 			return relayErr(err)
 		}
 		if res.Status != wire.StatusOK {
+			s.needSync()
 			return http.StatusBadGateway, fmt.Errorf("k-server refused the removal (status %d)", res.Status)
 		}
 	}

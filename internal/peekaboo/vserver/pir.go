@@ -1,11 +1,13 @@
 package vserver
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -155,4 +157,98 @@ func (s *Server) handleFetch(w http.ResponseWriter, _ *http.Request, user string
 	}
 	writeBin(w, out.Marshal())
 	return http.StatusOK, nil
+}
+
+// SyncPIR makes this replica equal to the K-server's table: it sends its bucket digests,
+// and for every bucket that differs replaces its entries with the K-server's (the
+// K-server builds every entry, so it is authoritative). It returns how many buckets it
+// repaired. Run at start and after a publication or unpublication the K-server may have
+// committed without this server (a crash or a failed relay between the two commits).
+func (s *Server) SyncPIR(ctx context.Context) (int, error) {
+	if s.table == nil {
+		return 0, nil
+	}
+	total := 0
+	for round := 0; round < 8; round++ {
+		res, err := s.mix.submit(ctx, wire.RelayItem{Kind: wire.KindPIRSync, Payload: s.table.Digests()})
+		if err != nil {
+			return total, err
+		}
+		if res.Status != wire.StatusOK {
+			return total, fmt.Errorf("k-server refused the table sync (status %d)", res.Status)
+		}
+		sync, err := wire.ParsePIRSync(res.Payload)
+		if err != nil {
+			return total, fmt.Errorf("k-server table sync: %w", err)
+		}
+		if len(sync.Buckets) == 0 {
+			return total, nil
+		}
+		if err := s.adopt(sync); err != nil {
+			return total, err
+		}
+		total += len(sync.Buckets)
+	}
+	return total, fmt.Errorf("table sync: still differing after 8 rounds (publications in progress?)")
+}
+
+// adopt replaces the entries of the synced buckets with the K-server's, in one transaction.
+func (s *Server) adopt(sync *wire.PIRSync) error {
+	set := map[uint32]bool{}
+	var adds []pir.Change
+	for _, b := range sync.Buckets {
+		set[b.Index] = true
+		for _, e := range b.Entries {
+			pe := pir.Entry{Hash: binary.BigEndian.Uint32(e.Entry[:4])}
+			copy(pe.Slot[:], e.Entry[4:])
+			adds = append(adds, pir.Change{ID: e.ID, Add: &pe})
+		}
+	}
+	var undo func()
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		mine, err := pir.InBuckets(tx, s.table.Params(), set)
+		if err != nil {
+			return err
+		}
+		for i := range mine {
+			mine[i].Add = nil // remove, then add the K-server's
+		}
+		_, undo, err = pir.Apply(tx, s.table, append(mine, adds...))
+		return err
+	})
+	if err != nil && undo != nil {
+		undo()
+	}
+	if err == nil {
+		s.log.Info("private-query table repaired from the k-server", "buckets", len(sync.Buckets))
+	}
+	return err
+}
+
+// syncLoop runs SyncPIR at start (retrying while the K-server is unreachable) and again
+// whenever a relay that changes the table failed.
+func (s *Server) syncLoop(ctx context.Context) {
+	retry := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		case <-s.syncReq:
+		}
+		if _, err := s.SyncPIR(ctx); err != nil {
+			s.log.Warn("private-query table sync", "err", err)
+			retry = 2 * time.Second
+			continue
+		}
+		retry = time.Hour
+	}
+}
+
+// needSync asks syncLoop for a table sync (without blocking).
+func (s *Server) needSync() {
+	select {
+	case s.syncReq <- struct{}{}:
+	default:
+	}
 }

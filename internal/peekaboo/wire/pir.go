@@ -11,7 +11,8 @@ const (
 	TypePIRReply  = 0x1b
 	TypeFetch     = 0x1c
 
-	KindPIR = 4 // relay payload: a sealed PIR query
+	KindPIR     = 4 // relay payload: a sealed PIR query
+	KindPIRSync = 5 // relay payload: the V-server's bucket digests; reply: PIRSync
 
 	infoPIR       = "veil peekaboo v1 pir"
 	pirAnswerAAD  = "veil peekaboo v1 pir answer"
@@ -245,6 +246,56 @@ func ParsePublishAck(b []byte) (*PublishAck, error) {
 		e.Placed = f == 1
 		copy(e.Entry[:], r.take(PIREntrySize, "entry"))
 		m.Entries = append(m.Entries, e)
+	}
+	return m, r.end(false)
+}
+
+// MaxSyncBuckets bounds the buckets one table sync repairs (the V-server asks again).
+const MaxSyncBuckets = 4096
+
+// SyncEntry is one stored private-query entry: the pair id and u32 hash || slot.
+type SyncEntry struct {
+	ID    ID
+	Entry [PIREntrySize]byte
+}
+
+// SyncBucket is every entry the K-server holds in one bucket.
+type SyncBucket struct {
+	Index   uint32
+	Entries []SyncEntry
+}
+
+// PIRSync is the K-server's answer to the V-server's bucket digests: the buckets whose
+// digests differ, with the K-server's entries for them (the K-server is authoritative).
+type PIRSync struct{ Buckets []SyncBucket }
+
+func (m *PIRSync) Marshal() []byte {
+	w := &writer{}
+	w.u32(uint32(len(m.Buckets)))
+	for _, b := range m.Buckets {
+		w.u32(b.Index)
+		w.u32(uint32(len(b.Entries)))
+		for _, e := range b.Entries {
+			w.raw(e.ID[:])
+			w.raw(e.Entry[:])
+		}
+	}
+	return w.b
+}
+
+func ParsePIRSync(b []byte) (*PIRSync, error) {
+	r := newReader("table sync", b)
+	n := r.count("buckets", MaxSyncBuckets, 8)
+	m := &PIRSync{}
+	for i := 0; i < n && r.err == nil; i++ {
+		sb := SyncBucket{Index: r.u32("bucket")}
+		k := r.count("entries", 255, IDSize+PIREntrySize)
+		for j := 0; j < k && r.err == nil; j++ {
+			e := SyncEntry{ID: r.id("id")}
+			copy(e.Entry[:], r.take(PIREntrySize, "entry"))
+			sb.Entries = append(sb.Entries, e)
+		}
+		m.Buckets = append(m.Buckets, sb)
 	}
 	return m, r.end(false)
 }

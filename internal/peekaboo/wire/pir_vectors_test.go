@@ -38,6 +38,7 @@ func init() {
 	parsers["pir_reply"] = func(b []byte) ([]byte, error) { m, err := ParsePIRReply(b); return marshalOr(m, err) }
 	parsers["fetch"] = func(b []byte) ([]byte, error) { m, err := ParseFetch(b); return marshalOr(m, err) }
 	parsers["publish_ack"] = func(b []byte) ([]byte, error) { m, err := ParsePublishAck(b); return marshalOr(m, err) }
+	parsers["pir_sync"] = func(b []byte) ([]byte, error) { m, err := ParsePIRSync(b); return marshalOr(m, err) }
 }
 
 func samplePIRQuery() *PIRQuery {
@@ -68,6 +69,8 @@ func pirSamples() []encVec {
 		{"fetch:none", hex.EncodeToString((&Fetch{}).Marshal())},
 		{"publish_ack:no-table", hex.EncodeToString((&PublishAck{N: 3}).Marshal())},
 		{"publish_ack:two", hex.EncodeToString((&PublishAck{N: 2, Entries: []PIREntry{e, {}}}).Marshal())},
+		{"pir_sync:two-buckets", hex.EncodeToString((&PIRSync{Buckets: []SyncBucket{{Index: 7, Entries: []SyncEntry{{ID: sampleID(3), Entry: e.Entry}}}, {Index: 9}}}).Marshal())},
+		{"pir_sync:none", hex.EncodeToString((&PIRSync{}).Marshal())},
 	}
 }
 
@@ -88,6 +91,8 @@ func pirMustFail() []failVec {
 		{"fetch not padded", "fetch", "011c00"},
 		{"fetch nonzero padding", "fetch", hex.EncodeToString(fpad)},
 		{"publish ack entries for the wrong count", "publish_ack", "0000000201" + "01" + hex.EncodeToString(make([]byte, PIREntrySize))},
+		{"pir sync forged bucket count", "pir_sync", "ffffffff"},
+		{"pir sync entry truncated", "pir_sync", "00000001" + "00000007" + "00000001" + "00"},
 		{"publish ack placed 2", "publish_ack", "0000000101" + "02" + hex.EncodeToString(make([]byte, PIREntrySize))},
 	}
 }
@@ -180,5 +185,5 @@ func FuzzOpenPIR(f *testing.F) {
 // FuzzParsePIR feeds the private-query parsers only (FuzzParse covers them too, among
 // slower ones): a value that re-encodes to the input, or ErrMalformed.
 func FuzzParsePIR(f *testing.F) {
-	fuzzParsers(f, []string{"fetch", "pir_query", "pir_reply", "pir_search", "publish_ack"}, pirSamples())
+	fuzzParsers(f, []string{"fetch", "pir_query", "pir_reply", "pir_search", "pir_sync", "publish_ack"}, pirSamples())
 }

@@ -33,7 +33,7 @@ func ParseRelay(b []byte) (*Relay, error) {
 	r.header(TypeRelay)
 	m := &Relay{}
 	n := r.tagged("items", func(i int, kind uint8, p []byte) {
-		if kind < KindQuery || kind > KindPIR {
+		if kind < KindQuery || kind > KindPIRSync {
 			r.fail("item %d: kind %d", i, kind)
 		}
 		m.Items = append(m.Items, RelayItem{Kind: kind, Payload: p})

@@ -234,7 +234,7 @@ func ParsePublishAck(b []byte) (*PublishAck, error) {
 	if f := r.u8("entries flag"); r.err == nil && f != 1 {
 		r.fail("entries flag %d", f)
 	}
-	if r.err == nil && (m.N > MaxChunk || len(r.b) != int(m.N)*(1+PIREntrySize)) {
+	if r.err == nil && (m.N == 0 || m.N > MaxChunk || len(r.b) != int(m.N)*(1+PIREntrySize)) {
 		r.fail("%d entry bytes for %d pairs", len(r.b), m.N)
 	}
 	for i := 0; i < int(m.N) && r.err == nil; i++ {

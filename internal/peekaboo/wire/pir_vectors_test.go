@@ -93,6 +93,7 @@ func pirMustFail() []failVec {
 		{"publish ack entries for the wrong count", "publish_ack", "0000000201" + "01" + hex.EncodeToString(make([]byte, PIREntrySize))},
 		{"pir sync forged bucket count", "pir_sync", "ffffffff"},
 		{"pir sync entry truncated", "pir_sync", "00000001" + "00000007" + "00000001" + "00"},
+		{"publish ack entries flag without pairs", "publish_ack", "0000000001"},
 		{"publish ack placed 2", "publish_ack", "0000000101" + "02" + hex.EncodeToString(make([]byte, PIREntrySize))},
 	}
 }

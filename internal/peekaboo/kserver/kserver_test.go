@@ -112,8 +112,12 @@ func (k *kserv) publish(t *testing.T, items []wire.KeyItem) *wire.PublishAck {
 	return ack
 }
 
+// stamp is a query time the K-server takes even just after it started: it refuses times
+// not after its start (restart replay protection), and this may be the same millisecond.
+func stamp() uint64 { return uint64(time.Now().Add(2 * time.Millisecond).UnixMilli()) }
+
 func newQuery(text string) *wire.Query {
-	q := &wire.Query{Mode: wire.ModeExact, Limit: 10, Time: uint64(time.Now().UnixMilli()), Text: text}
+	q := &wire.Query{Mode: wire.ModeExact, Limit: 10, Time: stamp(), Text: text}
 	rand.Read(q.OneTimeKey[:])
 	rand.Read(q.Nonce[:])
 	return q
@@ -212,7 +216,7 @@ func TestPrivateQueryShare(t *testing.T) {
 		if party == 0 {
 			theirs = k0
 		}
-		q := &wire.PIRQuery{Time: uint64(time.Now().UnixMilli()), DPFKey: theirs.Marshal()}
+		q := &wire.PIRQuery{Time: stamp(), DPFKey: theirs.Marshal()}
 		rand.Read(q.OneTimeKey[:])
 		rand.Read(q.Nonce[:])
 		sealed, err := wire.SealPIRQuery(k.pub, q)

@@ -124,7 +124,7 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 		if verb == "stored" {
 			fmt.Fprintf(out, ": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
 			if s.Unchanged > 0 {
-				fmt.Fprintf(out, "; %d files unchanged (not read)", s.Unchanged)
+				fmt.Fprintf(out, "; %s unchanged (not read)", plural(s.Unchanged, "file"))
 			}
 			if s.Excluded > 0 {
 				fmt.Fprintf(out, "; %d excluded", s.Excluded)

@@ -37,14 +37,23 @@ func Load(tx *bbolt.Tx, t *Table) error {
 	if b == nil {
 		return nil
 	}
-	return b.ForEach(func(k, v []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	touched := map[uint32]bool{}
+	err := b.ForEach(func(k, v []byte) error {
 		e, err := decodeEntry(v)
 		if err != nil {
 			return fmt.Errorf("pair %x: %w", k, err)
 		}
-		t.Insert(e)
+		if t.insert(e, false) {
+			touched[e.Hash&(1<<t.p.Bits-1)] = true
+		}
 		return nil
 	})
+	for bk := range touched {
+		t.seal(bk)
+	}
+	return err
 }
 
 // InBuckets returns the stored entries (id and entry) whose bucket is in set.

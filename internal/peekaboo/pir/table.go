@@ -73,6 +73,12 @@ func (t *Table) find(b uint32, s *Slot) (int, bool) {
 func (t *Table) Insert(e Entry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.insert(e, true)
+}
+
+// insert adds e, recomputing its bucket's digest when seal is set (Load seals each
+// bucket once at the end instead of once per entry).
+func (t *Table) insert(e Entry, seal bool) bool {
 	b := e.Hash & (1<<t.p.Bits - 1)
 	i, found := t.find(b, &e.Slot)
 	if found || int(t.used[b]) == t.p.Slots {
@@ -83,7 +89,9 @@ func (t *Table) Insert(e Entry) bool {
 	copy(bk[i*SlotSize:], e.Slot[:])
 	t.used[b]++
 	t.n++
-	t.seal(b)
+	if seal {
+		t.seal(b)
+	}
 	return true
 }
 

@@ -125,14 +125,10 @@ func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte
 			}
 			done[h] = true
 			where := fmt.Sprintf("%s (snapshot %d)", c.describe(path), root.Seq)
-			b, err := c.keptBytes(ctx, h)
+			r, err := c.keptRecord(ctx, h, path)
 			if errors.Is(err, storage.ErrNotFound) {
 				res.VersionsMissing++
 				continue
-			}
-			var r *record
-			if err == nil {
-				r, err = c.keys.openRecord(b, path)
 			}
 			if err != nil {
 				problem(where, err)

@@ -117,6 +117,16 @@ func (c *Client) getObject(ctx context.Context, dir, name string) ([]byte, error
 	return io.ReadAll(io.LimitReader(rc, maxRecordBytes))
 }
 
+// keptRecord opens the kept copy of path's record object whose SHA-256 is h
+// (storage.ErrNotFound when no copy is kept).
+func (c *Client) keptRecord(ctx context.Context, h [32]byte, path string) (*record, error) {
+	b, err := c.keptBytes(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return c.keys.openRecord(b, path)
+}
+
 // keptBytes returns the kept copy of the record object whose SHA-256 is h.
 func (c *Client) keptBytes(ctx context.Context, h [32]byte) ([]byte, error) {
 	dir, name := versionLocation(h)

@@ -53,14 +53,10 @@ func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte,
 			if cur, ok := current[path]; ok && cur == h || isDirMeta(path) {
 				continue // counted by the walk, or a directory's record (no chunks)
 			}
-			b, err := c.keptBytes(ctx, h)
+			r, err := c.keptRecord(ctx, h, path)
 			if errors.Is(err, storage.ErrNotFound) {
 				res.VersionsMissing++
 				continue
-			}
-			var r *record
-			if err == nil {
-				r, err = c.keys.openRecord(b, path)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s in snapshot %d: %w (prune stops: it must see every record)", c.describe(path), root.Seq, err)

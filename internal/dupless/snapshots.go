@@ -82,7 +82,7 @@ func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
 func (c *Client) fetchRootSeq(ctx context.Context, seq uint64) (*treeRoot, error) {
 	rc, err := c.be.Get(ctx, rootsDir, rootName(seq))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tree root %d: %w", seq, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
 	rc.Close()

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -121,20 +120,11 @@ func (c *Client) fetchRoot(ctx context.Context) (*treeRoot, error) {
 	if !found {
 		return nil, nil
 	}
-	rc, err := c.be.Get(ctx, rootsDir, rootName(seq))
-	if err != nil {
-		return nil, fmt.Errorf("tree root %d: %w", seq, err)
+	root, err := c.fetchRootSeq(ctx, seq)
+	if errors.Is(err, ErrIntegrity) {
+		return nil, c.stale(err)
 	}
-	b, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("tree root %d: %w", seq, err)
-	}
-	root, err := c.keys.openRoot(b, rootName(seq))
-	if err != nil {
-		return nil, c.stale(fmt.Errorf("%w: %w", ErrIntegrity, err))
-	}
-	return root, nil
+	return root, err
 }
 
 // checkRecord verifies that the record object b read from path is the one the newest root

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // TestPeekabooCLI runs the README's Peekaboo commands against 'veil serve' as separate
@@ -78,5 +81,33 @@ func TestPeekabooCLI(t *testing.T) {
 		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {
 			t.Fatalf("%v: exit %d, stderr %q (want a one-line error)", bad[:2], code, errs)
 		}
+	}
+}
+
+// TestPeekabooStandaloneServers runs the K-server and the V-server as their own processes
+// (kserver init --pir-bits/--pir-slots, serve; vserver init, serve, adduser), then an owner
+// publishes and a client's private query finds the value through both.
+func TestPeekabooStandaloneServers(t *testing.T) {
+	dir := t.TempDir()
+	kdir, vdir := filepath.Join(dir, "k"), filepath.Join(dir, "v")
+	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	op := &user{name: "operator", config: filepath.Join(dir, "op"), passFile: filepath.Join(dir, "op.pass")}
+	op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8")
+	rc, err := os.ReadFile(filepath.Join(kdir, "relay.cred"))
+	if err != nil || !strings.Contains(string(rc), `"pir_bits": 6`) || !strings.Contains(string(rc), `"pir_slots": 8`) {
+		t.Fatalf("relay.cred does not name the table: %v", err)
+	}
+	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
+	testutil.WaitTCP(t, kaddr, 20*time.Second)
+	op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr)
+	testutil.Start(t, veilBin, "peekaboo", "vserver", "serve", "--dir", vdir, "--listen", vaddr)
+	testutil.WaitTCP(t, vaddr, 20*time.Second)
+	cred := filepath.Join(dir, "alice.pkb")
+	op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred)
+	alice := &user{name: "alice", config: filepath.Join(dir, "alice"), passFile: filepath.Join(dir, "alice.pass")}
+	alice.mustRun(t, "peekaboo", "join", cred)
+	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
+	if out := alice.mustRun(t, "peekaboo", "search", "--private-query", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
+		t.Fatalf("private query through standalone servers: %q", out)
 	}
 }

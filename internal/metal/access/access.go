@@ -43,6 +43,7 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 		}
 	}
 	p.dirty = map[uint64][]byte{}
+	t := newTimer()
 	nl, err := p.randomBits(pr.D)
 	if err != nil {
 		return Reply{}, err
@@ -53,6 +54,7 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
+	t.mark(&p.last.Front)
 	leaf := circuit.BitsToUint64(out[:pr.D])
 	p.lastLeaf = leaf
 	o := pr.D
@@ -65,6 +67,7 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
+	t.mark(&p.last.IndexORAM)
 	in = append(append(append([]bool{}, res.From...), res.To...), res.Found, write, allowed)
 	if out, err = p.sess.Run(p.mid, in); err != nil {
 		return Reply{}, err
@@ -74,24 +77,29 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	for j := range ins {
 		ins[j] = out[iw+j*w : iw+(j+1)*w]
 	}
+	t.mark(&p.last.Mid)
 	fetched, toClient, err := p.fetch(leaf, out[:iw])
 	if err != nil {
 		return Reply{}, err
 	}
+	t.mark(&p.last.Fetch)
 	if err := p.insert(ins, fetched, user); err != nil {
 		return Reply{}, err
 	}
+	t.mark(&p.last.Insert)
 	for _, ev := range res.Evictions {
 		if err := p.evict(ev.Leaf, ev.Perm); err != nil {
 			return Reply{}, err
 		}
 	}
+	t.mark(&p.last.Evict)
 	p.st.Pos = newPos
 	p.st.Evicts = p.idx.Evictions()
 	p.st.Calls++
 	if err := p.store.Commit(p.st, p.dirty); err != nil {
 		return Reply{}, err
 	}
+	t.mark(&p.last.Commit)
 	return Reply{Allowed: allowed, Data: toClient}, nil
 }
 

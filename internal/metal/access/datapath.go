@@ -1,7 +1,10 @@
 package access
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/veil-project/veil/internal/metal/dataoram"
 	"github.com/veil-project/veil/internal/metal/elgamal"
@@ -54,6 +57,29 @@ func (p *Party) rerandomize(blk []byte) ([]byte, error) {
 	return dataoram.MarshalBlock(cts), nil
 }
 
+// rerandomizeAll rerandomizes blocks on all CPUs (the ElGamal work dominates an access).
+func (p *Party) rerandomizeAll(blocks [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(blocks))
+	errs := make([]error, len(blocks))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i], errs[i] = p.rerandomize(blocks[i])
+			}
+		}()
+	}
+	for i := range blocks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
 // fetch runs SS-DOT over the stash, the path to leaf and a dummy block of zeros, then the
 // two-party decryption. It returns, on Server 1, the fetched block as Server 2 sends it
 // back rerandomized (for the insert), and on both this server's message for the client.
@@ -83,13 +109,13 @@ func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err er
 	var blocks [][]byte
 	for _, k := range pathKeys(p.st.P, leaf) {
 		b, err := p.block(k)
-		if err == nil {
-			b, err = p.rerandomize(b)
-		}
 		if err != nil {
 			return nil, nil, err
 		}
 		blocks = append(blocks, b)
+	}
+	if blocks, err = p.rerandomizeAll(blocks); err != nil {
+		return nil, nil, err
 	}
 	dummy, err := p.zeroBlock()
 	if err != nil {

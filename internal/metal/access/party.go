@@ -45,9 +45,11 @@ type Party struct {
 	front, mid *circuit.Circuit
 	dirty      map[uint64][]byte // Server 1: DataORAM blocks changed by this access
 	lastLeaf   uint64
+	last       Timings
 }
 
-// NewParty loads the committed state, exchanges parameters, access counters and public key
+// NewParty loads the committed state (rnd must be safe for concurrent use, e.g.
+// crypto/rand.Reader: the rerandomizations run on all CPUs), exchanges parameters, access counters and public key
 // shares with the other server (adopting its share on first contact), and builds the
 // circuits.
 func NewParty(sess *twopc.Session, store *Store, rnd io.Reader) (*Party, error) {

@@ -42,12 +42,9 @@ func (p *Party) permute(arr [][]byte, half []int) ([][]byte, error) {
 
 // applyHalf rerandomizes every block and lays them out in the order half gathers them.
 func (p *Party) applyHalf(arr [][]byte, half []int) ([]byte, error) {
-	rr := make([][]byte, len(arr))
-	for i, b := range arr {
-		var err error
-		if rr[i], err = p.rerandomize(b); err != nil {
-			return nil, err
-		}
+	rr, err := p.rerandomizeAll(arr)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]byte, 0, len(arr)*p.st.P.CTSize())
 	for _, j := range half {

@@ -27,7 +27,7 @@ type rig struct {
 	next         uint64 // the next account's first file id
 }
 
-func openStore(t *testing.T, path string) *Store {
+func openStore(t testing.TB, path string) *Store {
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func openStore(t *testing.T, path string) *Store {
 	return st
 }
 
-func newRig(t *testing.T, p Params) *rig {
+func newRig(t testing.TB, p Params) *rig {
 	r := &rig{p: p, dir: t.TempDir()}
 	r.st1 = openStore(t, filepath.Join(r.dir, "s1.db"))
 	r.st2 = openStore(t, filepath.Join(r.dir, "s2.db"))
@@ -56,7 +56,7 @@ func newRig(t *testing.T, p Params) *rig {
 
 // connect opens a new session and new Parties from the committed state (as after a
 // restart).
-func (r *rig) connect(t *testing.T) {
+func (r *rig) connect(t testing.TB) {
 	g, e := twopctest.Pair(t)
 	var err1, err2 error
 	both(func() { r.s1, err1 = NewParty(g, r.st1, rand.Reader) }, func() { r.s2, err2 = NewParty(e, r.st2, rand.Reader) })
@@ -72,7 +72,7 @@ func both(f1, f2 func()) {
 	<-done
 }
 
-func (r *rig) createAccount(t *testing.T) []byte {
+func (r *rig) createAccount(t testing.TB) []byte {
 	var c1, c2, f1, f2 []byte
 	var err1, err2 error
 	both(func() { c1, f1, err1 = r.s1.CreateAccount() }, func() { c2, f2, err2 = r.s2.CreateAccount() })
@@ -92,7 +92,7 @@ func (r *rig) createAccount(t *testing.T) []byte {
 }
 
 // access runs one request through both servers and returns what the client gets.
-func (r *rig) access(t *testing.T, capability []byte, file uint64, op ac.Perm, data []byte) ([]byte, error) {
+func (r *rig) access(t testing.TB, capability []byte, file uint64, op ac.Perm, data []byte) ([]byte, error) {
 	to1, to2, err := NewRequest(r.p, r.s1.PublicKey(), capability, file, op, data, rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -139,6 +139,9 @@ func (s *Server) call(p *access.Party, j *job) result {
 		var rep access.Reply
 		if rep, err = p.Access(req, user); err == nil {
 			out = rep.Marshal()
+			s.mu.Lock()
+			s.last = p.LastTimings()
+			s.mu.Unlock()
 		}
 	}
 	s.m.seconds.WithLabelValues(kindNames[j.kind]).Observe(time.Since(start).Seconds())

@@ -69,7 +69,8 @@ type Server struct {
 	pend   *pending   // Server 2: client parts waiting for Server 1's announcement
 	links  chan *conn // Server 2: upgraded /v1/peer connections
 	mu     sync.Mutex
-	up     bool // the 2PC link is established
+	up     bool           // the 2PC link is established
+	last   access.Timings // the last access's breakdown
 }
 
 // Open loads dir (made by Init).
@@ -164,6 +165,13 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 
 // Close closes the state file.
 func (s *Server) Close() error { return s.db.Close() }
+
+// LastTimings is the breakdown of the last access this server ran (veil bench metal).
+func (s *Server) LastTimings() access.Timings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
 
 // Role is 1 or 2.
 func (s *Server) Role() int { return s.role }

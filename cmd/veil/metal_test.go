@@ -121,3 +121,26 @@ func (u *user) runStdin(t *testing.T, stdin string, args ...string) (string, str
 	}
 	return out.String(), errb.String(), 0
 }
+
+// TestServeMetal: 'veil serve --metal' runs both Metal servers beside the other services;
+// a user joins its deployment file, creates an account, writes and reads.
+func TestServeMetal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "server")
+	free := func() string { return testutil.Addr(testutil.FreePort(t)) }
+	m1 := free()
+	testutil.Start(t, veilBin, "serve", "--dir", dir, "--ks-listen", free(), "--ks-udp", free(), "--store-listen", free(),
+		"--peekaboo-k-listen", free(), "--peekaboo-v-listen", free(), "--metal", "--metal-listen1", m1, "--metal-listen2", free(),
+		"--metal-files-log2", "3", "--metal-block-size", "64")
+	testutil.WaitTCP(t, m1, 30*time.Second)
+	m := &metalServers{dir: [2]string{filepath.Join(dir, "metal", "1")}}
+	u := m.user(t, "carol")
+	if _, errs, code := u.runStdin(t, "carol's file", "metal", "write", "1", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	if out := u.mustRun(t, "metal", "read", "1", "--json"); !strings.Contains(out, `"content":"`) {
+		t.Fatalf("read --json: %q", out)
+	}
+	if out := u.mustRun(t, "metal", "read", "1"); out != "carol's file" {
+		t.Fatalf("read: %q", out)
+	}
+}

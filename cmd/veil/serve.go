@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/allinone"
+	"github.com/veil-project/veil/internal/metal/access"
 )
 
 func init() { register(newServeCommand) }
@@ -17,6 +18,9 @@ func newServeCommand() *cobra.Command {
 	var dir string
 	var users []string
 	var cfg allinone.Config
+	var metal bool
+	var metalAddr1, metalAddr2 string
+	metalParams := access.DefaultParams
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an all-in-one deployment: key server + deduplicating storage service",
@@ -34,7 +38,9 @@ told otherwise, and stops cleanly on Ctrl-C or SIGTERM.
 Examples:
   veil serve --dir ~/veil-server --user alice --user bob
   veil serve adduser carol --dir ~/veil-server   (running or not)
-  veil serve stats --dir ~/veil-server           (logical vs physical bytes)`,
+  veil serve stats --dir ~/veil-server           (logical vs physical bytes)
+  veil serve --dir ~/veil-server --metal         (also Metal's two servers; users run
+                                                  'veil metal join <dir>/metal/1/deployment.json')`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var explicit allinone.Config
@@ -47,6 +53,13 @@ Examples:
 			got, undo, err := allinone.Setup(dir, cfg, explicit)
 			if err != nil {
 				return err
+			}
+			if metal {
+				if err := allinone.InitMetal(dir, metalAddr1, metalAddr2, metalParams); err != nil {
+					undo()
+					return fmt.Errorf("metal: %w", err)
+				}
+				fmt.Fprintf(os.Stderr, "metal: users run 'veil metal join %s'\n", allinone.MetalDeploymentFile(dir))
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			d, err := allinone.Start(cmd.Context(), dir, log)
@@ -75,6 +88,11 @@ Examples:
 	c.Flags().StringVar(&cfg.StoreAddr, "store-listen", allinone.DefaultConfig.StoreAddr, "storage service address (first run only)")
 	c.Flags().StringVar(&cfg.PkbKAddr, "peekaboo-k-listen", allinone.DefaultPkbKAddr, "Peekaboo K-server address (first run only)")
 	c.Flags().StringVar(&cfg.PkbVAddr, "peekaboo-v-listen", allinone.DefaultPkbVAddr, "Peekaboo V-server address (first run only)")
+	c.Flags().BoolVar(&metal, "metal", false, "also run Metal's two servers (created on the first run with --metal; later runs start them whenever they exist)")
+	c.Flags().StringVar(&metalAddr1, "metal-listen1", allinone.DefaultMetal1Addr, "Metal Server 1 address (first --metal run only)")
+	c.Flags().StringVar(&metalAddr2, "metal-listen2", allinone.DefaultMetal2Addr, "Metal Server 2 address (first --metal run only)")
+	c.Flags().IntVar(&metalParams.D, "metal-files-log2", metalParams.D, "Metal: 2^N file ids (first --metal run only; at most 16)")
+	c.Flags().IntVar(&metalParams.BlockSize, "metal-block-size", metalParams.BlockSize, "Metal: bytes per file id, a multiple of 16 (first --metal run only)")
 	c.AddCommand(&cobra.Command{
 		Use:   "adduser NAME",
 		Short: "Register a user and write an invitation to <dir>/invites/NAME.invite",

@@ -210,6 +210,9 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, erro
 	if err := addPeekaboo(&g, dir, cfg, log); err != nil {
 		return fail("peekaboo", err)
 	}
+	if err := addMetal(&g, dir, log); err != nil {
+		return fail("metal", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	d := &Deployment{Config: cfg, cancel: cancel, done: make(chan struct{})}
 	go func() { // one failing stops the other; both are closed once both have stopped

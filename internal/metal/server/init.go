@@ -140,3 +140,17 @@ func decodeParams(s string) (access.Params, error) {
 	}
 	return access.DecodeParams(b)
 }
+
+// ListenAddr is the host:port of the endpoint the server in dir was initialized with (an
+// all-in-one deployment listens there).
+func ListenAddr(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileConfig))
+	if err != nil {
+		return "", err
+	}
+	var c config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("%s: %w", FileConfig, err)
+	}
+	return strings.TrimPrefix(c.Endpoint, "https://"), nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -195,4 +196,58 @@ func parsedCred(t *testing.T, k *ks, name string) *kswire.Parsed {
 	}
 	k.reloadAll()
 	return p
+}
+
+// udpRelay forwards datagrams from a loopback socket to target and each answer back to the
+// last sender: up (if set) sees every datagram sent, down (if set) rewrites each answer,
+// or drops it by returning nil. It returns the relay's address.
+func udpRelay(t *testing.T, target string, up func([]byte), down func([]byte) []byte) string {
+	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, _ := net.ResolveUDPAddr("udp", target)
+	back, err := net.DialUDP("udp", nil, ta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client *net.UDPAddr
+	var cmu sync.Mutex
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := front.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			cmu.Lock()
+			client = from
+			cmu.Unlock()
+			if up != nil {
+				up(buf[:n])
+			}
+			back.Write(buf[:n])
+		}
+	}()
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := back.Read(buf)
+			if err != nil {
+				return
+			}
+			out := append([]byte(nil), buf[:n]...)
+			if down != nil {
+				if out = down(out); out == nil {
+					continue
+				}
+			}
+			cmu.Lock()
+			to := client
+			cmu.Unlock()
+			front.WriteToUDP(out, to)
+		}
+	}()
+	t.Cleanup(func() { front.Close(); back.Close() })
+	return front.LocalAddr().String()
 }

@@ -122,52 +122,13 @@ func (m *mitm) set(f func(m *mitm)) {
 
 // relayUDP forwards datagrams to the real server and its answers, through down, back.
 func (m *mitm) relayUDP(t *testing.T, target string) string {
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ta, _ := net.ResolveUDPAddr("udp", target)
-	back, err := net.DialUDP("udp", nil, ta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var client *net.UDPAddr
-	var cmu sync.Mutex
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := front.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			cmu.Lock()
-			client = from
-			cmu.Unlock()
-			back.Write(buf[:n])
+	return udpRelay(t, target, nil, func(out []byte) []byte {
+		m.mu.Lock()
+		down, key := m.down, m.key
+		m.mu.Unlock()
+		if down != nil {
+			return down(out, &key)
 		}
-	}()
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, err := back.Read(buf)
-			if err != nil {
-				return
-			}
-			out := append([]byte(nil), buf[:n]...)
-			m.mu.Lock()
-			down, key := m.down, m.key
-			m.mu.Unlock()
-			if down != nil {
-				if out = down(out, &key); out == nil {
-					continue
-				}
-			}
-			cmu.Lock()
-			to := client
-			cmu.Unlock()
-			front.WriteToUDP(out, to)
-		}
-	}()
-	t.Cleanup(func() { front.Close(); back.Close() })
-	return front.LocalAddr().String()
+		return out
+	})
 }

@@ -149,43 +149,13 @@ type udpTap struct {
 
 func startTap(t *testing.T, target string) (string, *udpTap) {
 	t.Helper()
-	front, _ := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	ta, _ := net.ResolveUDPAddr("udp", target)
-	back, _ := net.DialUDP("udp", nil, ta)
 	tap := &udpTap{}
-	var client *net.UDPAddr
-	var cmu sync.Mutex
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := front.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			cmu.Lock()
-			client = from
-			cmu.Unlock()
-			tap.mu.Lock()
-			tap.seen = append(tap.seen, append([]byte(nil), buf[:n]...))
-			tap.mu.Unlock()
-			back.Write(buf[:n])
-		}
-	}()
-	go func() {
-		buf := make([]byte, 65536)
-		for {
-			n, err := back.Read(buf)
-			if err != nil {
-				return
-			}
-			cmu.Lock()
-			to := client
-			cmu.Unlock()
-			front.WriteToUDP(buf[:n], to)
-		}
-	}()
-	t.Cleanup(func() { front.Close(); back.Close() })
-	return front.LocalAddr().String(), tap
+	addr := udpRelay(t, target, func(b []byte) {
+		tap.mu.Lock()
+		tap.seen = append(tap.seen, append([]byte(nil), b...))
+		tap.mu.Unlock()
+	}, nil)
+	return addr, tap
 }
 
 // Blinding: deriving the same digest twice, the key server receives different bytes,

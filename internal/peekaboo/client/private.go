@@ -69,6 +69,20 @@ func (c *Client) NewPrivateQuery(p pir.Params, key string) (*PrivateQuery, error
 	return &PrivateQuery{Material: m, Query: q, Request: &wire.PIRSearch{Key0: k0.Marshal(), Sealed: sealed}}, nil
 }
 
+// Fetch asks the V-server for the values of ids (at most wire.MaxFetch) that a private
+// query found; it returns the parsed reply and its bytes.
+func (c *Client) Fetch(ctx context.Context, ids []wire.ID) (*wire.Results, []byte, error) {
+	if len(ids) > wire.MaxFetch {
+		return nil, nil, fmt.Errorf("%d ids: at most %d per fetch", len(ids), wire.MaxFetch)
+	}
+	b, err := c.do(ctx, http.MethodPost, "/v1/fetch", (&wire.Fetch{IDs: ids}).Marshal())
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := wire.ParseResults(b)
+	return res, b, err
+}
+
 // SendPrivate sends pq to the V-server and returns its reply, unopened (pq.Open reads it).
 func (c *Client) SendPrivate(ctx context.Context, pq *PrivateQuery) ([]byte, error) {
 	return c.do(ctx, http.MethodPost, "/v1/pir", pq.Request.Marshal())
@@ -138,11 +152,7 @@ func (c *Client) privateSearch(ctx context.Context, key string, o SearchOptions)
 		return nil, err
 	}
 	// Always fetch (also with no id), so the V-server's traffic does not show a miss.
-	vb, err := c.do(ctx, http.MethodPost, "/v1/fetch", (&wire.Fetch{IDs: ids}).Marshal())
-	if err != nil {
-		return nil, err
-	}
-	res, err := wire.ParseResults(vb)
+	res, vb, err := c.Fetch(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

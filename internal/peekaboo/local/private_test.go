@@ -83,6 +83,21 @@ func TestPrivateQueryEndToEnd(t *testing.T) {
 	check(alice, "secret.txt", "host-a:/s") // the owner may
 	check(bob, "pseudo.txt")                // not in the table
 	check(bob, "nothing.here")
+	// A fetch releases only ids in the table: not the pseudonym-restricted pair's, even to
+	// someone who knows its id (here its owner).
+	listed, err := alice.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range listed {
+		if p.Key != "pseudo.txt" && p.Key != "photo.jpg" {
+			continue
+		}
+		res, _, err := alice.Fetch(ctx, []wire.ID{p.ID})
+		if want := map[string]int{"pseudo.txt": 0, "photo.jpg": 1}[p.Key]; err != nil || len(res.Results) != want {
+			t.Fatalf("fetch of %q's id: %v %v, want %d results", p.Key, res, err, want)
+		}
+	}
 	if n, err := alice.Unpublish(ctx, "photo.jpg", nil); err != nil || n != 1 {
 		t.Fatalf("unpublish: %d %v", n, err)
 	}

@@ -141,15 +141,29 @@ func (s *Server) AnswerPIR(key0 []byte) ([]byte, error) {
 }
 
 // handleFetch releases the values of the pair ids a private query found, under the same
-// ACLs as a search.
+// ACLs as a search. Only ids in the private-query table are released: a pair restricted
+// to pseudonyms is not in it, so knowing its id (from an earlier authorised search) does
+// not get around the K-server's check.
 func (s *Server) handleFetch(w http.ResponseWriter, _ *http.Request, user string, body []byte) (int, error) {
+	if s.table == nil {
+		return http.StatusNotFound, errPIROff
+	}
 	req, err := wire.ParseFetch(body)
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	ms := make([]wire.Matched, len(req.IDs))
-	for i, id := range req.IDs {
-		ms[i].ID = id
+	var ms []wire.Matched
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(pir.BucketName)
+		for _, id := range req.IDs {
+			if b.Get(id[:]) != nil {
+				ms = append(ms, wire.Matched{ID: id})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return http.StatusInternalServerError, err
 	}
 	out := &wire.Results{Status: wire.StatusOK}
 	if out.Results, err = release(s.db, user, ms); err != nil {

@@ -13,7 +13,7 @@ type Params struct {
 
 // Limits on the geometry.
 const (
-	MinBits, MaxBits = 4, 24
+	MinBits, MaxBits = 4, 20 // at 20: 2.7 GB per server with 64 slots; the sync sends 16 MiB of digests
 	MaxSlots         = 255
 	// DefaultSlots slots per bucket: with at most Slots/2 pairs per bucket on average the
 	// fullest of 2^15 buckets overflows with probability about 10^-3 (Poisson tail).

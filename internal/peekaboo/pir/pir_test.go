@@ -151,7 +151,7 @@ func TestOverflowAndParams(t *testing.T) {
 	if tb.Insert(m.Seal(id(1))) {
 		t.Fatal("duplicate inserted")
 	}
-	for _, bad := range []Params{{}, {Bits: 3, Slots: 8}, {Bits: 25, Slots: 8}, {Bits: 8, Slots: 0}, {Bits: 8, Slots: 256}} {
+	for _, bad := range []Params{{}, {Bits: 3, Slots: 8}, {Bits: 21, Slots: 8}, {Bits: 8, Slots: 0}, {Bits: 8, Slots: 256}} {
 		if _, err := NewTable(bad); err == nil {
 			t.Fatalf("%+v accepted", bad)
 		}

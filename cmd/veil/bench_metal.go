@@ -61,7 +61,6 @@ Examples:
 				fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Files, r.Block, r.Op, r.N, r.MeanMs, r.MinMs,
 					blankZero("%.0f", r.Front), blankZero("%.0f", r.Index), blankZero("%.0f", r.Fetch), blankZero("%.0f", r.Insert),
 					blankZero("%.0f", r.Evict), blankZero("%.0f", r.Commit), r.Paper)
-				tw.Flush()
 			})
 			tw.Flush()
 			return err

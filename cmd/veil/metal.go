@@ -144,6 +144,16 @@ func newMetalLs(o *pkbFlags) *cobra.Command {
 	}
 }
 
+// metalTarget connects and finds the profile's capability for file id.
+func metalTarget(cmd *cobra.Command, o *pkbFlags, id uint64) (*client.Client, []byte, error) {
+	p, c, err := metalClient(cmd, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	capability, err := p.CapabilityFor(id)
+	return c, capability, err
+}
+
 func metalID(s string) (uint64, error) {
 	id, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
@@ -176,11 +186,7 @@ func newMetalWrite(o *pkbFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, c, err := metalClient(cmd, o)
-			if err != nil {
-				return err
-			}
-			capability, err := p.CapabilityFor(id)
+			c, capability, err := metalTarget(cmd, o, id)
 			if err != nil {
 				return err
 			}
@@ -207,11 +213,7 @@ that this was a read.
 			if err != nil {
 				return err
 			}
-			p, c, err := metalClient(cmd, o)
-			if err != nil {
-				return err
-			}
-			capability, err := p.CapabilityFor(id)
+			c, capability, err := metalTarget(cmd, o, id)
 			if err != nil {
 				return err
 			}

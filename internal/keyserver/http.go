@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,6 +18,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/evaluate", s.handleEvaluate)
 	mux.HandleFunc("POST /v1/session", s.handleSession)
+	mux.HandleFunc("DELETE /v1/session", s.handleSessionClose)
 	server.Mount(mux, s.m.reg, nil)
 	return mux
 }
@@ -122,13 +124,39 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		MaxDatagram: s.cfg.MaxDatagram}
 	rand.Read(g.ID[:])
 	rand.Read(g.MACKey[:])
-	if !s.sess.add(&session{client: client, key: g.MACKey, expiry: g.Expiry}, g.ID) {
+	now := s.cfg.testNow()
+	if !s.sess.add(&session{client: client, key: g.MACKey, expiry: g.Expiry, used: now}, g.ID, now, s.cfg.SessionIdle) {
 		s.refuse(w, "session", &evalError{http.StatusServiceUnavailable, 0, "too_many_sessions",
-			errors.New("too many open sessions (server or client limit); sessions expire after the session TTL")})
+			errors.New("too many open sessions (server or client limit); sessions end when closed, idle or past the session TTL")})
 		return
 	}
 	s.m.requests.WithLabelValues("session", "ok").Inc()
 	s.log.Debug("udp session opened", "client", client)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Write(kswire.AppendGrant(nil, g))
+}
+
+// handleSessionClose ends one of the client's own UDP sessions (body: its 16-byte id), so
+// that a client that exits frees its slot at once instead of holding it until it idles out.
+func (s *Server) handleSessionClose(w http.ResponseWriter, r *http.Request) {
+	client, err := s.authorize(r.TLS)
+	if err != nil {
+		s.refuse(w, "session_close", &evalError{http.StatusForbidden, 0, "unauthorized", err})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, kswire.SessionIDSize+1))
+	if err != nil || len(body) != kswire.SessionIDSize {
+		s.refuse(w, "session_close", &evalError{http.StatusBadRequest, 0, "malformed",
+			fmt.Errorf("want a %d-byte session id", kswire.SessionIDSize)})
+		return
+	}
+	var id [kswire.SessionIDSize]byte
+	copy(id[:], body)
+	if !s.sess.close(id, client) {
+		s.refuse(w, "session_close", &evalError{http.StatusNotFound, 0, "unknown_session", errors.New("no such session of this client")})
+		return
+	}
+	s.m.requests.WithLabelValues("session_close", "ok").Inc()
+	s.m.sessions.Set(float64(s.sess.len()))
+	w.WriteHeader(http.StatusNoContent)
 }

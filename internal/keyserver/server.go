@@ -35,6 +35,7 @@ type Config struct {
 	MaxClientSess   int           // open UDP sessions per client (default 64)
 	MaxConns        int           // simultaneous HTTPS connections (default 10,000)
 	SessionTTL      time.Duration // UDP session lifetime (default 1h)
+	SessionIdle     time.Duration // a UDP session unused this long ends (default 5m)
 	ReadTimeout     time.Duration // HTTPS read timeout (default 10s)
 	IdleTimeout     time.Duration // keep-alive idle timeout (default 2m)
 	ShutdownTimeout time.Duration // graceful drain limit (default server.DefaultShutdownTimeout)
@@ -51,7 +52,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{HTTPSAddr: defaultHTTPS, UDPAddr: defaultUDP, RateLimit: DefaultRateLimit(),
 		MaxBatch: 1024, MaxBody: 1 << 20, MaxDatagram: 8192, MaxSessions: 100_000, MaxClientSess: 64,
-		MaxConns: 10_000, SessionTTL: time.Hour, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxConns: 10_000, SessionTTL: time.Hour, SessionIdle: 5 * time.Minute, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ShutdownTimeout: server.DefaultShutdownTimeout, ReloadInterval: time.Second, MaxHeaderBytes: 16 << 10,
 		UDPWorkers: 2}
 }
@@ -74,6 +75,7 @@ func (c *Config) defaults() {
 	setDefault(&c.MaxClientSess, d.MaxClientSess)
 	setDefault(&c.MaxConns, d.MaxConns)
 	setDefault(&c.SessionTTL, d.SessionTTL)
+	setDefault(&c.SessionIdle, d.SessionIdle)
 	setDefault(&c.ReadTimeout, d.ReadTimeout)
 	setDefault(&c.IdleTimeout, d.IdleTimeout)
 	setDefault(&c.ShutdownTimeout, d.ShutdownTimeout)
@@ -132,6 +134,9 @@ type state struct {
 func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	cfg.defaults()
 	if err := cfg.RateLimit.check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.checkLimits(); err != nil {
 		return nil, err
 	}
 	s := &Server{dir: dir, cfg: cfg, log: cfg.Logger, m: newMetrics()}
@@ -242,7 +247,7 @@ func (s *Server) reloadLoop(stop <-chan struct{}) {
 			if err := s.reload(false); err != nil {
 				s.log.Error("reload key server directory", "err", err)
 			}
-			s.sess.prune(s.cfg.testNow())
+			s.sess.prune(s.cfg.testNow(), s.cfg.SessionIdle)
 			s.m.sessions.Set(float64(s.sess.len()))
 		}
 	}

@@ -18,7 +18,8 @@ type session struct {
 	key    [kswire.MACKeySize]byte
 	expiry time.Time
 	mu     sync.Mutex
-	seq    uint64 // highest sequence number accepted; 0 before the first
+	seq    uint64    // highest sequence number accepted; 0 before the first
+	used   time.Time // last authenticated datagram (or the grant): idle sessions expire
 }
 
 type sessions struct {
@@ -32,10 +33,14 @@ func (ss *sessions) init(max, per int) {
 	ss.m, ss.perClient, ss.max, ss.per = map[[kswire.SessionIDSize]byte]*session{}, map[string]int{}, max, per
 }
 
-// add registers a session unless the server or the client is at its session limit.
-func (ss *sessions) add(s *session, id [kswire.SessionIDSize]byte) bool {
+// add registers a session unless the server or the client is at its session limit, after
+// dropping the sessions that expired or stayed idle longer than idle (at now).
+func (ss *sessions) add(s *session, id [kswire.SessionIDSize]byte, now time.Time, idle time.Duration) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if len(ss.m) >= ss.max || ss.perClient[s.client] >= ss.per {
+		ss.pruneLocked(now, idle)
+	}
 	if len(ss.m) >= ss.max || ss.perClient[s.client] >= ss.per {
 		return false
 	}
@@ -56,17 +61,42 @@ func (ss *sessions) len() int {
 	return len(ss.m)
 }
 
-func (ss *sessions) prune(now time.Time) {
+func (ss *sessions) prune(now time.Time, idle time.Duration) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.pruneLocked(now, idle)
+}
+
+// pruneLocked drops sessions past their expiry or idle longer than idle.
+func (ss *sessions) pruneLocked(now time.Time, idle time.Duration) {
 	for id, s := range ss.m {
-		if now.After(s.expiry) {
-			delete(ss.m, id)
-			if ss.perClient[s.client]--; ss.perClient[s.client] <= 0 {
-				delete(ss.perClient, s.client)
-			}
+		s.mu.Lock()
+		dead := now.After(s.expiry) || now.Sub(s.used) > idle
+		s.mu.Unlock()
+		if dead {
+			ss.removeLocked(id, s)
 		}
 	}
+}
+
+func (ss *sessions) removeLocked(id [kswire.SessionIDSize]byte, s *session) {
+	delete(ss.m, id)
+	if ss.perClient[s.client]--; ss.perClient[s.client] <= 0 {
+		delete(ss.perClient, s.client)
+	}
+}
+
+// close ends the session id of client (a client closing its own session); it reports
+// whether there was one.
+func (ss *sessions) close(id [kswire.SessionIDSize]byte, client string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.m[id]
+	if s == nil || s.client != client {
+		return false
+	}
+	ss.removeLocked(id, s)
+	return true
 }
 
 // readUDP is one reader goroutine: it reads, authenticates and answers datagrams until
@@ -136,6 +166,7 @@ func (s *Server) accept(b []byte) (*session, *kswire.Datagram, bool) {
 	fresh := d.Seq > sess.seq
 	if fresh {
 		sess.seq = d.Seq
+		sess.used = s.cfg.testNow()
 	}
 	sess.mu.Unlock()
 	if !fresh {

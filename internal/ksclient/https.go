@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,12 +69,28 @@ func (h *httpsTransport) post(ctx context.Context, path string, body []byte) ([]
 	case resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%w: %s", ErrUnauthorized, msg)
 	case resp.StatusCode >= 500:
-		return nil, errRetry{fmt.Errorf("http %d: %s", resp.StatusCode, msg)}
+		return nil, errRetry{statusError{resp.StatusCode, fmt.Sprintf("http %d: %s", resp.StatusCode, msg)}}
 	}
 	if resp.StatusCode == http.StatusNotFound && (msg == "" || len(msg) > 200) {
-		return nil, fmt.Errorf("%w: http 404 at %s (not a veil key server, or a wrong URL)", ErrUnexpected, h.base.Host)
+		return nil, fmt.Errorf("%w: %w", ErrUnexpected, statusError{404, "http 404 at " + h.base.Host + " (not a veil key server, or a wrong URL)"})
 	}
-	return nil, fmt.Errorf("%w: http %d: %s", ErrUnexpected, resp.StatusCode, msg)
+	return nil, fmt.Errorf("%w: %w", ErrUnexpected, statusError{resp.StatusCode, fmt.Sprintf("http %d: %s", resp.StatusCode, msg)})
+}
+
+// statusError is an HTTP answer other than 200, with the status code kept for callers
+// that branch on it (the UDP transport's fallback to HTTPS).
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e statusError) Error() string { return e.msg }
+
+// refusedSession reports whether opening a UDP session failed because the key server
+// answered that it gives none now (503: its session limit) or serves no UDP (404).
+func refusedSession(err error) bool {
+	var se statusError
+	return errors.As(err, &se) && (se.code == http.StatusServiceUnavailable || se.code == http.StatusNotFound)
 }
 
 func (h *httpsTransport) roundTrip(ctx context.Context, req []byte) ([]byte, error) {
@@ -86,5 +103,23 @@ func (h *httpsTransport) prepare(context.Context) {}
 
 func (h *httpsTransport) close() error {
 	h.hc.CloseIdleConnections()
+	return nil
+}
+
+// del sends a DELETE with body to path; the answer is only checked for success.
+func (h *httpsTransport) del(ctx context.Context, path string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, h.endpoint(path), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("%w: http %d", ErrUnexpected, resp.StatusCode)
+	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (u *udpTransport) session(ctx context.Context) (*udpSession, error) {
 		if ok {
 			return s, nil
 		}
-		s.conn.Close()
+		u.end(ctx, s) // frees its slot on the server now, not when it idles out
 		u.s = nil
 	}
 	raw, err := u.https.post(ctx, "/v1/session", nil)
@@ -124,7 +124,12 @@ func (s *udpSession) read() {
 func (u *udpTransport) roundTrip(ctx context.Context, req []byte) ([]byte, error) {
 	s, err := u.session(ctx)
 	if err != nil {
-		return nil, err
+		if !refusedSession(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		// The key server answers over HTTPS but gives no UDP session (its session limit,
+		// no UDP endpoint): ask over HTTPS rather than fall back to a random key.
+		return u.https.roundTrip(ctx, req)
 	}
 	ch := make(chan reply, 1)
 	s.mu.Lock()
@@ -174,8 +179,17 @@ func (u *udpTransport) close() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.s != nil {
-		u.s.conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), u.timeout)
+		u.end(ctx, u.s)
+		cancel()
 		u.s = nil
 	}
 	return u.https.close()
+}
+
+// end closes a session: its socket, and on the key server (DELETE /v1/session, best
+// effort: a server that does not answer lets it idle out).
+func (u *udpTransport) end(ctx context.Context, s *udpSession) {
+	s.conn.Close()
+	u.https.del(ctx, "/v1/session", s.g.ID[:])
 }

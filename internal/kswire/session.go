@@ -17,6 +17,9 @@ const (
 	dgramHeader   = 1 + 1 + SessionIDSize + 8
 	// DatagramOverhead is what a datagram adds around its body.
 	DatagramOverhead = dgramHeader + MACSize
+	// MinDatagram is the smallest max datagram a grant may name: room for one request
+	// header and one byte.
+	MinDatagram = DatagramOverhead + headerSize + 1
 )
 
 // Datagram types.
@@ -64,7 +67,7 @@ func ParseGrant(b []byte) (*Grant, error) {
 	copy(g.MACKey[:], b[17:49])
 	g.Expiry = time.Unix(int64(binary.BigEndian.Uint64(b[49:57])), 0)
 	g.MaxDatagram = int(binary.BigEndian.Uint16(b[57:59]))
-	if g.MaxDatagram < DatagramOverhead+headerSize+1 {
+	if g.MaxDatagram < MinDatagram {
 		return nil, fmt.Errorf("%w: max datagram of %d bytes", ErrMalformed, g.MaxDatagram)
 	}
 	return g, nil

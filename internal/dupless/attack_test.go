@@ -13,6 +13,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storage/local"
 	"github.com/veil-project/veil/internal/verr"
 )
 
@@ -98,9 +99,10 @@ func TestDowngradeToHCE1MultiChunk(t *testing.T) {
 	wantIntegrityFailure(t, c, "big", ErrIntegrity)
 }
 
-// A version 1 record (written before records named their chunks' scheme) must not be a
-// way around the check: its chunks are accepted only under guarded schemes.
-func TestDowngradeOfVersion1Record(t *testing.T) {
+// storedChunk stores a file "a" of one chunk and returns the backend, the client, the
+// chunk's reference in the key record and the chunk object's bytes.
+func storedChunk(t *testing.T) (*local.Backend, *Client, chunkRef, []byte) {
+	t.Helper()
 	be := newBackend(t)
 	c := newClient(t, be, mle.LocalKeys{})
 	dir := t.TempDir()
@@ -114,11 +116,18 @@ func TestDowngradeOfVersion1Record(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := r.Chunks[0]
-	ref.Suite, ref.Scheme = 0, 0 // what a version 1 record holds
 	ct, err := os.ReadFile(chunkPath(t, c, be.Root(), "a", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return be, c, ref, ct
+}
+
+// A version 1 record (written before records named their chunks' scheme) must not be a
+// way around the check: its chunks are accepted only under guarded schemes.
+func TestDowngradeOfVersion1Record(t *testing.T) {
+	_, _, ref, ct := storedChunk(t)
+	ref.Suite, ref.Scheme = 0, 0 // what a version 1 record holds
 	if _, err := decryptChunk(&ref, ct); err != nil {
 		t.Fatalf("honest chunk under a version 1 reference: %v", err)
 	}
@@ -133,25 +142,9 @@ func TestDowngradeOfVersion1Record(t *testing.T) {
 // and the one integrity error every package wraps; one that fails decompression keeps the
 // decompressor's reason too.
 func TestIntegrityErrorWrapsItsCause(t *testing.T) {
-	be := newBackend(t)
-	c := newClient(t, be, mle.LocalKeys{})
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "a"), bytes.Repeat([]byte("attack at dawn. "), 600))
-	if _, err := c.Put(ctx, []string{dir + "/a"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	enc, _ := c.keys.encName("a")
-	r, err := c.readRecord(ctx, "", enc+keySuffix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := r.Chunks[0]
-	ct, err := os.ReadFile(chunkPath(t, c, be.Root(), "a", 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, c, ref, ct := storedChunk(t)
 	ct[mle.HeaderSize] ^= 1
-	_, err = decryptChunk(&ref, ct)
+	_, err := decryptChunk(&ref, ct)
 	if !errors.Is(err, ErrIntegrity) || !errors.Is(err, mle.ErrIntegrity) || !errors.Is(err, verr.ErrIntegrity) {
 		t.Fatalf("tampered chunk: %v", err)
 	}

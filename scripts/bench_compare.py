@@ -9,13 +9,18 @@ Workloads:
   c  real files: two users each holding this machine's /usr/share/doc and
      /usr/lib/python3/dist-packages plus 8 MiB of their own
 
-For each tool: wall time of each user's backup and the bytes it left on disk (du of the
-repository / remote / store data directory). Prints a Markdown table and JSON lines
+For each tool: wall time and CPU time (user + system, of the backup command only) of each
+user's backup and the bytes it left on disk (du of the repository / remote / store data
+directory). Prints a Markdown table and JSON lines
 (--json FILE). Needs bin/veil (make build), restic and rclone (scripts/install-deps).
 
   python3 scripts/bench_compare.py [--workloads a,b,c] [--json out.jsonl]
+
+A/B of two veil builds on the same data in one run (each round runs every build in turn):
+
+  python3 scripts/bench_compare.py --tools veil --veil /tmp/veil-old --veil bin/veil --rounds 3 --workloads c
 """
-import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request, ssl, base64
+import argparse, json, os, resource, shutil, socket, subprocess, sys, tempfile, time, urllib.request, ssl, base64
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VEIL = os.path.join(ROOT, "bin", "veil")
@@ -23,9 +28,15 @@ ENV = dict(os.environ)
 ENV.pop("AWS_CA_BUNDLE", None)
 
 
+CPU = []  # CPU seconds (user + system) of each command run() ran, in order
+
+
 def run(cmd, env=None, **kw):
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(cmd, env={**ENV, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     return time.perf_counter() - t, r.stdout
@@ -85,26 +96,27 @@ def free_ports(n):
 
 class Veil:
     name = "veil"
+    binary = VEIL
 
     def __init__(self, work):
         self.work = work
         self.server = os.path.join(work, "server")
         p1, p2, p3 = free_ports(3)
         self.store_addr = f"127.0.0.1:{p3}"
-        self.proc = subprocess.Popen([VEIL, "serve", "--dir", self.server, "--user", "u1", "--user", "u2",
+        self.proc = subprocess.Popen([self.binary, "serve", "--dir", self.server, "--user", "u1", "--user", "u2",
                                       "--ks-listen", f"127.0.0.1:{p1}", "--ks-udp", f"127.0.0.1:{p2}",
                                       "--store-listen", self.store_addr], stderr=subprocess.PIPE, text=True)
         self.proc.stderr.readline(); self.proc.stderr.readline(); self.proc.stderr.readline()
         for u in ("u1", "u2"):
             pw = os.path.join(work, u + ".pass")
             open(pw, "w").write("passphrase " + u)
-            run([VEIL, "init", "--invite", os.path.join(self.server, "invites", u + ".invite")], self.env(u))
+            run([self.binary, "init", "--invite", os.path.join(self.server, "invites", u + ".invite")], self.env(u))
 
     def env(self, u):
         return {"VEIL_CONFIG": os.path.join(self.work, u), "VEIL_PASSWORD_FILE": os.path.join(self.work, u + ".pass")}
 
     def backup(self, user, src):
-        return run([VEIL, "put", "-q", src, "data"], self.env(user))[0]
+        return run([self.binary, "put", "-q", src, "data"], self.env(user))[0]
 
     def stats(self):
         cred = json.load(open(os.path.join(self.server, "store", "admin.cred")))
@@ -167,9 +179,20 @@ def main():
     ap.add_argument("--workloads", default="a,b,c")
     ap.add_argument("--json", help="also write JSON lines here")
     ap.add_argument("--dir", help="scratch directory (default: a temp dir on /tmp's disk)")
+    ap.add_argument("--tools", default="veil,restic,rclone", help="which tools to run")
+    ap.add_argument("--veil", action="append", help="veil binary (repeat to compare builds; default bin/veil)")
+    ap.add_argument("--rounds", type=int, default=1, help="run every tool this many times, in turn")
     args = ap.parse_args()
-    if not os.path.exists(VEIL):
-        sys.exit("build veil first: make build")
+    tools = []
+    for name in args.tools.split(","):
+        if name == "veil":
+            for b in args.veil or [VEIL]:
+                if not os.path.exists(b):
+                    sys.exit(f"{b}: build veil first: make build")
+                label = "veil" if not args.veil or len(args.veil) == 1 else f"veil ({b})"
+                tools.append(type("Veil", (Veil,), {"binary": b, "name": label}))
+        else:
+            tools.append({"restic": Restic, "rclone": RcloneCrypt}[name])
     base = tempfile.mkdtemp(prefix="veil-compare-", dir=args.dir)
     rows = []
     try:
@@ -189,18 +212,22 @@ def main():
                         make_c(src[u], u)
                 users = ["u1", "u2"]
             logical = sum(apparent(src[u]) for u in users)
-            for tool in (Veil, Restic, RcloneCrypt):
+            for rnd, tool in [(r, t) for r in range(args.rounds) for t in tools]:
                 subprocess.run(["sync"])
-                work = os.path.join(base, f"{wl}-{tool.name.replace(' ', '-')}")
+                work = os.path.join(base, f"{wl}-{rnd}-{tool.name.replace(' ', '-').replace('/', '_')}")
                 os.makedirs(work)
                 t = tool(work)
                 try:
-                    times = [t.backup(u, src[u]) for u in users]
+                    times, cpu = [], []
+                    for u in users:
+                        times.append(t.backup(u, src[u]))
+                        cpu.append(CPU[-1])  # the backup command's own CPU (not the servers')
                     subprocess.run(["sync"])
                     row = {"workload": wl, "tool": tool.name, "users": len(users), "logical_bytes": logical,
                            "seconds": [round(x, 2) for x in times], "total_seconds": round(sum(times), 2),
+                           "cpu_seconds": [round(x, 2) for x in cpu],
                            "stored_bytes": t.stored()}
-                    if tool is Veil:
+                    if issubclass(tool, Veil):
                         st = t.stats()
                         row["store_physical_bytes"] = st["physical_bytes"]
                         row["store_logical_bytes"] = st["logical_bytes"]
@@ -211,11 +238,12 @@ def main():
                     shutil.rmtree(work, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print("| workload | tool | users | data (MiB) | time (s) per user | stored on disk (MiB) |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | tool | users | data (MiB) | time (s) per user | client CPU (s) per user | stored on disk (MiB) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['workload']} | {r['tool']} | {r['users']} | {r['logical_bytes']/2**20:.1f} | "
-              f"{' + '.join(str(s) for s in r['seconds'])} | {r['stored_bytes']/2**20:.1f} |")
+              f"{' + '.join(str(s) for s in r['seconds'])} | {' + '.join(str(s) for s in r['cpu_seconds'])} | "
+              f"{r['stored_bytes']/2**20:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             for r in rows:

@@ -113,8 +113,7 @@ func newSyncCommand() *cobra.Command {
 folder everything that is no longer in DIR (deleted or renamed locally). Removed files
 stay in your snapshots ('veil log', 'veil get --version', 'veil get --at') until
 'veil forget'. If any file cannot be stored, nothing is removed. Entries matching
---exclude are neither stored nor removed. A sync leaves two snapshots: one after storing,
-one after removing.
+--exclude are neither stored nor removed. A sync is one snapshot.
 
 --dry-run lists what would change ("+" stored, "M" stored again, "-" removed) and changes
 nothing; it is 'veil diff --local DIR'.

@@ -70,8 +70,9 @@ type Client struct {
 	keyChecked atomic.Bool // the key check opened under this key
 	changing   sync.Mutex  // held by the command whose changes view tracks
 
-	pin     *treeRoot                  // the snapshot reads are pinned to (nil: the newest); history.go
-	pinDirs map[string]map[string]bool // pin's directories and their children
+	pin     *treeRoot                   // the snapshot reads are pinned to (nil: the newest); history.go
+	putThen func(context.Context) error // run by Put under its lock when every file was stored (Sync)
+	pinDirs map[string]map[string]bool  // pin's directories and their children
 }
 
 // New returns a client for the user holding master, storing on be.

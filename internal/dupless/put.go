@@ -96,6 +96,9 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	if cause := context.Cause(ctx); errors.Is(cause, storage.ErrCannotStore) {
 		return sum, fmt.Errorf("put stopped: %w", cause)
 	}
+	if c.putThen != nil && ctx.Err() == nil && len(sum.Errors) == 0 {
+		return sum, c.putThen(ctx) // Sync's removals, under the same lock: one snapshot (sync.go)
+	}
 	return sum, ctx.Err()
 }
 

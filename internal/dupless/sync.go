@@ -165,8 +165,9 @@ type SyncResult struct {
 
 // Sync makes the stored folder dest/<name of local> exactly the local folder local: it
 // stores what is new or changed (Put) and then removes what is stored but no longer local
-// (deleted or renamed there); removed entries stay in the snapshots. If any file fails to
-// be stored, nothing is removed. With dryRun it only reports the differences.
+// (deleted or renamed there), under the same lock, so the sync is one snapshot; removed
+// entries stay in the snapshots. If any file fails to be stored, nothing is removed. With
+// dryRun it only reports the differences.
 func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*SyncResult, error) {
 	start := time.Now()
 	stored := joinPath(cleanPath(dest), filepath.Base(filepath.Clean(local)))
@@ -178,23 +179,29 @@ func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*Sy
 	if dryRun {
 		return res, nil
 	}
-	if res.Put, err = c.Put(ctx, []string{local}, dest); err != nil {
-		return res, err
-	}
-	if err := res.Put.Err(); err != nil {
-		return res, fmt.Errorf("%w; nothing removed", err)
-	}
 	var gone []Change
 	for _, ch := range changes {
 		if ch.Kind == "removed" && !coveredBy(ch.Path, gone) {
 			gone = append(gone, ch)
 		}
 	}
-	if len(gone) > 0 {
+	// The removals run inside Put, under its lock, once every file is stored: one snapshot.
+	c.putThen = func(ctx context.Context) (err error) {
 		res.Removed, err = c.removeAll(ctx, gone)
+		return err
 	}
-	res.Put.Duration = time.Since(start)
-	return res, err
+	res.Put, err = c.Put(ctx, []string{local}, dest)
+	c.putThen = nil
+	if res.Put != nil {
+		res.Put.Duration = time.Since(start)
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := res.Put.Err(); err != nil {
+		return res, fmt.Errorf("%w; nothing removed", err)
+	}
+	return res, nil
 }
 
 // coveredBy reports whether path is below a folder already in gone (sorted input).
@@ -207,13 +214,8 @@ func coveredBy(path string, gone []Change) bool {
 	return false
 }
 
-// removeAll removes stored files and folders (recursively) under one lock, one snapshot.
+// removeAll removes stored files and folders (recursively); the caller holds the lock.
 func (c *Client) removeAll(ctx context.Context, gone []Change) (n int, err error) {
-	unlock, err := c.lock(ctx, false)
-	if err != nil {
-		return 0, err
-	}
-	defer unlockInto(&err, unlock)
 	sum := &Summary{}
 	for _, g := range gone {
 		if g.IsDir {

@@ -53,8 +53,12 @@ func TestDiffAndSync(t *testing.T) {
 	if chs, _ := c.DiffLocal(ctx, src, "d"); len(chs) != len(want) {
 		t.Fatal("the dry run changed something")
 	}
+	snaps, _ := c.Snapshots(ctx)
 	if res, err = c.Sync(ctx, src, "", false); err != nil || res.Removed != 2 {
 		t.Fatalf("sync: %+v %v", res, err)
+	}
+	if after, _ := c.Snapshots(ctx); len(after) != len(snaps)+1 {
+		t.Fatalf("sync left %d snapshots, want one", len(after)-len(snaps))
 	}
 	if chs, err := c.DiffLocal(ctx, src, "d"); err != nil || len(chs) != 0 {
 		t.Fatalf("after sync, diff --local = %v %v", changeList(chs), err)
@@ -78,7 +82,7 @@ func TestDiffAndSync(t *testing.T) {
 		t.Fatalf("diff of a snapshot with itself: %v %v", chs, err)
 	}
 	// A file only touched (same content, new time) is a metadata change between snapshots.
-	snaps, _ := c.Snapshots(ctx)
+	snaps, _ = c.Snapshots(ctx)
 	before := fmt.Sprint(snaps[len(snaps)-1].Seq)
 	os.Chtimes(filepath.Join(src, "a"), time.Now(), time.Now().Add(time.Hour))
 	mustPut(t, c, src, "")
@@ -87,5 +91,28 @@ func TestDiffAndSync(t *testing.T) {
 	}
 	if _, err := c.Diff(ctx, "99", "latest", ""); err == nil {
 		t.Fatal("diff with a snapshot that does not exist")
+	}
+}
+
+// A sync whose put fails for a file removes nothing.
+func TestSyncRemovesNothingWhenAFileFails(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer c.Close()
+	src := filepath.Join(t.TempDir(), "d")
+	write(t, filepath.Join(src, "a"), []byte("a"))
+	write(t, filepath.Join(src, "gone"), []byte("g"))
+	mustPut(t, c, src, "")
+	os.Remove(filepath.Join(src, "gone"))
+	write(t, filepath.Join(src, "a"), []byte("a changed"))
+	failing, _ := New(&failRecordPut{Backend: be}, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer failing.Close()
+	res, err := failing.Sync(ctx, src, "", false)
+	if err == nil || res.Removed != 0 {
+		t.Fatalf("sync with a failing file: %+v %v", res, err)
+	}
+	if es, err := c.List(ctx, "d", false); err != nil || len(es) != 2 {
+		t.Fatalf("after the failed sync d holds %+v %v; want a and gone", es, err)
 	}
 }

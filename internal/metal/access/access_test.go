@@ -5,9 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	mrand "math/rand/v2"
+	"strings"
 	"testing"
 
+	ristretto "github.com/bwesterb/go-ristretto"
+	"go.etcd.io/bbolt"
+
 	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/dataoram"
 )
 
 // Random reads and writes by two users against a plain map, with refused requests mixed
@@ -115,5 +120,37 @@ func TestServersSeeNoFileID(t *testing.T) {
 		if len(ids) != len(seen) {
 			t.Fatalf("server %d saw a repeated file-id share over %d requests", s+1, len(seen))
 		}
+	}
+}
+
+// A Server 1 that alters its DataORAM ciphertexts (here: adds a valid point to every C, as
+// an attacker who wants a wrong plaintext would) is detected at the client: the result
+// does not decode. The servers themselves run on normally.
+func TestAlteredDataORAMDetectedAtClient(t *testing.T) {
+	r := newRig(t, testParams)
+	c := r.createAccount(t)
+	if _, err := r.access(t, c, 0, ac.Write, []byte("intact")); err != nil {
+		t.Fatal(err)
+	}
+	var g ristretto.Point
+	g.SetBase()
+	err := r.st1.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketData).ForEach(func(k, v []byte) error {
+			cts, err := dataoram.UnmarshalBlock(v)
+			if err != nil {
+				return err
+			}
+			for i := range cts {
+				cts[i].C.Add(&cts[i].C, &g)
+			}
+			return tx.Bucket(bucketData).Put(k, dataoram.MarshalBlock(cts))
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.access(t, c, 0, ac.Read, nil)
+	if err == nil || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "do not decrypt") {
+		t.Fatalf("read of altered DataORAM: %q, %v", got, err)
 	}
 }

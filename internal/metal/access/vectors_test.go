@@ -90,3 +90,13 @@ func FuzzFinish(f *testing.F) {
 		_ = CheckUserBlock(testParams, r2)
 	})
 }
+
+func FuzzParseDeployment(f *testing.F) {
+	f.Add([]byte(`{"version":1,"server1":"https://a:1","ca1":"x","server2":"https://b:2","ca2":"y"}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if d, err := ParseDeployment(b); err == nil && (d.Version != 1 || d.CA1 == "" || d.CA2 == "") {
+			t.Fatalf("accepted %+v", d)
+		}
+	})
+}

@@ -125,20 +125,39 @@ func (k *ks) restart() {
 // cred issues a credential for name pointing at this server's bound addresses.
 func (k *ks) cred(name string) *ksclient.Credential {
 	k.t.Helper()
+	return issue(k.t, k, name).cred
+}
+
+// user is one issued client credential: as the client library loads it from its file,
+// as the raw-protocol tests read it, and its bytes.
+type user struct {
+	cred   *ksclient.Credential
+	parsed *kswire.Parsed
+	raw    []byte
+}
+
+// issue adds client name to k's directory (credential pointing at k's bound addresses),
+// writes its credential file and loads it, and lets the servers see the new client.
+func issue(t *testing.T, k *ks, name string) user {
+	t.Helper()
 	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
 	if err != nil {
-		k.t.Fatal(err)
+		t.Fatal(err)
 	}
-	path := filepath.Join(k.t.TempDir(), name+".cred")
+	path := filepath.Join(t.TempDir(), name+".cred")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
-		k.t.Fatal(err)
+		t.Fatal(err)
 	}
 	c, err := ksclient.LoadCredential(path)
 	if err != nil {
-		k.t.Fatal(err)
+		t.Fatal(err)
 	}
-	k.reloadAll() // let the servers see the new client
-	return c
+	p, err := kswire.ParseCredential(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.reloadAll()
+	return user{c, p, b}
 }
 
 func (k *ks) client(c *ksclient.Credential, transport string, opts ksclient.Options) *ksclient.Client {
@@ -186,16 +205,7 @@ func digestsN(n int, salt string) []mle.Digest {
 
 func parsedCred(t *testing.T, k *ks, name string) *kswire.Parsed {
 	t.Helper()
-	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kswire.ParseCredential(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.reloadAll()
-	return p
+	return issue(t, k, name).parsed
 }
 
 // udpRelay forwards datagrams from a loopback socket to target and each answer back to the

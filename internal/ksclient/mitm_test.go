@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/veil-project/veil/internal/keyserver"
-	"github.com/veil-project/veil/internal/ksclient"
 	"github.com/veil-project/veil/internal/kswire"
 )
 
@@ -28,31 +26,6 @@ type mitm struct {
 	status   int                                           // answers every evaluation with this status instead
 	reason   string                                        // Veil-Reason header with status
 	down     func([]byte, *[kswire.MACKeySize]byte) []byte // alters server->client datagrams (nil: drop)
-}
-
-// user is one issued credential, parsed both ways.
-type user struct {
-	cred   *ksclient.Credential
-	parsed *kswire.Parsed
-	raw    []byte
-}
-
-func issue(t *testing.T, k *ks, name string) user {
-	t.Helper()
-	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ksclient.ParseCredential(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kswire.ParseCredential(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.reloadAll()
-	return user{c, p, b}
 }
 
 func startMITM(t *testing.T, k *ks, u user) *mitm {

@@ -2,8 +2,6 @@ package ksclient_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/veil-project/veil/internal/keyserver"
@@ -14,22 +12,8 @@ import (
 // bothCreds issues one client and returns it as the client library and the raw tests read it.
 func bothCreds(t *testing.T, k *ks, name string) (*ksclient.Credential, *kswire.Parsed) {
 	t.Helper()
-	b, err := keyserver.AddClient(k.dir, name, keyserver.AddOptions{URL: "https://" + k.ls.Addr(), UDP: k.ls.PacketAddr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name+".cred")
-	os.WriteFile(path, b, 0o600)
-	c, err := ksclient.LoadCredential(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := kswire.ParseCredential(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.reloadAll()
-	return c, p
+	u := issue(t, k, name)
+	return u.cred, u.parsed
 }
 
 // A client that closes releases its UDP session on the key server at once: many short

@@ -22,13 +22,15 @@ type Point struct {
 
 // Config says what to measure.
 type Config struct {
-	Points []Point // default 2^6 and 2^10 files of 1 KiB, 2^10 of 4 KiB
-	Ops    int     // reads and writes each per point (default 3)
-	Stash  int     // default 33
+	Points []Point       // default 2^6 and 2^10 files of 1 KiB, 2^10 of 4 KiB
+	Ops    int           // reads and writes each per point (default 3)
+	Stash  int           // default 33
+	RTT    time.Duration // added inter-server round-trip time (the paper: 19 ms)
 }
 
 // Row is one measurement.
 type Row struct {
+	RTTms    float64 `json:"rtt_ms"`
 	Files    uint64  `json:"files"`
 	Block    int     `json:"block_bytes"`
 	Op       string  `json:"op"`
@@ -61,15 +63,16 @@ func Run(ctx context.Context, cfg Config, emit func(Row)) error {
 		if err := p.Check(); err != nil {
 			return err
 		}
-		if err := runPoint(ctx, p, cfg.Ops, emit); err != nil {
+		if err := runPoint(ctx, p, cfg, emit); err != nil {
 			return fmt.Errorf("%d files of %d bytes: %w", p.Files(), p.BlockSize, err)
 		}
 	}
 	return nil
 }
 
-func runPoint(ctx context.Context, p access.Params, ops int, emit func(Row)) error {
-	d, err := start(ctx, p)
+func runPoint(ctx context.Context, p access.Params, cfg Config, emit func(Row)) error {
+	ops := cfg.Ops
+	d, err := start(ctx, p, cfg.RTT/2)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func runPoint(ctx context.Context, p access.Params, ops int, emit func(Row)) err
 		}
 		times = append(times, time.Since(t0))
 	}
-	emit(row(p, "create_account", times, nil, "0.42 s (2^20 x 64 KiB, 19 ms RTT)"))
+	emit(row(p, cfg.RTT, "create_account", times, nil, "0.42 s (2^20 x 64 KiB, 19 ms RTT)"))
 	data := make([]byte, p.BlockSize)
 	for _, op := range []string{"write", "read"} {
 		times = times[:0]
@@ -110,15 +113,15 @@ func runPoint(ctx context.Context, p access.Params, ops int, emit func(Row)) err
 			times = append(times, time.Since(t0))
 			tims = append(tims, d.s1.LastTimings())
 		}
-		emit(row(p, op, times, tims, "3.62 s (2^20 x 64 KiB, two 8-vCPU servers, 19 ms RTT)"))
+		emit(row(p, cfg.RTT, op, times, tims, "3.62 s (2^20 x 64 KiB, two 8-vCPU servers, 19 ms RTT)"))
 	}
 	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func row(p access.Params, op string, times []time.Duration, tims []access.Timings, paper string) Row {
-	r := Row{Files: p.Files(), Block: p.BlockSize, Op: op, N: len(times), Paper: paper}
+func row(p access.Params, rtt time.Duration, op string, times []time.Duration, tims []access.Timings, paper string) Row {
+	r := Row{RTTms: ms(rtt), Files: p.Files(), Block: p.BlockSize, Op: op, N: len(times), Paper: paper}
 	var sum time.Duration
 	for _, t := range times {
 		sum += t
@@ -147,7 +150,7 @@ type deployment struct {
 	dir    string
 }
 
-func start(ctx context.Context, p access.Params) (*deployment, error) {
+func start(ctx context.Context, p access.Params, delay time.Duration) (*deployment, error) {
 	dir, err := os.MkdirTemp("", "veil-bench-metal")
 	if err != nil {
 		return nil, err
@@ -180,7 +183,7 @@ func start(ctx context.Context, p access.Params) (*deployment, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	d.cancel = cancel
 	for i := range dirs {
-		s, err := mserver.Open(dirs[i], mserver.Config{})
+		s, err := mserver.Open(dirs[i], mserver.Config{LinkDelay: delay})
 		if err != nil {
 			cancel()
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -126,7 +127,16 @@ func (s *Server) nextLink(ctx context.Context) (*conn, error) {
 }
 
 func (s *Server) runLink(ctx context.Context, c *conn) error {
-	sess, err := twopc.NewSession(c, twopc.Role(s.role), rand.Reader)
+	var rw io.ReadWriter = c
+	if s.cfg.LinkDelay > 0 {
+		dw := newDelayWriter(c, s.cfg.LinkDelay)
+		defer dw.Close()
+		rw = struct {
+			io.Reader
+			io.Writer
+		}{c, dw}
+	}
+	sess, err := twopc.NewSession(rw, twopc.Role(s.role), rand.Reader)
 	if err != nil {
 		return err
 	}

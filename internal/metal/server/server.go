@@ -27,6 +27,7 @@ type Config struct {
 	CallTimeout     time.Duration // a client request's wait for its turn and its call (default 5m)
 	RedialInterval  time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
 	PingInterval    time.Duration // Server 1: keep-alive on an idle link (default 5s)
+	LinkDelay       time.Duration // added one-way latency on the 2PC link (benchmarks; default 0)
 	MaxConns        int           // simultaneous client connections (default 256)
 	ReadTimeout     time.Duration // default 60s
 	IdleTimeout     time.Duration // default 2m

@@ -33,10 +33,13 @@ type pair struct {
 	mu     sync.Mutex
 	bodies [2][][]byte // what each server received from clients
 	dep    access.Deployment
+	delay  time.Duration // LinkDelay of both servers
 }
 
-func startPair(t *testing.T) *pair {
-	p := &pair{}
+func startPair(t *testing.T) *pair { return startPairDelay(t, 0) }
+
+func startPairDelay(t *testing.T, delay time.Duration) *pair {
+	p := &pair{delay: delay}
 	var ls [2]server.Listeners
 	for i := range ls {
 		var err error
@@ -67,7 +70,7 @@ func startPair(t *testing.T) *pair {
 }
 
 func (p *pair) serve(t *testing.T, i int, ls server.Listeners) {
-	s, err := Open(p.dir[i], Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), PairTimeout: 2 * time.Second, RedialInterval: 50 * time.Millisecond, PingInterval: 100 * time.Millisecond,
+	s, err := Open(p.dir[i], Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), PairTimeout: 2 * time.Second, RedialInterval: 50 * time.Millisecond, PingInterval: 100 * time.Millisecond, LinkDelay: p.delay,
 		TestTap: func(path string, body []byte) {
 			p.mu.Lock()
 			p.bodies[i] = append(p.bodies[i], append([]byte{}, body...))
@@ -178,5 +181,15 @@ func TestMissingPart(t *testing.T) {
 	}
 	if _, err := c.CreateAccount(context.Background()); err != nil {
 		t.Fatalf("after a half request: %v", err)
+	}
+}
+
+// With an added link latency (what veil bench metal --rtt uses) the servers still run calls.
+func TestLinkDelay(t *testing.T) {
+	p := startPairDelay(t, 2*time.Millisecond)
+	c := p.client(t)
+	a, err := c.CreateAccount(context.Background())
+	if err != nil || len(a.Capability) != 48 {
+		t.Fatalf("account over a delayed link: %v", err)
 	}
 }

@@ -449,3 +449,26 @@ func TestE2EPutSelectionAndGetFilters(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(src, "docs", "r.pdf"), filepath.Join(dest, "docs", "r.pdf"))
 }
+
+// FIFOs are stored as metadata and come back as FIFOs (they used to be refused).
+func TestE2EFIFOStoredAndRestored(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "d")
+	os.MkdirAll(src, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(src, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := u.mustRun(t, "put", src); !strings.Contains(out, "1 FIFOs/devices") {
+		t.Fatalf("put: %s", out)
+	}
+	var e map[string]any
+	json.Unmarshal([]byte(u.mustRun(t, "ls", "--json", "d")), &e)
+	if e["type"] != "fifo" || e["mode"] != "0600" {
+		t.Fatalf("ls --json: %v", e)
+	}
+	out := filepath.Join(t.TempDir(), "d")
+	u.mustRun(t, "get", "-q", "d", out)
+	if fi, err := os.Lstat(filepath.Join(out, "pipe")); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Fatalf("restored: %v %v", fi, err)
+	}
+}

@@ -132,8 +132,10 @@ A stored file and a stored folder never share a name: DEST, or a folder below it
 be where a file is stored, and a file cannot replace a folder.
 
 Modes, modification times, empty directories and symlinks (stored as links, never
-followed) are kept. What cannot be stored (sockets, devices, unreadable files, names over
-171 bytes) is reported per file without stopping the run (exit status 3).
+followed) are kept; FIFOs and devices are stored as metadata (as restic does) and
+recreated by get (devices where you may create them). What cannot be stored (sockets,
+unreadable files, names over 171 bytes) is reported per file without stopping the run
+(exit status 3).
 
 A file already stored at its destination with the same size, modification time and mode
 is not read again (like rclone; restic also compares ctime and inode); --force reads every

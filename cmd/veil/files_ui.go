@@ -119,8 +119,11 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 	if o.json {
 		json.NewEncoder(out).Encode(s)
 	} else if !o.quiet || perr != nil {
-		fmt.Fprintf(out, "%s %s, %s, %s, %s in %s", verb, plural(s.Files, "file"), plural(s.Dirs, "dir"), plural(s.Symlinks, "link"),
-			humanBytes(s.Bytes), s.Duration.Round(1e6))
+		fmt.Fprintf(out, "%s %s, %s, %s, ", verb, plural(s.Files, "file"), plural(s.Dirs, "dir"), plural(s.Symlinks, "link"))
+		if s.Special > 0 {
+			fmt.Fprintf(out, "%d FIFOs/devices, ", s.Special)
+		}
+		fmt.Fprintf(out, "%s in %s", humanBytes(s.Bytes), s.Duration.Round(1e6))
 		if verb == "stored" {
 			fmt.Fprintf(out, ": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
 			if s.Unchanged > 0 {

@@ -139,6 +139,7 @@ type Summary struct {
 	Kept           int            `json:"kept"`      // get: existing files and links left in place (Options.Overwrite)
 	Dirs           int            `json:"dirs"`
 	Symlinks       int            `json:"symlinks"`
+	Special        int            `json:"special"`         // FIFOs and devices (stored as metadata)
 	Bytes          int64          `json:"bytes"`           // plaintext bytes of the files
 	Chunks         int            `json:"chunks"`          // chunks in those files
 	ChunksUploaded int            `json:"chunks_uploaded"` // chunk objects sent

@@ -3,6 +3,7 @@ package dupless
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"time"
 )
 
@@ -16,6 +17,12 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		typ = "dir"
 	case e.Symlink != "":
 		typ = "symlink"
+	case e.Mode&fs.ModeNamedPipe != 0:
+		typ = "fifo"
+	case e.Mode&fs.ModeCharDevice != 0:
+		typ = "chardev"
+	case e.Mode&fs.ModeDevice != 0:
+		typ = "blockdev"
 	}
 	var mode string
 	if e.Err == "" {

@@ -302,6 +302,9 @@ func (c *Client) getOne(ctx context.Context, t getTask, sum *Summary, ls *links)
 		ls.mu.Unlock()
 		return nil
 	}
+	if r.Type == typeSpecial {
+		return c.restoreSpecial(t, r, sum)
+	}
 	if err := safeDir(t.root, filepath.Dir(t.local)); err != nil {
 		return err
 	}

@@ -112,6 +112,9 @@ func (c *Client) fillEntry(ctx context.Context, e *Entry, encDir, objName string
 	if r.Type == typeSymlink {
 		e.Mode |= fs.ModeSymlink
 	}
+	if r.Type == typeSpecial {
+		e.Mode = specialGoMode(r.Mode)
+	}
 	for _, ch := range r.Chunks {
 		if ch.Flags&flagRandomKey != 0 {
 			e.Fallback = true

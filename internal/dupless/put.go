@@ -207,8 +207,10 @@ func (c *Client) putOther(ctx context.Context, t putTask, sum *Summary, run *put
 		n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
 		sum.add(func(s *Summary) { s.Symlinks++; s.BytesUploaded += n })
 		return err
+	case mode&fs.ModeNamedPipe != 0 || mode&fs.ModeDevice != 0:
+		return c.putSpecial(ctx, t, sum, run)
 	default:
-		return fmt.Errorf("cannot store a %s (only files, directories and symlinks)", fileKind(mode))
+		return fmt.Errorf("cannot store a %s (files, directories, symlinks, FIFOs and devices only)", fileKind(mode))
 	}
 }
 

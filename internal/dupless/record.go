@@ -14,6 +14,15 @@ const (
 	typeFile    = 1
 	typeSymlink = 2
 	typeDir     = 3
+	typeSpecial = 4 // a FIFO or device, metadata only (version 3 records)
+)
+
+// File type bits of a special record's Mode (stat(2)'s S_IFMT values).
+const (
+	modeTypeMask = 0o170000
+	modeFIFO     = 0o010000
+	modeCharDev  = 0o020000
+	modeBlockDev = 0o060000
 )
 
 // Chunk flags.
@@ -47,11 +56,13 @@ type record struct {
 	Size   uint64 // bytes of the whole file
 	Target string // symlink target
 	KeyID  string // key server key id the chunk keys came from ("" if none)
+	Rdev   uint64 `json:",omitempty"` // a special record's device number (version 3)
 	Chunks []chunkRef
 }
 
 const (
 	recordVersion   = 0x02                   // written; 0x01 is still read
+	recordVersion3  = 0x03                   // written for special files only (version 2 plus Rdev)
 	chunkRefSizeV1  = 1 + 4 + 4 + 3*32       // flags, lengths, K, H(M), tag
 	chunkRefSize    = chunkRefSizeV1 + 1 + 1 // version 2 adds suite and scheme
 	maxRecordChunks = 1 << 20                // 1 Mi chunks: 512 GiB at the minimum chunk size, ~1 TiB on average
@@ -72,6 +83,9 @@ func (r *record) marshal() []byte {
 	b = append(b, r.Target...)
 	b = append(b, byte(len(r.KeyID)))
 	b = append(b, r.KeyID...)
+	if r.version() >= recordVersion3 {
+		b = binary.BigEndian.AppendUint64(b, r.Rdev)
+	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Chunks)))
 	for _, c := range r.Chunks {
 		b = append(b, c.Flags, byte(c.Suite), byte(c.Scheme))
@@ -116,6 +130,9 @@ func unmarshalRecord(b []byte, version byte) (*record, error) {
 	r := &record{Type: p.u8(), Mode: p.u32(), MTime: int64(p.u64()), Size: p.u64()}
 	r.Target = string(p.take(int(p.u16())))
 	r.KeyID = string(p.take(int(p.u8())))
+	if version >= recordVersion3 {
+		r.Rdev = p.u64()
+	}
 	n := p.u32()
 	if p.err == nil && (n > maxRecordChunks || int(n)*refSize != len(p.b)) {
 		return nil, fmt.Errorf("%w: %d chunks do not fit %d bytes", ErrRecord, n, len(p.b))
@@ -149,8 +166,16 @@ func unmarshalRecord(b []byte, version byte) (*record, error) {
 		total += uint64(c.PlainLen)
 	}
 	switch {
-	case r.Type < typeFile || r.Type > typeDir:
+	case r.Type < typeFile || r.Type > typeSpecial:
 		return nil, fmt.Errorf("%w: unknown type %d", ErrRecord, r.Type)
+	case (r.Type == typeSpecial) != (version == recordVersion3):
+		return nil, fmt.Errorf("%w: type %d in a version %d record", ErrRecord, r.Type, version)
+	case r.Type == typeSpecial && !knownSpecial(r.Mode):
+		return nil, fmt.Errorf("%w: special file of mode %o", ErrRecord, r.Mode)
+	case r.Type != typeSpecial && r.Mode&modeTypeMask != 0:
+		return nil, fmt.Errorf("%w: file type bits %o in a type %d record", ErrRecord, r.Mode&modeTypeMask, r.Type)
+	case r.Type != typeSpecial && r.Rdev != 0:
+		return nil, fmt.Errorf("%w: device number in a type %d record", ErrRecord, r.Type)
 	case total != r.Size:
 		return nil, fmt.Errorf("%w: chunks hold %d bytes, size says %d", ErrRecord, total, r.Size)
 	case r.Type != typeFile && n != 0:
@@ -163,11 +188,27 @@ func unmarshalRecord(b []byte, version byte) (*record, error) {
 // cannot swap records (and with them contents) between names, and to its version byte
 // (each version has its own label), so a record cannot be read as another version.
 func recordAD(version byte, encPath string) []byte {
-	label := "veil/v2 key record\x00"
-	if version == 1 {
-		label = "veil/v1 key record\x00"
-	}
+	label := fmt.Sprintf("veil/v%d key record\x00", version)
 	return append([]byte(label), encPath...)
+}
+
+// version is the record version r is written as: 3 for special files (the only records
+// that need its device field), else 2, so every other record stays readable by veil
+// versions that know only 1 and 2.
+func (r *record) version() byte {
+	if r.Type == typeSpecial {
+		return recordVersion3
+	}
+	return recordVersion
+}
+
+// knownSpecial reports whether a special record's mode names a FIFO or a device.
+func knownSpecial(mode uint32) bool {
+	switch mode & modeTypeMask {
+	case modeFIFO, modeCharDev, modeBlockDev:
+		return true
+	}
+	return false
 }
 
 // knownFormat reports whether a record may name this chunk format: the guarded schemes
@@ -185,9 +226,9 @@ func (k *userKeys) sealRecord(r *record, encPath string) []byte {
 
 func (k *userKeys) sealRecordNonce(r *record, encPath string, nonce []byte) []byte {
 	out := make([]byte, recordHeader, recordHeader+len(r.Chunks)*chunkRefSize+64)
-	out[0] = recordVersion
+	out[0] = r.version()
 	copy(out[1:], nonce)
-	return k.records.Seal(out, out[1:recordHeader], r.marshal(), recordAD(recordVersion, encPath))
+	return k.records.Seal(out, out[1:recordHeader], r.marshal(), recordAD(out[0], encPath))
 }
 
 // openRecord authenticates and parses a record read from encPath.
@@ -195,7 +236,7 @@ func (k *userKeys) openRecord(b []byte, encPath string) (*record, error) {
 	if len(b) < recordHeader+k.records.Overhead() {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrRecord, len(b))
 	}
-	if b[0] != 1 && b[0] != recordVersion {
+	if b[0] != 1 && b[0] != recordVersion && b[0] != recordVersion3 {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrRecord, b[0])
 	}
 	pt, err := k.records.Open(nil, b[1:recordHeader], b[recordHeader:], recordAD(b[0], encPath))

@@ -58,7 +58,8 @@ func (c *Client) mayReplace(path string, r *record) error {
 	switch {
 	case mode.IsDir():
 		return fmt.Errorf("exists and is a directory: not replaced")
-	case !mode.IsRegular() && mode&fs.ModeSymlink == 0:
+	case !mode.IsRegular() && mode&fs.ModeSymlink == 0 &&
+		!(r.Type == typeSpecial && mode.Type() == specialGoMode(r.Mode).Type()): // a FIFO over a FIFO is fine
 		return fmt.Errorf("%w (a %s)", ErrNotRegular, fileKind(mode))
 	}
 	switch c.opts.Overwrite {
@@ -74,6 +75,9 @@ func (c *Client) mayReplace(path string, r *record) error {
 
 // same reports whether the existing entry fi at path already is what r describes.
 func same(path string, fi fs.FileInfo, r *record) bool {
+	if r.Type == typeSpecial {
+		return fi.Mode().Type() == specialGoMode(r.Mode).Type() && unixMode(fi.Mode()) == r.Mode&0o7777
+	}
 	if r.Type == typeSymlink {
 		t, err := os.Readlink(path)
 		return err == nil && fi.Mode()&fs.ModeSymlink != 0 && t == r.Target

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/dustin/go-humanize"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -57,16 +56,12 @@ Examples:
 					enc.Encode(r)
 					return
 				}
-				if isTerminal(os.Stderr) {
-					fmt.Fprintf(os.Stderr, "\r\033[K%s %s %s", r.Experiment, r.What, humanBytes(r.Size))
-				}
+				fmt.Fprintf(progressOut(cmd), "\r\033[K%s %s %s", r.Experiment, r.What, humanBytes(r.Size))
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.Experiment, r.What, humanBytes(r.Size), r.Ms,
 					blankZero("%.2f", r.PlainMs), blankZero("%.2fx", r.Ratio), blankZero("%.0f", float64(r.BytesSent)),
 					blankZero("%.0f", float64(r.Overhead)), r.Paper)
 			})
-			if isTerminal(os.Stderr) {
-				fmt.Fprint(os.Stderr, "\r\033[K")
-			}
+			fmt.Fprint(progressOut(cmd), "\r\033[K")
 			if !asJSON {
 				tw.Flush()
 			}

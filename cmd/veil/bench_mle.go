@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -44,12 +43,12 @@ Examples:
 				ghz = mlebench.NominalGHz()
 			}
 			rows := runMLEBench(suite, ghz, func(done, total int) {
-				if !asJSON && isTerminal(os.Stderr) {
-					fmt.Fprintf(os.Stderr, "\rmeasuring %d/%d", done, total)
+				if !asJSON {
+					fmt.Fprintf(progressOut(cmd), "\rmeasuring %d/%d", done, total)
 				}
 			})
-			if !asJSON && isTerminal(os.Stderr) {
-				fmt.Fprint(os.Stderr, "\r\033[K")
+			if !asJSON {
+				fmt.Fprint(progressOut(cmd), "\r\033[K")
 			}
 			return printMLEBench(cmd.OutOrStdout(), rows, suite, ghz, asJSON)
 		},

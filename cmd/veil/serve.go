@@ -59,9 +59,9 @@ Examples:
 					undo()
 					return fmt.Errorf("metal: %w", err)
 				}
-				fmt.Fprintf(os.Stderr, "metal: users run 'veil metal join %s'\n", allinone.MetalDeploymentFile(dir))
+				fmt.Fprintf(cmd.ErrOrStderr(), "metal: users run 'veil metal join %s'\n", allinone.MetalDeploymentFile(dir))
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			d, err := allinone.Start(cmd.Context(), dir, log)
 			if err != nil {
 				undo() // a first run on a taken port leaves nothing half made
@@ -74,9 +74,9 @@ Examples:
 					d.Stop()
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "invitation for %s: %s\n", u, path)
+				fmt.Fprintf(cmd.ErrOrStderr(), "invitation for %s: %s\n", u, path)
 			}
-			fmt.Fprintf(os.Stderr, "veil serve: key server https://%s (udp %s), storage service veil://%s, peekaboo V-server https://%s, data in %s\n",
+			fmt.Fprintf(cmd.ErrOrStderr(), "veil serve: key server https://%s (udp %s), storage service veil://%s, peekaboo V-server https://%s, data in %s\n",
 				got.KSAddr, got.KSUDP, got.StoreAddr, allinone.PeekabooVAddr(got), dir)
 			return d.Wait()
 		},

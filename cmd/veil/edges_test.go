@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -470,5 +471,27 @@ func TestE2EFIFOStoredAndRestored(t *testing.T) {
 	u.mustRun(t, "get", "-q", "d", out)
 	if fi, err := os.Lstat(filepath.Join(out, "pipe")); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
 		t.Fatalf("restored: %v %v", fi, err)
+	}
+}
+
+// Long mv and rm -r report progress (every 100 entries; --progress when stderr is not a
+// terminal).
+func TestE2EMoveRemoveProgress(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "many")
+	for i := range 250 {
+		randomFile(t, filepath.Join(src, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%03d", i)), 10, byte(i))
+	}
+	u.mustRun(t, "put", "-q", src)
+	_, errs, code := u.run(t, "mv", "--progress", "many", "moved")
+	if code != 0 || !strings.Contains(errs, "veil: moved 100 of 250 entries") || !strings.Contains(errs, "veil: moved 200 of 250 entries") {
+		t.Fatalf("mv --progress: exit %d, %q", code, errs)
+	}
+	_, errs, code = u.run(t, "rm", "-r", "--progress", "moved")
+	if code != 0 || !strings.Contains(errs, "veil: removed 200 entries") {
+		t.Fatalf("rm -r --progress: exit %d, %q", code, errs)
+	}
+	if _, errs, _ := u.run(t, "rm", "-r", "nothing"); strings.Contains(errs, "entries") {
+		t.Fatalf("progress without --progress: %q", errs)
 	}
 }

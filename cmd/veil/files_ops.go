@@ -113,6 +113,9 @@ file is reclaimed by 'veil prune' (other files of yours may share its chunks). A
 slash (NAME/) removes only a folder: never a file of that name. (Stores written before
 veil refused a file and a folder of one name may hold both; rm then asks which.)
 
+A long rm -r reports progress on stderr every 100 entries (when stderr is a terminal, or
+with --progress).
+
 Examples:
   veil rm old.txt
   veil rm -r Documents/drafts/`,
@@ -134,6 +137,7 @@ Examples:
 	}
 	o.addFlags(c, false)
 	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and everything below them")
+	o.addProgressFlag(c, "removed")
 	return c
 }
 
@@ -146,6 +150,8 @@ func newMvCommand() *cobra.Command {
 for their new names (records are bound to their names, so the storage service cannot swap
 them). DEST must not exist. Each record is written under its new name before the old one
 is deleted, so an interrupted mv leaves every file readable under one of the two names.
+A long mv reports progress on stderr every 100 entries (when stderr is a terminal, or with
+--progress).
 
 Examples:
   veil mv notes.txt archive/notes-2025.txt
@@ -164,6 +170,7 @@ Examples:
 		},
 	}
 	o.addFlags(c, false)
+	o.addProgressFlag(c, "moved")
 	return c
 }
 

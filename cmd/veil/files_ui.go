@@ -32,6 +32,9 @@ type clientFlags struct {
 	include      []string // get --include
 	getExclude   []string // get --exclude
 	noRootCheck  bool
+	entries      string // mv, rm: the verb of per-entry progress ("moved"), "" for none
+	progress     bool   // mv, rm --progress: progress lines even when stderr is no terminal
+	total        entryTotal
 }
 
 func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
@@ -96,14 +99,20 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	every := o.entryProgress()
 	ev.File = func(path string, err error) {
-		ui.files.Add(1)
+		if n := ui.files.Add(1); every != nil {
+			every(n)
+		}
 		if err != nil && !o.json {
 			if ui.bar != nil {
 				ui.bar.Clear()
 			}
 			fmt.Fprintf(os.Stderr, "veil: %s: %v\n", path, err)
 		}
+	}
+	if every != nil {
+		ev.Total = func(files int, _ int64) { o.total.Store(int64(files)) }
 	}
 	cl, done, err := profile.Open(cmd.Context(), o.dir(), pass, profile.ClientOptions{Overrides: profile.EnvOverrides(os.Getenv), Jobs: o.jobs, Events: ev, Logger: log,
 		Force: o.force, Exclude: o.exclude, Overwrite: o.overwrite, GetInclude: o.include, GetExclude: o.getExclude, NoRootCheck: o.noRootCheck})

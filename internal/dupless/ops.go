@@ -208,6 +208,7 @@ func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) er
 		}
 		if _, ok := cutSuffix(e.Name, keySuffix); ok {
 			sum.Files++
+			c.event(e.Name, nil) // progress of a long rm -r
 		}
 	}
 	sum.Dirs++
@@ -264,10 +265,14 @@ func (c *Client) Move(ctx context.Context, src, dst string) (err error) {
 	if err != nil {
 		return err
 	}
+	if c.opts.Events.Total != nil {
+		c.opts.Events.Total(len(files), 0)
+	}
 	for _, rel := range files {
 		if err := c.moveRecord(ctx, joinPath(src, rel), joinPath(dst, rel)); err != nil {
 			return err
 		}
+		c.event(joinPath(dst, rel), nil) // progress of a long mv
 	}
 	if err := c.copyDirMeta(ctx, src, dst); err != nil {
 		return err

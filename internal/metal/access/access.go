@@ -96,7 +96,7 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	p.st.Pos = newPos
 	p.st.Evicts = p.idx.Evictions()
 	p.st.Calls++
-	if err := p.store.Commit(p.st, p.dirty); err != nil {
+	if err := p.store.commitCall(p.st, p.dirty); err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.Commit)

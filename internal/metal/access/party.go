@@ -2,6 +2,7 @@ package access
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,9 @@ type Party struct {
 	front, mid *circuit.Circuit
 	dirty      map[uint64][]byte // Server 1: DataORAM blocks changed by this access
 	lastLeaf   uint64
+	// RolledBack: at session start this server was one call ahead of the other (which had
+	// crashed before committing it) and undid that call, so both hold the same state.
+	RolledBack bool
 	last       Timings
 }
 
@@ -72,7 +76,7 @@ func NewParty(sess *twopc.Session, store *Store, rnd io.Reader) (*Party, error) 
 
 func (p *Party) handshake() error {
 	hello := append(p.st.P.Encode(), p.st.Key.X.Bytes()...)
-	hello = append(hello, circuit.BitsToBytes(circuit.Uint64ToBits(p.st.Calls, 64))...)
+	hello = binary.LittleEndian.AppendUint64(hello, p.st.Calls)
 	var peer []byte
 	var err error
 	if p.sess.Role() == twopc.Garbler {
@@ -88,8 +92,23 @@ func (p *Party) handshake() error {
 	if len(peer) != len(hello) || !bytes.Equal(peer[:ParamsLen], hello[:ParamsLen]) {
 		return errors.New("access: the other server runs different parameters")
 	}
-	if !bytes.Equal(peer[ParamsLen+32:], hello[ParamsLen+32:]) {
-		return errors.New("access: the servers' call counters differ (one lost its state?)")
+	mine, theirs := p.st.Calls, binary.LittleEndian.Uint64(peer[ParamsLen+32:])
+	switch {
+	case mine == theirs+1: // the other server crashed before committing the last call
+		if err := p.store.Rollback(); err != nil {
+			return fmt.Errorf("access: this server is one call ahead and cannot undo it: %w", err)
+		}
+		st, err := p.store.LoadState()
+		if err != nil {
+			return err
+		}
+		if st.Calls != theirs {
+			return errors.New("access: the undone state does not match the other server's")
+		}
+		p.st, p.RolledBack = st, true
+	case theirs == mine+1: // it undoes its last call (above, on its side)
+	case mine != theirs:
+		return fmt.Errorf("access: the servers' call counters differ (%d here, %d there): one lost its state", mine, theirs)
 	}
 	var x [32]byte
 	copy(x[:], peer[ParamsLen:])
@@ -159,5 +178,5 @@ func (p *Party) CreateAccount() (capShare, firstShare []byte, err error) {
 	}
 	p.st.AC = p.ac.State()
 	p.st.Calls++
-	return c, before[:], p.store.Commit(p.st, nil)
+	return c, before[:], p.store.commitCall(p.st, nil)
 }

@@ -17,13 +17,14 @@ type Store struct{ db *bbolt.DB }
 var (
 	bucketState = []byte("metal-state")
 	bucketData  = []byte("metal-data")
+	bucketUndo  = []byte("metal-undo") // the state and blocks before the last call
 	keyState    = []byte("state")
 )
 
 // NewStore uses db (opened by the caller), creating the buckets.
 func NewStore(db *bbolt.DB) (*Store, error) {
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketData} {
+		for _, b := range [][]byte{bucketState, bucketData, bucketUndo} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -61,6 +62,71 @@ func (s *Store) Commit(st *State, blocks map[uint64][]byte) error {
 			}
 		}
 		return tx.Bucket(bucketState).Put(keyState, st.Marshal())
+	})
+}
+
+// commitCall is Commit for a completed call: in the same transaction it keeps what the
+// call replaced (the previous state, and each changed block's previous value or its
+// absence) in bucket metal-undo, so that Rollback can undo this one call.
+func (s *Store) commitCall(st *State, blocks map[uint64][]byte) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket(bucketUndo); err != nil {
+			return err
+		}
+		u, err := tx.CreateBucket(bucketUndo)
+		if err != nil {
+			return err
+		}
+		if err := u.Put(keyState, tx.Bucket(bucketState).Get(keyState)); err != nil {
+			return err
+		}
+		d := tx.Bucket(bucketData)
+		for k, v := range blocks {
+			old := []byte{0}
+			if prev := d.Get(slotKey(k)); prev != nil {
+				old = append([]byte{1}, prev...)
+			}
+			if err := u.Put(slotKey(k), old); err != nil {
+				return err
+			}
+			if err := d.Put(slotKey(k), v); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketState).Put(keyState, st.Marshal())
+	})
+}
+
+// Rollback undoes the last call (once): the state and blocks return to what they were
+// before it. It fails when there is nothing to undo.
+func (s *Store) Rollback() error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		u := tx.Bucket(bucketUndo)
+		prev := u.Get(keyState)
+		if prev == nil {
+			return fmt.Errorf("access: no call to undo")
+		}
+		if err := tx.Bucket(bucketState).Put(keyState, prev); err != nil {
+			return err
+		}
+		d := tx.Bucket(bucketData)
+		err := u.ForEach(func(k, v []byte) error {
+			switch {
+			case string(k) == string(keyState):
+				return nil
+			case len(v) > 0 && v[0] == 1:
+				return d.Put(k, v[1:])
+			}
+			return d.Delete(k)
+		})
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bucketUndo); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket(bucketUndo)
+		return err
 	})
 }
 

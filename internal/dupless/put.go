@@ -193,20 +193,7 @@ func (c *Client) putOther(ctx context.Context, t putTask, sum *Summary, run *put
 			return errors.New("symlink target longer than 4096 bytes")
 		}
 		r := &record{Type: typeSymlink, Mode: unixMode(mode), MTime: t.info.ModTime().UnixNano(), Target: target}
-		encDir, encName, err := c.encFile(t.dest)
-		if err != nil {
-			return err
-		}
-		if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
-			return err
-		}
-		if c.stored(ctx, run, encDir, encName+keySuffix, r) {
-			sum.add(func(s *Summary) { s.Symlinks++ })
-			return nil
-		}
-		n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
-		sum.add(func(s *Summary) { s.Symlinks++; s.BytesUploaded += n })
-		return err
+		return c.putMetaRecord(ctx, run, t, r, sum, func(s *Summary) { s.Symlinks++ })
 	case mode&fs.ModeNamedPipe != 0 || mode&fs.ModeDevice != 0:
 		return c.putSpecial(ctx, t, sum, run)
 	default:
@@ -238,4 +225,23 @@ func (c *Client) encFile(dest string) (encDir, encName string, err error) {
 	}
 	encName, err = c.keys.encName(name)
 	return
+}
+
+// putMetaRecord stores r, a record without chunks (a link, FIFO or device), at t.dest
+// unless the same record is stored there already; count adds it to the summary.
+func (c *Client) putMetaRecord(ctx context.Context, run *putRun, t putTask, r *record, sum *Summary, count func(*Summary)) error {
+	encDir, encName, err := c.encFile(t.dest)
+	if err != nil {
+		return err
+	}
+	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
+		return err
+	}
+	if c.stored(ctx, run, encDir, encName+keySuffix, r) {
+		sum.add(count)
+		return nil
+	}
+	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
+	sum.add(func(s *Summary) { count(s); s.BytesUploaded += n })
+	return err
 }

@@ -35,20 +35,7 @@ func (c *Client) putSpecial(ctx context.Context, t putTask, sum *Summary, run *p
 	if st, ok := t.info.Sys().(*syscall.Stat_t); ok && t.info.Mode()&fs.ModeDevice != 0 {
 		r.Rdev = uint64(st.Rdev)
 	}
-	encDir, encName, err := c.encFile(t.dest)
-	if err != nil {
-		return err
-	}
-	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
-		return err
-	}
-	if c.stored(ctx, run, encDir, encName+keySuffix, r) {
-		sum.add(func(s *Summary) { s.Special++ })
-		return nil
-	}
-	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
-	sum.add(func(s *Summary) { s.Special++; s.BytesUploaded += n })
-	return err
+	return c.putMetaRecord(ctx, run, t, r, sum, func(s *Summary) { s.Special++ })
 }
 
 // restoreSpecial recreates a FIFO or device at t.local: made under a temporary name beside

@@ -145,6 +145,9 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 		return err
 	}
 	s.setUp(true) // NewParty reloaded the committed state: a failed call left memory out of step
+	if p.RolledBack {
+		s.log.Warn("undid this server's last call: the other server had crashed before committing it", "calls", p.Calls())
+	}
 	s.log.Info("2PC link up", "calls", p.Calls())
 	if s.role == 1 {
 		return s.lead(ctx, sess, p)

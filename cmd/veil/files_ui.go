@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -51,7 +52,8 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 
 func (o *clientFlags) dir() string { return profileDir(o.config) }
 
-// profileDir is the --config flag, else $VEIL_CONFIG, else the platform's default.
+// profileDir is the --config flag, else $VEIL_CONFIG, else $XDG_CONFIG_HOME/veil, else
+// ~/.config/veil (os.UserConfigDir), else .veil.
 func profileDir(flag string) string {
 	if flag != "" {
 		return flag
@@ -59,7 +61,11 @@ func profileDir(flag string) string {
 	if d := os.Getenv(profile.EnvConfig); d != "" {
 		return d
 	}
-	return profile.DefaultDir()
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return ".veil"
+	}
+	return filepath.Join(d, "veil")
 }
 
 // progressUI shows a byte progress bar on stderr when it is a terminal.

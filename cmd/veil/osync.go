@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,20 @@ func (f *osyncFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.passFile, "passphrase-file", "", "the same as --password-file")
 	c.Flags().MarkHidden("passphrase-file")
 	c.MarkFlagRequired("backend")
+}
+
+// stateRoot is where default osync state directories go: $XDG_STATE_HOME/veil/osync, else
+// ~/.local/state/veil/osync (the platform convention, resolved here and not in the library).
+func stateRoot() string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "veil", "osync")
 }
 
 func (f *osyncFlags) addState(c *cobra.Command) {
@@ -196,7 +211,7 @@ start; see 'veil osync adopt'.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Backend, cfg.Mountpoint, cfg.Passphrase = f.backend, args[0], pass
-			cfg.Writer.StateDir = f.stateDir
+			cfg.Writer.StateDir, cfg.Writer.StateRoot = f.stateDir, stateRoot()
 			cfg.Writer.Host, _ = os.Hostname()
 			return fusefs.Run(cmd.Context(), cfg)
 		},
@@ -235,7 +250,7 @@ Examples:
 			}
 			out := json.NewEncoder(cmd.OutOrStdout())
 			host, _ := os.Hostname()
-			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir, Host: host}, epochs, drain, maxEpochs,
+			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir, StateRoot: stateRoot(), Host: host}, epochs, drain, maxEpochs,
 				func(r oblivisync.EpochReport) {
 					if asJSON {
 						out.Encode(r)

@@ -38,7 +38,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			rep, err := oblivisync.Adopt(f.backend, pass, f.stateDir)
+			rep, err := oblivisync.Adopt(f.backend, pass, f.stateDir, stateRoot())
 			if err != nil {
 				return err
 			}

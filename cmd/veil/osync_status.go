@@ -31,7 +31,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			st, err := oblivisync.Status(f.backend, pass, f.stateDir)
+			st, err := oblivisync.Status(f.backend, pass, f.stateDir, stateRoot())
 			if err != nil {
 				return err
 			}

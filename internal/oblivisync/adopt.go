@@ -1,7 +1,6 @@
 package oblivisync
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -28,13 +27,14 @@ type AdoptReport struct {
 // subdirectory and are NOT applied: the next writer starts from the backend's committed
 // state. It refuses a state directory that is not behind (that would throw away changes a
 // writer could still sync) and one whose backend looks rolled back (ErrIntegrity).
-func Adopt(dir string, pass []byte, stateDir string) (AdoptReport, error) {
+// stateRoot is as Options.StateRoot.
+func Adopt(dir string, pass []byte, stateDir, stateRoot string) (AdoptReport, error) {
 	be, err := openBackend(dir, pass)
 	if err != nil {
 		return AdoptReport{}, err
 	}
-	if stateDir == "" {
-		stateDir = DefaultStateDir(hex.EncodeToString(be.id[:]))
+	if stateDir, err = StateDirFor(stateDir, stateRoot, be.id); err != nil {
+		return AdoptReport{}, err
 	}
 	if err := CheckOutside(dir, stateDir, "state directory"); err != nil {
 		return AdoptReport{}, err

@@ -76,15 +76,16 @@ type WriterStatus struct {
 	Behind string `json:"behind,omitempty"`
 }
 
-// Status reads the backend's committed state and this machine's writer state.
-func Status(dir string, pass []byte, stateDir string) (BackendStatus, error) {
+// Status reads the backend's committed state and this machine's writer state (stateDir,
+// or stateRoot/<backend id> as Options.StateRoot).
+func Status(dir string, pass []byte, stateDir, stateRoot string) (BackendStatus, error) {
 	r, err := OpenReader(dir, pass)
 	if err != nil {
 		return BackendStatus{}, err
 	}
 	id := hex.EncodeToString(r.be.id[:])
-	if stateDir == "" {
-		stateDir = DefaultStateDir(id)
+	if stateDir, err = StateDirFor(stateDir, stateRoot, r.be.id); err != nil {
+		return BackendStatus{}, err
 	}
 	st := r.StatFS()
 	p := r.be.params

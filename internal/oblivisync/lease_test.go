@@ -177,9 +177,9 @@ func TestAdopt(t *testing.T) {
 
 	_, err := OpenWriter(dir, testPass, Options{StateDir: stA, UnsafeNoFsync: true})
 	wantErr(t, err, ErrBehind, "adopt --backend")
-	_, err = Adopt(dir, testPass, stB)
+	_, err = Adopt(dir, testPass, stB, "")
 	wantErr(t, err, ErrInvalid, "not behind")
-	rep, err := Adopt(dir, testPass, stA)
+	rep, err := Adopt(dir, testPass, stA, "")
 	if err != nil || rep.SetAside == "" || len(rep.Moved) < 3 || rep.PendingFragments != 1 {
 		t.Fatalf("adopt: %+v %v", rep, err)
 	}

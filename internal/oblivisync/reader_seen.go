@@ -1,7 +1,6 @@
 package oblivisync
 
 import (
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +14,9 @@ type ReaderOptions struct {
 	// across restarts: without it a reader started afresh trusts whatever authentic
 	// superblock the cloud folder holds (rollback).
 	Remember bool
-	// StateDir holds reader-seen; default DefaultStateDir(backend id). It must NOT be
-	// inside the synced folder.
-	StateDir string
+	// StateDir holds reader-seen; default StateRoot/<backend id> (as Options). It must NOT
+	// be inside the synced folder.
+	StateDir, StateRoot string
 }
 
 const readerSeenName = "reader-seen"
@@ -30,8 +29,8 @@ func OpenReaderWith(dir string, pass []byte, o ReaderOptions) (*Reader, error) {
 	}
 	r := &Reader{be: be, MinRefresh: 100 * time.Millisecond, copyMax: PinCopyMax}
 	if o.Remember {
-		if o.StateDir == "" {
-			o.StateDir = DefaultStateDir(hex.EncodeToString(be.id[:]))
+		if o.StateDir, err = StateDirFor(o.StateDir, o.StateRoot, be.id); err != nil {
+			return nil, err
 		}
 		if err := CheckOutside(dir, o.StateDir, "state directory"); err != nil {
 			return nil, err

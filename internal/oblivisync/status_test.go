@@ -21,7 +21,7 @@ func TestStatusReadsTheJournal(t *testing.T) {
 	want := w.Stats()
 	w.Close()
 	before := observe(t, state)
-	st, err := Status(dir, testPass, state)
+	st, err := Status(dir, testPass, state, "")
 	if err != nil || st.Writer == nil || st.Writer.Source != "journal" || st.Writer.Running {
 		t.Fatalf("status: %+v %v", st.Writer, err)
 	}
@@ -32,7 +32,7 @@ func TestStatusReadsTheJournal(t *testing.T) {
 		t.Fatalf("status changed the state directory:\n%v\n%v", before, after)
 	}
 	w = openW(t, dir, state) // a running writer: its published numbers
-	rs, err := Status(dir, testPass, state)
+	rs, err := Status(dir, testPass, state, "")
 	if err != nil || !rs.Writer.Running || rs.Writer.Source != "status.json" || rs.Writer.PendingInodes != want.PendingInodes {
 		t.Fatalf("status of a running writer: %+v %v", rs.Writer, err)
 	}
@@ -41,7 +41,7 @@ func TestStatusReadsTheJournal(t *testing.T) {
 	other := openW(t, dir, t.TempDir())
 	must(other.Sync())
 	other.Close()
-	st, err = Status(dir, testPass, state)
+	st, err = Status(dir, testPass, state, "")
 	if err != nil || !strings.Contains(st.Writer.Behind, "veil osync adopt") {
 		t.Fatalf("status of a state behind the backend: %+v %v", st.Writer, err)
 	}

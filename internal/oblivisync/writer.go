@@ -14,9 +14,13 @@ import (
 
 // Options configure a read-write client.
 type Options struct {
-	// StateDir holds the local journal; default $XDG_STATE_HOME/veil/osync/<backend id>
-	// (~/.local/state/...). It must NOT be inside the synced folder.
+	// StateDir holds the local journal; default StateRoot/<backend id>. It must NOT be
+	// inside the synced folder.
 	StateDir string
+	// StateRoot is where default state directories go (cmd/veil passes
+	// $XDG_STATE_HOME/veil/osync, else ~/.local/state/veil/osync). One of StateDir and
+	// StateRoot must be set.
+	StateRoot string
 	// MaxPending bounds the journal (pending buffer) in bytes; writes beyond it fail with
 	// ErrNoSpace. Default: the backend's capacity.
 	MaxPending int64
@@ -86,17 +90,16 @@ type pfrag struct {
 
 const maxExtents = 32
 
-// DefaultStateDir is where a writer keeps its journal for the backend with this id.
-func DefaultStateDir(id string) string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".local", "state")
+// StateDirFor is the state directory for the backend with this id: dir when given, else
+// root/<id>. The library reads no environment: the caller resolves root.
+func StateDirFor(dir, root string, id [16]byte) (string, error) {
+	if dir != "" {
+		return dir, nil
 	}
-	return filepath.Join(base, "veil", "osync", id)
+	if root == "" {
+		return "", errors.New("no state directory given (--state DIR)")
+	}
+	return filepath.Join(root, hex.EncodeToString(id[:])), nil
 }
 
 // OpenWriter opens the backend at dir read-write, recovering any pending changes from the
@@ -107,8 +110,8 @@ func OpenWriter(dir string, pass []byte, o Options) (*Writer, error) {
 		return nil, err
 	}
 	be.fsync = !o.UnsafeNoFsync
-	if o.StateDir == "" {
-		o.StateDir = DefaultStateDir(hex.EncodeToString(be.id[:]))
+	if o.StateDir, err = StateDirFor(o.StateDir, o.StateRoot, be.id); err != nil {
+		return nil, err
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = int64(be.params.Files) * int64(be.params.FileSize)

@@ -65,16 +65,6 @@ func EnvOverrides(getenv func(string) string) Overrides {
 		Credentials: open.EnvCredentials(open.Credentials{}, getenv)}
 }
 
-// DefaultDir is $XDG_CONFIG_HOME/veil, else ~/.config/veil (os.UserConfigDir); cmd/veil
-// puts $VEIL_CONFIG first.
-func DefaultDir() string {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return ".veil"
-	}
-	return filepath.Join(d, "veil")
-}
-
 // InitOptions say what `veil init` sets up.
 type InitOptions struct {
 	Invite       []byte           // an invitation from `veil serve adduser` (sets everything below)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -36,11 +37,13 @@ func helperMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	cfg := Config{
-		Backend:      os.Getenv("OSYNC_BACKEND"),
-		Mountpoint:   os.Getenv("OSYNC_MNT"),
-		Passphrase:   []byte(os.Getenv("OSYNC_PASS")),
-		ReadOnly:     os.Getenv("OSYNC_RO") == "1",
-		Writer:       oblivisync.Options{StateDir: os.Getenv("OSYNC_STATE"), UnsafeNoFsync: true, LeaseTTL: ttl},
+		Backend:    os.Getenv("OSYNC_BACKEND"),
+		Mountpoint: os.Getenv("OSYNC_MNT"),
+		Passphrase: []byte(os.Getenv("OSYNC_PASS")),
+		ReadOnly:   os.Getenv("OSYNC_RO") == "1",
+		// StateRoot beside the backend (temporary), never the real home directory.
+		Writer: oblivisync.Options{StateDir: os.Getenv("OSYNC_STATE"), StateRoot: filepath.Join(filepath.Dir(os.Getenv("OSYNC_BACKEND")), "state-root"),
+			UnsafeNoFsync: true, LeaseTTL: ttl},
 		DrainTimeout: 30 * time.Second,
 		Ready:        func() { fmt.Println("ready") },
 		MetricsAddr:  os.Getenv("OSYNC_METRICS"),

@@ -55,7 +55,7 @@ func Run(ctx context.Context, c Config) error {
 	var w *oblivisync.Writer
 	if c.ReadOnly {
 		r, err := oblivisync.OpenReaderWith(c.Backend, c.Passphrase,
-			oblivisync.ReaderOptions{Remember: true, StateDir: c.Writer.StateDir})
+			oblivisync.ReaderOptions{Remember: true, StateDir: c.Writer.StateDir, StateRoot: c.Writer.StateRoot})
 		if err != nil {
 			return err
 		}

@@ -90,7 +90,7 @@ func TestHandOverBetweenMachines(t *testing.T) {
 	if !strings.Contains(out, "veil osync adopt") || !strings.Contains(out, "behind the backend") {
 		t.Fatalf("stale writer refused without saying how to proceed: %s", out)
 	}
-	rep, err := oblivisync.Adopt(be, []byte(testPass), stA)
+	rep, err := oblivisync.Adopt(be, []byte(testPass), stA, "")
 	if err != nil || rep.SetAside == "" {
 		t.Fatalf("adopt: %+v %v", rep, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -61,16 +60,20 @@ func OpenReader(dir string, pass []byte) (*Reader, error) {
 }
 
 func (r *Reader) superStamp() string {
-	st, err := os.Stat(r.be.path(superIndex))
+	// The container's version byte and nonce: every superblock is sealed with a fresh
+	// random nonce, so a new epoch always changes them. (File identity and mtime did not:
+	// a reused inode number and the file system's coarse clock made two epochs written
+	// within one tick look the same, and the reader skipped one.)
+	f, err := os.Open(r.be.path(superIndex))
 	if err != nil {
 		return ""
 	}
-	// Identity of the file (a new epoch renames a new one in) and its mtime; not the whole
-	// stat, whose atime changes when the superblock is read and forced a second reload.
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		return fmt.Sprint(st.ModTime().UnixNano(), st.Size(), sys.Dev, sys.Ino)
+	defer f.Close()
+	var head [25]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return ""
 	}
-	return fmt.Sprint(st.ModTime().UnixNano(), st.Size())
+	return string(head[:])
 }
 
 // reload reads the superblock and metadata; a concurrent epoch can make a page fragment

@@ -370,6 +370,45 @@ func TestE2EProfileAndPassphraseOrder(t *testing.T) {
 	}
 }
 
+// veil osync passwd checks the current passphrase before it asks for the new one (a
+// wrong one is named as such, with no new-passphrase prompt), and warns about a short new
+// passphrase as veil passwd does (issue 15 item 17).
+func TestE2EOsyncPasswdOrder(t *testing.T) {
+	dir := t.TempDir()
+	pass := func(name, p string) string {
+		f := filepath.Join(dir, name)
+		os.WriteFile(f, []byte(p+"\n"), 0o600)
+		return f
+	}
+	good, wrong, short := pass("good", "a long enough passphrase"), pass("wrong", "not it at all"), pass("short", "abc")
+	be := filepath.Join(dir, "be")
+	osync := func(env []string, args ...string) (string, string, error) {
+		cmd := exec.Command(veilBin, append([]string{"osync"}, args...)...)
+		cmd.Env = append(os.Environ(), append([]string{"XDG_STATE_HOME=" + dir}, env...)...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	if _, errs, err := osync([]string{"VEIL_PASSWORD_FILE=" + good}, "init", "--backend", be,
+		"--files", "4", "--file-size", "4096", "--kdf-memory", "8", "--kdf-time", "1"); err != nil {
+		t.Fatalf("osync init: %v %s", err, errs)
+	}
+	// Wrong current passphrase, no new one given (stdin is not a terminal): the answer is
+	// about the current passphrase, not a missing new one.
+	_, errs, err := osync([]string{"VEIL_PASSWORD_FILE=" + wrong, "VEIL_NEW_PASSWORD_FILE="}, "passwd", "--backend", be)
+	if err == nil || !strings.Contains(errs, "wrong passphrase") || strings.Contains(errs, "new passphrase") {
+		t.Fatalf("osync passwd with a wrong current passphrase: %v %q", err, errs)
+	}
+	out, errs, err := osync([]string{"VEIL_PASSWORD_FILE=" + good, "VEIL_NEW_PASSWORD_FILE=" + short}, "passwd", "--backend", be)
+	if err != nil || !strings.Contains(errs, "warning: a passphrase of 3 characters") || !strings.Contains(out, "changed") {
+		t.Fatalf("osync passwd to abc: %v\nstdout %q\nstderr %q", err, out, errs)
+	}
+	if _, errs, err := osync([]string{"VEIL_PASSWORD_FILE=" + short}, "status", "--backend", be); err != nil {
+		t.Fatalf("status with the new passphrase: %v %s", err, errs)
+	}
+}
+
 // veil serve on a taken port leaves nothing half made, a later run's different address is
 // refused rather than ignored; a second init from one invitation is refused.
 func TestE2EServeSetupAndSecondInit(t *testing.T) {

@@ -146,7 +146,9 @@ needs the new passphrase once the sync service has delivered the new osync.key.
 
 The current passphrase comes from --password-file, $VEIL_PASSWORD_FILE or a prompt; the
 new one from --new-password-file, $VEIL_NEW_PASSWORD_FILE or a prompt (twice). Both
-variables name files, as for the DupLESS commands.
+variables name files, as for the DupLESS commands. The current passphrase is checked
+before the new one is asked for; a new passphrase shorter than 12 characters draws a
+warning.
 
 Example:
   veil osync passwd --backend ~/Dropbox/osync`,
@@ -156,10 +158,16 @@ Example:
 			if err != nil {
 				return err
 			}
+			if err := oblivisync.CheckPassphrase(f.backend, old); err != nil {
+				return err // before the new passphrase is asked for
+			}
 			nf := osyncFlags{passFile: newFile}
 			nw, err := nf.read("--new-password-file", envNewPassword, "new passphrase", true)
 			if err != nil {
 				return err
+			}
+			if w := profile.WeakPassphrase(nw); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), w)
 			}
 			if err := oblivisync.ChangePassphrase(f.backend, old, nw); err != nil {
 				return err

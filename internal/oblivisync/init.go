@@ -66,6 +66,18 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	return writeAtomic(filepath.Join(dir, keyFileName), img, true)
 }
 
+// CheckPassphrase opens the backend's key file with pass and reports whether it is the
+// current passphrase (nil) or why not, without changing anything: callers ask for it
+// before prompting for a new passphrase.
+func CheckPassphrase(dir string, pass []byte) error {
+	b, err := os.ReadFile(filepath.Join(dir, keyFileName))
+	if err != nil {
+		return fmt.Errorf("%s: not an osync backend: %w", dir, err)
+	}
+	_, _, err = openKeyFile(b, pass)
+	return err
+}
+
 // ChangePassphrase re-seals the backend's master key under a new passphrase with a fresh
 // salt and nonce; the key, and so every backend file, stays as it is. Readers and writers
 // elsewhere need the new passphrase once the sync client has delivered osync.key.

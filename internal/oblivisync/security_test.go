@@ -29,6 +29,15 @@ func TestWrongPassphrase(t *testing.T) {
 	if !errors.Is(err, ErrWrongPassphrase) || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("got %v, want ErrWrongPassphrase", err)
 	}
+	if err := CheckPassphrase(dir, []byte("not the passphrase")); !errors.Is(err, ErrWrongPassphrase) {
+		t.Fatalf("CheckPassphrase: got %v, want ErrWrongPassphrase", err)
+	}
+	if err := CheckPassphrase(dir, testPass); err != nil {
+		t.Fatalf("CheckPassphrase with the right one: %v", err)
+	}
+	if err := CheckPassphrase(t.TempDir(), testPass); err == nil || !strings.Contains(err.Error(), "not an osync backend") {
+		t.Fatalf("CheckPassphrase of an empty folder: %v", err)
+	}
 	_, err = OpenWriter(dir, []byte("nope"), Options{StateDir: t.TempDir()})
 	if !errors.Is(err, ErrWrongPassphrase) {
 		t.Fatalf("writer: got %v", err)

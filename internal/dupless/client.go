@@ -104,6 +104,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	}
 	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys), opts: opts, log: log,
 		suites: map[mle.Suite]*mle.MLE{}, large: make(chan struct{}, min(opts.Jobs, 2*runtime.NumCPU()))}
+	uk.long.load = c.loadLongName
 	c.mem = opts.Roots
 	if c.mem == nil {
 		c.mem = &memRoot{}
@@ -315,6 +316,9 @@ const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
 func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
 	path := storage.Join(encDir, objName)
 	b := c.keys.sealRecord(r, path)
+	if err := c.storeLongNames(ctx, path); err != nil {
+		return 0, err
+	}
 	if err := c.keepBeforeWrite(ctx, path); err != nil {
 		return 0, err
 	}

@@ -19,6 +19,8 @@ type userKeys struct {
 	names   *subtle.AESSIV // AES-SIV (64-byte key) for names
 	records cipher.AEAD    // XChaCha20-Poly1305 for key records and directory metadata
 	roots   cipher.AEAD    // XChaCha20-Poly1305 for tree roots
+	longMAC []byte         // HMAC-SHA256 key naming long names (longnames.go)
+	long    *longNames     // long names seen or loaded, by tag
 }
 
 func deriveUserKeys(master []byte) (*userKeys, error) {
@@ -49,5 +51,9 @@ func deriveUserKeys(master []byte) (*userKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &userKeys{names: siv, records: aead, roots: roots}, nil
+	lk, err := hkdf.Key(sha256.New, master, nil, "veil/v1/long names hmac-sha256", 32)
+	if err != nil {
+		return nil, err
+	}
+	return &userKeys{names: siv, records: aead, roots: roots, longMAC: lk, long: newLongNames()}, nil
 }

@@ -20,23 +20,30 @@ const (
 	ctxtSuffix = ".ctxt"
 )
 
-// MaxNameLen is the longest file or directory name (bytes) veil can store: AES-SIV adds 16
-// bytes, base64url grows that by 4/3, and the result plus ".ctxt" must fit the storage
-// service's 255-byte name limit.
+// MaxNameLen is the longest file or directory name (bytes) stored as its own encryption:
+// AES-SIV adds 16 bytes, base64url grows that by 4/3, and the result plus ".ctxt" must fit
+// the storage service's 255-byte name limit. Longer names, up to MaxLongNameLen, are stored
+// under a keyed tag with the encrypted name in a name object (longnames.go).
 const MaxNameLen = (storage.MaxNameLen-len(ctxtSuffix))*3/4 - 16
 
-// ErrNameTooLong reports a name longer than MaxNameLen.
-var ErrNameTooLong = fmt.Errorf("name longer than %d bytes cannot be stored encrypted", MaxNameLen)
+// MaxLongNameLen is the longest name veil stores (the local file systems' limit).
+const MaxLongNameLen = 255
+
+// ErrNameTooLong reports a name longer than MaxLongNameLen.
+var ErrNameTooLong = fmt.Errorf("name longer than %d bytes cannot be stored", MaxLongNameLen)
 
 var b64 = base64.RawURLEncoding
 
 // encName encrypts one path component.
 func (k *userKeys) encName(name string) (string, error) {
+	if len(name) > MaxLongNameLen {
+		return "", fmt.Errorf("%.40q… (%d bytes): %w", name, len(name), ErrNameTooLong)
+	}
 	if err := storage.CheckName(name); err != nil {
 		return "", err
 	}
 	if len(name) > MaxNameLen {
-		return "", fmt.Errorf("%q: %w", name, ErrNameTooLong)
+		return k.longTag(name), nil
 	}
 	c, err := k.names.EncryptDeterministically([]byte(name), nameAD)
 	if err != nil {
@@ -50,6 +57,9 @@ var errForeignName = errors.New("not a veil name of this user")
 
 // decName decrypts one encrypted path component.
 func (k *userKeys) decName(enc string) (string, error) {
+	if isLongTag(enc) {
+		return k.long.name(enc)
+	}
 	c, err := b64.DecodeString(enc)
 	if err != nil {
 		return "", errForeignName

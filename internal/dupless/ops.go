@@ -144,6 +144,9 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 	if enc == "" {
 		return nil
 	}
+	if err := c.storeLongNames(ctx, enc); err != nil {
+		return err
+	}
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
 	}
@@ -321,6 +324,9 @@ func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
 	se, _ := c.keys.encPath(src)
 	de, err := c.keys.encPath(dst)
 	if err != nil {
+		return err
+	}
+	if err := c.storeLongNames(ctx, de); err != nil {
 		return err
 	}
 	if err := c.be.Create(ctx, de); err != nil {

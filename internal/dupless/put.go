@@ -171,6 +171,9 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 		sum.add(func(s *Summary) { s.Dirs++ })
 		return nil
 	}
+	if err := c.storeLongNames(ctx, enc); err != nil {
+		return err
+	}
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
 	}

@@ -1,0 +1,161 @@
+package dupless
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Long names (docs/formats/long-name.md). A name longer than MaxNameLen does not fit the
+// storage service's 255-byte limit once encrypted, so it is stored under its tag: "~" and
+// the base64url HMAC-SHA256 of the name (a key of its own). "~" is outside base64url's
+// alphabet, so a tag never equals an ordinary encrypted name, and a veil that predates long
+// names skips it as not its own. The name itself is kept, encrypted deterministically with
+// the name key (AD longNameAD), in the name object .veil/names/<tag>: one per distinct name,
+// shared by every directory that holds the name, written before the first record under the
+// tag and never removed (a snapshot may still need it). Reading one checks that the HMAC of
+// the decrypted name equals the tag, so a name object cannot be swapped for another.
+
+const (
+	longTagPrefix = "~"
+	namesDir      = veilDir + "/names"
+)
+
+var longNameAD = []byte("veil/v1 long name")
+
+// ErrLongNameMissing reports a long name whose name object is missing or not authentic.
+var ErrLongNameMissing = errors.New("the name object of a long name is missing or not authentic")
+
+func isLongTag(enc string) bool { return strings.HasPrefix(enc, longTagPrefix) }
+
+// longNames caches long names by tag; load fetches a name object not yet cached.
+type longNames struct {
+	mu     sync.Mutex
+	names  map[string]string
+	stored map[string]bool // name objects known to exist
+	load   func(tag string) error // fetches, verifies and caches a name object
+}
+
+func newLongNames() *longNames {
+	return &longNames{names: map[string]string{}, stored: map[string]bool{}}
+}
+
+// longTag returns the tag of a long name and remembers the name.
+func (k *userKeys) longTag(name string) string {
+	m := hmac.New(sha256.New, k.longMAC)
+	m.Write([]byte(name))
+	tag := longTagPrefix + b64.EncodeToString(m.Sum(nil))
+	k.long.mu.Lock()
+	k.long.names[tag] = name
+	k.long.mu.Unlock()
+	return tag
+}
+
+// name returns the long name of tag, fetching and verifying its name object if needed.
+func (l *longNames) name(tag string) (string, error) {
+	l.mu.Lock()
+	n, ok := l.names[tag]
+	load := l.load
+	l.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	if load == nil {
+		return "", errForeignName
+	}
+	if err := load(tag); err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	n, ok = l.names[tag]
+	l.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+	}
+	return n, nil
+}
+
+// sealLongName is the name object of a long name.
+func (k *userKeys) sealLongName(name string) ([]byte, error) {
+	c, err := k.names.EncryptDeterministically([]byte(name), longNameAD)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{longNameVersion}, c...), nil
+}
+
+const longNameVersion = 1
+
+// openLongName verifies a name object against its tag and caches the name.
+func (k *userKeys) openLongName(tag string, b []byte) (string, error) {
+	if len(b) < 1 || b[0] != longNameVersion {
+		return "", fmt.Errorf("name object %s: unknown version: %w", tag, ErrLongNameMissing)
+	}
+	p, err := k.names.DecryptDeterministically(b[1:], longNameAD)
+	if err != nil {
+		return "", fmt.Errorf("name object %s: %w", tag, ErrLongNameMissing)
+	}
+	name := string(p)
+	if len(name) <= MaxNameLen || len(name) > MaxLongNameLen || k.longTag(name) != tag {
+		return "", fmt.Errorf("name object %s: name does not match the tag: %w", tag, ErrLongNameMissing)
+	}
+	return name, nil
+}
+
+// loadLongName is the loader of the client's long names.
+func (c *Client) loadLongName(tag string) error {
+	ctx := context.Background()
+	b, err := c.getObject(ctx, namesDir, tag)
+	if errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.keys.openLongName(tag, b)
+	return err
+}
+
+// storeLongNames writes the name object of every long name on a storage path about to
+// be written, unless it is known to exist.
+func (c *Client) storeLongNames(ctx context.Context, path string) error {
+	for _, part := range strings.Split(path, "/") {
+		tag, _ := cutSuffix(part, keySuffix)
+		if !isLongTag(tag) {
+			continue
+		}
+		l := c.keys.long
+		l.mu.Lock()
+		name, known := l.names[tag]
+		done := l.stored[tag]
+		l.mu.Unlock()
+		if done {
+			continue
+		}
+		if !known {
+			return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+		}
+		if _, err := c.be.Stat(ctx, namesDir, tag); err != nil {
+			if !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			b, err := c.keys.sealLongName(name)
+			if err != nil {
+				return err
+			}
+			if err := retry(ctx, func() error { return c.be.Put(ctx, namesDir, tag, bytesReader(b), int64(len(b))) }); err != nil {
+				return err
+			}
+		}
+		l.mu.Lock()
+		l.stored[tag] = true
+		l.mu.Unlock()
+	}
+	return nil
+}

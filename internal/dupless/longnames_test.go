@@ -1,0 +1,77 @@
+package dupless
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/veil-project/veil/internal/mle"
+)
+
+func freshClient(t *testing.T, c *Client, master []byte) *Client {
+	t.Helper()
+	n, err := New(c.be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+// Names up to 255 bytes (longer than MaxNameLen, so stored under a tag) round-trip through
+// put, ls, get, find, mv, check, log and snapshots, read by a client that has never seen
+// them (it loads the name objects).
+func TestLongNames(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer c.Close()
+	dirName := strings.Repeat("d", 255)
+	fileName := strings.Repeat("é", 127) + "f" // 255 bytes
+	local := filepath.Join(t.TempDir(), dirName)
+	write(t, filepath.Join(local, fileName), []byte("long"))
+	if err := os.Symlink(fileName, filepath.Join(local, strings.Repeat("l", 255))); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, c, local, "")
+	r := freshClient(t, c, master)
+	es, err := r.List(ctx, dirName, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].Path != dirName+"/"+strings.Repeat("l", 255) || es[0].Symlink != fileName || es[1].Path != dirName+"/"+fileName {
+		t.Fatalf("ls: %+v", es)
+	}
+	if got, err := getAt(t, be, master, func(*Client) error { return nil }, dirName+"/"+fileName); err != nil || string(got) != "long" {
+		t.Fatalf("get: %q %v", got, err)
+	}
+	if ps, err := freshClient(t, c, master).Find(ctx, fileName); err != nil || len(ps) != 1 || ps[0] != dirName+"/"+fileName {
+		t.Fatalf("find: %q %v", ps, err)
+	}
+	other := strings.Repeat("o", 200)
+	if err := freshClient(t, c, master).Move(ctx, dirName+"/"+fileName, other); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := getAt(t, be, master, func(*Client) error { return nil }, other); err != nil || string(got) != "long" {
+		t.Fatalf("get after mv: %q %v", got, err)
+	}
+	res, err := freshClient(t, c, master).Check(ctx, CheckOptions{ReadData: true})
+	if err != nil || len(res.Problems) != 0 || res.Files != 2 {
+		t.Fatalf("check: %+v %v", res, err)
+	}
+	if _, err := freshClient(t, c, master).Remove(ctx, other, false); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := freshClient(t, c, master).Log(ctx, dirName+"/"+fileName)
+	if err != nil || len(vs) != 2 || !vs[1].Deleted {
+		t.Fatalf("log: %+v %v", vs, err)
+	}
+	if got, err := getAt(t, be, master, version(1, dirName+"/"+fileName), dirName+"/"+fileName); err != nil || string(got) != "long" {
+		t.Fatalf("get of version 1: %q %v", got, err)
+	}
+	if _, err := c.keys.encName(strings.Repeat("x", 256)); !errors.Is(err, ErrNameTooLong) {
+		t.Fatalf("256-byte name: %v", err)
+	}
+}

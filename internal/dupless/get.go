@@ -224,6 +224,9 @@ func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel 
 				continue
 			}
 			plain, isDir, err := c.plainName(e)
+			if errors.Is(err, ErrLongNameMissing) {
+				return fmt.Errorf("%s: %w", storage.Join(encDir, e.Name), err)
+			}
 			if err != nil {
 				if strict {
 					return fmt.Errorf("%w: %s", errForeignEntry, storage.Join(encDir, e.Name))

@@ -75,3 +75,68 @@ func TestLongNames(t *testing.T) {
 		t.Fatalf("256-byte name: %v", err)
 	}
 }
+
+// A name object that is missing, altered, or another long name's is detected: ls shows the
+// entry with the error, get -r and check stop with it; get by name still works (its tag
+// is computed from the name, not read).
+func TestLongNameObjectTampered(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer c.Close()
+	a, b := strings.Repeat("a", 200), strings.Repeat("b", 200)
+	local := t.TempDir()
+	write(t, filepath.Join(local, "d", a), []byte("A"))
+	write(t, filepath.Join(local, "d", b), []byte("B"))
+	mustPut(t, c, filepath.Join(local, "d"), "")
+	ta, tb := c.keys.longTag(a), c.keys.longTag(b)
+	objA, err := c.getObject(ctx, namesDir, ta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objB, _ := c.getObject(ctx, namesDir, tb)
+	flipped := append([]byte(nil), objA...)
+	flipped[len(flipped)-1] ^= 1
+	for _, tc := range []struct {
+		name string
+		obj  []byte // nil: deleted
+	}{{"swapped", objB}, {"altered", flipped}, {"version", append([]byte{2}, objA[1:]...)}, {"deleted", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.obj == nil {
+				if err := be.Delete(ctx, namesDir, ta); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := be.Put(ctx, namesDir, ta, bytesReader(tc.obj), int64(len(tc.obj))); err != nil {
+				t.Fatal(err)
+			}
+			r := freshClient(t, c, master)
+			es, err := r.List(ctx, "d", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := 0
+			for _, e := range es {
+				if e.Err != "" {
+					bad++
+					if !strings.Contains(e.Err, ErrLongNameMissing.Error()) || e.Path != "d/"+ta {
+						t.Errorf("entry %q: %s", e.Path, e.Err)
+					}
+				} else if e.Path != "d/"+b {
+					t.Errorf("unexpected entry %q", e.Path)
+				}
+			}
+			if bad != 1 {
+				t.Fatalf("ls: %+v", es)
+			}
+			if _, err := freshClient(t, c, master).Check(ctx, CheckOptions{}); !errors.Is(err, ErrLongNameMissing) {
+				t.Fatalf("check: %v", err)
+			}
+			if _, err := freshClient(t, c, master).Get(ctx, "d", filepath.Join(t.TempDir(), "out")); !errors.Is(err, ErrLongNameMissing) {
+				t.Fatalf("get -r: %v", err)
+			}
+			if got, err := getAt(t, be, master, func(*Client) error { return nil }, "d/"+a); err != nil || string(got) != "A" {
+				t.Fatalf("get by name: %q %v", got, err)
+			}
+		})
+	}
+}

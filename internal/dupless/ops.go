@@ -65,6 +65,11 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 			continue
 		}
 		plain, isDir, err := c.plainName(fi)
+		if errors.Is(err, ErrLongNameMissing) { // ours (a tag), but its name cannot be read
+			tag, _ := cutSuffix(fi.Name, keySuffix)
+			out = append(out, Entry{Path: joinPath(path, tag), IsDir: fi.IsDir, Err: err.Error()})
+			continue
+		}
 		if err != nil {
 			continue // not ours
 		}

@@ -151,7 +151,13 @@ func TestNameLimits(t *testing.T) {
 	if dec, _ := k.decName(enc); dec != ok {
 		t.Fatal("name round trip")
 	}
-	if _, err := k.encName(strings.Repeat("n", MaxNameLen+1)); !errors.Is(err, ErrNameTooLong) {
+	for _, n := range []int{MaxNameLen + 1, MaxLongNameLen} { // stored under a tag
+		enc, err := k.encName(strings.Repeat("n", n))
+		if err != nil || !isLongTag(enc) || len(enc)+len(keySuffix) > 255 {
+			t.Fatalf("name of %d bytes: %q %v", n, enc, err)
+		}
+	}
+	if _, err := k.encName(strings.Repeat("n", MaxLongNameLen+1)); !errors.Is(err, ErrNameTooLong) {
 		t.Fatalf("too long: %v", err)
 	}
 	for _, bad := range []string{"", ".", "..", "a/b", "nul\x00"} {

@@ -38,7 +38,7 @@ func isLongTag(enc string) bool { return strings.HasPrefix(enc, longTagPrefix) }
 type longNames struct {
 	mu     sync.Mutex
 	names  map[string]string
-	stored map[string]bool // name objects known to exist
+	stored map[string]bool        // name objects known to exist
 	load   func(tag string) error // fetches, verifies and caches a name object
 }
 

@@ -140,3 +140,26 @@ func TestLongNameObjectTampered(t *testing.T) {
 		})
 	}
 }
+
+// A long-named file's record moved under another long name's tag does not open there: the
+// record is bound to its storage path, which holds the tag.
+func TestLongNameRecordRenamed(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer c.Close()
+	a, b := strings.Repeat("a", 200), strings.Repeat("b", 200)
+	local := t.TempDir()
+	write(t, filepath.Join(local, "d", a), []byte("A"))
+	write(t, filepath.Join(local, "d", b), []byte("B"))
+	mustPut(t, c, filepath.Join(local, "d"), "")
+	encD, _ := c.keys.encName("d")
+	src := filepath.Join(be.Root(), encD, c.keys.longTag(a)+keySuffix)
+	dst := filepath.Join(be.Root(), encD, c.keys.longTag(b)+keySuffix)
+	if err := os.Rename(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := getAt(t, be, master, func(*Client) error { return nil }, "d/"+b); !errors.Is(err, ErrRecord) {
+		t.Fatalf("get of the renamed record: %q %v, want ErrRecord", got, err)
+	}
+}

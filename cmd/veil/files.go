@@ -134,7 +134,7 @@ be where a file is stored, and a file cannot replace a folder.
 Modes, modification times, empty directories and symlinks (stored as links, never
 followed) are kept; FIFOs and devices are stored as metadata (as restic does) and
 recreated by get (devices where you may create them). What cannot be stored (sockets,
-unreadable files, names over 171 bytes) is reported per file without stopping the run
+unreadable files, names over 255 bytes) is reported per file without stopping the run
 (exit status 3).
 
 A file already stored at its destination with the same size, modification time and mode

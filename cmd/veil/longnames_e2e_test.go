@@ -9,7 +9,8 @@ import (
 )
 
 // Names of 255 bytes (the local file systems' limit) round-trip: a folder and a file in it,
-// through put, ls, find, get, mv, check, log, get --version and rm; a 256-byte name is
+// through put, ls, find, get, mv (file and folder), check, log, cat --version, rm, and ls and
+// get of a snapshot after the rm; a 256-byte name is
 // refused with one line.
 func TestE2ELongNames(t *testing.T) {
 	u := localUser(t, "alice")
@@ -41,10 +42,25 @@ func TestE2ELongNames(t *testing.T) {
 	if got := u.mustRun(t, "cat", "--version", "1", dirName+"/"+fileName); got != string(want) {
 		t.Fatalf("cat --version 1: %d bytes", len(got))
 	}
-	u.mustRun(t, "rm", "-r", dirName)
+	dir2 := strings.Repeat("z", 255)
+	u.mustRun(t, "mv", dirName, dir2)
+	if out := u.mustRun(t, "ls", dir2); strings.TrimSpace(out) != moved {
+		t.Fatalf("ls after mv of the folder: %q", out)
+	}
+	u.mustRun(t, "rm", "-r", dir2)
 	if out := u.mustRun(t, "ls"); strings.TrimSpace(out) != "" {
 		t.Fatalf("ls after rm: %q", out)
 	}
+	u.mustRun(t, "snapshots")
+	if out := u.mustRun(t, "ls", "--snapshot", "1", dirName); strings.TrimSpace(out) != fileName {
+		t.Fatalf("ls --snapshot 1: %q", out)
+	}
+	old := t.TempDir()
+	u.mustRun(t, "get", "-q", "--snapshot", "1", dirName+"/"+fileName, filepath.Join(old, "f"))
+	if got, err := os.ReadFile(filepath.Join(old, "f")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("get --snapshot 1: %d bytes, %v", len(got), err)
+	}
+	u.mustRun(t, "check")
 	errs := u.mustFail(t, "mkdir", strings.Repeat("x", 256))
 	t.Logf("256 bytes: %s", errs)
 	if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "name longer than 255 bytes") {

@@ -163,3 +163,28 @@ func TestLongNameRecordRenamed(t *testing.T) {
 		t.Fatalf("get of the renamed record: %q %v, want ErrRecord", got, err)
 	}
 }
+
+// sync and diff see long names as names: a second sync of an unchanged folder changes
+// nothing, and a long-named file deleted locally is removed by the next sync.
+func TestLongNamesSync(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer c.Close()
+	local := filepath.Join(t.TempDir(), strings.Repeat("s", 255))
+	long := strings.Repeat("é", 127) + "f"
+	write(t, filepath.Join(local, long), []byte("x"))
+	write(t, filepath.Join(local, strings.Repeat("k", 255)), []byte("y"))
+	if _, err := c.Sync(ctx, local, "", false); err != nil {
+		t.Fatal(err)
+	}
+	r := freshClient(t, c, master)
+	if res, err := r.Sync(ctx, local, "", false); err != nil || len(res.Changes) != 0 || res.Removed != 0 {
+		t.Fatalf("second sync: %+v %v", res, err)
+	}
+	os.Remove(filepath.Join(local, long))
+	res, err := freshClient(t, c, master).Sync(ctx, local, "", false)
+	if err != nil || res.Removed != 1 || len(res.Changes) != 1 || !strings.HasSuffix(res.Changes[0].Path, long) {
+		t.Fatalf("sync after a local delete: %+v %v", res, err)
+	}
+}

@@ -193,37 +193,6 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 	return sum, c.removeTree(ctx, enc, sum)
 }
 
-// removeTree deletes everything below encDir, then encDir itself.
-func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) error {
-	entries, err := c.be.List(ctx, encDir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name != dirMetaName {
-			if _, _, err := c.plainName(e); err != nil {
-				return fmt.Errorf("%w: %s (left in place)", errForeignEntry, storage.Join(encDir, e.Name))
-			}
-		}
-		if e.IsDir {
-			if err := c.removeTree(ctx, storage.Join(encDir, e.Name), sum); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := c.deleteRecord(ctx, encDir, e.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		if _, ok := cutSuffix(e.Name, keySuffix); ok {
-			sum.Files++
-			c.event(e.Name, nil) // progress of a long rm -r
-		}
-	}
-	sum.Dirs++
-	dir, name := storage.Split(encDir)
-	return c.be.Delete(ctx, dir, name)
-}
-
 // Move renames a file, symlink or directory. Key records are bound to their encrypted
 // path, so each record below src is re-sealed for its new path and written before the old
 // one is deleted: interrupted, every file stays readable under one of the two names.
@@ -276,11 +245,15 @@ func (c *Client) Move(ctx context.Context, src, dst string) (err error) {
 	if c.opts.Events.Total != nil {
 		c.opts.Events.Total(len(files), 0)
 	}
-	for _, rel := range files {
-		if err := c.moveRecord(ctx, joinPath(src, rel), joinPath(dst, rel)); err != nil {
+	err = c.parallel(ctx, len(files), func(ctx context.Context, i int) error {
+		if err := c.moveRecord(ctx, joinPath(src, files[i]), joinPath(dst, files[i])); err != nil {
 			return err
 		}
-		c.event(joinPath(dst, rel), nil) // progress of a long mv
+		c.event(joinPath(dst, files[i]), nil) // progress of a long mv
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := c.copyDirMeta(ctx, src, dst); err != nil {
 		return err

@@ -1,0 +1,81 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Bulk namespace changes (mv and rm -r of a folder) cost a few storage round trips per
+// file; they run Options.Jobs files at a time. Each file's own steps keep their order
+// (mv writes the new record before it removes the old one), so an interrupted command
+// leaves every file readable under one of its two names, as a one-at-a-time run would; the
+// tree root is published once, when the command ends (publish.go).
+
+// parallel runs fn for 0..n-1 on up to c.opts.Jobs goroutines. The first error cancels
+// the context of the others, no new index is started, and it is returned once all
+// started calls have returned.
+func (c *Client) parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, c.opts.Jobs))
+	for i := 0; i < n; i++ {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// removeTree deletes everything below encDir, then encDir itself: a folder's records in
+// parallel, then its subfolders one after another, then the folder (a storage service
+// refuses to delete a folder that is not empty, so nothing is lost if it is interrupted).
+func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) error {
+	entries, err := c.be.List(ctx, encDir)
+	if err != nil {
+		return err
+	}
+	var records []storage.Info
+	for _, e := range entries {
+		if e.Name != dirMetaName {
+			if _, _, err := c.plainName(e); err != nil {
+				return fmt.Errorf("%w: %s (left in place)", errForeignEntry, storage.Join(encDir, e.Name))
+			}
+		}
+		if e.IsDir {
+			if err := c.removeTree(ctx, storage.Join(encDir, e.Name), sum); err != nil {
+				return err
+			}
+			continue
+		}
+		records = append(records, e)
+	}
+	var mu sync.Mutex
+	err = c.parallel(ctx, len(records), func(ctx context.Context, i int) error {
+		e := records[i]
+		if err := c.deleteRecord(ctx, encDir, e.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if _, ok := cutSuffix(e.Name, keySuffix); ok {
+			mu.Lock()
+			sum.Files++
+			mu.Unlock()
+			c.event(e.Name, nil) // progress of a long rm -r
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sum.Dirs++
+	dir, name := storage.Split(encDir)
+	return c.be.Delete(ctx, dir, name)
+}

@@ -25,7 +25,9 @@ func (n *Namespace) Move(ctx context.Context, srcDir, srcName, dstDir, dstName s
 		return err
 	}
 	src, dst := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
-	err := n.s.db.Update(func(tx *bolt.Tx) error {
+	// Group commit (commit.go): concurrent moves, such as a client's mv or rm -r of many
+	// records, share one fsync; the function changes nothing outside its transaction.
+	err := n.s.commit.do(func(tx *bolt.Tx) error {
 		b, e, err := n.lookup(tx, srcDir, srcName)
 		if err != nil {
 			return err

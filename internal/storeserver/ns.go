@@ -270,7 +270,7 @@ func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
 	if err := n.s.cfg.Limits.checkPath(dir, name); err != nil {
 		return err
 	}
-	err := n.s.db.Update(func(tx *bolt.Tx) error {
+	err := n.s.commit.do(func(tx *bolt.Tx) error { // group commit, as Move
 		b, e, err := n.lookup(tx, dir, name)
 		if err != nil {
 			return err

@@ -2,53 +2,28 @@ package ac
 
 import (
 	"crypto/rand"
-	"net"
 	"testing"
 
 	"github.com/veil-project/veil/internal/metal/twopc"
+	"github.com/veil-project/veil/internal/metal/twopc/twopctest"
 )
 
+// benchParties is one Party per server, over a twopctest.Pair session.
 func benchParties(b *testing.B) (*Party, *Party) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g, e := twopctest.Pair(b)
+	return benchParty(b, g), benchParty(b, e)
+}
+
+func benchParty(b *testing.B, s *twopc.Session) *Party {
+	st, err := NewState(rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ln.Close()
-	ch := make(chan *Party, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			b.Error(err)
-			ch <- nil
-			return
-		}
-		b.Cleanup(func() { c.Close() })
-		s, err := twopc.NewSession(c, twopc.Evaluator, rand.Reader)
-		if err != nil {
-			b.Error(err)
-			ch <- nil
-			return
-		}
-		st, _ := NewState(rand.Reader)
-		p, _ := NewParty(s, st, 10, rand.Reader)
-		ch <- p
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	p, err := NewParty(s, st, 10, rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { c.Close() })
-	s, err := twopc.NewSession(c, twopc.Garbler, rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, _ := NewState(rand.Reader)
-	p1, _ := NewParty(s, st, 10, rand.Reader)
-	p2 := <-ch
-	if p2 == nil {
-		b.FailNow()
-	}
-	return p1, p2
+	return p
 }
 
 // BenchmarkCreateAccount: one CreateAccount (38,461 AND gates), both servers in this

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"net/http"
 	"strings"
@@ -12,11 +10,11 @@ import (
 )
 
 func httpClient(t *testing.T, caPEM string) *http.Client {
-	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM([]byte(caPEM)) {
-		t.Fatal("CA not PEM")
+	cfg, err := ClientTLS([]byte(caPEM), nil, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p}}}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 }
 
 func get(t *testing.T, d access.Deployment, i int, url string) string {

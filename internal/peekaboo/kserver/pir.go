@@ -1,7 +1,6 @@
 package kserver
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,12 +61,6 @@ func (s *Server) update(changes []pir.Change, fn func(tx *bbolt.Tx) error) ([]bo
 	return placed, err
 }
 
-func pirEntryBytes(e *pir.Entry) (b [wire.PIREntrySize]byte) {
-	binary.BigEndian.PutUint32(b[:4], e.Hash)
-	copy(b[4:], e.Slot[:])
-	return b
-}
-
 // pirQuery opens a sealed private query, checks freshness and answers with this
 // server's share, sealed to the client. It learns the DPF key only: nothing of the query.
 func (s *Server) pirQuery(sealed []byte) ([]byte, uint8) {
@@ -117,7 +110,7 @@ func (s *Server) pirSync(digests []byte) ([]byte, error) {
 		cs, err := pir.InBuckets(tx, p, set)
 		for _, c := range cs {
 			sb := &out.Buckets[pos[c.Add.Hash&(1<<p.Bits-1)]]
-			sb.Entries = append(sb.Entries, wire.SyncEntry{ID: c.ID, Entry: pirEntryBytes(c.Add)})
+			sb.Entries = append(sb.Entries, wire.SyncEntry{ID: c.ID, Entry: c.Add.Bytes()})
 		}
 		return err
 	})

@@ -72,7 +72,7 @@ func (s *Server) store(items []wire.KeyItem) ([]wire.PIREntry, error) {
 	out := make([]wire.PIREntry, len(items))
 	for i, c := range changes {
 		if c.Add != nil && placed[i] {
-			out[i] = wire.PIREntry{Placed: true, Entry: pirEntryBytes(c.Add)}
+			out[i] = wire.PIREntry{Placed: true, Entry: c.Add.Bytes()}
 		} else if c.Add != nil {
 			s.m.pirOverflow.Inc()
 		}

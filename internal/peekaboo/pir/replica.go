@@ -17,18 +17,28 @@ type Change struct {
 	Add *Entry // nil: remove the id's entry
 }
 
-func encodeEntry(e *Entry) []byte {
-	return append(binary.BigEndian.AppendUint32(nil, e.Hash), e.Slot[:]...)
+// EntrySize is an entry's stored and wire form: u32 hash || slot.
+const EntrySize = 4 + SlotSize
+
+// Bytes is e's stored and wire form.
+func (e *Entry) Bytes() (b [EntrySize]byte) {
+	binary.BigEndian.PutUint32(b[:4], e.Hash)
+	copy(b[4:], e.Slot[:])
+	return b
+}
+
+// EntryFrom reads an entry from its stored and wire form.
+func EntryFrom(b [EntrySize]byte) Entry {
+	e := Entry{Hash: binary.BigEndian.Uint32(b[:4])}
+	copy(e.Slot[:], b[4:])
+	return e
 }
 
 func decodeEntry(b []byte) (Entry, error) {
-	var e Entry
-	if len(b) != 4+SlotSize {
-		return e, fmt.Errorf("private-query entry of %d bytes, want %d", len(b), 4+SlotSize)
+	if len(b) != EntrySize {
+		return Entry{}, fmt.Errorf("private-query entry of %d bytes, want %d", len(b), EntrySize)
 	}
-	e.Hash = binary.BigEndian.Uint32(b)
-	copy(e.Slot[:], b[4:])
-	return e, nil
+	return EntryFrom([EntrySize]byte(b)), nil
 }
 
 // Load fills t from the entries bucket of tx (created by the servers' OpenState).
@@ -117,7 +127,8 @@ func Apply(tx *bbolt.Tx, t *Table, changes []Change) (placed []bool, undo func()
 		}
 		added = append(added, *c.Add)
 		placed[i] = true
-		if err := b.Put(c.ID[:], encodeEntry(c.Add)); err != nil {
+		eb := c.Add.Bytes() // a fresh array per entry: bbolt keeps the value until commit
+		if err := b.Put(c.ID[:], eb[:]); err != nil {
 			undo()
 			return nil, nil, err
 		}

@@ -2,7 +2,6 @@ package vserver
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,8 +62,7 @@ func (s *Server) replicate(pairs []wire.PublishPair, ack *wire.PublishAck) error
 	for i, e := range ack.Entries {
 		changes[i].ID = pairs[i].ID
 		if e.Placed {
-			pe := pir.Entry{Hash: binary.BigEndian.Uint32(e.Entry[:4])}
-			copy(pe.Slot[:], e.Entry[4:])
+			pe := pir.EntryFrom(e.Entry)
 			changes[i].Add = &pe
 		}
 	}
@@ -213,8 +211,7 @@ func (s *Server) adopt(sync *wire.PIRSync) error {
 	for _, b := range sync.Buckets {
 		set[b.Index] = true
 		for _, e := range b.Entries {
-			pe := pir.Entry{Hash: binary.BigEndian.Uint32(e.Entry[:4])}
-			copy(pe.Slot[:], e.Entry[4:])
+			pe := pir.EntryFrom(e.Entry)
 			adds = append(adds, pir.Change{ID: e.ID, Add: &pe})
 		}
 	}

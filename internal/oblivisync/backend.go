@@ -99,19 +99,30 @@ func (b *backend) readSuper() (*superblock, error) {
 // stale copy restored by the sync client) is rewriting the backend, and carrying on
 // would overwrite fragments only the other superblock references.
 func (b *backend) checkSuperOurs() error {
-	f, err := os.Open(b.path(superIndex))
+	hdr, err := b.superHeader()
 	if err != nil {
-		return fmt.Errorf("read superblock: %w", err)
-	}
-	defer f.Close()
-	hdr := make([]byte, containerHdr)
-	if _, err := io.ReadFull(f, hdr); err != nil {
-		return fmt.Errorf("read superblock: %w", err)
+		return err
 	}
 	if !bytes.Equal(hdr[1:], b.superNonce) {
 		return fmt.Errorf("%w: the superblock was replaced by someone else (another read-write mount of this backend, or a rolled-back copy); stopping before overwriting its data", ErrIntegrity)
 	}
 	return nil
+}
+
+// superHeader reads only the superblock's container header (version byte and nonce).
+// Every superblock is sealed under a fresh random nonce, so the header changes with
+// every epoch.
+func (b *backend) superHeader() ([]byte, error) {
+	f, err := os.Open(b.path(superIndex))
+	if err != nil {
+		return nil, fmt.Errorf("read superblock: %w", err)
+	}
+	defer f.Close()
+	hdr := make([]byte, containerHdr)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, fmt.Errorf("read superblock: %w", err)
+	}
+	return hdr, nil
 }
 
 // writeSuper writes s sealed with nonce, which the writer recorded in `seen` beforehand

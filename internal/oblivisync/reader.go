@@ -3,7 +3,6 @@ package oblivisync
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 )
@@ -64,16 +63,11 @@ func (r *Reader) superStamp() string {
 	// random nonce, so a new epoch always changes them. (File identity and mtime did not:
 	// a reused inode number and the file system's coarse clock made two epochs written
 	// within one tick look the same, and the reader skipped one.)
-	f, err := os.Open(r.be.path(superIndex))
+	hdr, err := r.be.superHeader()
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	var head [25]byte
-	if _, err := f.ReadAt(head[:], 0); err != nil {
-		return ""
-	}
-	return string(head[:])
+	return string(hdr)
 }
 
 // reload reads the superblock and metadata; a concurrent epoch can make a page fragment
@@ -81,7 +75,6 @@ func (r *Reader) superStamp() string {
 func (r *Reader) reload() error {
 	var err error
 	for try := 0; try < 5; try++ {
-		stamp := r.superStamp()
 		var sb *superblock
 		if sb, err = r.be.readSuper(); err != nil {
 			if errors.Is(err, ErrIntegrity) && try < 4 {
@@ -113,6 +106,9 @@ func (r *Reader) reload() error {
 			t.put(newRoot(0))
 		}
 		r.advancePins(t, sb.Epoch)
+		// The stamp is the header of the superblock just read (readSuper kept its nonce),
+		// not a second read of the file.
+		stamp := string(append([]byte{containerVersion}, r.be.superNonce...))
 		r.sb, r.t, r.stamp, r.checked = sb, t, stamp, time.Now()
 		return nil
 	}

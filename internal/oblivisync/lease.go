@@ -1,7 +1,6 @@
 package oblivisync
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,6 +63,11 @@ func (l *lease) encode() []byte {
 	return append(b, make([]byte, leasePlain-len(b))...)
 }
 
+// sealLease seals l for this backend under a fresh nonce.
+func (b *backend) sealLease(l *lease) []byte {
+	return sealLease(&b.keys.lease, b.id, l, randomBytes(24))
+}
+
 func sealLease(key *[32]byte, id [idLen]byte, l *lease, nonce []byte) []byte {
 	aead, _ := chacha20poly1305.NewX(key[:])
 	out := append([]byte{leaseVersion}, nonce...)
@@ -120,7 +124,7 @@ func (b *backend) readLease() (*lease, error) {
 // A fresh lease is created with link(2), which fails if another writer created one
 // first; a take-over replaces the file and reads it back.
 func (b *backend) acquireLease(me *lease, now time.Time) error {
-	img := sealLease(&b.keys.lease, b.id, me, randomBytes(24))
+	img := b.sealLease(me)
 	path := filepath.Join(b.dir, leaseName)
 	for try := 0; try < 2; try++ {
 		cur, err := b.readLease()
@@ -156,7 +160,7 @@ func (b *backend) checkLeaseOurs(me *lease) error {
 			return err
 		}
 		if cur == nil && try == 0 {
-			err := b.createExclusive(filepath.Join(b.dir, leaseName), sealLease(&b.keys.lease, b.id, me, randomBytes(24)))
+			err := b.createExclusive(filepath.Join(b.dir, leaseName), b.sealLease(me))
 			if err == nil || errors.Is(err, fs.ErrExist) {
 				continue
 			}
@@ -174,16 +178,12 @@ func (b *backend) checkLeaseOurs(me *lease) error {
 
 // renewLease rewrites this writer's lease (once per epoch).
 func (b *backend) renewLease(me *lease) error {
-	return b.writeFile(filepath.Join(b.dir, leaseName), sealLease(&b.keys.lease, b.id, me, randomBytes(24)))
+	return b.writeFile(filepath.Join(b.dir, leaseName), b.sealLease(me))
 }
 
 // releaseLease removes the lease if it is still this writer's.
 func (b *backend) releaseLease(id [writerIDLen]byte) {
-	raw, err := os.ReadFile(filepath.Join(b.dir, leaseName))
-	if err != nil {
-		return
-	}
-	if l, err := openLease(&b.keys.lease, b.id, raw); err == nil && bytes.Equal(l.Writer[:], id[:]) {
+	if l, err := b.readLease(); err == nil && l != nil && l.Writer == id {
 		os.Remove(filepath.Join(b.dir, leaseName))
 	}
 }

@@ -37,7 +37,8 @@ func snapshotOf(r *treeRoot) Snapshot {
 	return s
 }
 
-// loadRoots reads and authenticates every root stored, oldest first.
+// loadRoots reads and authenticates every root stored, oldest first. The newest root
+// refresh already read is not read again.
 func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -52,11 +53,18 @@ func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
 			seqs = append(seqs, s)
 		}
 	}
+	c.view.mu.Lock()
+	newest := c.view.newest
+	c.view.mu.Unlock()
 	roots := make([]*treeRoot, len(seqs))
 	errs := make([]error, len(seqs))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, s := range seqs {
+		if newest != nil && newest.Seq == s {
+			roots[i] = newest
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

@@ -25,6 +25,7 @@ const (
 type treeView struct {
 	mu       sync.Mutex
 	root     *treeRoot            // nil: the namespace has no root (new, or written before roots)
+	newest   *treeRoot            // the newest root refresh read and checked (root unless pinned)
 	delta    map[string]*[32]byte // storage path -> hash of the record written (nil: deleted)
 	read     map[string][]byte    // records read that root lists, kept if the command replaces them
 	tracking bool
@@ -52,11 +53,11 @@ func (c *Client) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.pin != nil { // reads go to the pinned snapshot (checked above against the newest)
-		root = c.pin
-	}
 	c.view.mu.Lock()
-	c.view.root = root
+	c.view.newest, c.view.root = root, root
+	if c.pin != nil { // reads go to the pinned snapshot (checked above against the newest)
+		c.view.root = c.pin
+	}
 	c.view.mu.Unlock()
 	return nil
 }

@@ -35,20 +35,7 @@ func TestE2ECheckAndStats(t *testing.T) {
 		t.Fatalf("check of a sound tree:\n%s", out)
 	}
 
-	var victim string
-	var size int64
-	filepath.Walk(filepath.Join(d.dir, "store", "blobs"), func(p string, fi os.FileInfo, err error) error {
-		if err == nil && fi.Mode().IsRegular() && fi.Size() > size {
-			victim, size = p, fi.Size()
-		}
-		return nil
-	})
-	if size < 200_000 {
-		t.Fatalf("no blob of the victim's size found (largest %d)", size)
-	}
-	b, _ := os.ReadFile(victim)
-	b[len(b)/2] ^= 1
-	os.WriteFile(victim, b, 0o600)
+	flipLargestBlob(t, d.dir, 200_000)
 	out, errs, code := alice.run(t, "check", "--read-data-subset", "100%")
 	if code != 3 || !strings.Contains(out, "damaged: dir/victim.bin") || strings.Contains(out, "fine.txt") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 		t.Fatalf("check of a tampered chunk: exit %d\n%s\nstderr %q", code, out, errs)

@@ -154,6 +154,26 @@ func (u *user) summary(t *testing.T, args ...string) map[string]any {
 	return s
 }
 
+// flipLargestBlob flips one byte in the middle of the largest blob the storage service
+// under dir holds (a victim file's ciphertext), which must be at least min bytes.
+func flipLargestBlob(t *testing.T, dir string, min int64) {
+	t.Helper()
+	var victim string
+	var size int64
+	filepath.Walk(filepath.Join(dir, "store", "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > size {
+			victim, size = p, fi.Size()
+		}
+		return nil
+	})
+	if size < min {
+		t.Fatalf("no blob of the victim's size found (largest %d)", size)
+	}
+	b, _ := os.ReadFile(victim)
+	b[len(b)/2] ^= 1
+	os.WriteFile(victim, b, 0o600)
+}
+
 func randomFile(t *testing.T, path string, n int, seed byte) []byte {
 	t.Helper()
 	b := make([]byte, n)

@@ -78,20 +78,7 @@ func TestE2ETamperedBlob(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "dir", "fine.txt"), []byte("fine"), 0o644)
 	alice.mustRun(t, "put", filepath.Join(src, "dir"))
 	// Flip one byte in the largest blob: the victim's ciphertext.
-	var victim string
-	var size int64
-	filepath.Walk(filepath.Join(d.dir, "store", "blobs"), func(p string, fi os.FileInfo, err error) error {
-		if err == nil && fi.Mode().IsRegular() && fi.Size() > size {
-			victim, size = p, fi.Size()
-		}
-		return nil
-	})
-	if size < 200_000 {
-		t.Fatalf("no blob of the victim's size found (largest %d)", size)
-	}
-	b, _ := os.ReadFile(victim)
-	b[len(b)/2] ^= 1
-	os.WriteFile(victim, b, 0o600)
+	flipLargestBlob(t, d.dir, 200_000)
 	out := t.TempDir()
 	_, errs, code := alice.run(t, "get", "dir", filepath.Join(out, "dir"))
 	if code != 3 || !strings.Contains(errs, "victim.bin") || !strings.Contains(errs, "integrity") {

@@ -45,20 +45,7 @@ func (s *Server) PIRParams() pir.Params {
 // update runs fn and the private-query changes in one transaction, undoing the table's
 // in-memory changes if it does not commit.
 func (s *Server) update(changes []pir.Change, fn func(tx *bbolt.Tx) error) ([]bool, error) {
-	var placed []bool
-	var undo func()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if err := fn(tx); err != nil || s.table == nil {
-			return err
-		}
-		var err error
-		placed, undo, err = pir.Apply(tx, s.table, changes)
-		return err
-	})
-	if err != nil && undo != nil {
-		undo()
-	}
-	return placed, err
+	return pir.Update(s.db, s.table, func(tx *bbolt.Tx) ([]pir.Change, error) { return changes, fn(tx) })
 }
 
 // pirQuery opens a sealed private query, checks freshness and answers with this

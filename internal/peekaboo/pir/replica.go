@@ -88,6 +88,26 @@ func InBuckets(tx *bbolt.Tx, p Params, set map[uint32]bool) ([]Change, error) {
 	return out, err
 }
 
+// Update runs fn in one transaction of db and applies the changes it returns to the
+// stored entries and to t (t nil: fn only), undoing t's in-memory changes if the
+// transaction does not commit. It returns, per change, whether its new entry was placed.
+func Update(db *bbolt.DB, t *Table, fn func(tx *bbolt.Tx) ([]Change, error)) ([]bool, error) {
+	var placed []bool
+	var undo func()
+	err := db.Update(func(tx *bbolt.Tx) error {
+		changes, err := fn(tx)
+		if err != nil || t == nil {
+			return err
+		}
+		placed, undo, err = Apply(tx, t, changes)
+		return err
+	})
+	if err != nil && undo != nil {
+		undo()
+	}
+	return placed, err
+}
+
 // Apply makes changes inside the caller's bbolt transaction and to t: an id's old entry
 // (if any) is removed, its new one added if its bucket has room. It returns, per change,
 // whether the new entry was placed, and an undo that the caller runs if the transaction

@@ -37,15 +37,7 @@ func (s *Server) applyPIR(changes []pir.Change) error {
 	if s.table == nil || len(changes) == 0 {
 		return nil
 	}
-	var undo func()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		var err error
-		_, undo, err = pir.Apply(tx, s.table, changes)
-		return err
-	})
-	if err != nil && undo != nil {
-		undo()
-	}
+	_, err := pir.Update(s.db, s.table, func(*bbolt.Tx) ([]pir.Change, error) { return changes, nil })
 	return err
 }
 
@@ -215,21 +207,13 @@ func (s *Server) adopt(sync *wire.PIRSync) error {
 			adds = append(adds, pir.Change{ID: e.ID, Add: &pe})
 		}
 	}
-	var undo func()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	_, err := pir.Update(s.db, s.table, func(tx *bbolt.Tx) ([]pir.Change, error) {
 		mine, err := pir.InBuckets(tx, s.table.Params(), set)
-		if err != nil {
-			return err
-		}
 		for i := range mine {
 			mine[i].Add = nil // remove, then add the K-server's
 		}
-		_, undo, err = pir.Apply(tx, s.table, append(mine, adds...))
-		return err
+		return append(mine, adds...), err
 	})
-	if err != nil && undo != nil {
-		undo()
-	}
 	if err == nil {
 		s.log.Info("private-query table repaired from the k-server", "buckets", len(sync.Buckets))
 	}

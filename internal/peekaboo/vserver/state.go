@@ -84,8 +84,7 @@ func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 // one transaction and returns those it deleted.
 func (s *Server) removePairs(owner string, ids []wire.ID) ([]wire.ID, error) {
 	var gone []wire.ID
-	var undo func()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	_, err := pir.Update(s.db, s.table, func(tx *bbolt.Tx) ([]pir.Change, error) {
 		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
 		gone = gone[:0]
 		for _, id := range ids {
@@ -93,24 +92,16 @@ func (s *Server) removePairs(owner string, ids []wire.ID) ([]wire.ID, error) {
 				continue
 			}
 			if err := errors.Join(pb.Delete(id[:]), ob.Delete(ownerKey(owner, id))); err != nil {
-				return err
+				return nil, err
 			}
 			gone = append(gone, id)
-		}
-		if s.table == nil {
-			return nil
 		}
 		changes := make([]pir.Change, len(gone))
 		for i, id := range gone {
 			changes[i].ID = id
 		}
-		var err error
-		_, undo, err = pir.Apply(tx, s.table, changes)
-		return err
+		return changes, nil
 	})
-	if err != nil && undo != nil {
-		undo()
-	}
 	return gone, err
 }
 

@@ -17,16 +17,13 @@ import (
 func (p *Party) garbler() bool { return p.sess.Role() == twopc.Garbler }
 
 // block returns Server 1's current block at slot key k: changed in this access, stored,
-// or (never written) a fresh encryption of zeros.
+// or nil when never written (rerandomizeAll makes nil a fresh encryption of zeros, so an
+// empty slot costs one encryption, not an encryption and a rerandomization).
 func (p *Party) block(k uint64) ([]byte, error) {
 	if b, ok := p.dirty[k]; ok {
 		return b, nil
 	}
-	b, err := p.store.Block(k)
-	if err != nil || b != nil {
-		return b, err
-	}
-	return p.zeroBlock()
+	return p.store.Block(k)
 }
 
 func (p *Party) zeroBlock() ([]byte, error) {
@@ -57,7 +54,8 @@ func (p *Party) rerandomize(blk []byte) ([]byte, error) {
 	return dataoram.MarshalBlock(cts), nil
 }
 
-// rerandomizeAll rerandomizes blocks on all CPUs (the ElGamal work dominates an access).
+// rerandomizeAll rerandomizes blocks on all CPUs (the ElGamal work dominates an access);
+// a nil block (a slot never written) becomes a fresh encryption of zeros.
 func (p *Party) rerandomizeAll(blocks [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(blocks))
 	errs := make([]error, len(blocks))
@@ -68,7 +66,11 @@ func (p *Party) rerandomizeAll(blocks [][]byte) ([][]byte, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i], errs[i] = p.rerandomize(blocks[i])
+				if blocks[i] == nil {
+					out[i], errs[i] = p.zeroBlock()
+				} else {
+					out[i], errs[i] = p.rerandomize(blocks[i])
+				}
 			}
 		}()
 	}
@@ -114,14 +116,11 @@ func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err er
 		}
 		blocks = append(blocks, b)
 	}
-	if blocks, err = p.rerandomizeAll(blocks); err != nil {
+	// The last block is the dummy: a fresh encryption of zeros.
+	if blocks, err = p.rerandomizeAll(append(blocks, nil)); err != nil {
 		return nil, nil, err
 	}
-	dummy, err := p.zeroBlock()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := p.dot.Send(idx, append(blocks, dummy)); err != nil {
+	if err := p.dot.Send(idx, blocks); err != nil {
 		return nil, nil, err
 	}
 	msg, err := p.sess.ReceiveMessage()

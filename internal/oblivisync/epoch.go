@@ -102,12 +102,12 @@ func (w *Writer) Sync() (EpochReport, error) {
 		w.mu.Unlock()
 		return EpochReport{}, err
 	}
-	if err := w.be.checkLeaseOurs(w.lease); err != nil {
-		w.broken = err
-		w.mu.Unlock()
-		return EpochReport{}, err
+	// Still the backend's one writer: the lease names it and the superblock is its own.
+	err := w.be.checkLeaseOurs(w.lease)
+	if err == nil {
+		err = w.be.checkSuperOurs()
 	}
-	if err := w.be.checkSuperOurs(); err != nil {
+	if err != nil {
 		w.broken = err
 		w.mu.Unlock()
 		return EpochReport{}, err

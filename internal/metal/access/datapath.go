@@ -172,15 +172,14 @@ func (p *Party) evict(leaf uint64, share [][]bool) error {
 	}
 	keys := pathKeys(p.st.P, leaf)
 	var arr [][]byte
-	for _, k := range keys {
-		if !p.garbler() {
-			break
+	if p.garbler() {
+		for _, k := range keys {
+			b, err := p.block(k)
+			if err != nil {
+				return err
+			}
+			arr = append(arr, b)
 		}
-		b, err := p.block(k)
-		if err != nil {
-			return err
-		}
-		arr = append(arr, b)
 	}
 	out, err := p.permute(arr, half)
 	for j := 0; err == nil && p.garbler() && j < len(keys); j++ {

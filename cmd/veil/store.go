@@ -346,8 +346,6 @@ concurrent clients.
 	return c
 }
 
-// parseBytes reads a whole size through go-humanize: "123", "10KiB", "5MiB", "2GiB"
-// (powers of 1024), "1KB", "5MB" (powers of 1000), "7 B".
 // exactBytes writes n the way parseBytes reads it back ("5GiB", "64MiB", "1000"): flag
 // defaults taken from the library's byte counts.
 func exactBytes(n int64) string {
@@ -362,6 +360,8 @@ func exactBytes(n int64) string {
 	return fmt.Sprint(n)
 }
 
+// parseBytes reads a whole size through go-humanize: "123", "10KiB", "5MiB", "2GiB"
+// (powers of 1024), "1KB", "5MB" (powers of 1000), "7 B".
 func parseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	n, err := humanize.ParseBytes(t)

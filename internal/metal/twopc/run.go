@@ -31,13 +31,15 @@ func (s *Session) Run(c *circuit.Circuit, in []bool) ([]bool, error) {
 		s.labels = make([]Label, c.NumWires)
 	}
 	labels := s.labels[:c.NumWires]
-	hdr := header{run: s.stats.Runs, tweak: s.tweak, digest: c.Digest()}
+	if err := s.exchangeHeaders(header{run: s.stats.Runs, tweak: s.tweak, digest: c.Digest()}); err != nil {
+		return nil, err
+	}
 	var out []bool
 	var err error
 	if s.role == Garbler {
-		out, err = s.runGarbler(c, in, labels, hdr)
+		out, err = s.runGarbler(c, in, labels)
 	} else {
-		out, err = s.runEvaluator(c, in, labels, hdr)
+		out, err = s.runEvaluator(c, in, labels)
 	}
 	if err != nil {
 		return nil, err
@@ -55,17 +57,7 @@ func (s *Session) Run(c *circuit.Circuit, in []bool) ([]bool, error) {
 //	2 -> 1: header, IKNP matrix u (128 columns)
 //	1 -> 2: garbler input labels, AND tables, decode bits (Public and Party2 outputs)
 //	2 -> 1: colour bits of Public and Party1 outputs (only if there are any)
-func (s *Session) runGarbler(c *circuit.Circuit, in []bool, labels []Label, hdr header) ([]bool, error) {
-	// Both headers go out before either is checked, so a mismatch fails both sides.
-	if _, err := s.rw.Write(hdr.encode()); err != nil {
-		return nil, err
-	}
-	if err := s.rw.Flush(); err != nil {
-		return nil, err
-	}
-	if err := s.checkHeader(hdr); err != nil {
-		return nil, err
-	}
+func (s *Session) runGarbler(c *circuit.Circuit, in []bool, labels []Label) ([]bool, error) {
 	q, err := s.cotS.extend(c.In2, s.rw)
 	if err != nil {
 		return nil, err
@@ -126,16 +118,7 @@ func (s *Session) runGarbler(c *circuit.Circuit, in []bool, labels []Label, hdr 
 	return out, nil
 }
 
-func (s *Session) runEvaluator(c *circuit.Circuit, in []bool, labels []Label, hdr header) ([]bool, error) {
-	if _, err := s.rw.Write(hdr.encode()); err != nil {
-		return nil, err
-	}
-	if err := s.rw.Flush(); err != nil {
-		return nil, err
-	}
-	if err := s.checkHeader(hdr); err != nil {
-		return nil, err
-	}
+func (s *Session) runEvaluator(c *circuit.Circuit, in []bool, labels []Label) ([]bool, error) {
 	t, err := s.cotR.extend(in, s.rw)
 	if err != nil {
 		return nil, err

@@ -136,7 +136,15 @@ func decodeHeader(p []byte) (header, error) {
 	return h, nil
 }
 
-func (s *Session) checkHeader(mine header) error {
+// exchangeHeaders sends this party's run header, then reads and checks the peer's. Both
+// headers go out before either is checked, so a mismatch fails both sides.
+func (s *Session) exchangeHeaders(mine header) error {
+	if _, err := s.rw.Write(mine.encode()); err != nil {
+		return err
+	}
+	if err := s.rw.Flush(); err != nil {
+		return err
+	}
 	var p [headerLen]byte
 	if _, err := io.ReadFull(s.rw, p[:]); err != nil {
 		return fmt.Errorf("twopc: reading run header: %w", err)

@@ -33,25 +33,28 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	err = classifyFault(err)
 	code, status := storewire.Classify(err)
 	msg := err.Error()
+	log := func(level slog.Level, what string) {
+		s.cfg.Logger.Log(context.Background(), level, what, "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+	}
 	if code == storewire.CodeInternal && clientGone(r, err) {
 		// The client went away mid-request: its fault, not the server's, and no one reads
 		// the answer. Logged at debug level, counted as its own code.
-		s.cfg.Logger.Debug("client disconnected", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		log(slog.LevelDebug, "client disconnected")
 		code, status, msg = codeClientGone, 499, "the request ended before its body"
 	}
 	switch code {
 	case storewire.CodeInternal:
-		s.cfg.Logger.Error("internal error", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		log(slog.LevelError, "internal error")
 		msg = "internal error"
 	case storewire.CodeNoSpace:
-		s.cfg.Logger.Error("out of space", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		log(slog.LevelError, "out of space")
 		msg = storewire.ErrNoSpace.Error() // the detail names server paths: logged only
 	case storewire.CodeUnavailable:
-		s.cfg.Logger.Warn("blob storage unavailable", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		log(slog.LevelWarn, "blob storage unavailable")
 		msg = storewire.ErrUnavailable.Error()
 		w.Header().Set("Retry-After", strconv.Itoa(storewire.RetryAfterSeconds))
 	case storewire.CodeIntegrity:
-		s.cfg.Logger.Error("integrity failure", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		log(slog.LevelError, "integrity failure")
 		msg = "the stored content is damaged (integrity check failed)"
 	}
 	s.metrics.errors.WithLabelValues(code).Inc()

@@ -163,12 +163,17 @@ func dirSet(r *treeRoot) map[string]bool {
 // sealing differs (same content and metadata).
 func (c *Client) compareVersions(ctx context.Context, path string, ha, hb [32]byte) (Change, bool) {
 	ch := Change{Path: c.describe(path), Kind: "modified"}
-	ra, err := c.recordIn(ctx, path, ha)
+	cur, err := c.currentObject(ctx, path)
 	if err != nil {
 		ch.Err = err.Error()
 		return ch, true
 	}
-	rb, err := c.recordIn(ctx, path, hb)
+	ra, err := c.versionRecord(ctx, path, ha, cur)
+	if err != nil {
+		ch.Err = err.Error()
+		return ch, true
+	}
+	rb, err := c.versionRecord(ctx, path, hb, cur)
 	if err != nil {
 		ch.Err = err.Error()
 		return ch, true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -93,6 +94,7 @@ func (c *Client) Log(ctx context.Context, path string) ([]Version, error) {
 	var out []Version
 	var prev pathState
 	n := 0
+	cur := sync.OnceValues(func() ([]byte, error) { return c.currentObject(ctx, fileRec) }) // read once for every version
 	for _, r := range roots {
 		st := stateIn(r, fileRec, dirEnc, path == "")
 		if st.present == prev.present && st.digest == prev.digest {
@@ -108,7 +110,7 @@ func (c *Client) Log(ctx context.Context, path string) ([]Version, error) {
 		n++
 		v.N, v.IsDir, v.Files = n, st.isDir, st.files
 		if !st.isDir {
-			c.fillVersion(ctx, &v, fileRec, st.file)
+			c.fillVersion(ctx, &v, fileRec, st.file, cur)
 		}
 		out = append(out, v)
 	}
@@ -118,9 +120,15 @@ func (c *Client) Log(ctx context.Context, path string) ([]Version, error) {
 	return out, nil
 }
 
-// fillVersion reads a file version's record for its size and times.
-func (c *Client) fillVersion(ctx context.Context, v *Version, path string, h [32]byte) {
-	r, err := c.recordIn(ctx, path, h)
+// fillVersion reads a file version's record for its size and times; cur returns the
+// object now at path.
+func (c *Client) fillVersion(ctx context.Context, v *Version, path string, h [32]byte, cur func() ([]byte, error)) {
+	b, err := cur()
+	if err != nil {
+		v.Err = err.Error()
+		return
+	}
+	r, err := c.versionRecord(ctx, path, h, b)
 	if err != nil {
 		v.Err = err.Error()
 		return

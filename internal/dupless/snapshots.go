@@ -205,12 +205,30 @@ func displayPath(p string) string {
 // recordIn reads the record object whose SHA-256 is h, stored at path when a root lists
 // it: from path if it is still that object, else its kept version.
 func (c *Client) recordIn(ctx context.Context, path string, h [32]byte) (*record, error) {
-	dir, name := storage.Split(path)
-	b, err := c.getObject(ctx, dir, name)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	cur, err := c.currentObject(ctx, path)
+	if err != nil {
 		return nil, err
 	}
-	if err != nil || sha256.Sum256(b) != h {
+	return c.versionRecord(ctx, path, h, cur)
+}
+
+// currentObject reads the record object now at path (nil if there is none).
+func (c *Client) currentObject(ctx context.Context, path string) ([]byte, error) {
+	dir, name := storage.Split(path)
+	b, err := c.getObject(ctx, dir, name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// versionRecord is recordIn with the object now at path already read (cur, as
+// currentObject returns it): a command that opens several versions of one path reads it
+// once.
+func (c *Client) versionRecord(ctx context.Context, path string, h [32]byte, cur []byte) (*record, error) {
+	b := cur
+	if b == nil || sha256.Sum256(b) != h {
+		var err error
 		if b, err = c.keptBytes(ctx, h); errors.Is(err, storage.ErrNotFound) {
 			return nil, ErrVersionGone
 		} else if err != nil {

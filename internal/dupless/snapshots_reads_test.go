@@ -3,23 +3,29 @@ package dupless
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// rootGetsBE counts the tree roots a client reads.
+// rootGetsBE counts the tree roots a client reads (n), and the reads of one object (obj).
 type rootGetsBE struct {
 	storage.Backend
-	n atomic.Int64
+	n, objGets atomic.Int64
+	obj        string
 }
 
 func (b *rootGetsBE) Get(ctx context.Context, d, n string) (io.ReadCloser, error) {
 	if d == rootsDir {
 		b.n.Add(1)
+	}
+	if storage.Join(d, n) == b.obj {
+		b.objGets.Add(1)
 	}
 	return b.Backend.Get(ctx, d, n)
 }
@@ -48,5 +54,45 @@ func TestSnapshotsReadEachRootOnce(t *testing.T) {
 	}
 	if n := counting.n.Load(); n != 2 {
 		t.Fatalf("%d tree roots read for 2 snapshots, want 2", n)
+	}
+}
+
+// log and diff read the record object now at a path once, however many of its versions
+// they open.
+func TestVersionsReadCurrentRecordOnce(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer c.Close()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "d", "f")
+	for i := range 3 {
+		write(t, f, randBytes(100+i, uint64(i)))
+		os.Chtimes(f, time.Now(), time.Now().Add(time.Duration(i)*time.Hour))
+		mustPut(t, c, filepath.Join(dir, "d"), "")
+	}
+	encDir, encName, err := c.encFile("d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &rootGetsBE{Backend: be, obj: storage.Join(encDir, encName+keySuffix)}
+	c2, err := New(counting, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	vs, err := c2.Log(ctx, "d/f")
+	if err != nil || len(vs) != 3 || vs[0].Size != 100 || vs[2].Size != 102 || vs[0].Err != "" {
+		t.Fatalf("log: %+v %v", vs, err)
+	}
+	if n := counting.objGets.Swap(0); n != 1 {
+		t.Fatalf("log of 3 versions read the current record %d times, want 1", n)
+	}
+	chs, err := c2.Diff(ctx, "1", "2", "")
+	if err != nil || len(chs) != 1 || chs[0].Kind != "modified" || chs[0].Err != "" {
+		t.Fatalf("diff: %+v %v", chs, err)
+	}
+	if n := counting.objGets.Load(); n != 1 {
+		t.Fatalf("diff of 2 versions read the current record %d times, want 1", n)
 	}
 }

@@ -126,6 +126,11 @@ func (c *Client) PinSnapshot(ctx context.Context, seq uint64) (Snapshot, error) 
 	if err := c.refresh(ctx); err != nil {
 		return Snapshot{}, err
 	}
+	return c.pinSeq(ctx, seq)
+}
+
+// pinSeq is PinSnapshot after refresh.
+func (c *Client) pinSeq(ctx context.Context, seq uint64) (Snapshot, error) {
 	r, err := c.fetchRootSeq(ctx, seq)
 	if errors.Is(err, storage.ErrNotFound) {
 		return Snapshot{}, fmt.Errorf("no snapshot %d (see 'veil snapshots')", seq)
@@ -172,7 +177,7 @@ func (c *Client) PinVersion(ctx context.Context, path string, n int) (Snapshot, 
 	}
 	for _, v := range vs {
 		if v.N == n {
-			return c.PinSnapshot(ctx, v.Seq)
+			return c.pinSeq(ctx, v.Seq) // Log refreshed
 		}
 	}
 	return Snapshot{}, fmt.Errorf("%s has no version %d (it has %d; see 'veil log %s')", displayPath(path), n, countVersions(vs), displayPath(path))

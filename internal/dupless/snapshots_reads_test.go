@@ -96,3 +96,30 @@ func TestVersionsReadCurrentRecordOnce(t *testing.T) {
 		t.Fatalf("diff of 2 versions read the current record %d times, want 1", n)
 	}
 }
+
+// PinVersion reads the newest root once: Log has read and checked it.
+func TestPinVersionReadsNewestRootOnce(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer c.Close()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "d", "f")
+	for i := range 2 {
+		write(t, f, randBytes(100+i, uint64(i)))
+		os.Chtimes(f, time.Now(), time.Now().Add(time.Duration(i)*time.Hour))
+		mustPut(t, c, filepath.Join(dir, "d"), "")
+	}
+	counting := &rootGetsBE{Backend: be, obj: storage.Join(rootsDir, rootName(2))}
+	c2, err := New(counting, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if snap, err := c2.PinVersion(ctx, "d/f", 1); err != nil || snap.Seq != 1 {
+		t.Fatalf("pin version 1: %+v %v", snap, err)
+	}
+	if n := counting.objGets.Load(); n != 1 {
+		t.Fatalf("the newest root read %d times, want 1", n)
+	}
+}

@@ -93,7 +93,7 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	mode := uint32(syscall.S_IFREG)
 	switch {
 	case n.IsDir:
-		child, mode = &treeDir{v: d.v, path: join(d.path, name), node: n, log: d.log}, syscall.S_IFDIR
+		child, mode = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, log: d.log}, syscall.S_IFDIR
 	case n.Mode&fs.ModeSymlink != 0:
 		child, mode = &link{node: n}, syscall.S_IFLNK
 	default:
@@ -145,11 +145,4 @@ func (l *link) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut
 
 func (l *link) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	return []byte(l.node.Target), 0
-}
-
-func join(dir, name string) string {
-	if dir == "" {
-		return name
-	}
-	return dir + "/" + name
 }

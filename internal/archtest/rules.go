@@ -86,6 +86,8 @@ var rules = []Rule{
 	{"internal/metal/server", []string{"internal/metal/client/...", "internal/profile/..."}},
 	{"internal/metal/client", []string{"internal/metal/server/...", "internal/server/...", "internal/pki/..."}},
 	{"internal/metal/access", []string{"internal/metal/server/...", "internal/metal/client/...", "internal/server/...", "internal/pki/...", "internal/profile/..."}},
+	// Primitive Metal (§5.2 baseline): the ORAM with the data inside 2PC, never the real pipeline.
+	{"internal/metal/primitive", []string{"internal/metal/access/...", "internal/metal/dataoram/...", "internal/metal/elgamal/...", "internal/metal/server/...", "internal/metal/client/...", "internal/storage/...", "internal/server/...", "internal/pki/...", "internal/profile/..."}},
 	{"internal/metal/circuit/...", []string{"internal/metal/twopc/...", "internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	{"internal/metal/oram/...", []string{"internal/metal/ac/...", "internal/storage/...", "internal/profile/...", "internal/allinone/..."}},
 	{"internal/metal/ac/...", []string{"internal/storage/...", "internal/profile/...", "internal/allinone/..."}},

@@ -15,7 +15,7 @@ import (
 func init() { registerBench(newBenchMetalCommand) }
 
 func newBenchMetalCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, prim bool
 	var points []string
 	var cfg metalbench.Config
 	c := &cobra.Command{
@@ -34,10 +34,18 @@ ReadFile latency at each size, with where Server 1's time went:
 
 --point LOG2FILES:BLOCK (repeatable). The position map is not recursive yet: LOG2FILES <= 16.
 
+--primitive compares Metal with Primitive Metal (paper Section 5.2: the whole ORAM, file
+data included, inside 2PC) at the same points, both servers in this process over a
+loopback TCP link (no HTTP or TLS), Metal-AC included: mean and min ms per access (writes
+and reads alternate), garbled AND gates and MB between the servers per access, and
+primitive's time over Metal's. Keep the points small (LOG2FILES <= 12, blocks of a few KiB:
+a 4 KiB access is ~12 M AND gates inside 2PC). Default points 4:1024, 6:1024, 4:4096.
+
 Examples:
   veil bench metal
   veil bench metal --point 8:1024 --point 8:4096 --ops 5 --json
-  veil bench metal --point 8:1024 --rtt 19ms      # the paper's inter-server latency`,
+  veil bench metal --point 8:1024 --rtt 19ms      # the paper's inter-server latency
+  veil bench metal --primitive --point 6:1024 --ops 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, p := range points {
@@ -48,6 +56,12 @@ Examples:
 					return fmt.Errorf("--point %q: want LOG2FILES:BLOCK, e.g. 10:4096", p)
 				}
 				cfg.Points = append(cfg.Points, metalbench.Point{FilesLog2: d, BlockSize: bs})
+			}
+			if prim {
+				if cfg.RTT != 0 {
+					return fmt.Errorf("--rtt is not supported with --primitive")
+				}
+				return runBenchMetalPrimitive(cmd, cfg, asJSON)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			if !asJSON {
@@ -68,9 +82,29 @@ Examples:
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "one JSON object per row")
+	c.Flags().BoolVar(&prim, "primitive", false, "compare with Primitive Metal (the whole ORAM inside 2PC, paper Section 5.2)")
 	c.Flags().StringArrayVar(&points, "point", nil, "LOG2FILES:BLOCK to measure (repeatable; default 6:1024, 10:1024, 10:4096)")
 	c.Flags().IntVar(&cfg.Ops, "ops", 3, "reads and writes (and accounts) per point")
 	c.Flags().IntVar(&cfg.Stash, "stash", 33, "ORAM stash bound")
 	c.Flags().DurationVar(&cfg.RTT, "rtt", 0, "added inter-server round-trip time on the 2PC link (the paper's setting: 19ms)")
 	return c
+}
+
+func runBenchMetalPrimitive(cmd *cobra.Command, cfg metalbench.Config, asJSON bool) error {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "files\tblock\tsystem\tn\tmean ms\tmin ms\tM AND/access\tMB between servers\tmetal speed-up\tpaper (Table 5)\t")
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	cc := metalbench.CompareConfig{Points: cfg.Points, Ops: cfg.Ops, Stash: cfg.Stash}
+	err := metalbench.RunCompare(cmd.Context(), cc, func(r metalbench.CompareRow) {
+		if asJSON {
+			enc.Encode(r)
+			return
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.0f\t%.0f\t%.2f\t%.1f\t%s\t%s\t\n", r.Files, r.Block, r.System, r.N, r.MeanMs, r.MinMs,
+			float64(r.ANDs)/1e6, r.MB, blankZero("%.2f", r.Speedup), r.Paper)
+	})
+	tw.Flush()
+	return err
 }

@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -48,80 +49,72 @@ func counts(tx *bolt.Tx, user string) (*bolt.Bucket, error) {
 
 // charge adjusts the user's content bytes and metadata bytes; when either grows, the sum
 // must stay within the quota.
-func charge(tx *bolt.Tx, user string, data, meta int64) error {
-	b := tx.Bucket(bucketUsers)
-	v := b.Get([]byte(user))
-	if v == nil {
+func charge(t metaTx, user string, data, meta int64) error {
+	u, m, ok, err := t.account(user)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return fmt.Errorf("user %q: %w", user, storage.ErrPermission)
 	}
-	u, err := parseUserRec(v)
-	if err != nil {
-		return err
-	}
-	c, err := counts(tx, user)
-	if err != nil {
-		return err
-	}
-	m := max(getU64(c, metaKey)+meta, 0)
+	m = max(m+meta, 0)
 	u.used = max(u.used+data, 0)
 	if (data > 0 || meta > 0) && u.quota > 0 && u.used+m > u.quota {
 		return fmt.Errorf("user %q would store %d bytes of content and %d of names, quota %d: %w", user, u.used, m, u.quota, storage.ErrQuota)
 	}
 	if meta != 0 {
-		if err := putU64(c, metaKey, m); err != nil {
+		if err := t.setMeta(user, m); err != nil {
 			return err
 		}
 	}
 	if data == 0 {
 		return nil
 	}
-	return b.Put([]byte(user), u.marshal())
+	return t.setUsed(user, u)
 }
 
 // addEntry accounts a new entry dir/name: one more in dir (within MaxDirEntries) and its
 // metadata bytes against the quota.
-func (n *Namespace) addEntry(tx *bolt.Tx, dir, name string) error {
-	c, err := counts(tx, n.user)
+func (n *Namespace) addEntry(t metaTx, dir, name string) error {
+	have, err := t.dirCount(n.user, dir)
 	if err != nil {
 		return err
 	}
-	k := countKey(dir)
-	have := getU64(c, k)
 	if lim := int64(n.s.cfg.Limits.MaxDirEntries); have >= lim {
 		return limitErr("directory %.64q has %d entries, limit %d", dir, have, lim)
 	}
-	if err := putU64(c, k, have+1); err != nil {
+	if err := t.setDirCount(n.user, dir, have+1); err != nil {
 		return err
 	}
-	return charge(tx, n.user, 0, metaCost(dir, name))
+	return charge(t, n.user, 0, metaCost(dir, name))
 }
 
 // removeEntry undoes addEntry; isDir also drops the removed directory's own count.
-func (n *Namespace) removeEntry(tx *bolt.Tx, dir, name string, isDir bool) error {
-	c, err := counts(tx, n.user)
+func (n *Namespace) removeEntry(t metaTx, dir, name string, isDir bool) error {
+	have, err := t.dirCount(n.user, dir)
 	if err != nil {
 		return err
 	}
-	k := countKey(dir)
-	if err := putU64(c, k, getU64(c, k)-1); err != nil {
+	if err := t.setDirCount(n.user, dir, have-1); err != nil {
 		return err
 	}
 	if isDir {
-		if err := c.Delete(countKey(storage.Join(dir, name))); err != nil {
+		if err := t.setDirCount(n.user, storage.Join(dir, name), 0); err != nil {
 			return err
 		}
 	}
-	return charge(tx, n.user, 0, -metaCost(dir, name))
+	return charge(t, n.user, 0, -metaCost(dir, name))
 }
 
 // MetaUsage returns a user's metadata bytes (what names and directories cost against the
 // quota) and the number of entries directly in dir.
 func (s *Service) MetaUsage(user, dir string) (meta, entries int64, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		if c := tx.Bucket(bucketCounts).Bucket([]byte(user)); c != nil {
-			meta, entries = getU64(c, metaKey), getU64(c, countKey(dir))
+	err = s.meta.view(context.Background(), func(t metaTx) error {
+		if _, meta, _, err = t.account(user); err != nil {
+			return err
 		}
-		return nil
+		entries, err = t.dirCount(user, dir)
+		return err
 	})
 	return meta, entries, err
 }

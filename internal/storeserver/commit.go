@@ -3,8 +3,6 @@ package storeserver
 import (
 	"errors"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // errClosed is an operation on a closed service.
@@ -14,23 +12,24 @@ var errClosed = errors.New("store is closed")
 // its fsync) runs, and the next commit takes all of them at once. It adds no delay for a
 // lone writer (unlike bbolt's Batch), and shares one fsync among concurrent ones.
 type committer struct {
-	db      *bolt.DB
-	groups  func(n int) // observes each group's size (metrics)
+	exec    func(group []*commitReq) error // runs every member's fn in one transaction
+	groups  func(n int)                    // observes each group's size (metrics)
 	ch      chan *commitReq
 	quit    chan struct{}
 	stopped chan struct{}
 }
 
 type commitReq struct {
-	fn   func(*bolt.Tx) error
+	user string // whose namespace fn changes ("" for none)
+	fn   func(metaTx) error
 	done chan error
 }
 
 // maxGroup bounds how many transactions share one commit.
 const maxGroup = 256
 
-func newCommitter(db *bolt.DB, groups func(int)) *committer {
-	c := &committer{db: db, groups: groups, ch: make(chan *commitReq), quit: make(chan struct{}), stopped: make(chan struct{})}
+func newCommitter(exec func([]*commitReq) error, groups func(int)) *committer {
+	c := &committer{exec: exec, groups: groups, ch: make(chan *commitReq), quit: make(chan struct{}), stopped: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -38,8 +37,8 @@ func newCommitter(db *bolt.DB, groups func(int)) *committer {
 // do runs fn in a write transaction shared with other concurrent callers; fn must change
 // nothing outside the transaction, since it may run twice (again alone, if another member
 // of its group failed).
-func (c *committer) do(fn func(*bolt.Tx) error) error {
-	r := &commitReq{fn: fn, done: make(chan error, 1)}
+func (c *committer) do(user string, fn func(metaTx) error) error {
+	r := &commitReq{user: user, fn: fn, done: make(chan error, 1)}
 	select {
 	case c.ch <- r:
 		return <-r.done
@@ -61,14 +60,7 @@ func (c *committer) run() {
 		group := c.gather(first, last)
 		last = len(group)
 		c.groups(len(group))
-		err := c.db.Update(func(tx *bolt.Tx) error {
-			for _, r := range group {
-				if err := r.fn(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err := c.exec(group)
 		if err == nil || len(group) == 1 {
 			for _, r := range group {
 				r.done <- err
@@ -76,7 +68,7 @@ func (c *committer) run() {
 			continue
 		}
 		for _, r := range group { // one failed: rerun each alone for its own answer
-			r.done <- c.db.Update(r.fn)
+			r.done <- c.exec([]*commitReq{r})
 		}
 	}
 }

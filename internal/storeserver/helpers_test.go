@@ -3,6 +3,7 @@ package storeserver
 import (
 	"context"
 	"crypto/tls"
+	bolt "go.etcd.io/bbolt"
 	"net"
 	"os"
 	"testing"
@@ -79,3 +80,13 @@ func tlsFor(t *testing.T, c storewire.Credential) *tls.Config {
 }
 
 func mkdirTemp() (string, error) { return os.MkdirTemp("", "veil-store-fuzz-") }
+
+// boltDB is the bbolt database of a store opened with the embedded metadata.
+func boltDB(t testing.TB, s *Service) *bolt.DB {
+	t.Helper()
+	m, ok := s.meta.(*boltMeta)
+	if !ok {
+		t.Skip("needs the bbolt metadata store")
+	}
+	return m.db
+}

@@ -19,7 +19,7 @@ import (
 func blobHash(t *testing.T, s *Service, user, dir, name string) [32]byte {
 	t.Helper()
 	var h [32]byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := boltDB(t, s).View(func(tx *bolt.Tx) error {
 		e, err := parseEntry(tx.Bucket(bucketNS).Bucket([]byte(user)).Get(nsKey(dir, name)))
 		h = e.hash
 		return err
@@ -82,7 +82,7 @@ func TestCorruptInline(t *testing.T) {
 	ns, _ := addUser(t, s, "alice")
 	putBytes(t, ns, "", "small", []byte("small content"))
 	h := blobHash(t, s, "alice", "", "small")
-	s.db.Update(func(tx *bolt.Tx) error {
+	boltDB(t, s).Update(func(tx *bolt.Tx) error {
 		r, _ := parseBlobRec(tx.Bucket(bucketBlobs).Get(h[:]))
 		return tx.Bucket(bucketData).Put(dataKey(r.dataID), []byte("small contenT"))
 	})

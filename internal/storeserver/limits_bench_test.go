@@ -40,7 +40,7 @@ func BenchmarkWorstRequest(b *testing.B) {
 		if prep != nil {
 			prep(ns)
 		}
-		st0 := s.db.Stats()
+		st0 := boltDB(b, s).Stats()
 		before := st0.TxStats.GetPageAlloc()
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -50,7 +50,7 @@ func BenchmarkWorstRequest(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		st1 := s.db.Stats()
+		st1 := boltDB(b, s).Stats()
 		b.ReportMetric(float64(st1.TxStats.GetPageAlloc()-before)/float64(b.N), "dbpageB/op")
 	}
 	for _, total := range []int{512, 1024, 2048, 4096} {
@@ -99,17 +99,14 @@ func fillDir(b *testing.B, ns *Namespace, dir string, n int) {
 		b.Fatal(err)
 	}
 	now := time.Now().UnixNano()
-	err := ns.s.db.Update(func(tx *bolt.Tx) error {
-		bk, err := ns.bucket(tx)
-		if err != nil {
-			return err
-		}
+	err := boltDB(b, ns.s).Update(func(tx *bolt.Tx) error {
+		t := boltTx{tx}
 		for i := range n {
 			name := fmt.Sprintf("e%08d", i)
-			if err := ns.addEntry(tx, dir, name); err != nil {
+			if err := ns.addEntry(t, dir, name); err != nil {
 				return err
 			}
-			if err := bk.Put(nsKey(dir, name), entry{kind: kindDir, modTime: now}.marshal()); err != nil {
+			if err := t.putEntry(ns.user, dir, name, entry{kind: kindDir, modTime: now}); err != nil {
 				return err
 			}
 		}

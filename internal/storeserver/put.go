@@ -12,8 +12,6 @@ import (
 	"os"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storewire"
 )
@@ -42,7 +40,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		switch {
 		case err == io.EOF: // the whole body fits inline
 			sum := sha256.Sum256(head)
-			if err := s.commit.do(n.link(dir, name, sum, int64(k), head)); err != nil {
+			if err := s.meta.update(ctx, n.user, n.link(dir, name, sum, int64(k), head)); err != nil {
 				return fmt.Errorf("put %s: %w", what, err)
 			}
 			s.metrics.observe("put", int64(k), start)
@@ -64,12 +62,12 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
 	s := n.s
 	var sum [32]byte
-	s.commitMu.RLock() // gc must not see the temp file before it is marked live
+	s.tmpMu.RLock() // gc must not see the temp file before it is marked live
 	f, err := os.CreateTemp(s.tmpDir, "up-*")
 	if err == nil {
 		s.active.Store(f.Name(), struct{}{})
 	}
-	s.commitMu.RUnlock()
+	s.tmpMu.RUnlock()
 	if err != nil {
 		return 0, err
 	}
@@ -95,26 +93,25 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 		return 0, err
 	}
 	h.Sum(sum[:0])
-	s.commitMu.RLock()
-	defer s.commitMu.RUnlock()
+	release, err := s.meta.hold(ctx, sum, got) // gc must not remove the blob until it is referenced
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
 		return 0, err
 	}
-	return got, s.commit.do(n.link(dir, name, sum, got, nil))
+	return got, s.meta.update(ctx, n.user, n.link(dir, name, sum, got, nil))
 }
 
 // link is the transaction that points dir/name at blob sum (recording the blob if new).
-func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []byte) func(*bolt.Tx) error {
+func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []byte) func(metaTx) error {
 	now := time.Now().UnixNano()
-	return func(tx *bolt.Tx) error {
-		b, err := n.bucket(tx)
-		if err != nil {
+	return func(t metaTx) error {
+		if err := n.ensureDirs(t, dir, now); err != nil {
 			return err
 		}
-		if err := n.ensureDirs(tx, b, dir, now); err != nil {
-			return err
-		}
-		old, ok, err := getEntry(b, dir, name)
+		old, ok, err := t.entry(n.user, dir, name)
 		if err != nil {
 			return err
 		}
@@ -123,20 +120,20 @@ func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []by
 			if old.isDir() {
 				return storage.ErrIsDir
 			}
-			if err := decref(tx, old.hash); err != nil {
+			if err := t.decref(old.hash); err != nil {
 				return err
 			}
 			delta -= old.size
-		} else if err := n.addEntry(tx, dir, name); err != nil {
+		} else if err := n.addEntry(t, dir, name); err != nil {
 			return err
 		}
-		if err := incref(tx, sum, size, inline); err != nil {
+		if err := t.incref(sum, size, inline); err != nil {
 			return err
 		}
-		if err := charge(tx, n.user, delta, 0); err != nil {
+		if err := charge(t, n.user, delta, 0); err != nil {
 			return err
 		}
-		return b.Put(nsKey(dir, name), entry{kind: kindFile, size: size, modTime: now, hash: sum}.marshal())
+		return t.putEntry(n.user, dir, name, entry{kind: kindFile, size: size, modTime: now, hash: sum})
 	}
 }
 
@@ -155,21 +152,17 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 	var e entry
 	var data []byte // inline content
 	s := n.s
-	s.commitMu.RLock() // gc cannot remove the blob between lookup and open
-	defer s.commitMu.RUnlock()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	defer s.meta.readHold()() // gc cannot remove the blob between lookup and open
+	err := s.meta.view(ctx, func(t metaTx) error {
 		var err error
-		if _, e, err = n.lookup(tx, dir, name); err != nil {
+		if e, err = n.lookup(t, dir, name); err != nil {
 			return err
 		}
 		if e.isDir() {
 			return storage.ErrIsDir
 		}
-		if r, err := parseBlobRec(tx.Bucket(bucketBlobs).Get(e.hash[:])); err == nil && r.inline {
-			data = bytes.Clone(tx.Bucket(bucketData).Get(dataKey(r.dataID)))
-			if data == nil {
-				data = []byte{} // missing: the length check below reports it
-			}
+		if r, d, ok, err := t.blob(e.hash); err == nil && ok && r.inline {
+			data = d
 		}
 		return nil
 	})

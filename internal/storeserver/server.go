@@ -61,6 +61,12 @@ type authUser struct {
 func (s *Service) authenticate(r *http.Request) (authUser, bool) {
 	name, secret, _ := r.BasicAuth()
 	u, ok := s.users.authenticate(name, secret)
+	if !ok && s.meta.shared() && name != "" {
+		// added or given a new secret through another node: read the record again
+		if _, found := s.reloadUser(name); found {
+			u, ok = s.users.authenticate(name, secret)
+		}
+	}
 	return authUser{name: name, admin: u.admin}, ok
 }
 

@@ -79,23 +79,22 @@ var (
 	ErrBusy           = errors.New("store database is in use by another process (a running 'veil store serve'? use --url and the admin credential)")
 )
 
-// Service is an open store: the metadata database, the blob store and the in-memory state
-// that coordinates uploads with gc.
+// Service is an open store: the metadata database (meta.go), the blob store and the
+// in-memory state that coordinates uploads with gc.
 type Service struct {
 	dir    string
 	cfg    Config
-	db     *bolt.DB
+	meta   metaStore
 	blobs  blobStore
 	tmpDir string
 
-	// commitMu is held shared by an upload while it makes its blob durable and references it,
-	// and exclusively by gc while it sweeps, so gc never removes a blob being referenced.
-	commitMu sync.RWMutex
-	active   sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
+	// tmpMu is held shared while an upload creates its temporary file and marks it live,
+	// exclusively by gc while it sweeps stale ones.
+	tmpMu  sync.RWMutex
+	active sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
 
 	users   *userCache
 	metrics *metrics
-	commit  *committer
 	stop    context.CancelFunc // ends the blob store probe
 	probing sync.WaitGroup
 }
@@ -118,11 +117,16 @@ func Open(dir string, cfg Config) (*Service, error) {
 	if err := matchLocation(dir, cfg); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	s := &Service{dir: dir, cfg: cfg, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics()}
 	db, err := openDB(filepath.Join(dir, dbFile), false)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Service{dir: dir, cfg: cfg, db: db, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics()}
+	if err := buildCounts(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s.meta = newBoltMeta(db, func(n int) { s.metrics.group.Observe(float64(n)) })
 	s.stop = func() {}
 	if cfg.Blobs != nil {
 		br := &breaker{onChange: func(open bool, cause error) {
@@ -143,15 +147,10 @@ func Open(dir string, cfg Config) (*Service, error) {
 	} else {
 		s.blobs = diskBlobs{filepath.Join(dir, blobName)}
 	}
-	if err := buildCounts(db); err != nil {
-		db.Close()
+	if s.users, err = loadUsers(s.meta); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	if s.users, err = loadUsers(db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	s.commit = newCommitter(db, func(n int) { s.metrics.group.Observe(float64(n)) })
 	return s, nil
 }
 
@@ -210,8 +209,7 @@ const InlineMax = 64 << 10
 func (s *Service) Close() error {
 	s.stop()
 	s.probing.Wait()
-	s.commit.close()
-	return s.db.Close()
+	return s.meta.close()
 }
 
 // Dir returns the data directory.

@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,8 +9,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storewire"
@@ -28,26 +27,49 @@ type UserInfo struct {
 	Created time.Time
 }
 
-// userCache mirrors the users bucket for authentication without a database read. Only this
-// process can change the database (bbolt holds an exclusive lock), so it stays exact.
+// userCache mirrors the users for authentication without a database read. With bbolt only
+// this process can change the database (it holds an exclusive lock), so it stays exact;
+// with a shared database (PostgreSQL) a name that misses, or a secret that does not match,
+// is read again from the database (reloadUser), so users added or changed through another
+// node are seen. A user removed through another node keeps authenticating here until this
+// node restarts, but owns no namespace: every write fails and reads find nothing.
 type userCache struct {
 	mu sync.RWMutex
 	m  map[string]userRec
 }
 
-func loadUsers(db *bolt.DB) (*userCache, error) {
+func loadUsers(m metaStore) (*userCache, error) {
 	c := &userCache{m: map[string]userRec{}}
-	err := db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
-			u, err := parseUserRec(v)
-			if err != nil {
-				return fmt.Errorf("user %q: %w", k, err)
-			}
-			c.m[string(k)] = u
+	err := m.view(context.Background(), func(t metaTx) error {
+		return t.users(func(name string, u userRec) error {
+			c.m[name] = u
 			return nil
 		})
 	})
 	return c, err
+}
+
+func (c *userCache) get(name string) (userRec, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	u, ok := c.m[name]
+	return u, ok
+}
+
+// reloadUser reads name's record from a shared database into the cache.
+func (s *Service) reloadUser(name string) (userRec, bool) {
+	var u userRec
+	var ok bool
+	err := s.meta.view(context.Background(), func(t metaTx) error {
+		var err error
+		u, _, ok, err = t.account(name)
+		return err
+	})
+	if err != nil || !ok {
+		return userRec{}, false
+	}
+	s.users.set(name, &u)
+	return u, true
 }
 
 // authenticate checks a user's secret; it returns the user's record.
@@ -108,19 +130,7 @@ func (s *Service) AddUser(name string, opts ...UserOption) (storewire.Credential
 	for _, o := range opts {
 		o(&u)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		users := tx.Bucket(bucketUsers)
-		if users.Get([]byte(name)) != nil {
-			return fmt.Errorf("user %q: %w", name, storage.ErrExists)
-		}
-		if _, err := tx.Bucket(bucketNS).CreateBucketIfNotExists([]byte(name)); err != nil {
-			return err
-		}
-		if _, err := tx.Bucket(bucketCounts).CreateBucketIfNotExists([]byte(name)); err != nil {
-			return err
-		}
-		return users.Put([]byte(name), u.marshal())
-	})
+	err = s.meta.update(context.Background(), "", func(t metaTx) error { return t.createUser(name, u) })
 	if err != nil {
 		return storewire.Credential{}, fmt.Errorf("add user: %w", err)
 	}
@@ -135,31 +145,26 @@ func (s *Service) RemoveUser(name string) error {
 	if name == AdminUser {
 		return fmt.Errorf("remove user: %w: the admin cannot be removed", storage.ErrPermission)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketUsers).Get([]byte(name)) == nil {
-			return fmt.Errorf("user %q: %w", name, storage.ErrNotFound)
+	err := s.meta.update(context.Background(), name, func(t metaTx) error {
+		if _, _, ok, err := t.account(name); err != nil || !ok {
+			return firstErr(err, fmt.Errorf("user %q: %w", name, storage.ErrNotFound))
 		}
-		if ns := tx.Bucket(bucketNS).Bucket([]byte(name)); ns != nil {
-			err := ns.ForEach(func(k, v []byte) error {
-				e, err := parseEntry(v)
-				if err != nil || e.isDir() {
-					return err
-				}
-				return decref(tx, e.hash)
-			})
-			if err != nil {
-				return err
+		var refs [][32]byte
+		err := t.below(name, "", "", func(_, _ string, e entry) error {
+			if !e.isDir() {
+				refs = append(refs, e.hash)
 			}
-			if err := tx.Bucket(bucketNS).DeleteBucket([]byte(name)); err != nil {
-				return err
+			return nil
+		})
+		for _, h := range refs {
+			if err == nil {
+				err = t.decref(h)
 			}
 		}
-		if tx.Bucket(bucketCounts).Bucket([]byte(name)) != nil {
-			if err := tx.Bucket(bucketCounts).DeleteBucket([]byte(name)); err != nil {
-				return err
-			}
+		if err != nil {
+			return err
 		}
-		return tx.Bucket(bucketUsers).Delete([]byte(name))
+		return t.dropUser(name)
 	})
 	if err != nil {
 		return fmt.Errorf("remove user: %w", err)
@@ -171,13 +176,9 @@ func (s *Service) RemoveUser(name string) error {
 // Users lists the users sorted by name, with their current usage.
 func (s *Service) Users() ([]UserInfo, error) {
 	var out []UserInfo
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
-			u, err := parseUserRec(v)
-			if err != nil {
-				return fmt.Errorf("user %q: %w", k, err)
-			}
-			out = append(out, UserInfo{Name: string(k), Admin: u.admin, Quota: u.quota, Used: u.used, Created: time.Unix(u.created, 0)})
+	err := s.meta.view(context.Background(), func(t metaTx) error {
+		return t.users(func(name string, u userRec) error {
+			out = append(out, UserInfo{Name: name, Admin: u.admin, Quota: u.quota, Used: u.used, Created: time.Unix(u.created, 0)})
 			return nil
 		})
 	})

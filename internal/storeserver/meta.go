@@ -1,0 +1,89 @@
+package storeserver
+
+import (
+	"context"
+)
+
+// The service's metadata (users, namespaces, accounting, blob records) lives behind two
+// interfaces: metaStore (a database: transactions, gc coordination, collection) and
+// metaTx (the reads and writes one transaction may do). The namespace logic (ns.go,
+// move.go, put.go, accounting.go), fsck, stats and user management are written once
+// against them; two databases implement them:
+//   - bbolt (meta_bolt.go), the embedded default for one machine: meta.db in the data
+//     directory, one process at a time, gc coordinated by an in-process lock;
+//   - PostgreSQL (meta_pg*.go), shared by any number of 'veil store serve' nodes, gc
+//     coordinated through blob rows (pins with a lease, a deleting mark).
+//
+// docs/design-store.md says what each relies on.
+
+// metaStore is the metadata database of a store.
+type metaStore interface {
+	// update runs fn in a write transaction on user's behalf ("" for none), possibly
+	// grouped with concurrent callers into one commit. fn must change nothing outside
+	// the transaction: it may run more than once (alone, if another member of its group
+	// failed, or again after a serialization conflict).
+	update(ctx context.Context, user string, fn func(metaTx) error) error
+	// view runs fn in a read-only transaction.
+	view(ctx context.Context, fn func(metaTx) error) error
+	// hold keeps gc from removing blob h (size bytes, kept in the blob store) until
+	// release is called: an upload holds it from before it makes the blob durable until
+	// its reference is committed.
+	hold(ctx context.Context, h [32]byte, size int64) (release func(), err error)
+	// readHold keeps gc from removing blobs between a lookup and the open of the content.
+	readHold() (release func())
+	// collect removes unreferenced blob records and their content, and content without a
+	// record (orphans), from blobs.
+	collect(ctx context.Context, blobs blobStore) (GCReport, error)
+	// shared reports whether other processes change the metadata too (cached users must
+	// be re-read on a miss).
+	shared() bool
+	close() error
+}
+
+// metaTx is one transaction. Methods taking a user operate on that user's namespace and
+// fail with storage.ErrPermission when it does not exist. Directory names are full
+// paths ("" is the root).
+type metaTx interface {
+	// entry returns dir/name's entry.
+	entry(user, dir, name string) (entry, bool, error)
+	putEntry(user, dir, name string, e entry) error
+	deleteEntry(user, dir, name string) error
+	// children calls fn for the entries directly in dir, in name (byte) order.
+	children(user, dir string, fn func(name string, e entry) error) error
+	// below calls fn for every entry in dir or any directory under it (the whole
+	// namespace for dir ""), whose name is name (any name for ""), in key order
+	// (dir, NUL, name).
+	below(user, dir, name string, fn func(dir, name string, e entry) error) error
+	// moveBelow renames everything below directory src (not src itself) to below dst.
+	moveBelow(user, src, dst string) error
+
+	// dirCount is the number of entries directly in dir.
+	dirCount(user, dir string) (int64, error)
+	setDirCount(user, dir string, n int64) error
+	// moveDirCounts renames the counts of src and every directory under it to dst.
+	moveDirCounts(user, src, dst string) error
+	// dirCounts calls fn for every counted directory (fsck).
+	dirCounts(user string, fn func(dir string, n int64) error) error
+	// account returns the user's record and metadata bytes.
+	account(user string) (userRec, int64, bool, error)
+	setUsed(user string, u userRec) error
+	setMeta(user string, meta int64) error
+
+	// blob returns h's record and, for inline content, the content.
+	blob(h [32]byte) (blobRec, []byte, bool, error)
+	// incref adds a reference to h, recording it first when new (inline is the content
+	// when it is kept in the database, nil otherwise).
+	incref(h [32]byte, size int64, inline []byte) error
+	// decref drops a reference; a blob at zero stays recorded until gc removes it.
+	decref(h [32]byte) error
+	// blobs calls fn for every blob record.
+	blobs(fn func(h [32]byte, r blobRec) error) error
+
+	// users calls fn for every user, in name order.
+	users(fn func(name string, u userRec) error) error
+	// createUser records a new user with an empty namespace (storage.ErrExists if taken).
+	createUser(name string, u userRec) error
+	// dropUser removes the user, their namespace and their accounting (references are
+	// the caller's to drop first).
+	dropUser(name string) error
+}

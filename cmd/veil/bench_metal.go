@@ -26,10 +26,12 @@ them; temporary directories) and the real client, and measures CreateAccount, Wr
 ReadFile latency at each size, with where Server 1's time went:
 
   front      Metal-AC capability check + position-map scan (one 2PC Run)
-  indexoram  IndexORAM access inside 2PC (read, two evictions) + the small index Run
+  indexoram  IndexORAM access inside 2PC (read, two evictions)
+  split      one 2PC Run: the DOT index, and the insert and both evictions composed into
+             one permutation and split between the servers (Sections 5.5-5.6)
   fetch      SS-DOT over the rerandomized stash+path and the two-party decryption
-  insert     Section 5.5's distributed permutation (stash + fetched + client block)
-  evict      Section 5.6's two eviction permutations over stash + path
+  permute    the one distributed permutation over stash + both eviction paths + fetched +
+             client block, rerandomized and applied by Server 1 then Server 2
   commit     the bbolt transaction
 
 --point LOG2FILES:BLOCK (repeatable). The position map is not recursive yet: LOG2FILES <= 16.
@@ -65,7 +67,7 @@ Examples:
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			if !asJSON {
-				fmt.Fprintln(tw, "rtt ms\tfiles\tblock\top\tn\tmean ms\tmin ms\tfront\tindexoram\tfetch\tinsert\tevict\tcommit\tpaper\t")
+				fmt.Fprintln(tw, "rtt ms\tfiles\tblock\top\tn\tmean ms\tmin ms\tfront\tindexoram\tsplit\tfetch\tpermute\tcommit\tpaper\t")
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			err := metalbench.Run(cmd.Context(), cfg, func(r metalbench.Row) {
@@ -74,8 +76,8 @@ Examples:
 					return
 				}
 				fmt.Fprintf(tw, "%.0f\t%d\t%d\t%s\t%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.RTTms, r.Files, r.Block, r.Op, r.N, r.MeanMs, r.MinMs,
-					blankZero("%.0f", r.Front), blankZero("%.0f", r.Index), blankZero("%.0f", r.Fetch), blankZero("%.0f", r.Insert),
-					blankZero("%.0f", r.Evict), blankZero("%.0f", r.Commit), r.Paper)
+					blankZero("%.0f", r.Front), blankZero("%.0f", r.Index), blankZero("%.0f", r.Split), blankZero("%.0f", r.Fetch),
+					blankZero("%.0f", r.Permute), blankZero("%.0f", r.Commit), r.Paper)
 			})
 			tw.Flush()
 			return err

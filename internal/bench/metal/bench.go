@@ -39,9 +39,9 @@ type Row struct {
 	MinMs    float64 `json:"min_ms"`
 	Front    float64 `json:"front_ms,omitempty"`     // Metal-AC + position map (2PC)
 	Index    float64 `json:"indexoram_ms,omitempty"` // IndexORAM read + evictions (2PC)
+	Split    float64 `json:"split_ms,omitempty"`     // DOT index + the composed permutation, split (2PC)
 	Fetch    float64 `json:"fetch_ms,omitempty"`     // SS-DOT + threshold decryption
-	Insert   float64 `json:"insert_ms,omitempty"`    // Section 5.5 permutation
-	Evict    float64 `json:"evict_ms,omitempty"`     // Section 5.6 permutations
+	Permute  float64 `json:"permute_ms,omitempty"`   // Sections 5.5-5.6: the one permutation
 	Commit   float64 `json:"commit_ms,omitempty"`    // bbolt
 	Paper    string  `json:"paper,omitempty"`
 	Comments string  `json:"comments,omitempty"`
@@ -132,10 +132,10 @@ func row(p access.Params, rtt time.Duration, op string, times []time.Duration, t
 	n := float64(len(tims))
 	for _, t := range tims {
 		r.Front += ms(t.Front) / n
-		r.Index += ms(t.IndexORAM+t.Mid) / n
+		r.Index += ms(t.IndexORAM) / n
+		r.Split += ms(t.Mid) / n
 		r.Fetch += ms(t.Fetch) / n
-		r.Insert += ms(t.Insert) / n
-		r.Evict += ms(t.Evict) / n
+		r.Permute += ms(t.Permute) / n
 		r.Commit += ms(t.Commit) / n
 	}
 	return r

@@ -68,31 +68,21 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 		return Reply{}, err
 	}
 	t.mark(&p.last.IndexORAM)
-	in = append(append(append([]bool{}, res.From...), res.To...), res.Found, write, allowed)
-	if out, err = p.sess.Run(p.mid, in); err != nil {
+	reg := newRegion(pr, res.Evictions[0].Leaf, res.Evictions[1].Leaf)
+	dotIdx, half, err := p.composeAndSplit(reg, res, write, allowed)
+	if err != nil {
 		return Reply{}, err
 	}
-	iw, w := dataoram.IndexBits(pr.Slots()+1), pr.insertWidth()
-	ins := make([][]bool, pr.Stash+2)
-	for j := range ins {
-		ins[j] = out[iw+j*w : iw+(j+1)*w]
-	}
 	t.mark(&p.last.Mid)
-	fetched, toClient, err := p.fetch(leaf, out[:iw])
+	fetched, toClient, err := p.fetch(leaf, dotIdx)
 	if err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.Fetch)
-	if err := p.insert(ins, fetched, user); err != nil {
+	if err := p.permuteRegion(reg, half, fetched, user); err != nil {
 		return Reply{}, err
 	}
-	t.mark(&p.last.Insert)
-	for _, ev := range res.Evictions {
-		if err := p.evict(ev.Leaf, ev.Perm); err != nil {
-			return Reply{}, err
-		}
-	}
-	t.mark(&p.last.Evict)
+	t.mark(&p.last.Permute)
 	p.st.Pos = newPos
 	p.st.Evicts = p.idx.Evictions()
 	p.st.Calls++

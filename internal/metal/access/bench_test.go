@@ -35,8 +35,8 @@ func BenchmarkAccess(b *testing.B) {
 				sum.Front += t.Front
 				sum.IndexORAM += t.IndexORAM
 				sum.Fetch += t.Fetch
-				sum.Insert += t.Insert
-				sum.Evict += t.Evict
+				sum.Mid += t.Mid
+				sum.Permute += t.Permute
 				sum.Commit += t.Commit
 			}
 			n := float64(b.N)
@@ -44,7 +44,7 @@ func BenchmarkAccess(b *testing.B) {
 				d    float64
 				name string
 			}{{sum.Front.Seconds(), "front-s/op"}, {sum.IndexORAM.Seconds(), "indexoram-s/op"}, {sum.Fetch.Seconds(), "fetch-s/op"},
-				{sum.Insert.Seconds(), "insert-s/op"}, {sum.Evict.Seconds(), "evict-s/op"}, {sum.Commit.Seconds(), "commit-s/op"}} {
+				{sum.Mid.Seconds(), "split-s/op"}, {sum.Permute.Seconds(), "permute-s/op"}, {sum.Commit.Seconds(), "commit-s/op"}} {
 				b.ReportMetric(m.d/n, m.name)
 			}
 		})

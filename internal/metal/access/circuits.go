@@ -3,7 +3,6 @@ package access
 import (
 	"github.com/veil-project/veil/internal/metal/ac"
 	"github.com/veil-project/veil/internal/metal/circuit"
-	"github.com/veil-project/veil/internal/metal/dataoram"
 )
 
 // frontCircuit is an access's first Run. Inputs, all XOR-shared: the capability key (128),
@@ -42,37 +41,6 @@ func frontCircuit(p Params) (*circuit.Circuit, error) {
 	b.Output(circuit.Shared, newPos...)
 	b.Output(circuit.Shared, id...)
 	b.Output(circuit.Shared, write, allowed)
-	return b.Build()
-}
-
-// midCircuit is the Run after the IndexORAM access. Inputs, XOR-shared: from and to (the
-// oram slot numbers, SlotBits each), found, write, allowed. Outputs, Shared: the DOT index
-// (IndexBits(Slots+1) bits: from, or the dummy Slots for a write, a refusal or a new
-// file), then the insert permutation over stash + fetched + client block (Section 5.5;
-// gather form, Stash+2 entries of insertWidth bits): the stash slot `to` swaps with the
-// fetched block (read) or the client's block (write).
-func midCircuit(p Params) (*circuit.Circuit, error) {
-	b := circuit.NewBuilder()
-	l := p.Layout()
-	w := l.SlotBits()
-	from := b.SharedInput(w)
-	to := b.SharedInput(w)
-	flags := b.SharedInput(3)
-	found, write, allowed := flags[0], flags[1], flags[2]
-
-	iw := dataoram.IndexBits(p.Slots() + 1)
-	dummy := b.Or(write, b.Or(b.Not(found), b.Not(allowed)))
-	b.Output(circuit.Shared, b.Mux(dummy, fit(from, iw), circuit.Const(uint64(p.Slots()), iw))...)
-
-	s, pw := p.Stash, p.insertWidth()
-	toW := fit(to, pw)
-	src := b.Mux(write, circuit.Const(uint64(s), pw), circuit.Const(uint64(s+1), pw))
-	for j := 0; j < s; j++ {
-		hit := b.Eq(toW, circuit.Const(uint64(j), pw))
-		b.Output(circuit.Shared, b.Mux(hit, circuit.Const(uint64(j), pw), src)...)
-	}
-	b.Output(circuit.Shared, b.Mux(write, toW, circuit.Const(uint64(s), pw))...)
-	b.Output(circuit.Shared, b.Mux(write, circuit.Const(uint64(s+1), pw), toW)...)
 	return b.Build()
 }
 

@@ -139,40 +139,14 @@ func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err er
 	return fetched, toClient, nil
 }
 
-// insert applies Section 5.5's permutation to stash + fetched + client block and keeps the
-// first Stash blocks as the new stash.
-func (p *Party) insert(share [][]bool, fetched, user []byte) error {
-	half, err := p.ins.Split(share)
-	if err != nil {
-		return err
-	}
+// permuteRegion applies the access's one permutation (Server 1's σ1, then Server 2's σ2)
+// to the region's blocks, the fetched block and the client's, and writes the kept
+// positions back (Server 1).
+func (p *Party) permuteRegion(r region, half []int, fetched, user []byte) error {
+	var keys []uint64
 	var arr [][]byte
 	if p.garbler() {
-		for i := 0; i < p.st.P.Stash; i++ {
-			b, err := p.block(stashKey(i))
-			if err != nil {
-				return err
-			}
-			arr = append(arr, b)
-		}
-		arr = append(arr, fetched, user)
-	}
-	out, err := p.permute(arr, half)
-	for i := 0; err == nil && p.garbler() && i < p.st.P.Stash; i++ {
-		p.dirty[stashKey(i)] = out[i]
-	}
-	return err
-}
-
-// evict applies one eviction's permutation (Section 5.6) to the stash and the path to leaf.
-func (p *Party) evict(leaf uint64, share [][]bool) error {
-	half, err := p.ev.Split(share)
-	if err != nil {
-		return err
-	}
-	keys := pathKeys(p.st.P, leaf)
-	var arr [][]byte
-	if p.garbler() {
+		keys = r.keys()
 		for _, k := range keys {
 			b, err := p.block(k)
 			if err != nil {
@@ -180,9 +154,10 @@ func (p *Party) evict(leaf uint64, share [][]bool) error {
 			}
 			arr = append(arr, b)
 		}
+		arr = append(arr, fetched, user)
 	}
-	out, err := p.permute(arr, half)
-	for j := 0; err == nil && p.garbler() && j < len(keys); j++ {
+	out, err := p.permute(arr, half, r.size(), r.kept())
+	for j := 0; err == nil && j < len(keys); j++ {
 		p.dirty[keys[j]] = out[j]
 	}
 	return err

@@ -13,9 +13,9 @@
 //     slot it goes to and the two evictions' permutations;
 //   - DataORAM (ElGamal ciphertext blocks on Server 1's disk, Store) follows: the block is
 //     fetched by SS-DOT (dataoram.DOT, Section 5.4) and decrypted to the client only
-//     (dataoram.Decrypt*), then Section 5.5's insert permutation and the two eviction
-//     permutations are each split (oram.Splitter) and applied by both servers in turn, each
-//     rerandomizing every ciphertext.
+//     (dataoram.Decrypt*); Section 5.5's insert and the two evictions of 5.6, composed
+//     inside 2PC into one permutation and split in the same Run (permCircuit), are
+//     applied once by both servers in turn, each rerandomizing every ciphertext.
 //
 // State (Metal-AC shares, position map share, IndexORAM share, DataORAM) is committed to
 // each server's bbolt file at the end of every access, before the reply leaves.

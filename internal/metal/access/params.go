@@ -3,7 +3,6 @@ package access
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 
 	"github.com/veil-project/veil/internal/metal/elgamal"
 	"github.com/veil-project/veil/internal/metal/oram"
@@ -77,6 +76,3 @@ func (p Params) Chunks() int { return p.BlockSize / elgamal.ChunkLen }
 
 // CTSize is the size of one marshalled ciphertext block.
 func (p Params) CTSize() int { return p.Chunks() * elgamal.CiphertextLen }
-
-// insertWidth is the width of an entry of the insert permutation (Stash+2 entries).
-func (p Params) insertWidth() int { return bits.Len(uint(p.Stash + 2)) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 
 	ristretto "github.com/bwesterb/go-ristretto"
 
@@ -34,18 +35,19 @@ func Init(store *Store, role twopc.Role, p Params, rnd io.Reader) (*State, error
 // same calls in the same order. After any error the session is out of step: close it and
 // open a new Party (which reloads the last committed state from the Store).
 type Party struct {
-	sess       *twopc.Session
-	st         *State
-	store      *Store
-	rnd        io.Reader
-	pk         elgamal.PublicKey
-	ac         *ac.Party
-	idx        *oram.Party
-	dot        *dataoram.DOT
-	ins, ev    *oram.Splitter
-	front, mid *circuit.Circuit
-	dirty      map[uint64][]byte // Server 1: DataORAM blocks changed by this access
-	lastLeaf   uint64
+	sess     *twopc.Session
+	st       *State
+	store    *Store
+	rnd      io.Reader
+	pk       elgamal.PublicKey
+	ac       *ac.Party
+	idx      *oram.Party
+	dot      *dataoram.DOT
+	shuffle  *rand.Rand               // Server 1's σ1 of each access's permutation
+	perms    map[int]*circuit.Circuit // permCircuit by the eviction paths' shared levels
+	front    *circuit.Circuit
+	dirty    map[uint64][]byte // Server 1: DataORAM blocks changed by this access
+	lastLeaf uint64
 	// RolledBack: at session start this server was one call ahead of the other (which had
 	// crashed before committing it) and undid that call, so both hold the same state.
 	RolledBack bool
@@ -145,16 +147,12 @@ func (p *Party) build() error {
 	if p.dot, err = dataoram.NewDOT(p.sess, pr.Slots()+1, p.rnd); err != nil {
 		return err
 	}
-	if p.ins, err = oram.NewSplitter(p.sess, pr.Stash+2, pr.insertWidth(), p.rnd); err != nil {
+	var seed [32]byte
+	if _, err := io.ReadFull(p.rnd, seed[:]); err != nil {
 		return err
 	}
-	if p.ev, err = oram.NewSplitter(p.sess, pr.Slots(), pr.Layout().SlotBits(), p.rnd); err != nil {
-		return err
-	}
-	if p.front, err = frontCircuit(pr); err != nil {
-		return err
-	}
-	p.mid, err = midCircuit(pr)
+	p.shuffle, p.perms = rand.New(rand.NewChaCha8(seed)), map[int]*circuit.Circuit{}
+	p.front, err = frontCircuit(pr)
 	return err
 }
 

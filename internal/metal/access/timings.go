@@ -7,16 +7,15 @@ import "time"
 type Timings struct {
 	Front     time.Duration // Metal-AC check + position-map scan (one 2PC Run)
 	IndexORAM time.Duration // IndexORAM read and two evictions inside 2PC
-	Mid       time.Duration // DOT index and insert permutation (one small Run)
+	Mid       time.Duration // one Run: DOT index, insert and evictions composed, split (σ2)
 	Fetch     time.Duration // SS-DOT (incl. rerandomizing the path) and two-party decryption
-	Insert    time.Duration // Section 5.5: split, rerandomize, permute stash + 2 blocks
-	Evict     time.Duration // Section 5.6: two permutations over stash + path, each split
+	Permute   time.Duration // Sections 5.5-5.6: the one permutation, rerandomized by both
 	Commit    time.Duration // bbolt transaction (state, changed DataORAM blocks)
 }
 
 // Total is the sum of the phases.
 func (t Timings) Total() time.Duration {
-	return t.Front + t.IndexORAM + t.Mid + t.Fetch + t.Insert + t.Evict + t.Commit
+	return t.Front + t.IndexORAM + t.Mid + t.Fetch + t.Permute + t.Commit
 }
 
 // LastTimings is the breakdown of the last completed access.

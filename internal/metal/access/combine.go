@@ -33,14 +33,12 @@ func newRegion(p Params, e1, e2 uint64) region {
 	return region{p: p, e1: e1, e2: e2, shared: c}
 }
 
-func (r region) size() int     { return r.p.Slots() + (r.p.D+1-r.shared)*oram.BucketSize + 2 }
-func (r region) kept() int     { return r.size() - 2 } // positions written back to DataORAM
-func (r region) fetched() int  { return r.size() - 2 }
-func (r region) user() int     { return r.size() - 1 }
-func (r region) split2() int   { return r.p.Stash + r.shared*oram.BucketSize }
-func (r region) posBits() int  { return bits.Len(uint(r.size() - 1)) }
-func (r region) outBits() int  { return r.kept() * r.posBits() }
-func (r region) inSecond() int { return r.p.Slots() - r.split2() } // slots only on path 2
+func (r region) size() int    { return r.p.Slots() + (r.p.D+1-r.shared)*oram.BucketSize + 2 }
+func (r region) kept() int    { return r.size() - 2 } // positions written back to DataORAM
+func (r region) fetched() int { return r.size() - 2 }
+func (r region) user() int    { return r.size() - 1 }
+func (r region) split2() int  { return r.p.Stash + r.shared*oram.BucketSize }
+func (r region) posBits() int { return bits.Len(uint(r.size() - 1)) }
 
 // second is the position of slot i of the second eviction's stash+path.
 func (r region) second(i int) int {

@@ -24,6 +24,8 @@ type Profile struct {
 	Version    int               `json:"version"`
 	Deployment access.Deployment `json:"deployment"`
 	Accounts   []AccountRecord   `json:"accounts"`
+	Share      *ShareRecord      `json:"share,omitempty"`    // Metal-SHARE keys (shareprofile.go)
+	Received   []ReceivedRecord  `json:"received,omitempty"` // capabilities others shared with this profile
 }
 
 // AccountRecord is one account: its capability (hex) and file ids.
@@ -88,6 +90,9 @@ func (p *Profile) CapabilityFor(id uint64) ([]byte, error) {
 			}
 			return c, nil
 		}
+	}
+	if c, ok := p.receivedFor(id); ok {
+		return c, nil
 	}
 	return nil, fmt.Errorf("no capability for file id %d in this profile (veil metal ls lists yours)", id)
 }

@@ -40,6 +40,8 @@ func (s *Server) partLen(kind byte) int {
 	switch {
 	case kind == kindAccount:
 		return 0
+	case kind == kindEnroll || kind == kindSend:
+		return sharePartLen(kind)
 	case s.role == 1:
 		return ac.RequestLen + s.params.CTSize()
 	default:
@@ -123,6 +125,9 @@ func resultName(err error) string {
 
 // call runs one call on the link and times it.
 func (s *Server) call(p *access.Party, j *job) result {
+	if j.kind == kindEnroll || j.kind == kindSend {
+		return s.callShare(j)
+	}
 	start := time.Now()
 	var out []byte
 	var err error

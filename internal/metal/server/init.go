@@ -13,6 +13,7 @@ import (
 
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/metal/share"
 	"github.com/veil-project/veil/internal/metal/twopc"
 	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
@@ -100,6 +101,9 @@ func Init(dir string, o InitOptions) error {
 		return err
 	}
 	if _, err := access.Init(st, twopc.Role(o.Role), o.Params, rand.Reader); err != nil {
+		return err
+	}
+	if _, err := share.LoadKeys(db, o.Role, rand.Reader); err != nil { // Paillier key pair, AMK and BMK shares
 		return err
 	}
 	if o.Role == 2 {

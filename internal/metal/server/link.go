@@ -144,6 +144,9 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 	if err != nil {
 		return err
 	}
+	if err := s.newShareParty(sess); err != nil {
+		return err
+	}
 	s.setUp(true) // NewParty reloaded the committed state: a failed call left memory out of step
 	if p.RolledBack {
 		s.log.Warn("undid this server's last call: the other server had crashed before committing it", "calls", p.Calls())

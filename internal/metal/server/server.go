@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/metal/share"
 	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
 )
@@ -32,6 +33,8 @@ type Config struct {
 	ReadTimeout     time.Duration // default 60s
 	IdleTimeout     time.Duration // default 2m
 	ShutdownTimeout time.Duration // graceful drain limit (default 30s)
+	ShareEpoch      time.Duration // Server 1: the broadcast list's epoch (0: every download closes one)
+	ShareRetention  time.Duration // Server 1: closed epochs kept this long (default 72h)
 	Logger          *slog.Logger  // default: discard
 	// TestTap, when set, is given the path and body of every client request: the tests that
 	// check what a server learns read it. Not for production.
@@ -47,6 +50,7 @@ func (c *Config) defaults() {
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
+	def(&c.ShareRetention, 72*time.Hour)
 }
 
 func def[T int | time.Duration](v *T, d T) {
@@ -72,6 +76,9 @@ type Server struct {
 	mu     sync.Mutex
 	up     bool           // the 2PC link is established
 	last   access.Timings // the last access's breakdown
+	shKeys *share.ServerKeys
+	list   *share.List  // Server 1: the capability broadcast list
+	sh     *share.Party // the link's sharing party (used by the call loop only)
 }
 
 // Open loads dir (made by Init).
@@ -115,6 +122,10 @@ func Open(dir string, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.params = st.P
+	if err := s.openShare(); err != nil {
+		s.db.Close()
+		return nil, err
+	}
 	s.log.Info("metal server opened", "dir", dir, "role", c.Role, "files", st.P.Files(), "block", st.P.BlockSize, "calls", st.Calls)
 	return s, nil
 }
@@ -142,6 +153,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/info", s.handleInfo)
 	mux.HandleFunc("POST /v1/account", s.handleCall(kindAccount))
 	mux.HandleFunc("POST /v1/access", s.handleCall(kindAccess))
+	mux.HandleFunc("POST /v1/share/enroll", s.handleCall(kindEnroll))
+	mux.HandleFunc("POST /v1/share/send", s.handleCall(kindSend))
+	mux.HandleFunc("GET /v1/share/key", s.handleShareKey)
+	if s.role == 1 {
+		mux.HandleFunc("GET /v1/share/list", s.handleShareList)
+	}
 	if s.role == 2 {
 		mux.HandleFunc("POST /v1/peer", s.handlePeer)
 	}

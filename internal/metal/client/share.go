@@ -1,0 +1,79 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	"github.com/veil-project/veil/internal/metal/paillier"
+	"github.com/veil-project/veil/internal/metal/share"
+)
+
+// Metal-SHARE (paper Section 6): enrolment, SendCapability and ReceiveCapability.
+
+// ShareKeys fetches each server's Paillier public key (over that server's pinned TLS).
+func (c *Client) ShareKeys(ctx context.Context) (pk1, pk2 *paillier.PublicKey, err error) {
+	var pk [2]*paillier.PublicKey
+	for i := range pk {
+		b, err := c.do(ctx, i, "GET", "/v1/share/key", nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if pk[i], err = paillier.ParsePublicKey(b); err != nil {
+			return nil, nil, fmt.Errorf("metal server %d: %w", i+1, err)
+		}
+	}
+	return pk[0], pk[1], nil
+}
+
+// Enroll obtains the account's anonym and broadcast keys (inside 2PC, from the account
+// capability).
+func (c *Client) Enroll(ctx context.Context, capability []byte) (share.UserKeys, error) {
+	to1, to2, err := share.EnrollRequest(capability, rand.Reader)
+	if err != nil {
+		return share.UserKeys{}, err
+	}
+	r, err := c.both(ctx, "POST", "/v1/share/enroll", to1, to2)
+	if err != nil {
+		return share.UserKeys{}, err
+	}
+	return share.FinishEnroll(r[0], r[1])
+}
+
+// SendCapability grants the owner of req.To a capability for req.File (share.ErrRefused
+// if the servers refused).
+func (c *Client) SendCapability(ctx context.Context, req share.SendRequest, pk1, pk2 *paillier.PublicKey) error {
+	to1, to2, err := req.Split(pk1, pk2, rand.Reader)
+	if err != nil {
+		return err
+	}
+	r, err := c.both(ctx, "POST", "/v1/share/send", to1, to2)
+	if err != nil {
+		return err
+	}
+	return share.FinishSend(r[0], r[1])
+}
+
+// ReceiveCapabilities downloads Server 1's broadcast list from epoch from on and returns
+// the entries that open under bk, with the list's cursors.
+func (c *Client) ReceiveCapabilities(ctx context.Context, bk [16]byte, from uint64) ([]share.Received, share.ListReply, error) {
+	b, err := c.do(ctx, 0, "GET", fmt.Sprintf("/v1/share/list?from=%d", from), nil)
+	if err != nil {
+		return nil, share.ListReply{}, err
+	}
+	lr, err := share.ParseListReply(b)
+	if err != nil {
+		return nil, share.ListReply{}, err
+	}
+	var got []share.Received
+	for _, e := range lr.Entries {
+		r, ok, err := share.OpenEntry(bk, e)
+		if err != nil {
+			return nil, share.ListReply{}, err
+		}
+		if ok {
+			got = append(got, r)
+		}
+	}
+	return got, lr, nil
+}

@@ -1,0 +1,97 @@
+package client
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/paillier"
+	"github.com/veil-project/veil/internal/metal/share"
+)
+
+// ShareRecord is the profile's Metal-SHARE identity: the keys enrolment gave (for the
+// profile's first account), the servers' Paillier keys, the next anonym index, and the
+// broadcast-list cursor.
+type ShareRecord struct {
+	ID        uint64 `json:"id"`
+	AK        string `json:"anonym_key"`
+	BK        string `json:"broadcast_key"`
+	PK1       string `json:"paillier1"`
+	PK2       string `json:"paillier2"`
+	NextIndex uint32 `json:"next_anonym"`
+	Cursor    uint64 `json:"list_from"`
+}
+
+// ReceivedRecord is a capability received through the broadcast list.
+type ReceivedRecord struct {
+	Capability string `json:"capability"`
+	File       uint64 `json:"file"`
+	Perm       string `json:"perm"` // "r", "w" or "rw"
+	Anonym     uint32 `json:"anonym"`
+}
+
+// PermString is "r", "w" or "rw".
+func PermString(p ac.Perm) string {
+	s := ""
+	if p&ac.Read != 0 {
+		s += "r"
+	}
+	if p&ac.Write != 0 {
+		s += "w"
+	}
+	return s
+}
+
+// SetShare records the enrolment's keys and the servers' Paillier keys.
+func (p *Profile) SetShare(k share.UserKeys, pk1, pk2 *paillier.PublicKey) {
+	p.Share = &ShareRecord{ID: k.ID, AK: hex.EncodeToString(k.AK[:]), BK: hex.EncodeToString(k.BK[:]),
+		PK1: hex.EncodeToString(pk1.Bytes()), PK2: hex.EncodeToString(pk2.Bytes())}
+}
+
+// ShareKeys returns the profile's sharing keys and the servers' Paillier keys.
+func (p *Profile) ShareKeys() (share.UserKeys, *paillier.PublicKey, *paillier.PublicKey, error) {
+	s := p.Share
+	if s == nil {
+		return share.UserKeys{}, nil, nil, errors.New("no sharing keys in this profile (run veil metal anonym enroll)")
+	}
+	k := share.UserKeys{ID: s.ID}
+	ak, e1 := hex.DecodeString(s.AK)
+	bk, e2 := hex.DecodeString(s.BK)
+	b1, e3 := hex.DecodeString(s.PK1)
+	b2, e4 := hex.DecodeString(s.PK2)
+	if errors.Join(e1, e2, e3, e4) != nil || len(ak) != 16 || len(bk) != 16 {
+		return share.UserKeys{}, nil, nil, fmt.Errorf("%s: sharing keys are corrupt", ProfileFile)
+	}
+	copy(k.AK[:], ak)
+	copy(k.BK[:], bk)
+	pk1, err1 := paillier.ParsePublicKey(b1)
+	pk2, err2 := paillier.ParsePublicKey(b2)
+	if err := errors.Join(err1, err2); err != nil {
+		return share.UserKeys{}, nil, nil, fmt.Errorf("%s: %w", ProfileFile, err)
+	}
+	return k, pk1, pk2, nil
+}
+
+// AddReceived records a received capability (replacing an older one for the same file).
+func (p *Profile) AddReceived(r share.Received) {
+	rec := ReceivedRecord{Capability: hex.EncodeToString(r.Capability), File: r.File, Perm: PermString(r.Perm), Anonym: r.Index}
+	for i, old := range p.Received {
+		if old.File == r.File {
+			p.Received[i] = rec
+			return
+		}
+	}
+	p.Received = append(p.Received, rec)
+}
+
+// receivedFor returns the received capability for file id, if any.
+func (p *Profile) receivedFor(id uint64) ([]byte, bool) {
+	for _, r := range p.Received {
+		if r.File == id {
+			c, err := hex.DecodeString(r.Capability)
+			return c, err == nil && len(c) == ac.CapabilityLen
+		}
+	}
+	return nil, false
+}

@@ -39,6 +39,7 @@ Servers: 'veil metal server init|serve --role 1|2', or 'veil serve --metal' (bot
 	account := &cobra.Command{Use: "account", Short: "Metal accounts (capabilities for file ids)"}
 	account.AddCommand(newMetalAccountCreate(&o))
 	c.AddCommand(newMetalJoin(&o), account, newMetalLs(&o), newMetalWrite(&o), newMetalRead(&o), newMetalServerCommand())
+	c.AddCommand(newMetalAnonym(&o), newMetalShare(&o), newMetalReceive(&o)) // Metal-SHARE: metal_share.go
 	return c
 }
 
@@ -100,6 +101,11 @@ capability is a bearer secret).
 				return err
 			}
 			p.Add(a)
+			if p.Share == nil { // the profile's first account: its sharing keys (metal_share.go)
+				if err := c.EnrollProfile(cmd.Context(), p, a.Capability); err != nil {
+					return fmt.Errorf("account created but sharing keys not obtained (run veil metal anonym enroll): %w", err)
+				}
+			}
 			if err := p.Save(o.dir()); err != nil {
 				return err
 			}
@@ -134,6 +140,10 @@ func newMetalLs(o *pkbFlags) *cobra.Command {
 				r := row{First: a.First, Last: a.First + uint64(a.Count) - 1, Perm: "rws"}
 				rows = append(rows, r)
 				text += fmt.Sprintf("%d..%d\t%s\n", r.First, r.Last, r.Perm)
+			}
+			for _, rc := range p.Received { // shared with this profile (veil metal receive)
+				rows = append(rows, row{First: rc.File, Last: rc.File, Perm: rc.Perm})
+				text += fmt.Sprintf("%d\t%s\treceived via anonym %d\n", rc.File, rc.Perm, rc.Anonym)
 			}
 			if o.json {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"capabilities": rows})

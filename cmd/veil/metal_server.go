@@ -82,6 +82,8 @@ DIR/deployment.json for clients: 'veil metal join').
 	serve.Flags().DurationVar(&cfg.CallTimeout, "call-timeout", 5*time.Minute, "a request's wait for its turn and its call")
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 256, "simultaneous client connections")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
+	serve.Flags().DurationVar(&cfg.ShareEpoch, "share-epoch", 0, "role 1: broadcast-list epoch; a download closes and shuffles the open epoch once it is this old (0: every download)")
+	serve.Flags().DurationVar(&cfg.ShareRetention, "share-retention", 72*time.Hour, "role 1: closed broadcast-list epochs are deleted after this")
 	c.PersistentFlags().StringVar(&dir, "dir", "", "server directory (required)")
 	c.MarkPersistentFlagRequired("dir")
 	c.AddCommand(initC, serve)

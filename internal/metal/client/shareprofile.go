@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/veil-project/veil/internal/metal/ac"
 	"github.com/veil-project/veil/internal/metal/paillier"
@@ -94,4 +96,57 @@ func (p *Profile) receivedFor(id uint64) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// NewAnonym makes the profile's next anonym (offline) and advances the index (the caller
+// saves the profile).
+func (p *Profile) NewAnonym(rnd io.Reader) (share.Anonym, uint32, error) {
+	k, pk1, pk2, err := p.ShareKeys()
+	if err != nil {
+		return share.Anonym{}, 0, err
+	}
+	index := p.Share.NextIndex
+	a, err := share.NewAnonym(k, index, pk1, pk2, rnd)
+	if err != nil {
+		return share.Anonym{}, 0, err
+	}
+	p.Share.NextIndex++
+	return a, index, nil
+}
+
+// Receive downloads the broadcast list from the profile's cursor, records what is
+// addressed to it and advances the cursor (the caller saves the profile). expired counts
+// epochs deleted by the server before this profile downloaded them.
+func (c *Client) Receive(ctx context.Context, p *Profile) (got []share.Received, entries int, expired uint64, err error) {
+	k, _, _, err := p.ShareKeys()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	got, lr, err := c.ReceiveCapabilities(ctx, k.BK, p.Share.Cursor)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if lr.First > p.Share.Cursor {
+		expired = lr.First - p.Share.Cursor
+	}
+	for _, r := range got {
+		p.AddReceived(r)
+	}
+	p.Share.Cursor = lr.Next
+	return got, len(lr.Entries), expired, nil
+}
+
+// EnrollProfile stores in p the sharing keys of account capability and both servers' Paillier
+// keys (the caller saves the profile).
+func (c *Client) EnrollProfile(ctx context.Context, p *Profile, capability []byte) error {
+	k, err := c.Enroll(ctx, capability)
+	if err != nil {
+		return err
+	}
+	pk1, pk2, err := c.ShareKeys(ctx)
+	if err != nil {
+		return err
+	}
+	p.SetShare(k, pk1, pk2)
+	return nil
 }

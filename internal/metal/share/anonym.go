@@ -45,13 +45,6 @@ type Anonym struct {
 	C1, C2 *big.Int
 }
 
-// idBlock is the PRF input for a user's keys: ID (8 bytes LE) then 8 zero bytes.
-func idBlock(id uint64) []byte {
-	p := make([]byte, 16)
-	binary.LittleEndian.PutUint64(p, id)
-	return p
-}
-
 // macBlock is the MAC input: ID (8 bytes LE), index (4 bytes LE), 4 zero bytes.
 func macBlock(id uint64, index uint32) []byte {
 	p := make([]byte, 16)

@@ -34,7 +34,7 @@ ReadFile latency at each size, with where Server 1's time went:
              client block, rerandomized and applied by Server 1 then Server 2
   commit     the bbolt transaction
 
---point LOG2FILES:BLOCK (repeatable). The position map is not recursive yet: LOG2FILES <= 16.
+--point LOG2FILES:BLOCK (repeatable), LOG2FILES <= 20.
 
 --primitive compares Metal with Primitive Metal (paper Section 5.2: the whole ORAM, file
 data included, inside 2PC) at the same points, both servers in this process over a

@@ -52,7 +52,7 @@ DIR/deployment.json for clients: 'veil metal join').
 	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL clients (and Server 1) reach this server at (required)")
 	initC.Flags().StringVar(&peerCred, "peer-cred", "", "Server 2's peer.cred (role 1)")
 	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
-	initC.Flags().IntVar(&p.D, "files-log2", p.D, "role 2: 2^N file ids (non-recursive position map: N <= 16)")
+	initC.Flags().IntVar(&p.D, "files-log2", p.D, "role 2: 2^N file ids, N <= 20 (recursive position map)")
 	initC.Flags().IntVar(&p.BlockSize, "block-size", p.BlockSize, "role 2: bytes per file id, a multiple of 16")
 	initC.Flags().IntVar(&p.Stash, "stash", p.Stash, "role 2: ORAM stash bound")
 	initC.Flags().Uint32Var(&p.FilesPerAccount, "files-per-account", p.FilesPerAccount, "role 2: file ids per account")

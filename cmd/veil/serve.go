@@ -91,7 +91,7 @@ Examples:
 	c.Flags().BoolVar(&metal, "metal", false, "also run Metal's two servers (created on the first run with --metal; later runs start them whenever they exist)")
 	c.Flags().StringVar(&metalAddr1, "metal-listen1", allinone.DefaultMetal1Addr, "Metal Server 1 address (first --metal run only)")
 	c.Flags().StringVar(&metalAddr2, "metal-listen2", allinone.DefaultMetal2Addr, "Metal Server 2 address (first --metal run only)")
-	c.Flags().IntVar(&metalParams.D, "metal-files-log2", metalParams.D, "Metal: 2^N file ids (first --metal run only; at most 16)")
+	c.Flags().IntVar(&metalParams.D, "metal-files-log2", metalParams.D, "Metal: 2^N file ids (first --metal run only; at most 20)")
 	c.Flags().IntVar(&metalParams.BlockSize, "metal-block-size", metalParams.BlockSize, "Metal: bytes per file id, a multiple of 16 (first --metal run only)")
 	c.AddCommand(&cobra.Command{
 		Use:   "adduser NAME",

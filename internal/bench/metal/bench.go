@@ -59,7 +59,8 @@ func Run(ctx context.Context, cfg Config, emit func(Row)) error {
 		cfg.Stash = 33
 	}
 	for _, pt := range cfg.Points {
-		p := access.Params{D: pt.FilesLog2, Stash: cfg.Stash, BlockSize: pt.BlockSize, FilesPerAccount: 16}
+		p := access.Params{D: pt.FilesLog2, Stash: cfg.Stash, BlockSize: pt.BlockSize, FilesPerAccount: 16,
+			Pack: access.DefaultParams.Pack, Base: access.DefaultParams.Base}
 		if err := p.Check(); err != nil {
 			return err
 		}

@@ -44,26 +44,31 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	}
 	p.dirty = map[uint64][]byte{}
 	t := newTimer()
-	nl, err := p.randomBits(pr.D)
+	r := pr.Recursion()
+	fresh, err := r.DrawFresh(p.rnd)
 	if err != nil {
 		return Reply{}, err
 	}
 	in := append(circuit.BytesToBits(p.st.AC.KeyShare[:]), circuit.BytesToBits(req)...)
-	in = append(append(in, p.st.Pos...), nl...)
+	in = append(append(in, p.st.Pos...), fresh.Leaves[r.Levels()]...)
 	out, err := p.sess.Run(p.front, in)
 	if err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.Front)
-	leaf := circuit.BitsToUint64(out[:pr.D])
-	p.lastLeaf = leaf
-	o := pr.D
+	top := circuit.BitsToUint64(out[:r.BaseBits()])
+	o := r.BaseBits()
 	newPos := out[o : o+len(p.st.Pos)]
 	o += len(p.st.Pos)
 	id := out[o : o+pr.D+1]
 	write, allowed := out[o+pr.D+1], out[o+pr.D+2]
 
-	res, err := p.idx.AccessLeaf(leaf, nl, id, write, []bool{false})
+	leaf, err := p.pos.Walk(top, id, fresh)
+	if err != nil {
+		return Reply{}, err
+	}
+	p.lastLeaf = leaf
+	res, err := p.idx.AccessLeaf(leaf, fresh.Leaves[0], id, write, []bool{false})
 	if err != nil {
 		return Reply{}, err
 	}
@@ -85,6 +90,7 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	t.mark(&p.last.Permute)
 	p.st.Pos = newPos
 	p.st.Evicts = p.idx.Evictions()
+	p.st.MapEv = p.pos.Evictions()
 	p.st.Calls++
 	if err := p.store.commitCall(p.st, p.dirty); err != nil {
 		return Reply{}, err

@@ -17,9 +17,15 @@ import (
 
 // Random reads and writes by two users against a plain map, with refused requests mixed
 // in (a user touching the other's files, writes of longer-than-block data rejected at the
-// client), and a restart of both parties from their bbolt state halfway.
+// client), and a restart of both parties from their bbolt state halfway: with two trees of
+// records in the position map, and with the position map one linear scan.
 func TestAccessMatchesMap(t *testing.T) {
-	r := newRig(t, testParams)
+	t.Run("recursive", func(t *testing.T) { accessMatchesMap(t, testParams) })
+	t.Run("flat", func(t *testing.T) { accessMatchesMap(t, flatParams) })
+}
+
+func accessMatchesMap(t *testing.T, p Params) {
+	r := newRig(t, p)
 	caps := [][]byte{r.createAccount(t), r.createAccount(t)} // files 0-2 and 3-5
 	want := map[uint64][]byte{}
 	rng := mrand.New(mrand.NewPCG(1, 2))

@@ -13,9 +13,9 @@ import (
 //	go test ./internal/metal/access -run '^$' -bench Access -benchtime 3x
 func BenchmarkAccess(b *testing.B) {
 	for _, p := range []Params{
-		{D: 6, Stash: 33, BlockSize: 1024, FilesPerAccount: 16},
-		{D: 10, Stash: 33, BlockSize: 1024, FilesPerAccount: 16},
-		{D: 10, Stash: 33, BlockSize: 4096, FilesPerAccount: 16},
+		{D: 6, Stash: 33, BlockSize: 1024, FilesPerAccount: 16, Pack: 3, Base: 10},
+		{D: 10, Stash: 33, BlockSize: 1024, FilesPerAccount: 16, Pack: 3, Base: 10},
+		{D: 10, Stash: 33, BlockSize: 4096, FilesPerAccount: 16, Pack: 3, Base: 10},
 	} {
 		b.Run(fmt.Sprintf("files=%d/block=%d", p.Files(), p.BlockSize), func(b *testing.B) {
 			r := newRig(b, p)

@@ -18,7 +18,7 @@ import (
 // test against the uniform distribution (16 leaves, threshold at p = 10^-6), and every
 // revealed leaf is the one the file's previous access stored (the position map works).
 func TestRevealedLeafUniformWhateverTheSequence(t *testing.T) {
-	p := Params{D: 4, Stash: 6, BlockSize: 16, FilesPerAccount: 16}
+	p := Params{D: 4, Stash: 6, BlockSize: 16, FilesPerAccount: 16, Pack: 3, Base: 10} // the base map is the whole map
 	c, err := frontCircuit(p)
 	if err != nil {
 		t.Fatal(err)

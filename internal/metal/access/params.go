@@ -14,19 +14,30 @@ type Params struct {
 	Stash           int    // stash bound (the paper's reference code: 33)
 	BlockSize       int    // file (block) size in bytes, a multiple of elgamal.ChunkLen
 	FilesPerAccount uint32 // file ids granted by CreateAccount (the paper's l_file)
+	// The recursive position map (oram.Recursion): each record block packs 2^Pack leaves;
+	// a map of at most 2^Base+1 entries is scanned linearly inside the front Run.
+	Pack, Base int
 }
 
-// DefaultParams is 2^10 files of 4 KiB, stash 33, 16 files per account.
-var DefaultParams = Params{D: 10, Stash: 33, BlockSize: 4096, FilesPerAccount: 16}
+// DefaultParams is 2^10 files of 4 KiB, stash 33, 16 files per account, records of 8
+// leaves over a base map of at most 2^10+1 entries (chosen by BenchmarkPosWalk,
+// docs/benchmarks.md).
+var DefaultParams = Params{D: 10, Stash: 33, BlockSize: 4096, FilesPerAccount: 16, Pack: 3, Base: 10}
+
+// MaxD is the largest depth: 2^20 file ids, the paper's largest evaluation. The trees'
+// shares are held in memory and rewritten at each commit, which is what bounds it here.
+const MaxD = 20
 
 // ParamsLen is the length of an encoded Params.
 const ParamsLen = 16
 
-// Check validates p. D is bounded by the non-recursive position map, scanned linearly.
+// Check validates p.
 func (p Params) Check() error {
 	switch {
-	case p.D < 2 || p.D > 16:
-		return fmt.Errorf("access: depth %d out of range 2..16", p.D)
+	case p.D < 2 || p.D > MaxD:
+		return fmt.Errorf("access: depth %d out of range 2..%d", p.D, MaxD)
+	case p.Pack < 1 || p.Pack > 8 || p.Base < p.Pack || p.Base > 16:
+		return fmt.Errorf("access: position map packing 2^%d over a base of 2^%d: want 1 <= pack <= 8, pack <= base <= 16", p.Pack, p.Base)
 	case p.Stash < 2 || p.Stash > 256:
 		return fmt.Errorf("access: stash %d out of range 2..256", p.Stash)
 	case p.BlockSize < elgamal.ChunkLen || p.BlockSize%elgamal.ChunkLen != 0 || p.BlockSize > 1<<20:
@@ -40,21 +51,23 @@ func (p Params) Check() error {
 // Encode is the 16-byte form both servers compare at session start.
 func (p Params) Encode() []byte {
 	b := make([]byte, ParamsLen)
-	b[0] = 1
+	b[0] = 2
 	b[1] = byte(p.D)
 	binary.LittleEndian.PutUint16(b[2:], uint16(p.Stash))
 	binary.LittleEndian.PutUint32(b[4:], uint32(p.BlockSize))
 	binary.LittleEndian.PutUint32(b[8:], p.FilesPerAccount)
+	b[12], b[13] = byte(p.Pack), byte(p.Base)
 	return b
 }
 
 // DecodeParams is the inverse of Encode.
 func DecodeParams(b []byte) (Params, error) {
-	if len(b) != ParamsLen || b[0] != 1 {
-		return Params{}, fmt.Errorf("access: bad parameters encoding")
+	if len(b) != ParamsLen || b[0] != 2 || b[14] != 0 || b[15] != 0 {
+		return Params{}, fmt.Errorf("access: not version-2 parameters")
 	}
 	p := Params{D: int(b[1]), Stash: int(binary.LittleEndian.Uint16(b[2:])),
-		BlockSize: int(binary.LittleEndian.Uint32(b[4:])), FilesPerAccount: binary.LittleEndian.Uint32(b[8:])}
+		BlockSize: int(binary.LittleEndian.Uint32(b[4:])), FilesPerAccount: binary.LittleEndian.Uint32(b[8:]),
+		Pack: int(b[12]), Base: int(b[13])}
 	return p, p.Check()
 }
 
@@ -66,6 +79,11 @@ func (p Params) Files() uint64 { return 1 << p.D }
 // (unused: the data lives in DataORAM).
 func (p Params) Layout() oram.Layout {
 	return oram.Layout{D: p.D, Stash: p.Stash, IDBits: p.D + 1, ValueBits: 1}
+}
+
+// Recursion is the shape of IndexORAM's position map.
+func (p Params) Recursion() oram.Recursion {
+	return oram.Recursion{D: p.D, Pack: p.Pack, Base: p.Base, Stash: p.Stash}
 }
 
 // Slots is the number of stash+path slots an access fetches from (the DOT adds a dummy).

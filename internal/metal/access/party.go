@@ -42,6 +42,7 @@ type Party struct {
 	pk       elgamal.PublicKey
 	ac       *ac.Party
 	idx      *oram.Party
+	pos      *oram.PosParty
 	dot      *dataoram.DOT
 	shuffle  *rand.Rand               // Server 1's σ1 of each access's permutation
 	perms    map[int]*circuit.Circuit // permCircuit by the eviction paths' shared levels
@@ -144,6 +145,9 @@ func (p *Party) build() error {
 		return err
 	}
 	p.idx.SetEvictions(p.st.Evicts)
+	if p.pos, err = oram.NewPosParty(p.sess, pr.Recursion(), p.st.Maps, p.st.MapEv); err != nil {
+		return err
+	}
 	if p.dot, err = dataoram.NewDOT(p.sess, pr.Slots()+1, p.rnd); err != nil {
 		return err
 	}

@@ -13,8 +13,13 @@ import (
 	"github.com/veil-project/veil/internal/metal/twopc/twopctest"
 )
 
-// testParams keep 2PC small: 8 files of 32 bytes, stash 6.
-var testParams = Params{D: 3, Stash: 6, BlockSize: 32, FilesPerAccount: 3}
+// testParams keep 2PC small: 8 files of 32 bytes, stash 6, and a position map of two
+// trees of records (depths 2 and 1, records of 2 leaves) over a base map of 3 entries, so
+// every access walks the whole recursion.
+var testParams = Params{D: 3, Stash: 6, BlockSize: 32, FilesPerAccount: 3, Pack: 1, Base: 1}
+
+// flatParams are testParams with the position map a single linear scan (no trees).
+var flatParams = Params{D: 3, Stash: 6, BlockSize: 32, FilesPerAccount: 3, Pack: 3, Base: 10}
 
 // rig is the two servers of one deployment, each with its own bbolt file, over loopback
 // TCP. seen1 and seen2 record every request part each server received.

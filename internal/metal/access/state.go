@@ -25,19 +25,22 @@ type State struct {
 	AC     ac.State
 	Key    *elgamal.KeyShare // DataORAM key share
 	PeerX  ristretto.Point   // the other server's public key share
-	Pos    []bool            // position map share: (Files+1) entries of D bits
-	Tree   *oram.Share       // IndexORAM share
+	Pos    []bool            // base map share: Recursion().BaseEntries() entries of BaseBits
+	Maps   []*oram.Share     // the position map's trees of records, T_1 .. T_L
+	MapEv  []uint64          // their eviction counters
+	Tree   *oram.Share       // IndexORAM's data-level tree T_0
 }
 
-const stateVersion = 1
+const stateVersion = 2
 
 // stateHeader: version, role, params, accesses, evicts, AC key and next shares, key share,
 // peer's public share.
 const stateHeader = 2 + ParamsLen + 8 + 8 + 16 + 8 + elgamal.KeyShareLen + elgamal.PointLen
 
-// NewState draws a server's initial state: fresh key shares, a uniformly random position
-// map share (so every file starts on a uniformly random leaf), the empty tree. PeerX is set
-// by Setup.
+// NewState draws a server's initial state: fresh key shares, a uniformly random base map
+// share (so every block of the smallest tree starts on a uniformly random leaf; the larger
+// trees' records are created on first access with random leaves), empty trees. PeerX is
+// set by Setup.
 func NewState(role twopc.Role, p Params, rnd io.Reader) (*State, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -54,19 +57,34 @@ func NewState(role twopc.Role, p Params, rnd io.Reader) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := (int(p.Files()) + 1) * p.D
+	maps, err := oram.NewPosShares(p.Recursion())
+	if err != nil {
+		return nil, err
+	}
+	n := baseBits(p)
 	buf := make([]byte, (n+7)/8)
 	if _, err := io.ReadFull(rnd, buf); err != nil {
 		return nil, err
 	}
-	return &State{Role: role, P: p, AC: a, Key: k, Pos: circuit.BytesToBits(buf)[:n], Tree: tree}, nil
+	return &State{Role: role, P: p, AC: a, Key: k, Pos: circuit.BytesToBits(buf)[:n], Maps: maps,
+		MapEv: make([]uint64, len(maps)), Tree: tree}, nil
 }
+
+// baseBits is the size of the base map share.
+func baseBits(p Params) int {
+	r := p.Recursion()
+	return r.BaseEntries() * r.BaseBits()
+}
+
+func (s *State) trees() []*oram.Share { return append(append([]*oram.Share{}, s.Maps...), s.Tree) }
 
 func (s *State) bits() []bool {
 	out := append([]bool{}, s.Pos...)
-	out = append(out, s.Tree.Stash...)
-	for _, b := range s.Tree.Buckets[1:] {
-		out = append(out, b...)
+	for _, t := range s.trees() {
+		out = append(out, t.Stash...)
+		for _, b := range t.Buckets[1:] {
+			out = append(out, b...)
+		}
 	}
 	return out
 }
@@ -80,12 +98,18 @@ func (s *State) Marshal() []byte {
 	b = binary.LittleEndian.AppendUint64(b, s.Evicts)
 	b = append(append(b, s.AC.KeyShare[:]...), s.AC.NextShare[:]...)
 	b = append(append(b, s.Key.Marshal()...), s.PeerX.Bytes()...)
+	for _, e := range s.MapEv {
+		b = binary.LittleEndian.AppendUint64(b, e)
+	}
 	return append(b, circuit.BitsToBytes(s.bits())...)
 }
 
 // UnmarshalState is the inverse of Marshal.
 func UnmarshalState(b []byte) (*State, error) {
-	if len(b) < stateHeader || b[0] != stateVersion || (b[1] != 1 && b[1] != 2) {
+	if len(b) > 0 && b[0] != stateVersion {
+		return nil, fmt.Errorf("access: state is version %d, this veil reads version %d (re-initialize both servers)", b[0], stateVersion)
+	}
+	if len(b) < stateHeader || (b[1] != 1 && b[1] != 2) {
 		return nil, fmt.Errorf("access: state is not a version-%d state", stateVersion)
 	}
 	p, err := DecodeParams(b[2 : 2+ParamsLen])
@@ -113,16 +137,32 @@ func UnmarshalState(b []byte) (*State, error) {
 	if s.Tree, err = oram.NewShare(p.Layout()); err != nil {
 		return nil, err
 	}
-	n := (int(p.Files()) + 1) * p.D
-	total := n + len(s.Tree.Stash) + (len(s.Tree.Buckets)-1)*len(s.Tree.Buckets[1])
+	if s.Maps, err = oram.NewPosShares(p.Recursion()); err != nil {
+		return nil, err
+	}
+	if len(b)-o < 8*len(s.Maps) {
+		return nil, fmt.Errorf("access: state truncated")
+	}
+	for range s.Maps {
+		s.MapEv = append(s.MapEv, binary.LittleEndian.Uint64(b[o:]))
+		o += 8
+	}
+	n := baseBits(p)
+	total := n
+	for _, t := range s.trees() {
+		total += len(t.Stash) + (len(t.Buckets)-1)*len(t.Buckets[1])
+	}
 	if len(b)-o != (total+7)/8 {
 		return nil, fmt.Errorf("access: state body of %d bytes, want %d", len(b)-o, (total+7)/8)
 	}
 	bits := circuit.BytesToBits(b[o:])
 	s.Pos, bits = bits[:n], bits[n:]
-	k := copy(s.Tree.Stash, bits)
-	for _, bk := range s.Tree.Buckets[1:] {
-		k += copy(bk, bits[k:])
+	k := 0
+	for _, t := range s.trees() {
+		k += copy(t.Stash, bits[k:])
+		for _, bk := range t.Buckets[1:] {
+			k += copy(bk, bits[k:])
+		}
 	}
 	if !bytes.Equal(s.Marshal(), b) {
 		return nil, fmt.Errorf("access: state encoding is not canonical")

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	mrand "math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/veil-project/veil/internal/metal/ac"
@@ -63,6 +65,27 @@ func TestVectors(t *testing.T) {
 	}
 	if !bytes.Equal(c[:ac.CapabilityLen], capability) || c[ac.CapabilityLen] != 5 || c[ac.RequestLen-1] != byte(ac.Write) {
 		t.Fatalf("the shares do not combine to the request: %x", c)
+	}
+}
+
+// A state written by an earlier veil (version 1: the non-recursive position map; a real
+// one, testdata/metal/access-state-v1.hex) is refused with a one-line error naming both
+// versions, as are parameters of the old encoding.
+func TestOldStateRefused(t *testing.T) {
+	b, err := os.ReadFile("../../../testdata/metal/access-state-v1.hex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = UnmarshalState(old)
+	if err == nil || !strings.Contains(err.Error(), "version 1") || !strings.Contains(err.Error(), "version 2") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("version-1 state: %v", err)
+	}
+	if _, err := DecodeParams(old[2 : 2+ParamsLen]); err == nil {
+		t.Fatal("version-1 parameters accepted")
 	}
 }
 

@@ -64,8 +64,9 @@ func (l Layout) readCircuit() (*circuit.Circuit, error) {
 // evictCircuit is one EvictOnceFast on the path to a public leaf. Inputs: the leaf (D bits,
 // party 1; public), then shares of the stash and of the path's D+1 buckets. Outputs: their
 // new shares, then the eviction's permutation of the stash+path slots (Section 5.6, one
-// slotBits-bit number per slot: slot j now holds what slot perm[j] held), Shared.
-func (l Layout) evictCircuit() (*circuit.Circuit, error) {
+// slotBits-bit number per slot: slot j now holds what slot perm[j] held), Shared, unless
+// track is false (the position-map trees, which have no DataORAM to keep in step).
+func (l Layout) evictCircuit(track bool) (*circuit.Circuit, error) {
 	b := circuit.NewBuilder()
 	leaf := b.Input(1, l.D)
 	stash := l.sharedBlocks(b, l.Stash)
@@ -75,9 +76,14 @@ func (l Layout) evictCircuit() (*circuit.Circuit, error) {
 		levels = append(levels, path[d*BucketSize:(d+1)*BucketSize])
 	}
 	e := evictor{b: b, l: l, leaf: leaf, w: l.levelBits()}
-	attachTrackers(levels, l.SlotBits())
+	if track {
+		attachTrackers(levels, l.SlotBits())
+	}
 	e.run(levels)
-	perm := trackedPermutation(b, levels, l.SlotBits())
+	var perm []circuit.Word
+	if track {
+		perm = trackedPermutation(b, levels, l.SlotBits())
+	}
 	outputBlocks(b, stash)
 	outputBlocks(b, path)
 	for _, p := range perm {

@@ -12,8 +12,12 @@
 //     from both parties' random shares) and two eviction Runs (EvictOnceFast as a circuit,
 //     mirroring evict.go line for line). Path leaves are public, as in Circuit ORAM.
 //
-// Neither keeps a position map: the caller supplies each access's current leaf (the
-// recursion of Section 5.3 will supply it from the next smaller tree; tests keep a map).
+// The position map is recursive (Section 5.3, Recursion): trees of record blocks, each
+// packing 2^Pack leaves of the next larger tree, over a base map small enough to scan
+// linearly. PosMap is it in the clear (the reference); PosParty runs its trees inside 2PC
+// (one read Run revealing the next tree's leaf Public and two untracked eviction Runs per
+// tree), the caller's own Run scanning the base map (BaseScan). Tree and Party take each
+// access's current leaf from the caller: the walk's result for IndexORAM's data-level tree.
 //
 // Terms:
 //
@@ -23,8 +27,8 @@
 //	       entry in IndexORAM's inner trees; the last tree's blocks carry no file data,
 //	       which lives in DataORAM)
 //
-// Still to build (issue 12): the recursion (position-map trees), one Run per access instead
-// of three, the tracking of Section 5.6, and persistence of the shares.
+// Still to build (issue 12): one Run per access instead of three per tree. Persistence of
+// the shares is the caller's (internal/metal/access).
 //
 // Layering: a protocols package. It imports internal/metal/circuit and internal/metal/twopc;
 // it must not import storage, services, other systems or cmd.

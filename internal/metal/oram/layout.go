@@ -16,7 +16,7 @@ type Layout struct {
 
 // Check validates the layout.
 func (l Layout) Check() error {
-	if l.D < 1 || l.D > 40 || l.Stash < 1 || l.IDBits < 1 || l.IDBits > 64 || l.ValueBits < 0 || l.ValueBits > 64 {
+	if l.D < 1 || l.D > 40 || l.Stash < 1 || l.IDBits < 1 || l.IDBits > 64 || l.ValueBits < 0 || l.ValueBits > 1<<20 {
 		return fmt.Errorf("oram: bad layout %+v", l)
 	}
 	return nil
@@ -43,7 +43,8 @@ func (l Layout) EncodeBlock(b Block) []bool {
 }
 
 // DecodeBlock is the inverse of EncodeBlock (invalid blocks decode to the zero Block only
-// if their bits are zero; callers compare encodings).
+// if their bits are zero; callers compare encodings). Value holds the value's first 64
+// bits: wider values (the position-map trees' records) are read from the bits.
 func (l Layout) DecodeBlock(p []bool) Block {
 	return Block{
 		Valid: p[0],

@@ -60,7 +60,7 @@ func NewParty(sess *twopc.Session, sh *Share, rnd io.Reader) (*Party, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := sh.L.evictCircuit()
+	e, err := sh.L.evictCircuit(true)
 	if err != nil {
 		return nil, err
 	}
@@ -145,23 +145,14 @@ func (p *Party) AccessLeaf(leaf uint64, newLeaf, id []bool, write bool, value []
 }
 
 func (p *Party) evictOnce(leaf uint64) ([][]bool, error) {
-	var in []bool
-	if p.sess.Role() == twopc.Garbler {
-		in = circuit.Uint64ToBits(leaf, p.sh.L.D)
-	}
-	in = append(append(in, p.sh.Stash...), p.sh.path(leaf)...)
-	out, err := p.sess.Run(p.evict, in)
+	rest, err := runEvict(p.sess, p.evict, p.sh, leaf)
 	if err != nil {
 		return nil, err
 	}
-	l := p.sh.L
-	ns, np := len(p.sh.Stash), (l.D+1)*BucketSize*l.BlockBits()
-	copy(p.sh.Stash, out[:ns])
-	p.sh.setPath(leaf, out[ns:ns+np])
-	w := l.SlotBits()
-	perm := make([][]bool, l.Slots())
+	w := p.sh.L.SlotBits()
+	perm := make([][]bool, p.sh.L.Slots())
 	for j := range perm {
-		perm[j] = out[ns+np+j*w : ns+np+(j+1)*w]
+		perm[j] = rest[j*w : (j+1)*w]
 	}
 	return perm, nil
 }

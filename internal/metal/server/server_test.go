@@ -23,7 +23,7 @@ import (
 	"github.com/veil-project/veil/internal/testutil"
 )
 
-var testParams = access.Params{D: 3, Stash: 6, BlockSize: 64, FilesPerAccount: 2}
+var testParams = access.Params{D: 3, Stash: 6, BlockSize: 64, FilesPerAccount: 2, Pack: 1, Base: 2}
 
 // pair is two real Metal servers on loopback TLS, each with its own directory.
 type pair struct {

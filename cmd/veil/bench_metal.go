@@ -25,8 +25,9 @@ func newBenchMetalCommand() *cobra.Command {
 them; temporary directories) and the real client, and measures CreateAccount, WriteFile and
 ReadFile latency at each size, with where Server 1's time went:
 
-  front      Metal-AC capability check + position-map scan (one 2PC Run)
-  indexoram  IndexORAM access inside 2PC (read, two evictions)
+  front      Metal-AC capability check + the base position map's scan (one 2PC Run)
+  indexoram  IndexORAM inside 2PC: each tree of records, then the data-level tree (read, two
+             evictions each)
   split      one 2PC Run: the DOT index, and the insert and both evictions composed into
              one permutation and split between the servers (Sections 5.5-5.6)
   fetch      SS-DOT over the rerandomized stash+path and the two-party decryption

@@ -78,20 +78,57 @@ func baseBits(p Params) int {
 
 func (s *State) trees() []*oram.Share { return append(append([]*oram.Share{}, s.Maps...), s.Tree) }
 
-func (s *State) bits() []bool {
-	out := append([]bool{}, s.Pos...)
+// shareSlices lists the state's bit slices in encoding order: the base map, then each
+// tree's stash and buckets (T_1 .. T_L, then T_0).
+func (s *State) shareSlices() [][]bool {
+	out := [][]bool{s.Pos}
 	for _, t := range s.trees() {
-		out = append(out, t.Stash...)
-		for _, b := range t.Buckets[1:] {
-			out = append(out, b...)
-		}
+		out = append(out, t.Stash)
+		out = append(out, t.Buckets[1:]...)
 	}
 	return out
 }
 
+// packBits appends the slices' bits to b, LSB first, padded with zeros to a byte (what
+// circuit.BitsToBytes does for the concatenation, without building it: the trees are
+// large).
+func packBits(b []byte, slices [][]bool) []byte {
+	var cur byte
+	n := 0
+	for _, sl := range slices {
+		for _, v := range sl {
+			if v {
+				cur |= 1 << uint(n)
+			}
+			if n++; n == 8 {
+				b, cur, n = append(b, cur), 0, 0
+			}
+		}
+	}
+	if n > 0 {
+		b = append(b, cur)
+	}
+	return b
+}
+
+// unpackBits fills the slices from p, the inverse of packBits.
+func unpackBits(p []byte, slices [][]bool) {
+	i := 0
+	for _, sl := range slices {
+		for k := range sl {
+			sl[k] = p[i>>3]>>uint(i&7)&1 == 1
+			i++
+		}
+	}
+}
+
 // Marshal encodes s.
 func (s *State) Marshal() []byte {
-	b := make([]byte, 0, stateHeader)
+	bits := 0
+	for _, sl := range s.shareSlices() {
+		bits += len(sl)
+	}
+	b := make([]byte, 0, stateHeader+8*len(s.MapEv)+(bits+7)/8)
 	b = append(b, stateVersion, byte(s.Role))
 	b = append(b, s.P.Encode()...)
 	b = binary.LittleEndian.AppendUint64(b, s.Calls)
@@ -101,7 +138,7 @@ func (s *State) Marshal() []byte {
 	for _, e := range s.MapEv {
 		b = binary.LittleEndian.AppendUint64(b, e)
 	}
-	return append(b, circuit.BitsToBytes(s.bits())...)
+	return packBits(b, s.shareSlices())
 }
 
 // UnmarshalState is the inverse of Marshal.
@@ -155,15 +192,8 @@ func UnmarshalState(b []byte) (*State, error) {
 	if len(b)-o != (total+7)/8 {
 		return nil, fmt.Errorf("access: state body of %d bytes, want %d", len(b)-o, (total+7)/8)
 	}
-	bits := circuit.BytesToBits(b[o:])
-	s.Pos, bits = bits[:n], bits[n:]
-	k := 0
-	for _, t := range s.trees() {
-		k += copy(t.Stash, bits[k:])
-		for _, bk := range t.Buckets[1:] {
-			k += copy(bk, bits[k:])
-		}
-	}
+	s.Pos = make([]bool, n)
+	unpackBits(b[o:], s.shareSlices())
 	if !bytes.Equal(s.Marshal(), b) {
 		return nil, fmt.Errorf("access: state encoding is not canonical")
 	}

@@ -15,7 +15,8 @@ import (
 func init() { registerBench(newBenchMetalCommand) }
 
 func newBenchMetalCommand() *cobra.Command {
-	var asJSON, prim bool
+	var asJSON, prim, shr bool
+	var listN int
 	var points []string
 	var cfg metalbench.Config
 	c := &cobra.Command{
@@ -48,7 +49,12 @@ Examples:
   veil bench metal
   veil bench metal --point 8:1024 --point 8:4096 --ops 5 --json
   veil bench metal --point 8:1024 --rtt 19ms      # the paper's inter-server latency
-  veil bench metal --primitive --point 6:1024 --ops 2`,
+  veil bench metal --primitive --point 6:1024 --ops 2
+  veil bench metal --share --rtt 19ms              # NewAnonym, SendCapability, ReceiveCapability of 10^4
+
+--share measures the paper's sharing rows (Section 6): NewAnonym on the client alone,
+SendCapability through both servers (2PC), and ReceiveCapability of --list entries (the
+download from Server 1 and the client's trial decryptions, also shown alone).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, p := range points {
@@ -59,6 +65,9 @@ Examples:
 					return fmt.Errorf("--point %q: want LOG2FILES:BLOCK, e.g. 10:4096", p)
 				}
 				cfg.Points = append(cfg.Points, metalbench.Point{FilesLog2: d, BlockSize: bs})
+			}
+			if shr {
+				return runBenchMetalShare(cmd, metalbench.ShareConfig{Ops: cfg.Ops, List: listN, RTT: cfg.RTT}, asJSON)
 			}
 			if prim {
 				if cfg.RTT != 0 {
@@ -85,6 +94,8 @@ Examples:
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "one JSON object per row")
+	c.Flags().BoolVar(&shr, "share", false, "Metal-SHARE's Table 3 rows: NewAnonym, SendCapability, ReceiveCapability (bench_metal_share.go)")
+	c.Flags().IntVar(&listN, "list", 10000, "with --share: broadcast-list entries one receive downloads")
 	c.Flags().BoolVar(&prim, "primitive", false, "compare with Primitive Metal (the whole ORAM inside 2PC, paper Section 5.2)")
 	c.Flags().StringArrayVar(&points, "point", nil, "LOG2FILES:BLOCK to measure (repeatable; default 6:1024, 10:1024, 10:4096)")
 	c.Flags().IntVar(&cfg.Ops, "ops", 3, "reads and writes (and accounts) per point")

@@ -65,9 +65,13 @@ func (c *Client) ReceiveCapabilities(ctx context.Context, bk [16]byte, from uint
 	if err != nil {
 		return nil, share.ListReply{}, err
 	}
+	o, err := share.NewOpener(bk)
+	if err != nil {
+		return nil, share.ListReply{}, err
+	}
 	var got []share.Received
 	for _, e := range lr.Entries {
-		r, ok, err := share.OpenEntry(bk, e)
+		r, ok, err := o.Open(e)
 		if err != nil {
 			return nil, share.ListReply{}, err
 		}

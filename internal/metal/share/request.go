@@ -2,6 +2,7 @@ package share
 
 import (
 	"crypto/aes"
+	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -104,19 +105,37 @@ type Received struct {
 	Index      uint32 // the receiver's anonym it was sent to
 }
 
-// OpenEntry tries to decrypt one list entry with the broadcast key; ok is false for an
-// entry addressed to someone else (or refused: under a random key). Entries that open but
-// carry a malformed payload are an error (only the servers could have made them).
-func OpenEntry(bk [16]byte, entry []byte) (Received, bool, error) {
-	if len(entry) != EntryLen {
-		return Received{}, false, fmt.Errorf("share: entry of %d bytes, want %d", len(entry), EntryLen)
-	}
+// Opener tries list entries under one broadcast key (the AEAD set up once for a whole
+// download).
+type Opener struct{ aead cipher.AEAD }
+
+// NewOpener prepares the trial decryptions under bk.
+func NewOpener(bk [16]byte) (*Opener, error) {
 	blk, _ := aes.NewCipher(bk[:])
 	aead, err := eax.NewEAX(blk)
 	if err != nil {
+		return nil, err
+	}
+	return &Opener{aead: aead}, nil
+}
+
+// OpenEntry tries one entry with a fresh Opener (see Opener.Open).
+func OpenEntry(bk [16]byte, entry []byte) (Received, bool, error) {
+	o, err := NewOpener(bk)
+	if err != nil {
 		return Received{}, false, err
 	}
-	p, err := aead.Open(nil, entry[:16], entry[16:], nil)
+	return o.Open(entry)
+}
+
+// Open tries to decrypt one list entry; ok is false for an entry addressed to someone else
+// (or refused: under a random key). Entries that open but carry a malformed payload are an
+// error (only the servers could have made them).
+func (o *Opener) Open(entry []byte) (Received, bool, error) {
+	if len(entry) != EntryLen {
+		return Received{}, false, fmt.Errorf("share: entry of %d bytes, want %d", len(entry), EntryLen)
+	}
+	p, err := o.aead.Open(nil, entry[:16], entry[16:], nil)
 	if err != nil {
 		return Received{}, false, nil
 	}

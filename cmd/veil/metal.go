@@ -101,13 +101,15 @@ capability is a bearer secret).
 				return err
 			}
 			p.Add(a)
+			var enrollErr error
 			if p.Share == nil { // the profile's first account: its sharing keys (metal_share.go)
-				if err := c.EnrollProfile(cmd.Context(), p, a.Capability); err != nil {
-					return fmt.Errorf("account created but sharing keys not obtained (run veil metal anonym enroll): %w", err)
-				}
+				enrollErr = c.EnrollProfile(cmd.Context(), p, a.Capability)
 			}
 			if err := p.Save(o.dir()); err != nil {
 				return err
+			}
+			if enrollErr != nil {
+				return fmt.Errorf("account created, but its sharing keys were not obtained (run veil metal anonym enroll): %w", enrollErr)
 			}
 			return o.print(cmd.OutOrStdout(), map[string]any{"first": a.First, "count": a.Count},
 				fmt.Sprintf("account created: file ids %d..%d\n", a.First, a.First+uint64(a.Count)-1))

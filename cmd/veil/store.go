@@ -66,7 +66,7 @@ func storeConfig(ctx context.Context, dir, flag string) (storeserver.Config, err
 }
 
 func newStoreInitCommand() *cobra.Command {
-	var dir, blobs string
+	var dir, blobs, db string
 	var hosts []string
 	c := &cobra.Command{
 		Use:   "init --dir DIR",
@@ -76,7 +76,11 @@ server certificate (valid for localhost, 127.0.0.1, ::1, this host's name and ev
 and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
 
   veil store init --dir /srv/veil-store --host store.example.org --host 10.0.0.5
-  veil store init --dir D --blobs 's3://127.0.0.1:7070/veil-blobs?tls=0&create=1'  # content in S3, recorded in D`,
+  veil store init --dir D --blobs 's3://127.0.0.1:7070/veil-blobs?tls=0&create=1'  # content in S3, recorded in D
+  veil store init --dir D --db 'postgres://veil@db.example.org/veil' --blobs 's3://...'  # several nodes (docs/deploy.md)
+
+With --db the metadata lives in that PostgreSQL database (its tables are created; a database
+that has them is refused) instead of DIR/meta.db: every node serving a copy of DIR shares it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loc, cfg := storeserver.LocalBlobs, storeserver.Config{}
@@ -87,7 +91,7 @@ and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
 				}
 				loc = blobs
 			}
-			if err := storeserver.InitBlobs(dir, loc, cfg.Blobs, hosts...); err != nil {
+			if err := storeserver.InitDB(dir, db, loc, cfg.Blobs, hosts...); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "initialized store in %s (admin credential: %s/%s)\n", dir, dir, storeserver.AdminCredentialFile)
@@ -96,6 +100,7 @@ and the admin credential DIR/admin.cred (for /v1/stats and /metrics).
 	}
 	dirFlag(c, &dir)
 	c.Flags().StringVar(&blobs, "blobs", "", "keep content at this location instead of DIR/blobs (recorded in DIR)")
+	c.Flags().StringVar(&db, "db", "", "keep the metadata in this PostgreSQL database (postgres://user@host/db, no password: PGPASSWORD or ~/.pgpass) instead of DIR/meta.db (recorded in DIR)")
 	c.Flags().StringSliceVar(&hosts, "host", nil, "extra DNS name or IP address for the server certificate (repeatable)")
 	return c
 }

@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testutil.StopSharedPostgres()
+	os.Exit(code)
 }
 
 // startChild serves dir from a child process and returns it with its https URL.

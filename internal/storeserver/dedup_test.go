@@ -63,7 +63,11 @@ func remoteFor(t *testing.T, url string, cred storewire.Credential) *remote.Back
 // copy; each reads back exactly their bytes; deleting one name keeps the other readable;
 // gc after deleting both reclaims the content.
 func TestDedupTwoUsers(t *testing.T) {
-	s := newTestService(t, Config{})
+	forEachMeta(t, testDedupTwoUsers)
+}
+
+func testDedupTwoUsers(t *testing.T, newService func(*testing.T, Config) *Service) {
+	s := newService(t, Config{})
 	_, ca := addUser(t, s, "alice")
 	_, cb := addUser(t, s, "bob")
 	url := serve(t, s)

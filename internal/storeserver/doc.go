@@ -10,10 +10,13 @@
 //     reclaims. Uploads take a shared lock around "make the blob durable + reference it",
 //     gc an exclusive one, so gc never deletes content an upload is about to reference.
 //
+// Metadata (meta.go) is in bbolt (meta.db in the data directory, one process) or in
+// PostgreSQL (meta-location.json names it; any number of nodes).
+//
 // Layout of a data directory: meta.db (bbolt: users, namespaces, blob records; formats in
-// docs/formats/store-records.md), blobs/xx/<hex> (content, when blobs are local), tmp/
+// docs/formats/store-records.md) or meta-location.json, blobs/xx/<hex> (content, when blobs are local), tmp/
 // (uploads in flight), tls/ (CA and server certificate from internal/pki), admin.cred.
 //
-// It imports storage, storage backends (for blobs in S3), storewire, bbolt and prometheus;
+// It imports storage, storage backends (for blobs in S3), storewire, bbolt, pgx and prometheus;
 // it must not import veil's clients or crypto (dupless, mle, ksclient) or cmd.
 package storeserver

@@ -14,7 +14,11 @@ import (
 // names whose content other writers share: gc must never remove content an upload is
 // about to reference. At the end every name reads back its bytes and fsck is clean.
 func TestGCRacesUploads(t *testing.T) {
-	s := newTestService(t, Config{})
+	forEachMeta(t, testGCRacesUploads)
+}
+
+func testGCRacesUploads(t *testing.T, newService func(*testing.T, Config) *Service) {
+	s := newService(t, Config{})
 	ns, _ := addUser(t, s, "alice")
 	contents := [][]byte{randBytes(1, 100<<10), randBytes(2, 70<<10), randBytes(3, 2000), randBytes(4, 300<<10)}
 	var mu sync.Mutex

@@ -3,6 +3,7 @@ package storeserver
 import (
 	"context"
 	"crypto/tls"
+	"github.com/veil-project/veil/internal/testutil"
 	bolt "go.etcd.io/bbolt"
 	"net"
 	"os"
@@ -12,8 +13,33 @@ import (
 	"github.com/veil-project/veil/internal/storewire"
 )
 
-// newTestService initializes a store in a temp dir and opens it.
+// newTestService initializes a store (metadata in bbolt) in a temp dir and opens it.
 func newTestService(t *testing.T, cfg Config) *Service {
+	t.Helper()
+	return newServiceOn(t, "", cfg)
+}
+
+// newPGService is newTestService with the metadata in PostgreSQL (a fresh schema of the
+// package's shared server).
+func newPGService(t *testing.T, cfg Config) *Service {
+	t.Helper()
+	return newServiceOn(t, testutil.SharedPostgres(t).NewSchema(t), cfg)
+}
+
+// metaBackends are the metadata databases tests run against.
+var metaBackends = []struct {
+	name string
+	new  func(*testing.T, Config) *Service
+}{{"bbolt", newTestService}, {"postgres", newPGService}}
+
+// forEachMeta runs fn as a subtest per metadata database.
+func forEachMeta(t *testing.T, fn func(t *testing.T, newService func(*testing.T, Config) *Service)) {
+	for _, b := range metaBackends {
+		t.Run(b.name, func(t *testing.T) { fn(t, b.new) })
+	}
+}
+
+func newServiceOn(t *testing.T, db string, cfg Config) *Service {
 	t.Helper()
 	dir := t.TempDir()
 	loc := LocalBlobs
@@ -23,7 +49,7 @@ func newTestService(t *testing.T, cfg Config) *Service {
 	if cfg.Blobs != nil {
 		loc = cfg.BlobLocation
 	}
-	if err := InitBlobs(dir, loc, cfg.Blobs); err != nil {
+	if err := InitDB(dir, db, loc, cfg.Blobs); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(dir, cfg)

@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -20,11 +21,28 @@ func Init(dir string, hosts ...string) error { return InitBlobs(dir, LocalBlobs,
 // InitBlobs is Init for a store whose content lives at location (LocalBlobs, or the
 // location blobs was opened from), recorded in the data directory.
 func InitBlobs(dir, location string, blobs storage.Backend, hosts ...string) error {
+	return InitDB(dir, "", location, blobs, hosts...)
+}
+
+// InitDB is InitBlobs with the metadata in the PostgreSQL database at db (a postgres://
+// URL without a password; "" keeps it in meta.db). It creates the tables, refusing a
+// database that has them: further nodes get a copy of this data directory instead.
+func InitDB(dir, db, location string, blobs storage.Backend, hosts ...string) error {
 	if err := checkLocation(location); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
-		return fmt.Errorf("init %s: %w: already a store", dir, storage.ErrExists)
+	for _, f := range []string{dbFile, metaLocationFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return fmt.Errorf("init %s: %w: already a store", dir, storage.ErrExists)
+		}
+	}
+	if db != "" {
+		if err := checkDB(db); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		if err := createSchema(context.Background(), db); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
 	}
 	for _, d := range []string{dir, filepath.Join(dir, tmpName), filepath.Join(dir, tlsName)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -42,11 +60,17 @@ func InitBlobs(dir, location string, blobs storage.Backend, hosts ...string) err
 	if err := writeLocation(dir, location); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	db, err := openDB(filepath.Join(dir, dbFile), true)
-	if err != nil {
-		return fmt.Errorf("init: %w", err)
+	if db != "" {
+		if err := writeMetaDB(dir, db); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+	} else {
+		bdb, err := openDB(filepath.Join(dir, dbFile), true)
+		if err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		bdb.Close()
 	}
-	db.Close()
 	cfg := Config{}
 	if location != LocalBlobs {
 		cfg.Blobs, cfg.BlobLocation = blobs, location

@@ -19,8 +19,8 @@ import (
 func blobHash(t *testing.T, s *Service, user, dir, name string) [32]byte {
 	t.Helper()
 	var h [32]byte
-	err := boltDB(t, s).View(func(tx *bolt.Tx) error {
-		e, err := parseEntry(tx.Bucket(bucketNS).Bucket([]byte(user)).Get(nsKey(dir, name)))
+	err := s.meta.view(t.Context(), func(tx metaTx) error {
+		e, _, err := tx.entry(user, dir, name)
 		h = e.hash
 		return err
 	})

@@ -90,8 +90,10 @@ func TestDeepPathRefused(t *testing.T) {
 // Directories and names count against the quota: with a 1 KiB quota, creating
 // directories stops being allowed before their metadata passes 1 KiB (before, two
 // 8 KB POST /v1/dirs grew the database to 96 MB under a 1 KiB quota).
-func TestQuotaCountsMetadata(t *testing.T) {
-	s := newTestService(t, Config{})
+func TestQuotaCountsMetadata(t *testing.T) { forEachMeta(t, testQuotaCountsMetadata) }
+
+func testQuotaCountsMetadata(t *testing.T, newService func(*testing.T, Config) *Service) {
+	s := newService(t, Config{})
 	_, cred := addUser(t, s, "alice", WithQuota(1<<10))
 	rb := remoteFor(t, serve(t, s), cred)
 	refused := false
@@ -124,8 +126,10 @@ func TestQuotaCountsMetadata(t *testing.T) {
 
 // Entries per directory are bounded, counted exactly through puts, replacements, deletes,
 // directory creation and moves.
-func TestDirEntriesLimit(t *testing.T) {
-	s := newTestService(t, Config{Limits: Limits{MaxDirEntries: 3}})
+func TestDirEntriesLimit(t *testing.T) { forEachMeta(t, testDirEntriesLimit) }
+
+func testDirEntriesLimit(t *testing.T, newService func(*testing.T, Config) *Service) {
+	s := newService(t, Config{Limits: Limits{MaxDirEntries: 3}})
 	_, cred := addUser(t, s, "alice")
 	rb := remoteFor(t, serve(t, s), cred)
 	for _, n := range []string{"a", "b", "c"} {
@@ -166,8 +170,10 @@ func TestDirEntriesLimit(t *testing.T) {
 }
 
 // A move whose new paths would pass the depth limit is refused whole.
-func TestMoveRespectsLimits(t *testing.T) {
-	s := newTestService(t, Config{Limits: Limits{MaxDepth: 4}})
+func TestMoveRespectsLimits(t *testing.T) { forEachMeta(t, testMoveRespectsLimits) }
+
+func testMoveRespectsLimits(t *testing.T, newService func(*testing.T, Config) *Service) {
+	s := newService(t, Config{Limits: Limits{MaxDepth: 4}})
 	ns, _ := addUser(t, s, "alice")
 	putBytes(t, ns, "a/b/c", "f", []byte("x"))
 	if err := ns.Move(t.Context(), "", "a", "x/y", "a"); !errors.Is(err, storewire.ErrLimit) {

@@ -26,35 +26,38 @@ func TestS3Blobs(t *testing.T) {
 		})
 	})
 	t.Run("DedupAndGC", func(t *testing.T) {
-		s, bucket := open(t)
-		a, _ := addUser(t, s, "alice")
-		b, _ := addUser(t, s, "bob")
-		data := randBytes(5, 2<<20)
-		putBytes(t, a, "", "x", data)
-		putBytes(t, b, "", "y", data)
-		st := mustStats(t, s)
-		if st.PhysicalBytes != int64(len(data)) || st.LogicalBytes != 2*int64(len(data)) {
-			t.Fatalf("stats %+v", st)
-		}
-		count := func() int {
-			n := 0
-			for i := range 256 {
-				infos, _ := bucket.List(t.Context(), fmt.Sprintf("blobs/%02x", i))
-				n += len(infos)
+		forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+			bucket := srv.NewBucket(t, "blobs", "")
+			s := newService(t, Config{Blobs: bucket})
+			a, _ := addUser(t, s, "alice")
+			b, _ := addUser(t, s, "bob")
+			data := randBytes(5, 2<<20)
+			putBytes(t, a, "", "x", data)
+			putBytes(t, b, "", "y", data)
+			st := mustStats(t, s)
+			if st.PhysicalBytes != int64(len(data)) || st.LogicalBytes != 2*int64(len(data)) {
+				t.Fatalf("stats %+v", st)
 			}
-			return n
-		}
-		if c := count(); c != 1 {
-			t.Fatalf("%d objects in the bucket, want 1", c)
-		}
-		a.Delete(t.Context(), "", "x")
-		b.Delete(t.Context(), "", "y")
-		if rep, err := s.GC(t.Context()); err != nil || rep.Blobs != 1 {
-			t.Fatalf("gc: %+v %v", rep, err)
-		}
-		if c := count(); c != 0 {
-			t.Fatalf("%d objects left after gc", c)
-		}
-		fsckClean(t, s)
+			count := func() int {
+				n := 0
+				for i := range 256 {
+					infos, _ := bucket.List(t.Context(), fmt.Sprintf("blobs/%02x", i))
+					n += len(infos)
+				}
+				return n
+			}
+			if c := count(); c != 1 {
+				t.Fatalf("%d objects in the bucket, want 1", c)
+			}
+			a.Delete(t.Context(), "", "x")
+			b.Delete(t.Context(), "", "y")
+			if rep, err := s.GC(t.Context()); err != nil || rep.Blobs != 1 {
+				t.Fatalf("gc: %+v %v", rep, err)
+			}
+			if c := count(); c != 0 {
+				t.Fatalf("%d objects left after gc", c)
+			}
+			fsckClean(t, s)
+		})
 	})
 }

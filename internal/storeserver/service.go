@@ -108,25 +108,24 @@ const (
 	AdminCredentialFile = "admin.cred"
 )
 
-// Open opens an initialized data directory. Only one process may hold it at a time.
+// Open opens an initialized data directory. With bbolt only one process may hold it at a
+// time; with PostgreSQL any number of nodes serve copies of it.
 func Open(dir string, cfg Config) (*Service, error) {
 	cfg.defaults()
-	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
+	dsn, err := MetaDB(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil && dsn == "" {
 		return nil, fmt.Errorf("open store %s: %w", dir, ErrNotInitialized)
 	}
 	if err := matchLocation(dir, cfg); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s := &Service{dir: dir, cfg: cfg, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics()}
-	db, err := openDB(filepath.Join(dir, dbFile), false)
-	if err != nil {
+	if s.meta, err = openMeta(dir, dsn, cfg, func(n int) { s.metrics.group.Observe(float64(n)) }); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	if err := buildCounts(db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
-	}
-	s.meta = newBoltMeta(db, func(n int) { s.metrics.group.Observe(float64(n)) })
 	s.stop = func() {}
 	if cfg.Blobs != nil {
 		br := &breaker{onChange: func(open bool, cause error) {
@@ -152,6 +151,24 @@ func Open(dir string, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	return s, nil
+}
+
+// openMeta opens the metadata: PostgreSQL at dsn, or meta.db in dir when dsn is "".
+func openMeta(dir, dsn string, cfg Config, groups func(int)) (metaStore, error) {
+	if dsn != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return openPGMeta(ctx, dsn, cfg.RequestTimeout, groups)
+	}
+	db, err := openDB(filepath.Join(dir, dbFile), false)
+	if err != nil {
+		return nil, err
+	}
+	if err := buildCounts(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return newBoltMeta(db, groups), nil
 }
 
 func openDB(path string, create bool) (*bolt.DB, error) {

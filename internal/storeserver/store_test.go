@@ -9,9 +9,11 @@ import (
 
 // TestConformanceInProcess runs the storage contract against a namespace directly.
 func TestConformanceInProcess(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Backend {
-		ns, _ := addUser(t, newTestService(t, Config{}), "alice")
-		return ns
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		storagetest.Run(t, func(t *testing.T) storage.Backend {
+			ns, _ := addUser(t, newService(t, Config{}), "alice")
+			return ns
+		})
 	})
 }
 

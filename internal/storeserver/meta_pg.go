@@ -1,0 +1,187 @@
+package storeserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/veil-project/veil/internal/storewire"
+)
+
+// pgMeta keeps the metadata in PostgreSQL (schema in meta_pg_schema.go), shared by any
+// number of store nodes. Concurrency (docs/design-store.md, "Several nodes"):
+//   - a write transaction (one group of the node's group commit) runs at READ COMMITTED
+//     and first locks the rows of the users it changes, in name order (SELECT ... ORDER BY
+//     name FOR UPDATE): a user's namespace and accounting change under that lock only,
+//     so its reads see every earlier commit and two nodes never interleave on one user;
+//   - reference counts are changed at the end of the transaction, in hash order, by
+//     single-statement increments (row locks), so groups touching the same blobs from
+//     two nodes never deadlock;
+//   - serialization failures and deadlocks (SQLSTATE 40001, 40P01) rerun the transaction;
+//   - gc coordination is in the blob rows: an upload pins its blob (pins+1, with a lease
+//     pinned_until of Config.RequestTimeout for a node that dies holding it) before making
+//     it durable and unpins it once its reference is committed; gc marks a blob deleting
+//     only when it has no reference and no live pin, and a pin or a reference is refused
+//     on a blob marked deleting (meta_pg_gc.go).
+type pgMeta struct {
+	pool   *pgxpool.Pool
+	commit *committer
+	lease  time.Duration // how long a hold keeps gc away
+}
+
+// pgTimeout bounds one metadata transaction, retries included.
+const pgTimeout = time.Minute
+
+func openPGMeta(ctx context.Context, dsn string, lease time.Duration, groups func(int)) (*pgMeta, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("metadata database: %v", redactErr(err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata database: %w", err)
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	m := &pgMeta{pool: pool, lease: lease}
+	m.commit = newCommitter(m.exec, groups)
+	return m, nil
+}
+
+// redactErr drops pgx's parse error detail, which may quote the connection string.
+func redactErr(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		return errors.New("connection string does not parse")
+	}
+	return err
+}
+
+func (m *pgMeta) update(_ context.Context, user string, fn func(metaTx) error) error {
+	return m.commit.do(user, fn)
+}
+
+// exec runs a group in one transaction (committer).
+func (m *pgMeta) exec(group []*commitReq) error {
+	var users []string
+	for _, r := range group {
+		if r.user != "" {
+			users = append(users, r.user)
+		}
+	}
+	slices.Sort(users)
+	users = slices.Compact(users)
+	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+	defer cancel()
+	return m.retry(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if len(users) > 0 {
+			rows, err := tx.Query(ctx, `SELECT name FROM veil_users WHERE name = ANY($1) ORDER BY name FOR UPDATE`, users)
+			if err != nil {
+				return err
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		t := &pgTx{ctx: ctx, q: tx, deltas: map[[32]byte]*blobDelta{}}
+		for _, r := range group {
+			if err := r.fn(t); err != nil {
+				return err
+			}
+		}
+		return t.flush()
+	})
+}
+
+// retry runs fn in a transaction, again after a serialization failure or a deadlock.
+func (m *pgMeta) retry(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginTxFunc(ctx, m.pool, opts, fn)
+		if err == nil || !retryable(err) || attempt >= 20 || ctx.Err() != nil {
+			return pgFault(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(1<<min(attempt, 6))+1) * time.Millisecond)
+	}
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// pgFault names a database that cannot be reached as storewire.ErrUnavailable (503: the
+// client retries, or fails over to another node).
+func pgFault(err error) error {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if err != nil && (errors.As(err, &ce) || errors.As(err, &ne)) {
+		return fmt.Errorf("%w: metadata database: %v", storewire.ErrUnavailable, err)
+	}
+	return err
+}
+
+func (m *pgMeta) view(ctx context.Context, fn func(metaTx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, pgTimeout)
+	defer cancel()
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	return m.retry(ctx, opts, func(tx pgx.Tx) error {
+		return fn(&pgTx{ctx: ctx, q: tx, readOnly: true})
+	})
+}
+
+// holdWait bounds how long an upload waits for gc to finish removing the blob it brings
+// back (one blob store delete).
+const holdWait = 30 * time.Second
+
+func (m *pgMeta) hold(ctx context.Context, h [32]byte, size int64) (func(), error) {
+	deadline := time.Now().Add(holdWait)
+	for {
+		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, pins, pinned_until)
+			VALUES ($1, $2, 0, 1, now() + $3 * INTERVAL '1 second')
+			ON CONFLICT (hash) DO UPDATE SET pins = veil_blobs.pins + 1, pinned_until = EXCLUDED.pinned_until
+			WHERE NOT veil_blobs.deleting`, h[:], size, int64(m.lease/time.Second)+1)
+		if err != nil {
+			return nil, pgFault(err)
+		}
+		if tag.RowsAffected() == 1 {
+			return func() {
+				ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+				defer cancel()
+				// A release lost with the database leaves the pin to its lease.
+				m.pool.Exec(ctx, `UPDATE veil_blobs SET pins = pins - 1 WHERE hash = $1 AND pins > 0`, h[:])
+			}, nil
+		}
+		// gc is removing the blob: wait until it is gone, then record it again.
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: blob %x is being collected", storewire.ErrUnavailable, h[:8])
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// readHold does nothing: gc removes only blobs without references, and a read that loses
+// a race with a delete and a gc of the same name fails as the content being gone.
+func (m *pgMeta) readHold() func() { return func() {} }
+
+func (m *pgMeta) shared() bool { return true }
+
+func (m *pgMeta) close() error {
+	m.commit.close()
+	m.pool.Close()
+	return nil
+}

@@ -1,0 +1,112 @@
+package storeserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// collect removes garbage without stopping uploads on any node:
+//  1. inline content without references: deleted with its row in one statement (a
+//     concurrent reference waits for the row lock and then records the content again);
+//  2. blob-store content without references and without a live pin: marked deleting (a
+//     pin or a reference on a deleting row is refused), removed from the blob store, then
+//     its row is deleted;
+//  3. content in the blob store without a row (an upload that crashed before its pin
+//     commit, or a store migrated from elsewhere): claimed by inserting a deleting row,
+//     so an upload arriving meanwhile waits, then removed with its claim.
+func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error) {
+	var rep GCReport
+	rows, err := m.pool.Query(ctx, `DELETE FROM veil_blobs WHERE refs = 0 AND data IS NOT NULL RETURNING size`)
+	sizes, err := collectInt64(rows, err)
+	if err != nil {
+		return rep, pgFault(err)
+	}
+	for _, n := range sizes {
+		rep.Blobs++
+		rep.Bytes += n
+	}
+	rows, err = m.pool.Query(ctx, `UPDATE veil_blobs SET deleting = TRUE
+		WHERE data IS NULL AND refs = 0 AND (deleting OR pins = 0 OR pinned_until < now())
+		RETURNING hash, size`)
+	dead, err := collectBlobs(rows, err)
+	if err != nil {
+		return rep, pgFault(err)
+	}
+	for _, d := range dead {
+		if err := blobs.remove(ctx, d.h); err != nil {
+			return rep, fmt.Errorf("remove %x: %w", d.h[:8], err)
+		}
+		if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, d.h[:]); err != nil {
+			return rep, pgFault(err)
+		}
+		rep.Blobs++
+		rep.Bytes += d.size
+	}
+	rows, err = m.pool.Query(ctx, `SELECT hash, size FROM veil_blobs`)
+	all, err := collectBlobs(rows, err)
+	if err != nil {
+		return rep, pgFault(err)
+	}
+	known := make(map[[32]byte]bool, len(all))
+	for _, b := range all {
+		known[b.h] = true
+	}
+	var orphans [][32]byte
+	err = blobs.list(ctx, func(h [32]byte) error {
+		if !known[h] {
+			orphans = append(orphans, h)
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("list blobs: %w", err)
+	}
+	for _, h := range orphans {
+		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, deleting) VALUES ($1, 0, 0, TRUE)
+			ON CONFLICT (hash) DO NOTHING`, h[:])
+		if err != nil {
+			return rep, pgFault(err)
+		}
+		if tag.RowsAffected() == 0 {
+			continue // recorded meanwhile: an upload owns it
+		}
+		if err := blobs.remove(ctx, h); err != nil {
+			return rep, fmt.Errorf("remove orphan %x: %w", h[:8], err)
+		}
+		if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, h[:]); err != nil {
+			return rep, pgFault(err)
+		}
+		rep.OrphanBlobs++
+	}
+	return rep, nil
+}
+
+type hashSize struct {
+	h    [32]byte
+	size int64
+}
+
+func collectBlobs(rows pgx.Rows, err error) ([]hashSize, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hashSize, error) {
+		var x hashSize
+		var h []byte
+		err := r.Scan(&h, &x.size)
+		if err == nil && len(h) != 32 {
+			err = fmt.Errorf("%w: blob key of %d bytes", errRecord, len(h))
+		}
+		copy(x.h[:], h)
+		return x, err
+	})
+}
+
+func collectInt64(rows pgx.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}

@@ -1,0 +1,109 @@
+package storeserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// pgSchemaVersion is the version of the tables below, recorded in veil_schema.
+const pgSchemaVersion = 1
+
+// pgSchema creates the tables (docs/design-store.md, "Several nodes"). Plain SQL types
+// only (TEXT, BYTEA, BIGINT, SMALLINT, BOOLEAN, TIMESTAMPTZ), primary keys and no
+// triggers, sequences or extensions: names are BYTEA so that order is byte order under
+// any collation.
+var pgSchema = []string{
+	`CREATE TABLE veil_schema (version INT NOT NULL)`,
+	`CREATE TABLE veil_users (
+		name TEXT PRIMARY KEY,
+		admin BOOLEAN NOT NULL,
+		secret_hash BYTEA NOT NULL,
+		quota BIGINT NOT NULL,
+		used BIGINT NOT NULL,
+		meta BIGINT NOT NULL,
+		created BIGINT NOT NULL)`,
+	`CREATE TABLE veil_entries (
+		owner TEXT NOT NULL,
+		dir BYTEA NOT NULL,
+		name BYTEA NOT NULL,
+		kind SMALLINT NOT NULL,
+		size BIGINT NOT NULL,
+		mtime BIGINT NOT NULL,
+		hash BYTEA,
+		PRIMARY KEY (owner, dir, name))`,
+	`CREATE TABLE veil_dirs (
+		owner TEXT NOT NULL,
+		dir BYTEA NOT NULL,
+		entries BIGINT NOT NULL,
+		PRIMARY KEY (owner, dir))`,
+	`CREATE TABLE veil_blobs (
+		hash BYTEA PRIMARY KEY,
+		size BIGINT NOT NULL,
+		refs BIGINT NOT NULL,
+		data BYTEA,
+		pins BIGINT NOT NULL DEFAULT 0,
+		pinned_until TIMESTAMPTZ,
+		deleting BOOLEAN NOT NULL DEFAULT FALSE)`,
+}
+
+// ErrDBInitialized is a database that already holds a store's tables.
+var ErrDBInitialized = errors.New("the database already holds a veil store (copy the first node's data directory instead of running init again)")
+
+// createSchema creates the tables in one transaction, refusing a database that has them.
+func createSchema(ctx context.Context, dsn string) error {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("metadata database: %v", redactErr(err))
+	}
+	defer pool.Close()
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.tables
+			WHERE table_name = 'veil_schema' AND table_schema = current_schema())`).Scan(&exists); err != nil {
+			return pgFault(err)
+		}
+		if exists {
+			return ErrDBInitialized
+		}
+		for _, q := range pgSchema {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO veil_schema (version) VALUES ($1)`, pgSchemaVersion)
+		return err
+	})
+}
+
+// checkSchema refuses a database without the tables or with another version of them.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	var v int
+	err := pool.QueryRow(ctx, `SELECT version FROM veil_schema`).Scan(&v)
+	if err != nil {
+		return fmt.Errorf("metadata database: no veil schema (%w): %w", ErrNotInitialized, pgFault(err))
+	}
+	if v != pgSchemaVersion {
+		return fmt.Errorf("metadata database: schema version %d, this veil reads %d", v, pgSchemaVersion)
+	}
+	return nil
+}
+
+// checkDB accepts a postgres:// URL without a password (the data directory records it:
+// give the password in PGPASSWORD or ~/.pgpass, which the driver reads).
+func checkDB(dsn string) error {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" && u.Query().Get("host") == "" {
+		return fmt.Errorf("--db must be a postgres://host/dbname URL: %w", storage.ErrInvalidName)
+	}
+	if _, has := u.User.Password(); has {
+		return fmt.Errorf("--db %q carries a password: give it in PGPASSWORD or ~/.pgpass, it would be recorded", u.Redacted())
+	}
+	return nil
+}

@@ -1,0 +1,373 @@
+package storeserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// pgTx is a metaTx over a PostgreSQL transaction. Directory and entry names are BYTEA so
+// that order is byte order on every PostgreSQL-compatible database, whatever its collation.
+// Reference count changes are gathered and written by flush, in hash order.
+type pgTx struct {
+	ctx      context.Context
+	q        pgx.Tx
+	readOnly bool
+	deltas   map[[32]byte]*blobDelta
+}
+
+type blobDelta struct {
+	refs   int64
+	size   int64
+	inline []byte // the content, when it is kept in the database and this tx adds it
+}
+
+var errReadOnly = errors.New("metadata: write in a read-only transaction")
+
+// belowSQL selects dir itself or any directory under it ($2 dir, $3 dir+"/", $4 dir+"0":
+// '0' follows '/', so [dir/, dir0) is exactly the paths under dir).
+const belowSQL = `(dir = $2 OR (dir >= $3 AND dir < $4))`
+
+func belowArgs(dir string) []any {
+	return []any{[]byte(dir), []byte(dir + "/"), []byte(dir + "0")}
+}
+
+func (t *pgTx) entry(user, dir, name string) (entry, bool, error) {
+	var e entry
+	var h []byte
+	var kind int16
+	err := t.q.QueryRow(t.ctx, `SELECT kind, size, mtime, hash FROM veil_entries WHERE owner = $1 AND dir = $2 AND name = $3`,
+		user, []byte(dir), []byte(name)).Scan(&kind, &e.size, &e.modTime, &h)
+	e.kind = byte(kind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return entry{}, false, nil
+	}
+	if err != nil {
+		return entry{}, false, err
+	}
+	copy(e.hash[:], h)
+	return e, true, nil
+}
+
+func (t *pgTx) putEntry(user, dir, name string, e entry) error {
+	var h []byte
+	if e.kind == kindFile {
+		h = e.hash[:]
+	}
+	_, err := t.q.Exec(t.ctx, `INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (owner, dir, name) DO UPDATE SET kind = EXCLUDED.kind, size = EXCLUDED.size, mtime = EXCLUDED.mtime, hash = EXCLUDED.hash`,
+		user, []byte(dir), []byte(name), int16(e.kind), e.size, e.modTime, h)
+	return err
+}
+
+func (t *pgTx) deleteEntry(user, dir, name string) error {
+	_, err := t.q.Exec(t.ctx, `DELETE FROM veil_entries WHERE owner = $1 AND dir = $2 AND name = $3`, user, []byte(dir), []byte(name))
+	return err
+}
+
+// scanEntries reads all rows (dir, name, kind, size, mtime, hash) before calling fn, so fn
+// may run statements of its own.
+func (t *pgTx) scanEntries(rows pgx.Rows, err error, fn func(dir, name string, e entry) error) error {
+	if err != nil {
+		return err
+	}
+	type row struct {
+		dir, name []byte
+		e         entry
+	}
+	var all []row
+	for rows.Next() {
+		var r row
+		var h []byte
+		var kind int16
+		if err := rows.Scan(&r.dir, &r.name, &kind, &r.e.size, &r.e.modTime, &h); err != nil {
+			rows.Close()
+			return err
+		}
+		r.e.kind = byte(kind)
+		copy(r.e.hash[:], h)
+		all = append(all, r)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range all {
+		if err := fn(string(r.dir), string(r.name), r.e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *pgTx) children(user, dir string, fn func(string, entry) error) error {
+	rows, err := t.q.Query(t.ctx, `SELECT dir, name, kind, size, mtime, hash FROM veil_entries WHERE owner = $1 AND dir = $2 ORDER BY name`,
+		user, []byte(dir))
+	return t.scanEntries(rows, err, func(_, name string, e entry) error { return fn(name, e) })
+}
+
+func (t *pgTx) below(user, dir, name string, fn func(string, string, entry) error) error {
+	q := `SELECT dir, name, kind, size, mtime, hash FROM veil_entries WHERE owner = $1`
+	args := []any{user}
+	if dir != "" {
+		q += ` AND ` + belowSQL
+		args = append(args, belowArgs(dir)...)
+	}
+	if name != "" {
+		q += fmt.Sprintf(` AND name = $%d`, len(args)+1)
+		args = append(args, []byte(name))
+	}
+	rows, err := t.q.Query(t.ctx, q+` ORDER BY dir, name`, args...)
+	return t.scanEntries(rows, err, fn)
+}
+
+func (t *pgTx) moveBelow(user, src, dst string) error {
+	_, err := t.q.Exec(t.ctx, `UPDATE veil_entries SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
+		append(append([]any{user}, belowArgs(src)...), []byte(dst), len(src)+1)...)
+	return err
+}
+
+func (t *pgTx) dirCount(user, dir string) (int64, error) {
+	var n int64
+	err := t.q.QueryRow(t.ctx, `SELECT entries FROM veil_dirs WHERE owner = $1 AND dir = $2`, user, []byte(dir)).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (t *pgTx) setDirCount(user, dir string, n int64) error {
+	var err error
+	if n <= 0 {
+		_, err = t.q.Exec(t.ctx, `DELETE FROM veil_dirs WHERE owner = $1 AND dir = $2`, user, []byte(dir))
+	} else {
+		_, err = t.q.Exec(t.ctx, `INSERT INTO veil_dirs (owner, dir, entries) VALUES ($1, $2, $3)
+			ON CONFLICT (owner, dir) DO UPDATE SET entries = EXCLUDED.entries`, user, []byte(dir), n)
+	}
+	return err
+}
+
+func (t *pgTx) moveDirCounts(user, src, dst string) error {
+	_, err := t.q.Exec(t.ctx, `UPDATE veil_dirs SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
+		append(append([]any{user}, belowArgs(src)...), []byte(dst), len(src)+1)...)
+	return err
+}
+
+func (t *pgTx) dirCounts(user string, fn func(string, int64) error) error {
+	rows, err := t.q.Query(t.ctx, `SELECT dir, entries FROM veil_dirs WHERE owner = $1`, user)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		dir []byte
+		n   int64
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.dir, &x.n)
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		if err := fn(string(r.dir), r.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const userCols = `admin, secret_hash, quota, used, created`
+
+func scanUser(row pgx.Row, extra ...any) (userRec, error) {
+	var u userRec
+	var sh []byte
+	err := row.Scan(append([]any{&u.admin, &sh, &u.quota, &u.used, &u.created}, extra...)...)
+	if err == nil && len(sh) != len(u.secretHash) {
+		err = fmt.Errorf("%w: user secret hash of %d bytes", errRecord, len(sh))
+	}
+	copy(u.secretHash[:], sh)
+	return u, err
+}
+
+func (t *pgTx) account(user string) (userRec, int64, bool, error) {
+	var meta int64
+	u, err := scanUser(t.q.QueryRow(t.ctx, `SELECT `+userCols+`, meta FROM veil_users WHERE name = $1`, user), &meta)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return userRec{}, 0, false, nil
+	}
+	return u, meta, err == nil, err
+}
+
+func (t *pgTx) setUsed(user string, u userRec) error {
+	_, err := t.q.Exec(t.ctx, `UPDATE veil_users SET used = $2 WHERE name = $1`, user, u.used)
+	return err
+}
+
+func (t *pgTx) setMeta(user string, meta int64) error {
+	_, err := t.q.Exec(t.ctx, `UPDATE veil_users SET meta = $2 WHERE name = $1`, user, meta)
+	return err
+}
+
+func (t *pgTx) blob(h [32]byte) (blobRec, []byte, bool, error) {
+	var r blobRec
+	var data []byte
+	err := t.q.QueryRow(t.ctx, `SELECT size, refs, data FROM veil_blobs WHERE hash = $1 AND NOT deleting`, h[:]).Scan(&r.size, &r.refs, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return blobRec{}, nil, false, nil
+	}
+	if err != nil {
+		return blobRec{}, nil, false, err
+	}
+	r.inline = data != nil
+	return r, data, true, nil
+}
+
+func (t *pgTx) delta(h [32]byte) (*blobDelta, error) {
+	if t.readOnly {
+		return nil, errReadOnly
+	}
+	d := t.deltas[h]
+	if d == nil {
+		d = &blobDelta{}
+		t.deltas[h] = d
+	}
+	return d, nil
+}
+
+func (t *pgTx) incref(h [32]byte, size int64, inline []byte) error {
+	d, err := t.delta(h)
+	if err != nil {
+		return err
+	}
+	d.refs++
+	d.size = size
+	if inline != nil {
+		d.inline = inline
+	}
+	return nil
+}
+
+func (t *pgTx) decref(h [32]byte) error {
+	d, err := t.delta(h)
+	if err != nil {
+		return err
+	}
+	d.refs--
+	return nil
+}
+
+// flush writes the gathered reference count changes in hash order. New inline content is
+// inserted with its record; a blob in the blob store was recorded by hold, and a record
+// marked deleting (gc is removing it) takes no reference.
+func (t *pgTx) flush() error {
+	hs := make([][32]byte, 0, len(t.deltas))
+	for h := range t.deltas {
+		hs = append(hs, h)
+	}
+	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
+	for _, h := range hs {
+		d := t.deltas[h]
+		if d.refs == 0 {
+			continue
+		}
+		if d.inline != nil && d.refs > 0 {
+			if _, err := t.q.Exec(t.ctx, `INSERT INTO veil_blobs (hash, size, refs, data) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (hash) DO UPDATE SET refs = veil_blobs.refs + EXCLUDED.refs`, h[:], d.size, d.refs, d.inline); err != nil {
+				return err
+			}
+			continue
+		}
+		tag, err := t.q.Exec(t.ctx, `UPDATE veil_blobs SET refs = GREATEST(refs + $2, 0) WHERE hash = $1 AND NOT deleting`, h[:], d.refs)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("%w: no record of blob %x (collected before its reference committed?)", errRecord, h[:8])
+		}
+	}
+	return nil
+}
+
+func (t *pgTx) blobs(fn func([32]byte, blobRec) error) error {
+	rows, err := t.q.Query(t.ctx, `SELECT hash, size, refs, data IS NOT NULL FROM veil_blobs WHERE NOT deleting`)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		h [32]byte
+		r blobRec
+	}
+	all, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
+		var x row
+		var h []byte
+		err := cr.Scan(&h, &x.r.size, &x.r.refs, &x.r.inline)
+		if err == nil && len(h) != 32 {
+			err = fmt.Errorf("%w: blob key of %d bytes", errRecord, len(h))
+		}
+		copy(x.h[:], h)
+		return x, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, x := range all {
+		if err := fn(x.h, x.r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *pgTx) users(fn func(string, userRec) error) error {
+	rows, err := t.q.Query(t.ctx, `SELECT `+userCols+`, name FROM veil_users`)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		name string
+		u    userRec
+	}
+	all, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
+		var name string
+		u, err := scanUser(cr, &name)
+		return row{name, u}, err
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(all, func(a, b row) int { return bytes.Compare([]byte(a.name), []byte(b.name)) })
+	for _, r := range all {
+		if err := fn(r.name, r.u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *pgTx) createUser(name string, u userRec) error {
+	if t.readOnly {
+		return errReadOnly
+	}
+	tag, err := t.q.Exec(t.ctx, `INSERT INTO veil_users (name, `+userCols+`, meta) VALUES ($1, $2, $3, $4, $5, $6, 0)
+		ON CONFLICT (name) DO NOTHING`, name, u.admin, u.secretHash[:], u.quota, u.used, u.created)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("user %q: %w", name, storage.ErrExists)
+	}
+	return err
+}
+
+func (t *pgTx) dropUser(name string) error {
+	for _, q := range []string{`DELETE FROM veil_entries WHERE owner = $1`, `DELETE FROM veil_dirs WHERE owner = $1`, `DELETE FROM veil_users WHERE name = $1`} {
+		if _, err := t.q.Exec(t.ctx, q, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

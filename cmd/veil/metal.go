@@ -30,6 +30,9 @@ computation.
   veil metal ls
   veil metal write 0 notes.txt
   veil metal read 0 notes-copy.txt         # or to stdout without OUT
+  veil metal anonym new > me.anonym        # sharing: give it out of band
+  veil metal share 0 --to @bob.anonym      # read-only (--write: read+write)
+  veil metal receive                       # capabilities others shared with you
 
 Servers: 'veil metal server init|serve --role 1|2', or 'veil serve --metal' (both).`,
 	}

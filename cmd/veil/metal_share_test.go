@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // TestMetalShareCLI is the README's sharing walk-through against two server processes:
 // bob makes an anonym offline and gives it to alice; alice writes a file and shares it
 // read-only; bob receives and reads it but cannot write it; an altered anonym is refused;
-// a second receive finds nothing new; the servers' directories never hold the content.
+// Server 1 is SIGKILLed between the share and the receive; a second receive finds nothing new; the servers' directories never hold the content.
 func TestMetalShareCLI(t *testing.T) {
 	m := startMetal(t)
 	alice, bob := m.user(t, "alice"), m.user(t, "bob")
@@ -44,6 +47,14 @@ func TestMetalShareCLI(t *testing.T) {
 	if errs := alice.mustFail(t, "metal", "share", "1", "--to", "not-an-anonym"); !strings.Contains(errs, "anonym") {
 		t.Fatalf("garbage anonym: %q", errs)
 	}
+	// SIGKILL Server 1 between the share and the receive: the entry was committed first.
+	m.proc[0].Kill()
+	m.serve(t, 0)
+	testutil.WaitFor(t, 60*time.Second, "server 1 back after SIGKILL", func() bool {
+		_, _, code := bob.run(t, "metal", "ls")
+		_, _, code2 := alice.run(t, "metal", "read", "1")
+		return code == 0 && code2 == 0
+	})
 	var rec struct {
 		Received []struct {
 			ID     uint64

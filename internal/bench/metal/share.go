@@ -47,7 +47,10 @@ func RunShare(ctx context.Context, cfg ShareConfig, emit func(ShareRow)) error {
 	if cfg.List <= 0 {
 		cfg.List = 10000
 	}
-	p := access.Params{D: 4, Stash: 33, BlockSize: 256, FilesPerAccount: 4}
+	if cfg.List < cfg.Ops {
+		return fmt.Errorf("--list %d is smaller than --ops %d (the list holds the sends too)", cfg.List, cfg.Ops)
+	}
+	p := access.Params{D: 4, Stash: 33, BlockSize: 256, FilesPerAccount: 4, Pack: 1, Base: 4}
 	d, err := start(ctx, p, cfg.RTT/2)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/metal/ac"
@@ -30,6 +31,7 @@ type CompareRow struct {
 	N       int     `json:"n"`
 	MeanMs  float64 `json:"mean_ms"`
 	MinMs   float64 `json:"min_ms"`
+	CPUMs   float64 `json:"cpu_ms"`                  // user+system CPU of both servers (this process)
 	ANDs    uint64  `json:"and_gates"`               // garbled AND gates per access
 	MB      float64 `json:"mb_between_servers"`      // bytes between the servers per access, 10^6
 	Speedup float64 `json:"metal_speedup,omitempty"` // primitive's mean / Metal's (primitive rows)
@@ -106,7 +108,7 @@ func measure(name string, mp access.Params, pp primitive.Params, ops int) (Compa
 	}
 	data := make([]byte, mp.BlockSize)
 	var times []time.Duration
-	ands0, bytes0 := l.g.Stats().ANDGates, l.bytes.Load()
+	ands0, bytes0, cpu0 := l.g.Stats().ANDGates, l.bytes.Load(), cpu()
 	for i := 0; i < ops; i++ {
 		op, file := ac.Write, first+uint64(i/2)
 		if i%2 == 1 {
@@ -126,6 +128,7 @@ func measure(name string, mp access.Params, pp primitive.Params, ops int) (Compa
 			}
 		}
 	}
+	r.CPUMs = ms(cpu()-cpu0) / float64(ops)
 	r.ANDs = (l.g.Stats().ANDGates - ands0) / uint64(ops)
 	r.MB = float64(l.bytes.Load()-bytes0) / float64(ops) / 1e6
 	var sum time.Duration
@@ -135,4 +138,12 @@ func measure(name string, mp access.Params, pp primitive.Params, ops int) (Compa
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	r.MeanMs, r.MinMs = ms(sum)/float64(ops), ms(times[0])
 	return r, nil
+}
+
+// cpu is this process's user + system CPU time so far: both servers' work (and the
+// client's, which is small), less sensitive than wall time to the machine's other tenants.
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -2,7 +2,7 @@
 // improves on: the whole Circuit ORAM, file data included, inside the two servers' 2PC.
 //
 // Each ORAM block carries a whole file (BlockSize bytes) in its value, and the tree is held
-// as XOR shares by the two servers (oram.Party over a wide layout, oram.NewWideShare). One
+// as XOR shares by the two servers (oram.Party: its circuits take values of any width). One
 // access is three 2PC Runs on one twopc.Session:
 //
 //   - front: Metal-AC's capability check (ac.CheckAccess) and a linear scan of the

@@ -6,6 +6,9 @@ import (
 	"github.com/veil-project/veil/internal/metal/oram"
 )
 
+// MaxBlockSize is the largest block: the paper's largest file size, 64 KiB.
+const MaxBlockSize = 64 << 10
+
 // Params fix a Primitive Metal deployment: both servers must use the same.
 type Params struct {
 	D               int    // tree depth: 2^D leaves and 2^D file ids
@@ -22,8 +25,8 @@ func (p Params) Check() error {
 		return fmt.Errorf("primitive: depth %d out of range 2..12", p.D)
 	case p.Stash < 2 || p.Stash > 256:
 		return fmt.Errorf("primitive: stash %d out of range 2..256", p.Stash)
-	case p.BlockSize < 1 || p.BlockSize*8 > oram.MaxWideValueBits:
-		return fmt.Errorf("primitive: block size %d out of range 1..%d bytes", p.BlockSize, oram.MaxWideValueBits/8)
+	case p.BlockSize < 1 || p.BlockSize > MaxBlockSize:
+		return fmt.Errorf("primitive: block size %d out of range 1..%d bytes", p.BlockSize, MaxBlockSize)
 	case p.FilesPerAccount == 0:
 		return fmt.Errorf("primitive: files per account must be at least 1")
 	}

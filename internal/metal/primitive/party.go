@@ -51,7 +51,7 @@ func NewParty(sess *twopc.Session, p Params, rnd io.Reader) (*Party, error) {
 	if pt.pos, err = pt.randomBits((int(p.Files()) + 1) * p.D); err != nil {
 		return nil, err
 	}
-	sh, err := oram.NewWideShare(p.Layout())
+	sh, err := oram.NewShare(p.Layout())
 	if err != nil {
 		return nil, err
 	}

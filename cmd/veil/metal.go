@@ -2,15 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/metal/access"
 	"github.com/veil-project/veil/internal/metal/client"
+	"github.com/veil-project/veil/internal/profile"
 )
 
 func init() { register(newMetalCommand) }
@@ -19,41 +21,85 @@ func newMetalCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "metal",
 		Short: "Metadata-hiding file storage over two servers (Metal)",
-		Long: `metal stores fixed-size files on two servers so that neither learns which user accessed
-which file, or even which file was accessed, as long as one of them is honest (Chen and
-Popa, NDSS 2020; docs/design-metal.md). Each request is XOR-shared between the servers,
-checked against your capability and served from an ORAM inside secure two-party
-computation.
+		Long: `metal stores files on two servers so that neither learns which user accessed which file,
+or even which file was accessed, as long as one of them is honest (Chen and Popa, NDSS
+2020; docs/design-metal.md). Each request is XOR-shared between the servers, checked
+against your capability and served from an ORAM inside secure two-party computation.
+
+The servers store blocks of one fixed size (chosen at server init, default 4 KiB); a larger
+file is cut into segments over consecutive file ids from the ID you give. Your Metal state
+(deployment, capabilities, the files you wrote) is <profile>/metal.json, sealed under the
+profile's passphrase (--password-file, $VEIL_PASSWORD_FILE or a prompt).
 
   veil metal join deployment.json          # the file Server 1's operator gives you
   veil metal account create                # a capability for a range of file ids
-  veil metal ls
-  veil metal write 0 notes.txt
-  veil metal read 0 notes-copy.txt         # or to stdout without OUT
+  veil metal write 0 notes.txt             # a 10 KiB file takes ids 0..2 at 4 KiB blocks
+  veil metal ls                            # your capabilities and files (ids, sizes)
+  veil metal read 0 notes-copy.txt         # or to stdout: veil metal read 0
   veil metal anonym new > me.anonym        # sharing: give it out of band
   veil metal share 0 --to @bob.anonym      # read-only (--write: read+write)
   veil metal receive                       # capabilities others shared with you
 
 Servers: 'veil metal server init|serve --role 1|2', or 'veil serve --metal' (both).`,
 	}
-	var o pkbFlags
+	o := &metalFlags{}
 	c.PersistentFlags().StringVar(&o.config, "config", "", "profile directory (default $VEIL_CONFIG or ~/.config/veil)")
 	c.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON")
+	c.PersistentFlags().StringVar(&o.passwordFile, "password-file", "", "read the profile's passphrase from this file (default $"+profile.EnvPassword+", else prompt)")
 	account := &cobra.Command{Use: "account", Short: "Metal accounts (capabilities for file ids)"}
-	account.AddCommand(newMetalAccountCreate(&o))
-	c.AddCommand(newMetalJoin(&o), account, newMetalLs(&o), newMetalWrite(&o), newMetalRead(&o), newMetalServerCommand())
-	c.AddCommand(newMetalAnonym(&o), newMetalShare(&o), newMetalReceive(&o)) // Metal-SHARE: metal_share.go
+	account.AddCommand(newMetalAccountCreate(o))
+	c.AddCommand(newMetalJoin(o), account, newMetalLs(o), newMetalWrite(o), newMetalRead(o), newMetalServerCommand())
+	c.AddCommand(newMetalAnonym(o), newMetalShare(o), newMetalReceive(o)) // Metal-SHARE: metal_share.go
 	return c
 }
 
-func newMetalJoin(o *pkbFlags) *cobra.Command {
+// metalFlags are the client commands' flags.
+type metalFlags struct {
+	pkbFlags
+	passwordFile string
+}
+
+// profile opens the sealed Metal profile (sealing an unsealed one of an earlier version).
+func (o *metalFlags) profile(cmd *cobra.Command) (*client.Profile, error) {
+	if err := client.Exists(o.dir()); err != nil {
+		return nil, err // before any prompt
+	}
+	pass, err := passphrase(o.passwordFile, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := client.LoadProfile(o.dir(), pass)
+	if err != nil || !p.Migrated() {
+		return p, err
+	}
+	if err := p.Save(o.dir()); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "veil metal: %s was stored unsealed; it is now sealed under the profile's passphrase\n", client.ProfileFile)
+	return p, nil
+}
+
+// connect opens the profile and connects to both servers.
+func (o *metalFlags) connect(cmd *cobra.Command) (*client.Profile, *client.Client, error) {
+	p, err := o.profile(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cmd.Context(), p.Deployment)
+	return p, c, err
+}
+
+func newMetalJoin(o *metalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "join DEPLOYMENT-FILE",
 		Short: "Store a Metal deployment (both servers' addresses and CAs) in the profile",
 		Long: `join stores the deployment file written by Server 1's 'veil metal server init'
-(deployment.json) in <profile>/metal.json.
+(deployment.json) in <profile>/metal.json, sealed under the profile's passphrase. If the
+profile already holds a veil key ('veil init'), the passphrase must be the one that opens
+it: one passphrase per profile.
 
-  veil metal join deployment.json`,
+  veil metal join deployment.json
+  veil metal join deployment.json --password-file pass.txt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := os.ReadFile(args[0])
@@ -64,7 +110,17 @@ func newMetalJoin(o *pkbFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := client.Join(o.dir(), d); err != nil {
+			fresh := errors.Is(client.Exists(o.dir()), client.ErrNoProfile)
+			pass, err := passphrase(o.passwordFile, fresh)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(filepath.Join(o.dir(), profile.KeyFile)); err == nil && fresh {
+				if err := profile.CheckPassphrase(o.dir(), pass); err != nil {
+					return fmt.Errorf("%w: metal.json is sealed under the passphrase of the profile's veil key", err)
+				}
+			}
+			if _, err := client.Join(o.dir(), pass, d); err != nil {
 				return err
 			}
 			return o.print(cmd.OutOrStdout(), map[string]string{"server1": d.Server1, "server2": d.Server2},
@@ -73,29 +129,19 @@ func newMetalJoin(o *pkbFlags) *cobra.Command {
 	}
 }
 
-// metalClient loads the profile and connects to both servers.
-func metalClient(cmd *cobra.Command, o *pkbFlags) (*client.Profile, *client.Client, error) {
-	p, err := client.LoadProfile(o.dir())
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := client.New(cmd.Context(), p.Deployment)
-	return p, c, err
-}
-
-func newMetalAccountCreate(o *pkbFlags) *cobra.Command {
+func newMetalAccountCreate(o *metalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "create",
 		Short: "Create an account: a capability for a range of file ids, kept in the profile",
 		Long: `create asks the two servers for a new account (Metal-AC CreateAccount, inside 2PC). The
-capability and its file ids are stored in the profile; keep the profile private (the
-capability is a bearer secret).
+capability and its file ids are stored in the profile's sealed metal.json (the capability
+is a bearer secret).
 
   veil metal account create
   veil metal account create --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, c, err := metalClient(cmd, o)
+			p, c, err := o.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -120,133 +166,57 @@ capability is a bearer secret).
 	}
 }
 
-func newMetalLs(o *pkbFlags) *cobra.Command {
+func newMetalLs(o *metalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "ls",
-		Short: "List your capabilities (file id ranges and permissions)",
-		Long: `ls lists the accounts in the profile: the file ids each capability grants.
+		Short: "List your capabilities and the files you wrote (their ids and sizes)",
+		Long: `ls lists, from the profile (no server is asked), the file ids each of your capabilities
+grants and the files written from this profile: the ids each occupies (one per segment),
+its size in bytes and in blocks.
 
   veil metal ls
   veil metal ls --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := client.LoadProfile(o.dir())
+			p, err := o.profile(cmd)
 			if err != nil {
 				return err
 			}
-			type row struct {
-				First uint64 `json:"first"`
-				Last  uint64 `json:"last"`
-				Perm  string `json:"perm"`
-			}
-			rows := []row{}
-			text := ""
-			for _, a := range p.Accounts {
-				r := row{First: a.First, Last: a.First + uint64(a.Count) - 1, Perm: "rws"}
-				rows = append(rows, r)
-				text += fmt.Sprintf("%d..%d\t%s\n", r.First, r.Last, r.Perm)
-			}
-			for _, rc := range p.Received { // shared with this profile (veil metal receive)
-				rows = append(rows, row{First: rc.File, Last: rc.File, Perm: rc.Perm})
-				text += fmt.Sprintf("%d\t%s\treceived via anonym %d\n", rc.File, rc.Perm, rc.Anonym)
-			}
-			if o.json {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"capabilities": rows})
-			}
-			_, err = io.WriteString(cmd.OutOrStdout(), text)
-			return err
+			return printMetalLs(cmd.OutOrStdout(), p, o.json)
 		},
 	}
 }
 
-// metalTarget connects and finds the profile's capability for file id.
-func metalTarget(cmd *cobra.Command, o *pkbFlags, id uint64) (*client.Client, []byte, error) {
-	p, c, err := metalClient(cmd, o)
-	if err != nil {
-		return nil, nil, err
+func printMetalLs(w io.Writer, p *client.Profile, asJSON bool) error {
+	type capRow struct {
+		First uint64 `json:"first"`
+		Last  uint64 `json:"last"`
+		Perm  string `json:"perm"`
 	}
-	capability, err := p.CapabilityFor(id)
-	return c, capability, err
-}
-
-func metalID(s string) (uint64, error) {
-	id, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("file id %q is not a non-negative integer", s)
+	type fileRow struct {
+		First  uint64 `json:"first"`
+		Last   uint64 `json:"last"`
+		Blocks uint32 `json:"blocks"`
+		Size   uint64 `json:"size"`
 	}
-	return id, nil
-}
-
-func newMetalWrite(o *pkbFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "write ID FILE",
-		Short: "Store FILE (or - for stdin) as file id ID",
-		Long: `write replaces file id ID's content with FILE's (at most the deployment's block size minus
-4 bytes). Neither server learns ID, that this was a write, or the content.
-
-  veil metal write 0 notes.txt
-  echo hello | veil metal write 1 -`,
-		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := metalID(args[0])
-			if err != nil {
-				return err
-			}
-			var data []byte
-			if args[1] == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				data, err = os.ReadFile(args[1])
-			}
-			if err != nil {
-				return err
-			}
-			c, capability, err := metalTarget(cmd, o, id)
-			if err != nil {
-				return err
-			}
-			if err := c.WriteFile(cmd.Context(), capability, id, data); err != nil {
-				return err
-			}
-			return o.print(cmd.OutOrStdout(), map[string]any{"id": id, "bytes": len(data)}, fmt.Sprintf("wrote %d bytes to file id %d\n", len(data), id))
-		},
+	caps, files := []capRow{}, []fileRow{}
+	text := ""
+	for _, a := range p.Accounts {
+		r := capRow{First: a.First, Last: a.First + uint64(a.Count) - 1, Perm: "rws"}
+		caps = append(caps, r)
+		text += fmt.Sprintf("capability\t%d..%d\t%s\n", r.First, r.Last, r.Perm)
 	}
-}
-
-func newMetalRead(o *pkbFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "read ID [OUT]",
-		Short: "Read file id ID to OUT (default stdout)",
-		Long: `read fetches file id ID's content (empty if never written). Neither server learns ID or
-that this was a read.
-
-  veil metal read 0
-  veil metal read 0 notes-copy.txt`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := metalID(args[0])
-			if err != nil {
-				return err
-			}
-			c, capability, err := metalTarget(cmd, o, id)
-			if err != nil {
-				return err
-			}
-			data, err := c.ReadFile(cmd.Context(), capability, id)
-			if err != nil {
-				return err
-			}
-			if len(args) == 2 {
-				if err := os.WriteFile(args[1], data, 0o600); err != nil {
-					return err
-				}
-				return o.print(cmd.OutOrStdout(), map[string]any{"id": id, "bytes": len(data)}, "")
-			}
-			if o.json {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"id": id, "content": data})
-			}
-			_, err = cmd.OutOrStdout().Write(data)
-			return err
-		},
+	for _, rc := range p.Received { // shared with this profile (veil metal receive)
+		caps = append(caps, capRow{First: rc.File, Last: rc.File, Perm: rc.Perm})
+		text += fmt.Sprintf("capability\t%d\t%s\treceived via anonym %d\n", rc.File, rc.Perm, rc.Anonym)
 	}
+	for _, f := range p.Files {
+		files = append(files, fileRow{First: f.First, Last: f.Last(), Blocks: f.Segments, Size: f.Size})
+		text += fmt.Sprintf("file\t%d..%d\t%d bytes in %d blocks\n", f.First, f.Last(), f.Size, f.Segments)
+	}
+	if asJSON {
+		return json.NewEncoder(w).Encode(map[string]any{"capabilities": caps, "files": files})
+	}
+	_, err := io.WriteString(w, text)
+	return err
 }

@@ -16,13 +16,13 @@ import (
 
 // Metal-SHARE commands: anonym new|enroll, share, receive (paper Section 6).
 
-func newMetalAnonym(o *pkbFlags) *cobra.Command {
+func newMetalAnonym(o *metalFlags) *cobra.Command {
 	c := &cobra.Command{Use: "anonym", Short: "Anonyms: addresses others share files with, unlinkable to you and to each other"}
 	c.AddCommand(newMetalAnonymNew(o), newMetalAnonymEnroll(o))
 	return c
 }
 
-func newMetalAnonymNew(o *pkbFlags) *cobra.Command {
+func newMetalAnonymNew(o *metalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "new",
 		Short: "Make a new anonym (offline: no server contact) and print it",
@@ -36,7 +36,7 @@ nor anyone you give anonyms to, can link two of your anonyms or an anonym to you
   veil metal anonym new --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := client.LoadProfile(o.dir())
+			p, err := o.profile(cmd)
 			if err != nil {
 				return err
 			}
@@ -52,7 +52,7 @@ nor anyone you give anonyms to, can link two of your anonyms or an anonym to you
 	}
 }
 
-func newMetalAnonymEnroll(o *pkbFlags) *cobra.Command {
+func newMetalAnonymEnroll(o *metalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "enroll",
 		Short: "Get this profile's anonym and broadcast keys (done by 'account create')",
@@ -64,7 +64,7 @@ made before sharing existed.
   veil metal anonym enroll`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, c, err := metalClient(cmd, o)
+			p, c, err := o.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ func readAnonym(s string) (share.Anonym, error) {
 	return share.ParseAnonymText(s)
 }
 
-func newMetalShare(o *pkbFlags) *cobra.Command {
+func newMetalShare(o *metalFlags) *cobra.Command {
 	var to string
 	var write bool
 	c := &cobra.Command{
@@ -123,7 +123,7 @@ shared with, which file, or whether the servers granted it. ANONYM is the text
 			if err != nil {
 				return err
 			}
-			p, c, err := metalClient(cmd, o)
+			p, c, err := o.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ shared with, which file, or whether the servers granted it. ANONYM is the text
 	return c
 }
 
-func newMetalReceive(o *pkbFlags) *cobra.Command {
+func newMetalReceive(o *metalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "receive",
 		Short: "Download the broadcast list and keep the capabilities shared with you",
@@ -165,7 +165,7 @@ works on the shared files.
   veil metal receive --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, c, err := metalClient(cmd, o)
+			p, c, err := o.connect(cmd)
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,10 @@ type metalServers struct {
 	proc [2]*testutil.Process
 }
 
-func startMetal(t *testing.T) *metalServers {
+func startMetal(t *testing.T, initArgs ...string) *metalServers {
+	if len(initArgs) == 0 {
+		initArgs = []string{"--files-log2", "3", "--block-size", "64", "--stash", "6", "--files-per-account", "2"}
+	}
 	m := &metalServers{}
 	root := t.TempDir()
 	for i := range m.dir {
@@ -28,8 +31,7 @@ func startMetal(t *testing.T) *metalServers {
 		m.addr[i] = testutil.Addr(testutil.FreePort(t))
 	}
 	u := &user{config: filepath.Join(root, "unused")}
-	u.mustRun(t, "metal", "server", "init", "--role", "2", "--dir", m.dir[1], "--endpoint", "https://"+m.addr[1],
-		"--files-log2", "3", "--block-size", "64", "--stash", "6", "--files-per-account", "2")
+	u.mustRun(t, append([]string{"metal", "server", "init", "--role", "2", "--dir", m.dir[1], "--endpoint", "https://" + m.addr[1]}, initArgs...)...)
 	u.mustRun(t, "metal", "server", "init", "--role", "1", "--dir", m.dir[0], "--endpoint", "https://"+m.addr[0],
 		"--peer-cred", filepath.Join(m.dir[1], "peer.cred"))
 	for i := range m.dir {
@@ -43,9 +45,14 @@ func (m *metalServers) serve(t *testing.T, i int) {
 	testutil.WaitTCP(t, m.addr[i], 20*time.Second)
 }
 
-// metalUser is a profile that joined the deployment once both servers met.
+// user is a profile (its metal.json sealed under the passphrase in passFile) that joined
+// the deployment and created an account once both servers met.
 func (m *metalServers) user(t *testing.T, name string) *user {
-	u := &user{name: name, config: filepath.Join(t.TempDir(), "profile")}
+	dir := t.TempDir()
+	u := &user{name: name, config: filepath.Join(dir, "profile"), passFile: filepath.Join(dir, "pass")}
+	if err := os.WriteFile(u.passFile, []byte(name+"'s metal passphrase\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	u.mustRun(t, "metal", "join", filepath.Join(m.dir[0], "deployment.json"))
 	testutil.WaitFor(t, 60*time.Second, "the servers' 2PC link", func() bool {
 		_, _, code := u.run(t, "metal", "account", "create")
@@ -66,7 +73,7 @@ func TestMetalCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(alice.mustRun(t, "metal", "ls", "--json")), &ls); err != nil || len(ls.Capabilities) != 1 || ls.Capabilities[0].First != 0 || ls.Capabilities[0].Last != 1 {
 		t.Fatalf("alice ls: %+v %v", ls, err)
 	}
-	if out := bob.mustRun(t, "metal", "ls"); strings.TrimSpace(out) != "2..3\trws" {
+	if out := bob.mustRun(t, "metal", "ls"); strings.TrimSpace(out) != "capability\t2..3\trws" {
 		t.Fatalf("bob ls: %q", out)
 	}
 	note := filepath.Join(t.TempDir(), "note.txt")
@@ -109,7 +116,7 @@ func TestMetalCLI(t *testing.T) {
 func (u *user) runStdin(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(veilBin, args...)
-	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config)
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/veil-project/veil/internal/metal/client"
 	"github.com/veil-project/veil/internal/profile"
 )
 
@@ -23,6 +25,7 @@ func newPasswdCommand() *cobra.Command {
 itself does not change: everything you stored stays readable, nothing is re-encrypted or
 re-sent. Afterwards only the new passphrase opens the key file; copies of the profile
 directory made before still open with the old one, so replace your backups of it too.
+The profile's Metal state (metal.json, sealed under the same passphrase) is re-sealed too.
 
 The current passphrase comes from --password-file, $VEIL_PASSWORD_FILE or a prompt, and is
 checked before the new one is asked for; the new one from --new-password-file,
@@ -34,15 +37,24 @@ Examples:
   veil passwd --password-file old.txt --new-password-file new.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := profile.Load(o.dir(), profile.Overrides{}); err != nil {
-				return err // before any prompt
+			_, noKey := profile.Load(o.dir(), profile.Overrides{})
+			hasMetal := client.Exists(o.dir()) == nil // metal.json is sealed under the same passphrase
+			if noKey != nil && !hasMetal {
+				return noKey // before any prompt
 			}
 			old, err := passphrase(o.passwordFile, false)
 			if err != nil {
 				return err
 			}
-			if err := profile.CheckPassphrase(o.dir(), old); err != nil {
-				return err // before the new passphrase is asked for
+			if noKey == nil {
+				if err := profile.CheckPassphrase(o.dir(), old); err != nil {
+					return err // before the new passphrase is asked for
+				}
+			}
+			if hasMetal {
+				if _, err := client.LoadProfile(o.dir(), old); err != nil {
+					return err
+				}
 			}
 			nw, err := readPassphrase(newFile, "--new-password-file", envNewPassword, "new passphrase", true)
 			if err != nil {
@@ -51,8 +63,15 @@ Examples:
 			if w := profile.WeakPassphrase(nw); w != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), w)
 			}
-			if err := profile.ChangePassphrase(o.dir(), old, nw); err != nil {
-				return err
+			if noKey == nil {
+				if err := profile.ChangePassphrase(o.dir(), old, nw); err != nil {
+					return err
+				}
+			}
+			if hasMetal {
+				if err := client.ChangePassphrase(o.dir(), old, nw); err != nil {
+					return err
+				}
 			}
 			if o.json {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"profile": o.dir(), "changed": true})

@@ -12,8 +12,8 @@ import (
 // Without sync it skips both fsyncs (for benchmarks and tests only: a machine crash may
 // then lose the write, a process crash still cannot tear it).
 func Write(path string, data []byte, perm os.FileMode, sync bool) error {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s exists and is not a regular file", path)
+	if err := CheckReplaceable(path); err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempMark+"*")
@@ -46,6 +46,15 @@ func Write(path string, data []byte, perm os.FileMode, sync bool) error {
 		return nil
 	}
 	return SyncDir(dir)
+}
+
+// CheckReplaceable fails if path exists and is not a regular file (Write would refuse
+// it), so a caller can refuse before doing the work whose result it would write.
+func CheckReplaceable(path string) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file", path)
+	}
+	return nil
 }
 
 // tempMark separates a temporary file's target name from CreateTemp's random digits.

@@ -1,31 +1,36 @@
 package client
 
 import (
-	"context"
-	"encoding/binary"
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/metal/ac"
 	"github.com/veil-project/veil/internal/metal/access"
 )
 
-// ProfileFile is the Metal part of a veil profile directory: the deployment joined and the
-// accounts created (their capabilities are bearer secrets: the file is 0600).
+// ProfileFile is the Metal part of a veil profile directory: the deployment joined, the
+// accounts created (their capabilities are bearer secrets) and the files written, sealed
+// under the profile's passphrase (docs/formats/metal-profile.md).
 const ProfileFile = "metal.json"
 
-// Profile is a user's Metal state (docs/formats/metal-server.md, "Files").
+// Profile is a user's Metal state.
 type Profile struct {
 	Version    int               `json:"version"`
 	Deployment access.Deployment `json:"deployment"`
 	Accounts   []AccountRecord   `json:"accounts"`
 	Share      *ShareRecord      `json:"share,omitempty"`    // Metal-SHARE keys (shareprofile.go)
 	Received   []ReceivedRecord  `json:"received,omitempty"` // capabilities others shared with this profile
+	Files      []Span            `json:"files,omitempty"`    // written from this profile, by first id
+
+	seal     *sealing
+	migrated bool
 }
 
 // AccountRecord is one account: its capability (hex) and file ids.
@@ -35,44 +40,100 @@ type AccountRecord struct {
 	Count      uint32 `json:"count"`
 }
 
-// Join starts (or replaces the deployment of) the profile in dir.
-func Join(dir string, d access.Deployment) (*Profile, error) {
-	p, err := LoadProfile(dir)
-	if err != nil {
+// ErrNoProfile is a profile directory without metal.json.
+var ErrNoProfile = errors.New("no Metal deployment in this profile (run veil metal join DEPLOYMENT-FILE)")
+
+// Exists reports whether dir holds a Metal profile (ErrNoProfile if not), so a command can
+// fail before asking for a passphrase.
+func Exists(dir string) error {
+	_, err := os.Stat(filepath.Join(dir, ProfileFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return ErrNoProfile
+	}
+	return err
+}
+
+// Join starts the profile in dir, sealed under pass, or replaces the deployment of an
+// existing one (which pass must open).
+func Join(dir string, pass []byte, d access.Deployment) (*Profile, error) {
+	p, err := LoadProfile(dir, pass)
+	switch {
+	case errors.Is(err, ErrNoProfile):
 		p = &Profile{Version: 1}
-	} else if p.Deployment.Server1 != d.Server1 && len(p.Accounts) > 0 {
+		if p.seal, err = newSealing(pass); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case p.Deployment.Server1 != d.Server1 && len(p.Accounts) > 0:
 		return nil, errors.New("this profile already holds accounts of another Metal deployment")
 	}
 	p.Deployment = d
 	return p, p.Save(dir)
 }
 
-// LoadProfile reads dir's Metal profile.
-func LoadProfile(dir string) (*Profile, error) {
+// LoadProfile opens dir's Metal profile with pass. An unsealed metal.json of an earlier
+// version is read once and gets a new sealing under pass (Migrated reports it; Save
+// writes it sealed).
+func LoadProfile(dir string, pass []byte) (*Profile, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ProfileFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, errors.New("no Metal deployment in this profile (run veil metal join DEPLOYMENT-FILE)")
+		return nil, ErrNoProfile
 	}
 	if err != nil {
 		return nil, err
 	}
 	var p Profile
-	if err := json.Unmarshal(b, &p); err != nil || p.Version != 1 {
+	plain := b
+	if isSealed(b) {
+		if p.seal, plain, err = openSealed(b, pass); err != nil {
+			return nil, err
+		}
+	} else {
+		if p.seal, err = newSealing(pass); err != nil {
+			return nil, err
+		}
+		p.migrated = true
+	}
+	if err := json.Unmarshal(plain, &p); err != nil || p.Version != 1 {
 		return nil, fmt.Errorf("%s: not a version-1 Metal profile", ProfileFile)
 	}
 	return &p, nil
 }
 
-// Save writes the profile atomically.
+// Migrated reports a profile read from an unsealed metal.json (sealed at the next Save).
+func (p *Profile) Migrated() bool { return p.migrated }
+
+// Save writes the profile, sealed, atomically.
 func (p *Profile) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(p, "", "  ")
+	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, ProfileFile), append(b, '\n'), 0o600, true)
+	sealed, err := p.seal.seal(b)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, ProfileFile), sealed, 0o600, true); err != nil {
+		return err
+	}
+	p.migrated = false
+	return nil
+}
+
+// ChangePassphrase re-seals dir's profile under a new passphrase (a new file key).
+func ChangePassphrase(dir string, old, new []byte) error {
+	p, err := LoadProfile(dir, old)
+	if err != nil {
+		return err
+	}
+	if p.seal, err = newSealing(new); err != nil {
+		return err
+	}
+	return p.Save(dir)
 }
 
 // Add records a new account.
@@ -97,31 +158,22 @@ func (p *Profile) CapabilityFor(id uint64) ([]byte, error) {
 	return nil, fmt.Errorf("no capability for file id %d in this profile (veil metal ls lists yours)", id)
 }
 
-// A stored file is its length (uint32 LE) then its bytes, zero-padded to the block: so one
-// file holds at most BlockSize-4 bytes; a never-written id reads as an empty file.
-const lengthPrefix = 4
-
-// MaxFileSize is the largest file one id holds.
-func (c *Client) MaxFileSize() int { return c.p.BlockSize - lengthPrefix }
-
-// WriteFile stores data as file id.
-func (c *Client) WriteFile(ctx context.Context, capability []byte, id uint64, data []byte) error {
-	if len(data) > c.MaxFileSize() {
-		return fmt.Errorf("file of %d bytes exceeds this deployment's %d bytes per file id (segmenting over several ids is not built yet)", len(data), c.MaxFileSize())
+// Overlapping returns the recorded files other than the one at s.First that share an id
+// with s.
+func (p *Profile) Overlapping(s Span) []Span {
+	var out []Span
+	for _, f := range p.Files {
+		if f.First != s.First && f.First <= s.Last() && s.First <= f.Last() {
+			out = append(out, f)
+		}
 	}
-	blk := binary.LittleEndian.AppendUint32(nil, uint32(len(data)))
-	return c.Write(ctx, capability, id, append(blk, data...))
+	return out
 }
 
-// ReadFile returns file id's content.
-func (c *Client) ReadFile(ctx context.Context, capability []byte, id uint64) ([]byte, error) {
-	blk, err := c.Read(ctx, capability, id)
-	if err != nil {
-		return nil, err
-	}
-	n := binary.LittleEndian.Uint32(blk)
-	if int(n) > c.MaxFileSize() {
-		return nil, fmt.Errorf("file id %d does not hold a veil file (length %d)", id, n)
-	}
-	return blk[lengthPrefix : lengthPrefix+int(n)], nil
+// Record notes that s was written: it replaces the file at s.First and drops the files
+// it overlapped (their segments are overwritten).
+func (p *Profile) Record(s Span) {
+	p.Files = slices.DeleteFunc(p.Files, func(f Span) bool { return f.First <= s.Last() && s.First <= f.Last() })
+	p.Files = append(p.Files, s)
+	slices.SortFunc(p.Files, func(a, b Span) int { return cmp.Compare(a.First, b.First) })
 }

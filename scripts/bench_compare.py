@@ -19,6 +19,10 @@ directory). Prints a Markdown table and JSON lines
 A/B of two veil builds on the same data in one run (each round runs every build in turn):
 
   python3 scripts/bench_compare.py --tools veil --veil /tmp/veil-old --veil bin/veil --rounds 3 --workloads c
+
+--again N runs each user's backup N more times on the unchanged data (the second put of an
+unchanged tree; restic uses its parent snapshot, rclone compares size and mtime) and
+reports those times too (again_seconds).
 """
 import argparse, json, os, resource, shutil, socket, subprocess, sys, tempfile, time, urllib.request, ssl, base64
 
@@ -182,6 +186,7 @@ def main():
     ap.add_argument("--tools", default="veil,restic,rclone", help="which tools to run")
     ap.add_argument("--veil", action="append", help="veil binary (repeat to compare builds; default bin/veil)")
     ap.add_argument("--rounds", type=int, default=1, help="run every tool this many times, in turn")
+    ap.add_argument("--again", type=int, default=0, help="then back up the unchanged data this many more times per user")
     args = ap.parse_args()
     tools = []
     for name in args.tools.split(","):
@@ -222,11 +227,14 @@ def main():
                     for u in users:
                         times.append(t.backup(u, src[u]))
                         cpu.append(CPU[-1])  # the backup command's own CPU (not the servers')
+                    again = [round(t.backup(u, src[u]), 2) for u in users for _ in range(args.again)]
                     subprocess.run(["sync"])
                     row = {"workload": wl, "tool": tool.name, "users": len(users), "logical_bytes": logical,
                            "seconds": [round(x, 2) for x in times], "total_seconds": round(sum(times), 2),
                            "cpu_seconds": [round(x, 2) for x in cpu],
                            "stored_bytes": t.stored()}
+                    if again:
+                        row["again_seconds"] = again
                     if issubclass(tool, Veil):
                         st = t.stats()
                         row["store_physical_bytes"] = st["physical_bytes"]
@@ -243,7 +251,7 @@ def main():
     for r in rows:
         print(f"| {r['workload']} | {r['tool']} | {r['users']} | {r['logical_bytes']/2**20:.1f} | "
               f"{' + '.join(str(s) for s in r['seconds'])} | {' + '.join(str(s) for s in r['cpu_seconds'])} | "
-              f"{r['stored_bytes']/2**20:.1f} |")
+              f"{r['stored_bytes']/2**20:.1f} |" + (f" again: {r['again_seconds']}" if "again_seconds" in r else ""))
     if args.json:
         with open(args.json, "w") as f:
             for r in rows:

@@ -33,6 +33,7 @@ type Options struct {
 	Events     Events         // progress callbacks (may be left empty)
 	Logger     *slog.Logger   // default: discard
 	Roots      RootMemory     // the newest tree root this device has seen (default: this Client's lifetime only)
+	Cache      *PutCache      // put's local cache of what is stored (nil: none; records are read to skip unchanged files)
 	RootCheck  RootCheck      // what reads do when the tree root does not vouch for a record (default: fail)
 	Overwrite  Overwrite      // what get does with existing files at the destination (default: replace them)
 	GetInclude []string       // get restores only entries matching (name or path below SRC), or below a matching directory

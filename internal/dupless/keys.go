@@ -19,6 +19,7 @@ type userKeys struct {
 	names   *subtle.AESSIV // AES-SIV (64-byte key) for names
 	records cipher.AEAD    // XChaCha20-Poly1305 for key records and directory metadata
 	roots   cipher.AEAD    // XChaCha20-Poly1305 for tree roots
+	cache   cipher.AEAD    // XChaCha20-Poly1305 for the local put cache (putcache.go)
 	longMAC []byte         // HMAC-SHA256 key naming long names (longnames.go)
 	long    *longNames     // long names seen or loaded, by tag
 }
@@ -55,5 +56,13 @@ func deriveUserKeys(master []byte) (*userKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &userKeys{names: siv, records: aead, roots: roots, longMAC: lk, long: newLongNames()}, nil
+	ck, err := hkdf.Key(sha256.New, master, nil, "veil/v1/put cache xchacha20poly1305", chacha20poly1305.KeySize)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := chacha20poly1305.NewX(ck)
+	if err != nil {
+		return nil, err
+	}
+	return &userKeys{names: siv, records: aead, roots: roots, cache: cache, longMAC: lk, long: newLongNames()}, nil
 }

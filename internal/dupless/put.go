@@ -51,7 +51,8 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	if err != nil {
 		return sum, err
 	}
-	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop() }()
+	var cache *runCache
+	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop(); c.saveCache(cache) }()
 	if err := c.noFileOnPath(ctx, dest); err != nil {
 		return sum, err
 	}
@@ -68,7 +69,9 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 		c.opts.Events.Total(len(tasks), total)
 	}
 	// Directories first (so empty ones exist), then everything else in parallel.
+	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
+	run.cache = cache
 	defer run.wait() // no upload outlives Put
 	work, finish := workers(c, func(t putTask) {
 		if t.info.Mode().IsRegular() {
@@ -158,6 +161,11 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 	if err != nil {
 		return err
 	}
+	r := &record{Type: typeDir, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
+	if run.cache.dirSame(c, enc, r) {
+		sum.add(func(s *Summary) { s.Dirs++ })
+		return nil
+	}
 	if enc != "" {
 		parent, name := storage.Split(enc)
 		if isFile, err := run.dirs.has(ctx, c.be, parent, name+keySuffix); err != nil {
@@ -166,7 +174,6 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 			return fmt.Errorf("%s is stored as a file: 'veil rm' it before storing a directory there", t.dest)
 		}
 	}
-	r := &record{Type: typeDir, Mode: unixMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
 	if c.stored(ctx, run, enc, dirMetaName, r) {
 		sum.add(func(s *Summary) { s.Dirs++ })
 		return nil
@@ -178,6 +185,9 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 		return err
 	}
 	n, err := c.writeRecord(ctx, enc, dirMetaName, r)
+	if err == nil {
+		run.cache.note(c, storage.Join(enc, dirMetaName), r, nil)
+	}
 	sum.add(func(s *Summary) { s.Dirs++; s.BytesUploaded += n })
 	return err
 }
@@ -206,16 +216,22 @@ func (c *Client) putOther(ctx context.Context, t putTask, sum *Summary, run *put
 
 // stored reports whether the record of a directory or symlink is already stored exactly
 // as r (same kind, mode, mtime and target), so that put need not write it again. Any
-// doubt (not listed, unreadable, different) means no.
+// doubt (not listed, unreadable, different) means no. A record found the same is noted in
+// the put cache, which answers the next put without a request (dirSame, linkSame).
 func (c *Client) stored(ctx context.Context, run *putRun, encDir, objName string, r *record) bool {
 	if c.opts.Force {
 		return false
 	}
+	path := storage.Join(encDir, objName)
 	if exists, err := run.dirs.has(ctx, c.be, encDir, objName); err != nil || !exists {
 		return false
 	}
 	old, err := c.readRecord(ctx, encDir, objName)
-	return err == nil && old.Type == r.Type && old.Mode == r.Mode && old.MTime == r.MTime && old.Target == r.Target
+	same := err == nil && old.Type == r.Type && old.Mode == r.Mode && old.MTime == r.MTime && old.Target == r.Target
+	if same {
+		run.cache.note(c, path, old, nil)
+	}
+	return same
 }
 
 func (c *Client) encFile(dest string) (encDir, encName string, err error) {
@@ -237,6 +253,10 @@ func (c *Client) putMetaRecord(ctx context.Context, run *putRun, t putTask, r *r
 	if err != nil {
 		return err
 	}
+	if run.cache.linkSame(c, encDir, encName, r) {
+		sum.add(count)
+		return nil
+	}
 	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
 		return err
 	}
@@ -245,6 +265,9 @@ func (c *Client) putMetaRecord(ctx context.Context, run *putRun, t putTask, r *r
 		return nil
 	}
 	n, err := c.writeRecord(ctx, encDir, encName+keySuffix, r)
+	if err == nil {
+		run.cache.note(c, storage.Join(encDir, encName+keySuffix), r, nil)
+	}
 	sum.add(func(s *Summary) { count(s); s.BytesUploaded += n })
 	return err
 }

@@ -37,6 +37,8 @@ type filePut struct {
 	kept     int                     // chunks reused rather than sent (counted if it commits)
 	owned    []*keyFuture            // keys this file derives for the whole run
 	fallback error                   // why some chunks have random keys (nil: none do)
+	suspect  bool                    // the put cache knew this file, but its ctime or inode changed: read it
+	old      *record                 // the stored record, when it matched by size, mtime and mode (suspect only)
 }
 
 // putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
@@ -67,6 +69,11 @@ func (c *Client) startFile(ctx context.Context, t putTask, sum *Summary, run *pu
 	if err != nil {
 		return nil, err
 	}
+	verdict, ce := run.cache.file(c, encDir, encName, t.info)
+	if verdict == cacheSame {
+		c.countUnchanged(sum, ce.Size, int(ce.Chunks))
+		return nil, nil
+	}
 	if err := run.notADir(ctx, c.be, encDir, encName, t.dest); err != nil {
 		return nil, err
 	}
@@ -75,7 +82,7 @@ func (c *Client) startFile(ctx context.Context, t putTask, sum *Summary, run *pu
 		return nil, err
 	}
 	fp := &filePut{c: c, ctx: ctx, run: run, sum: sum, t: t, encDir: encDir, encName: encName,
-		release: release, prev: map[mle.Digest]chunkRef{}, mine: map[mle.Digest]pending{}}
+		release: release, prev: map[mle.Digest]chunkRef{}, mine: map[mle.Digest]pending{}, suspect: verdict == cacheSuspect}
 	unchanged, err := false, fp.open()
 	if err == nil {
 		unchanged, err = fp.previous()
@@ -124,16 +131,12 @@ func (fp *filePut) previous() (unchanged bool, err error) {
 		return false, nil
 	}
 	if c.unchanged(old, fp.fi) {
-		n := len(old.Chunks)
-		fp.sum.add(func(s *Summary) {
-			s.Files++
-			s.Unchanged++
-			s.Bytes += int64(old.Size)
-			s.Chunks += n
-			s.ChunksKept += n
-		})
-		c.bytesDone(fp.fi.Size())
-		return true, nil
+		if !fp.suspect {
+			c.countUnchanged(fp.sum, old.Size, len(old.Chunks))
+			fp.run.cache.note(c, storage.Join(fp.encDir, objName), old, fp.fi)
+			return true, nil
+		}
+		fp.old = old // read it: if its content is the same too, the record stays (commit)
 	}
 	for _, ch := range old.Chunks {
 		if (ch.Flags&flagRandomKey == 0 || c.ks.kd == nil) && ch.Scheme != 0 {
@@ -141,6 +144,18 @@ func (fp *filePut) previous() (unchanged bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// countUnchanged counts a file already stored as it is (not read).
+func (c *Client) countUnchanged(sum *Summary, size uint64, chunks int) {
+	sum.add(func(s *Summary) {
+		s.Files++
+		s.Unchanged++
+		s.Bytes += int64(size)
+		s.Chunks += chunks
+		s.ChunksKept += chunks
+	})
+	c.bytesDone(int64(size))
 }
 
 // storeChunks reads the file in batches of up to batchBytes and stores each; the record
@@ -202,9 +217,38 @@ func (fp *filePut) commit() {
 	uploads := fp.waits
 	fp.waits = nil // the commit waits for them, not close
 	fp.run.commit(func() {
-		err := fp.c.commitFile(fp.ctx, fp.run, fp.encDir, fp.encName, fp.rec, uploads, fp.fallback, fp.kept, fp.sum)
-		fp.c.done(fp.sum, fp.t.local, err)
+		c, path := fp.c, storage.Join(fp.encDir, fp.encName+keySuffix)
+		var err error
+		if fp.sameAsStored() { // read because the put cache doubted it, and found the same
+			err = fp.run.awaitAll(fp.ctx, uploads)
+			if err == nil {
+				c.countUnchanged(fp.sum, fp.old.Size, len(fp.old.Chunks))
+				fp.run.cache.note(c, path, fp.old, fp.fi)
+			}
+		} else {
+			err = c.commitFile(fp.ctx, fp.run, fp.encDir, fp.encName, fp.rec, uploads, fp.fallback, fp.kept, fp.sum)
+			if err == nil {
+				fp.run.cache.note(c, path, fp.rec, fp.fi)
+			}
+		}
+		c.done(fp.sum, fp.t.local, err)
 	})
+}
+
+// sameAsStored reports whether the record built from the file's content equals the stored
+// one (which matched by size, mtime and mode): nothing to write.
+func (fp *filePut) sameAsStored() bool {
+	o, r := fp.old, fp.rec
+	if o == nil || fp.fallback != nil || o.KeyID != fp.c.ks.keyID() || o.Type != r.Type || o.Mode != r.Mode ||
+		o.MTime != r.MTime || o.Size != r.Size || len(o.Chunks) != len(r.Chunks) {
+		return false
+	}
+	for i := range o.Chunks {
+		if o.Chunks[i] != r.Chunks[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // close ends the worker's part, on every path: no upload of this file outlives it (unless

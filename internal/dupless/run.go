@@ -19,6 +19,7 @@ type putRun struct {
 	be    storage.Backend
 	sum   *Summary
 	dirs  *dirCache
+	cache *runCache // the put cache (nil: none)
 	sem   chan struct{}       // chunk uploads in flight for the whole run
 	bytes *semaphore.Weighted // ciphertext bytes held by queued and running uploads
 
@@ -226,6 +227,16 @@ func (r *putRun) await(ctx context.Context, u *upload) error {
 	}
 	again, _ := r.store(ctx, u.ref, u.ct)
 	return again.wait()
+}
+
+// awaitAll waits for the uploads a record depends on (await, in order).
+func (r *putRun) awaitAll(ctx context.Context, ups []*upload) error {
+	for _, u := range ups {
+		if err := r.await(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // forget drops a failed upload, so that later files of the run store the chunk again

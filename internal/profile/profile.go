@@ -218,7 +218,8 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 		return nil, nil, err
 	}
 	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude, Overwrite: o.Overwrite, GetInclude: o.GetInclude, GetExclude: o.GetExclude,
-		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage))}
+		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage)),
+		Cache: &dupless.PutCache{Path: PutCacheFile(dir, cfg.Storage), Location: cfg.Storage}}
 	if o.NoRootCheck {
 		dopts.RootCheck = dupless.RootWarn
 	}
@@ -241,6 +242,13 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 func RootMemoryFile(dir, location string) string {
 	h := sha256.Sum256([]byte(location))
 	return filepath.Join(dir, "roots", hex.EncodeToString(h[:8])+".json")
+}
+
+// PutCacheFile is where the profile in dir keeps put's cache of what it stored at a storage
+// location (docs/formats/put-cache.md); deleting it is safe (the next put rebuilds it).
+func PutCacheFile(dir, location string) string {
+	h := sha256.Sum256([]byte(location))
+	return filepath.Join(dir, "cache", hex.EncodeToString(h[:8])+".put")
 }
 
 // lazyKS connects to the key server on first use: only storing needs it, so get, ls, rm

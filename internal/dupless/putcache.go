@@ -1,0 +1,189 @@
+package dupless
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/veil-project/veil/internal/atomicfile"
+)
+
+// The put cache (docs/formats/put-cache.md): a local file, per profile and storage
+// location, that remembers for every record this device stored or checked the hash of the
+// record object and what put compares (kind, size, mtime, mode, target), plus the local
+// file's ctime, inode and device. A put skips an entry without reading its record when the
+// newest tree root still lists that very record (same hash) and the local entry is as
+// remembered. The root is authenticated and the cache is authenticated under a key of the
+// user's master key bound to the location, so neither the service nor another profile's
+// file can make put skip a changed file; a cache that fails its check, is of another
+// version, or does not match the root is rebuilt (as put reads records), never trusted.
+
+// PutCache names the cache file of one storage location (Options.Cache).
+type PutCache struct {
+	Path     string // the cache file (written atomically, mode 0600)
+	Location string // the storage location it describes: bound into its authentication
+}
+
+const (
+	cacheVersion    = 0x01
+	maxCacheBytes   = 1 << 30
+	cacheRandomKey  = 1 << 0 // cacheEntry.Flags: a chunk of the record has a random key
+	cacheEntryFixed = 32 + 1 + 1 + 4 + 8 + 8 + 4 + 2 + 8 + 8 + 8
+)
+
+// cacheEntry is what the cache keeps of one record (by its storage path).
+type cacheEntry struct {
+	Hash   [32]byte // SHA-256 of the record object, as the tree root lists it
+	Type   uint8
+	Flags  uint8
+	Mode   uint32
+	MTime  int64
+	Size   uint64
+	Chunks uint32
+	Target string
+	CTime  int64 // the local file's status change time (files only; 0 otherwise)
+	Ino    uint64
+	Dev    uint64
+}
+
+// cacheFile is the plaintext of the cache: the tree root it was written against, and the
+// entries.
+type cacheFile struct {
+	RootSeq uint64
+	RootSum [32]byte
+	Entries map[string]cacheEntry
+}
+
+func cacheAD(location string) []byte { return append([]byte("veil/v1 put cache\x00"), location...) }
+
+func (f *cacheFile) marshal() []byte {
+	paths := make([]string, 0, len(f.Entries))
+	for p := range f.Entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	b := make([]byte, 0, 44+len(paths)*(cacheEntryFixed+64))
+	b = binary.BigEndian.AppendUint64(b, f.RootSeq)
+	b = append(b, f.RootSum[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(paths)))
+	for _, p := range paths {
+		e := f.Entries[p]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
+		b = append(b, p...)
+		b = append(b, e.Hash[:]...)
+		b = append(b, e.Type, e.Flags)
+		b = binary.BigEndian.AppendUint32(b, e.Mode)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.MTime))
+		b = binary.BigEndian.AppendUint64(b, e.Size)
+		b = binary.BigEndian.AppendUint32(b, e.Chunks)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(e.Target)))
+		b = append(b, e.Target...)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.CTime))
+		b = binary.BigEndian.AppendUint64(b, e.Ino)
+		b = binary.BigEndian.AppendUint64(b, e.Dev)
+	}
+	return b
+}
+
+func unmarshalCache(b []byte) (*cacheFile, error) {
+	p := &parser{b: b}
+	f := &cacheFile{RootSeq: p.u64()}
+	copy(f.RootSum[:], p.take(32))
+	n := p.u32()
+	if p.err == nil && uint64(n)*(cacheEntryFixed+3) > uint64(len(p.b)) {
+		return nil, fmt.Errorf("put cache: %d entries do not fit %d bytes", n, len(p.b))
+	}
+	f.Entries = make(map[string]cacheEntry, n)
+	prev := ""
+	for i := uint32(0); i < n && p.err == nil; i++ {
+		path := string(p.take(int(p.u16())))
+		if path == "" || i > 0 && path <= prev {
+			return nil, fmt.Errorf("put cache: entry %d out of order or empty", i)
+		}
+		var e cacheEntry
+		copy(e.Hash[:], p.take(32))
+		e.Type, e.Flags, e.Mode = p.u8(), p.u8(), p.u32()
+		e.MTime, e.Size, e.Chunks = int64(p.u64()), p.u64(), p.u32()
+		e.Target = string(p.take(int(p.u16())))
+		e.CTime, e.Ino, e.Dev = int64(p.u64()), p.u64(), p.u64()
+		f.Entries[path], prev = e, path
+	}
+	if p.err == nil && len(p.b) != 0 {
+		return nil, fmt.Errorf("put cache: %d bytes after the entries", len(p.b))
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("put cache: %w", p.err)
+	}
+	return f, nil
+}
+
+// sealCache encrypts f for the storage location (compressed, then XChaCha20-Poly1305).
+func (k *userKeys) sealCache(f *cacheFile, location string, nonce []byte) []byte {
+	plain := rootEnc.EncodeAll(f.marshal(), nil)
+	out := make([]byte, recordHeader, recordHeader+len(plain)+k.cache.Overhead())
+	out[0] = cacheVersion
+	copy(out[1:], nonce)
+	return k.cache.Seal(out, out[1:recordHeader], plain, cacheAD(location))
+}
+
+// errCacheVersion is a cache file of another version: rebuilt, not an error to the user.
+var errCacheVersion = errors.New("put cache: unknown version")
+
+// openCache authenticates and parses a cache file of the storage location.
+func (k *userKeys) openCache(b []byte, location string) (*cacheFile, error) {
+	if len(b) < recordHeader+k.cache.Overhead() {
+		return nil, fmt.Errorf("put cache: %d bytes is too short", len(b))
+	}
+	if b[0] != cacheVersion {
+		return nil, fmt.Errorf("%w %d", errCacheVersion, b[0])
+	}
+	z, err := k.cache.Open(nil, b[1:recordHeader], b[recordHeader:], cacheAD(location))
+	if err != nil {
+		return nil, errors.New("put cache: authentication failed (corrupt, another key's, or another location's)")
+	}
+	plain, err := rootDec.DecodeAll(z, nil)
+	if err != nil {
+		return nil, fmt.Errorf("put cache: %w", err)
+	}
+	return unmarshalCache(plain)
+}
+
+// readCache loads the cache file; a missing file is an empty cache, and one that cannot
+// be used is reported (err) and treated as empty: the caller rebuilds it.
+func (k *userKeys) readCache(pc *PutCache) (*cacheFile, error) {
+	empty := &cacheFile{Entries: map[string]cacheEntry{}}
+	fi, err := os.Stat(pc.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return empty, nil
+	}
+	if err == nil && fi.Size() > maxCacheBytes {
+		err = fmt.Errorf("put cache: %d bytes is too large", fi.Size())
+	}
+	var b []byte
+	if err == nil {
+		b, err = os.ReadFile(pc.Path)
+	}
+	var f *cacheFile
+	if err == nil {
+		f, err = k.openCache(b, pc.Location)
+	}
+	if err != nil {
+		return empty, err
+	}
+	return f, nil
+}
+
+// writeCache replaces the cache file (temp + fsync + rename).
+func (k *userKeys) writeCache(pc *PutCache, f *cacheFile) error {
+	var nonce [recordHeader - 1]byte
+	rand.Read(nonce[:])
+	if err := os.MkdirAll(filepath.Dir(pc.Path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(pc.Path, k.sealCache(f, pc.Location, nonce[:]), 0o600, true)
+}

@@ -19,7 +19,7 @@ type putRun struct {
 	be    storage.Backend
 	sum   *Summary
 	dirs  *dirCache
-	cache *runCache // the put cache (nil: none)
+	cache *runCache           // the put cache (nil: none)
 	sem   chan struct{}       // chunk uploads in flight for the whole run
 	bytes *semaphore.Weighted // ciphertext bytes held by queued and running uploads
 

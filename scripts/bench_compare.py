@@ -120,7 +120,7 @@ class Veil:
         return {"VEIL_CONFIG": os.path.join(self.work, u), "VEIL_PASSWORD_FILE": os.path.join(self.work, u + ".pass")}
 
     def backup(self, user, src):
-        return run([self.binary, "put", "-q", src, "data"], self.env(user))[0]
+        return run([self.binary, "put", "-q", src, "--to", "data"], self.env(user))[0]
 
     def stats(self):
         cred = json.load(open(os.path.join(self.server, "store", "admin.cred")))

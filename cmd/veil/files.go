@@ -138,11 +138,14 @@ unreadable files, names over 255 bytes) is reported per file without stopping th
 (exit status 3).
 
 A file already stored at its destination with the same size, modification time and mode
-is not read again (like rclone; restic also compares ctime and inode); --force reads every
-file. Use --force after tools that change content but restore the modification time
-(cp -p, rsync -t, touch -r onto a same-size file), or on file systems with coarse
-timestamps (FAT) where a file can change twice within one tick. Content that did not
-change is never sent twice either way.
+is not read again (like rclone); --force reads every file. The profile keeps an encrypted
+cache of what it stored (PROFILE/cache/, safe to delete), so a put of an unchanged tree
+reads nothing from the storage service, and a file this device stored or checked before
+is also compared by ctime and inode (as restic does): a change that restored the
+modification time (cp -p, rsync -t, touch -r onto a same-size file) is seen. Use --force
+for files the cache does not know yet, or on file systems with coarse timestamps (FAT)
+where a file can change twice within one tick. Content that did not change is never sent
+twice either way.
 
 --exclude PATTERN (repeatable) skips every file or directory whose name, or whose path
 below a PATH argument, matches PATTERN (shell patterns: *, ?, [...]; a directory that

@@ -300,6 +300,8 @@ by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is 
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "graceful drain limit on SIGTERM")
 	f.BoolVar(&cfg.PublicMetrics, "public-metrics", false, "serve /metrics without the admin credential")
 	logLevelFlag(f, &logLevel)
+	f.IntVar(&cfg.MaxBatchObjects, "max-batch-objects", d.MaxBatchObjects, "objects in one batch upload (POST /v1/batch)")
+	f.Int64Var(&cfg.MaxBatchBytes, "max-batch-bytes", d.MaxBatchBytes, "content bytes in one batch upload (held in memory while it is stored)")
 	f.IntVar(&cfg.Limits.MaxDepth, "max-path-depth", d.Limits.MaxDepth, "components in one path")
 	f.IntVar(&cfg.Limits.MaxNameLen, "max-name-len", d.Limits.MaxNameLen, fmt.Sprintf("bytes in one path component (at most %d)", d.Limits.MaxNameLen))
 	f.IntVar(&cfg.Limits.MaxPathLen, "max-path-len", d.Limits.MaxPathLen, "bytes in one whole path")

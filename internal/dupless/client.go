@@ -66,6 +66,8 @@ type Client struct {
 	ownerOnce sync.Once
 	ownerErr  error
 
+	batch *batchQueue // small objects in batch uploads (nil: the backend has none)
+
 	mem        RootMemory
 	view       treeView
 	keyChecked atomic.Bool // the key check opened under this key
@@ -106,6 +108,7 @@ func New(be storage.Backend, master []byte, opts Options) (*Client, error) {
 	c := &Client{be: be, keys: uk, ks: newKeySource(opts.Keys), opts: opts, log: log,
 		suites: map[mle.Suite]*mle.MLE{}, large: make(chan struct{}, min(opts.Jobs, 2*runtime.NumCPU()))}
 	uk.long.load = c.loadLongName
+	c.batch = newBatchQueue(be)
 	c.mem = opts.Roots
 	if c.mem == nil {
 		c.mem = &memRoot{}
@@ -323,7 +326,7 @@ func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *rec
 	if err := c.keepBeforeWrite(ctx, path); err != nil {
 		return 0, err
 	}
-	if err := c.be.Put(ctx, encDir, objName, bytes.NewReader(b), int64(len(b))); err != nil {
+	if err := c.putObject(ctx, encDir, objName, b); err != nil {
 		return 0, err
 	}
 	c.noteRecord(path, b)

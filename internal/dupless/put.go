@@ -71,7 +71,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	// Directories first (so empty ones exist), then everything else in parallel.
 	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
-	run.cache = cache
+	run.cache, run.putObj = cache, c.putObject
 	defer run.wait() // no upload outlives Put
 	work, finish := workers(c, func(t putTask) {
 		if t.info.Mode().IsRegular() {

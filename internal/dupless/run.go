@@ -22,6 +22,8 @@ type putRun struct {
 	cache *runCache           // the put cache (nil: none)
 	sem   chan struct{}       // chunk uploads in flight for the whole run
 	bytes *semaphore.Weighted // ciphertext bytes held by queued and running uploads
+	// putObj stores a chunk object (the Client's putObject: batched where the service can).
+	putObj func(ctx context.Context, dir, name string, data []byte) error
 
 	commits   chan struct{} // files whose uploads and record are being finished
 	commitsWG sync.WaitGroup
@@ -130,7 +132,10 @@ func newPutRun(be storage.Backend, sum *Summary) *putRun {
 	return &putRun{be: be, sum: sum, dirs: &dirCache{m: map[string]*dirEntries{}},
 		sem: make(chan struct{}, maxUploads), bytes: semaphore.NewWeighted(maxUploadBytes),
 		commits: make(chan struct{}, maxCommits), byHash: map[mle.Digest]chunkRef{}, uploads: map[mle.Tag]*upload{},
-		keys: map[mle.Digest]*keyFuture{}}
+		keys: map[mle.Digest]*keyFuture{},
+		putObj: func(ctx context.Context, dir, name string, data []byte) error {
+			return be.Put(ctx, dir, name, bytesReader(data), int64(len(data)))
+		}}
 }
 
 // lookup returns a chunk of this run with the same message, and the upload a record that
@@ -202,7 +207,7 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 		r.sem <- struct{}{}
 		defer func() { <-r.sem; r.bytes.Release(n); close(u.done) }()
 		dir, name := chunkLocation(ref.Tag)
-		err := retry(ctx, func() error { return r.be.Put(ctx, dir, name, bytesReader(ct), int64(len(ct))) })
+		err := retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
 		if err != nil {
 			u.err = fmt.Errorf("upload chunk: %w", err)
 			if r.sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {

@@ -18,6 +18,7 @@ type metrics struct {
 	integrity prometheus.Counter
 	errors    *prometheus.CounterVec
 	group     prometheus.Histogram
+	batch     prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -38,7 +39,10 @@ func newMetrics() *metrics {
 	m.group = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "veil_store_commit_group_size", Help: "Uploads committed together by one database commit.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
-	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors, m.group)
+	m.batch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "veil_store_batch_objects", Help: "Objects per batch upload (POST /v1/batch).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 9)})
+	m.reg.MustRegister(m.ops, m.bytes, m.latency, m.integrity, m.errors, m.group, m.batch)
 	return m
 }
 

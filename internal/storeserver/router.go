@@ -51,6 +51,7 @@ func (s *Service) routes() map[string]apiRoute {
 		"search": user(tailDir, map[string]apiHandler{"GET": s.handleSearch}),
 		"dirs":   user(tailDir, map[string]apiHandler{"POST": s.handleCreate}),
 		"move":   user(tailNone, map[string]apiHandler{"POST": s.handleMove}),
+		"batch":  user(tailNone, map[string]apiHandler{"POST": s.handleBatch}),
 		"stats":  admin(tailNone, map[string]apiHandler{"GET": s.handleStats}),
 		"users":  admin(tailNone, map[string]apiHandler{"POST": s.handleAddUser, "GET": s.handleUsers}),
 		"users/": admin(tailUser, map[string]apiHandler{"DELETE": s.handleRemoveUser}),

@@ -33,6 +33,8 @@ type Config struct {
 	Limits            Limits          // path, directory and metadata limits (zero: defaults)
 	ProbeInterval     time.Duration   // how often a remote blob store is checked (default 2 s)
 	ProbeTimeout      time.Duration   // how long a check may take (default 2 s)
+	MaxBatchObjects   int             // objects per batch upload (default storage.BatchMaxObjects)
+	MaxBatchBytes     int64           // content bytes per batch upload, held in memory (default storage.BatchMaxBytes)
 }
 
 // DefaultAddr is the address the storage service listens on unless told otherwise.
@@ -44,7 +46,8 @@ func DefaultConfig() Config {
 		IdleTimeout: 2 * time.Minute, ShutdownTimeout: server.DefaultShutdownTimeout,
 		Limits: Limits{MaxDepth: DefaultMaxDepth, MaxNameLen: storage.MaxNameLen, MaxPathLen: DefaultMaxPathLen,
 			MaxDirEntries: DefaultMaxDirEntries},
-		ProbeInterval: 2 * time.Second, ProbeTimeout: 2 * time.Second}
+		ProbeInterval: 2 * time.Second, ProbeTimeout: 2 * time.Second,
+		MaxBatchObjects: storage.BatchMaxObjects, MaxBatchBytes: storage.BatchMaxBytes}
 }
 
 func (c *Config) defaults() {
@@ -67,6 +70,12 @@ func (c *Config) defaults() {
 	}
 	if c.ProbeTimeout <= 0 {
 		c.ProbeTimeout = d.ProbeTimeout
+	}
+	if c.MaxBatchObjects <= 0 {
+		c.MaxBatchObjects = d.MaxBatchObjects
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = d.MaxBatchBytes
 	}
 	c.ShutdownTimeout = server.ShutdownTimeout(c.ShutdownTimeout)
 	c.Logger = server.Logger(c.Logger, "store")

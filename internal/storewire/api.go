@@ -133,6 +133,7 @@ var codes = []struct {
 	{CodeSizeMismatch, http.StatusBadRequest, storage.ErrSizeMismatch},
 	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
 	{CodeLimit, http.StatusBadRequest, ErrLimit},
+	{CodeBadRequest, http.StatusBadRequest, ErrBadBatch},
 	{CodeMethod, http.StatusMethodNotAllowed, ErrMethod},
 	{CodeNoSpace, http.StatusInsufficientStorage, ErrNoSpace},
 	{CodeUnavailable, http.StatusServiceUnavailable, ErrUnavailable},

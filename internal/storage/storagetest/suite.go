@@ -36,6 +36,7 @@ func Run(t *testing.T, factory Factory) {
 		{"MoveDir", testMoveDir},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"FailingReader", testFailingReader},
+		{"Batch", testBatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, factory(t)) })

@@ -1,0 +1,143 @@
+package dupless
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// batchQueue sends small objects (chunk ciphertexts and key records of at most
+// storage.BatchMaxObjectSize bytes) to a storage service that takes batch uploads
+// (storage.BatchPutter): many objects per round trip and per commit on the service. Like
+// the service's group commit it adds no delay: an object goes out at once while fewer than
+// maxBatchRequests batches are in flight, and objects queued meanwhile leave together in
+// the next one. Each object is still its own object (a chunk under its own name, which the
+// service deduplicates); only the transport is shared. A batch that fails is sent again
+// one object at a time, so each caller gets its own answer.
+type batchQueue struct {
+	bp storage.BatchPutter
+	be storage.Backend
+
+	mu       sync.Mutex
+	queue    []*batchItem
+	inflight int
+	off      bool // the service has no batch upload (an older one): one Put each
+}
+
+type batchItem struct {
+	ctx  context.Context
+	obj  storage.Object
+	done chan error
+}
+
+// maxBatchRequests bounds the batch requests in flight; objects queue behind them.
+const maxBatchRequests = 4
+
+// newBatchQueue returns a queue for be, or nil if it takes no batch uploads.
+func newBatchQueue(be storage.Backend) *batchQueue {
+	bp, ok := be.(storage.BatchPutter)
+	if !ok {
+		return nil
+	}
+	return &batchQueue{bp: bp, be: be}
+}
+
+// putObject stores a small object through the batch queue when there is one, else with Put.
+func (c *Client) putObject(ctx context.Context, dir, name string, data []byte) error {
+	q := c.batch
+	if q == nil || len(data) > storage.BatchMaxObjectSize || q.disabled() {
+		return c.be.Put(ctx, dir, name, bytes.NewReader(data), int64(len(data)))
+	}
+	it := &batchItem{ctx: ctx, obj: storage.Object{Dir: dir, Name: name, Data: data}, done: make(chan error, 1)}
+	q.mu.Lock()
+	q.queue = append(q.queue, it)
+	q.kick()
+	q.mu.Unlock()
+	select {
+	case err := <-it.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (q *batchQueue) disabled() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.off
+}
+
+// kick starts batches while requests are free and objects wait (q.mu held).
+func (q *batchQueue) kick() {
+	for q.inflight < maxBatchRequests && len(q.queue) > 0 {
+		if batch := q.take(); len(batch) > 0 {
+			q.inflight++
+			go q.send(batch)
+		}
+	}
+}
+
+// take removes the next batch from the queue, within the batch limits; objects whose
+// caller gave up are answered and dropped (q.mu held).
+func (q *batchQueue) take() []*batchItem {
+	var out []*batchItem
+	n, size := 0, 0
+	for ; n < len(q.queue) && len(out) < storage.BatchMaxObjects; n++ {
+		it := q.queue[n]
+		if err := it.ctx.Err(); err != nil {
+			it.done <- err
+			continue
+		}
+		if size+len(it.obj.Data) > storage.BatchMaxBytes {
+			break
+		}
+		out = append(out, it)
+		size += len(it.obj.Data)
+	}
+	q.queue = q.queue[n:]
+	return out
+}
+
+// send stores one batch and answers its callers; then the next batch may start.
+func (q *batchQueue) send(batch []*batchItem) {
+	objs := make([]storage.Object, len(batch))
+	for i, it := range batch {
+		objs[i] = it.obj
+	}
+	err := q.bp.PutBatch(context.WithoutCancel(batch[0].ctx), objs)
+	if err == nil {
+		for _, it := range batch {
+			it.done <- nil
+		}
+	} else {
+		if errors.Is(err, storage.ErrNotFound) { // no such route: a service without batches
+			q.mu.Lock()
+			q.off = true
+			q.mu.Unlock()
+		}
+		q.alone(batch)
+	}
+	q.mu.Lock()
+	q.inflight--
+	q.kick()
+	q.mu.Unlock()
+}
+
+// alone sends each object of a failed batch with its own Put (8 at a time).
+func (q *batchQueue) alone(batch []*batchItem) {
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, it := range batch {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			o := it.obj
+			it.done <- q.be.Put(it.ctx, o.Dir, o.Name, bytes.NewReader(o.Data), int64(len(o.Data)))
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,96 @@
+package dupless
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// batchBE is a backend with batch uploads: each batch is stored object by object on the
+// local backend below (the storage service's atomic batch is tested in storeserver and
+// the conformance suite); it counts what goes where and can fail batches.
+type batchBE struct {
+	storage.Backend
+	batches, batched, userPuts atomic.Int64
+	fail                       error // every PutBatch fails with it
+}
+
+func (b *batchBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	if err := storage.CheckBatch(objs); err != nil {
+		return err
+	}
+	if b.fail != nil {
+		return b.fail
+	}
+	b.batches.Add(1)
+	b.batched.Add(int64(len(objs)))
+	return storage.PutAll(ctx, b.Backend, objs)
+}
+
+func (b *batchBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
+	if userPath(d) || d == chunkRoot || len(d) > len(chunkRoot) && d[:len(chunkRoot)] == chunkRoot {
+		b.userPuts.Add(1)
+	}
+	return b.Backend.Put(ctx, d, n, r, s)
+}
+
+func smallTree(t *testing.T, n int) string {
+	src := filepath.Join(t.TempDir(), "small")
+	for i := 0; i < n; i++ {
+		write(t, filepath.Join(src, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%03d", i)), randBytes(2000+i, uint64(i)))
+	}
+	return src
+}
+
+// Small chunks and key records go in batch uploads when the backend takes them; nothing
+// small is sent alone, and the tree reads back.
+func TestSmallObjectsGoInBatches(t *testing.T) {
+	be := &batchBE{Backend: newBackend(t)}
+	c := newClient(t, be, mle.LocalKeys{})
+	src := smallTree(t, 60)
+	if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if be.userPuts.Load() != 0 || be.batched.Load() < 120 {
+		t.Fatalf("%d objects in %d batches, %d alone; want the 60 chunks and 60 records batched, none alone",
+			be.batched.Load(), be.batches.Load(), be.userPuts.Load())
+	}
+	t.Logf("%d objects in %d batches", be.batched.Load(), be.batches.Load())
+	out := filepath.Join(t.TempDir(), "restored")
+	if _, err := c.Get(ctx, "small", out); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, src, out)
+}
+
+// A batch the backend refuses is sent again one object at a time (each gets its own
+// answer); a backend without the batch route (not found) is not asked again.
+func TestFailedBatchFallsBackToPuts(t *testing.T) {
+	for _, fail := range []error{storage.ErrQuota, storage.ErrNotFound} {
+		t.Run(fail.Error(), func(t *testing.T) {
+			be := &batchBE{Backend: newBackend(t), fail: fmt.Errorf("batch: %w", fail)}
+			c := newClient(t, be, mle.LocalKeys{})
+			src := smallTree(t, 20)
+			if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+				t.Fatal(err)
+			}
+			if be.userPuts.Load() < 40 {
+				t.Fatalf("%d objects sent alone, want every chunk and record (40)", be.userPuts.Load())
+			}
+			if c.batch.disabled() != (fail == storage.ErrNotFound) {
+				t.Fatalf("batch queue disabled: %v after %v", c.batch.disabled(), fail)
+			}
+			out := filepath.Join(t.TempDir(), "restored")
+			if _, err := c.Get(ctx, "small", out); err != nil {
+				t.Fatal(err)
+			}
+			sameTree(t, src, out)
+		})
+	}
+}

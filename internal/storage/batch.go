@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+)
+
+// Object is one small object of a batch upload.
+type Object struct {
+	Dir, Name string
+	Data      []byte
+}
+
+// Batch limits every BatchPutter accepts: objects of at most BatchMaxObjectSize bytes, at
+// most BatchMaxObjects of them and BatchMaxBytes of content per batch. Larger objects go
+// through Put.
+const (
+	BatchMaxObjectSize = 64 << 10
+	BatchMaxObjects    = 256
+	BatchMaxBytes      = 4 << 20
+)
+
+// BatchPutter is a Backend that stores many small objects in one request: one round trip
+// and one metadata commit (the storage service's POST /v1/batch). Contract, checked by the
+// conformance suite (storagetest) for every backend that has it:
+//
+//   - Each object follows Put's rules (names, parents created, replacement, ErrIsDir,
+//     ErrNotDir). The batch is atomic: readers see all of its objects or none of them;
+//     every object is checked before anything is stored, so an invalid one (bad name, an
+//     object over BatchMaxObjectSize, a batch over the limits) fails the whole batch and
+//     stores nothing. After an error whose cause is not known (no answer), the batch may
+//     have been stored whole: sending it again is safe (puts of the same bytes).
+//   - The answer is the same whether the content was new to the backend or not.
+type BatchPutter interface {
+	PutBatch(ctx context.Context, objs []Object) error
+}
+
+// CheckBatch checks a batch against the limits and name rules before it is sent.
+func CheckBatch(objs []Object) error {
+	if len(objs) > BatchMaxObjects {
+		return fmt.Errorf("batch of %d objects, at most %d: %w", len(objs), BatchMaxObjects, ErrTooLarge)
+	}
+	total := 0
+	for _, o := range objs {
+		if err := CheckPath(o.Dir, o.Name); err != nil {
+			return err
+		}
+		if len(o.Data) > BatchMaxObjectSize {
+			return fmt.Errorf("batch object %s: %d bytes, at most %d: %w", Join(o.Dir, o.Name), len(o.Data), BatchMaxObjectSize, ErrTooLarge)
+		}
+		total += len(o.Data)
+	}
+	if total > BatchMaxBytes {
+		return fmt.Errorf("batch of %d bytes, at most %d: %w", total, BatchMaxBytes, ErrTooLarge)
+	}
+	return nil
+}
+
+// PutAll stores objs with be's PutBatch when it has one, else with one Put each, in order
+// (not atomic then: a failure leaves the objects before it stored).
+func PutAll(ctx context.Context, be Backend, objs []Object) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	if bp, ok := be.(BatchPutter); ok {
+		return bp.PutBatch(ctx, objs)
+	}
+	for _, o := range objs {
+		if err := be.Put(ctx, o.Dir, o.Name, bytes.NewReader(o.Data), int64(len(o.Data))); err != nil {
+			return err
+		}
+	}
+	return nil
+}

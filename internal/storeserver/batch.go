@@ -1,0 +1,74 @@
+package storeserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
+)
+
+// PutBatch stores small objects (at most InlineMax bytes each, kept in the database) in
+// one metadata transaction (metaStore.update: with bbolt grouped with concurrent puts into
+// one commit), so one commit makes all of them durable or none. Every object is checked before the transaction; the answer is
+// the same whether any content was new.
+func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
+	s := n.s
+	if len(objs) == 0 {
+		return nil
+	}
+	if len(objs) > s.cfg.MaxBatchObjects {
+		return fmt.Errorf("batch of %d objects, at most %d: %w", len(objs), s.cfg.MaxBatchObjects, storewire.ErrLimit)
+	}
+	start := time.Now()
+	var total int64
+	links := make([]func(metaTx) error, len(objs))
+	for i, o := range objs {
+		if err := s.cfg.Limits.checkPath(o.Dir, o.Name); err != nil {
+			return fmt.Errorf("batch object %d: %w", i, err)
+		}
+		if len(o.Data) > InlineMax {
+			return fmt.Errorf("batch object %d: %d bytes, at most %d: %w", i, len(o.Data), InlineMax, storage.ErrTooLarge)
+		}
+		if total += int64(len(o.Data)); total > s.cfg.MaxBatchBytes {
+			return fmt.Errorf("batch of more than %d bytes: %w", s.cfg.MaxBatchBytes, storewire.ErrLimit)
+		}
+		data := o.Data
+		if data == nil {
+			data = []byte{} // inline, empty (nil would mean a blob file)
+		}
+		links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data)
+	}
+	err := s.meta.update(ctx, n.user, func(t metaTx) error {
+		for i, link := range links {
+			if err := link(t); err != nil {
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(objs[i].Dir, objs[i].Name), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put batch: %w", err)
+	}
+	s.metrics.observe("batch", total, start)
+	s.metrics.batch.Observe(float64(len(objs)))
+	return nil
+}
+
+// handleBatch is POST /v1/batch: the body is parsed whole (within the batch limits) before
+// anything is stored; the answer is 204 whatever was new.
+func (s *Service) handleBatch(w http.ResponseWriter, r *http.Request, a apiReq) {
+	objs, err := storewire.ReadBatch(r.Body, storewire.BatchLimits{Objects: s.cfg.MaxBatchObjects,
+		Bytes: s.cfg.MaxBatchBytes, ObjectSize: InlineMax, PathLen: s.cfg.Limits.MaxPathLen})
+	if err == nil {
+		err = a.ns.PutBatch(r.Context(), objs)
+	}
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,113 @@
+package storewire
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+const batchVectorFile = "../../testdata/storewire/batch.json"
+
+type batchObjectVector struct {
+	Path string `json:"path"`
+	Data string `json:"data"` // hex
+}
+
+type batchVector struct {
+	Comment string              `json:"comment"`
+	Objects []batchObjectVector `json:"objects,omitempty"`
+	Body    string              `json:"body"`   // hex
+	Result  string              `json:"result"` // "ok", or the API error code the service answers
+}
+
+var vectorLimits = BatchLimits{Objects: 4, Bytes: 40, ObjectSize: 16, PathLen: 32}
+
+func genBatchVectors() []batchVector {
+	objs := []storage.Object{{Dir: "a/b", Name: "c", Data: []byte("hello")}, {Name: "top", Data: nil}, {Dir: "x", Name: "y", Data: []byte{0, 1, 2}}}
+	good := AppendBatch(nil, objs)
+	ok := batchVector{Comment: "three objects, one empty, one in the root", Body: hex.EncodeToString(good), Result: "ok"}
+	for _, o := range objs {
+		ok.Objects = append(ok.Objects, batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data)})
+	}
+	out := []batchVector{ok}
+	bad := func(comment string, body []byte, code string) {
+		out = append(out, batchVector{Comment: comment, Body: hex.EncodeToString(body), Result: code})
+	}
+	bad("unknown version", append([]byte{2}, good[1:]...), CodeBadRequest)
+	bad("no objects", []byte{1, 0, 0}, CodeBadRequest)
+	bad("truncated in the last object", good[:len(good)-1], CodeBadRequest)
+	bad("a byte after the last object", append(bytes.Clone(good), 0), CodeBadRequest)
+	bad("more objects than the limit (4)", AppendBatch(nil, make([]storage.Object, 5)), CodeLimit)
+	bad("an object over the object size limit (16)", AppendBatch(nil, []storage.Object{{Name: "f", Data: make([]byte, 17)}}), CodeTooLarge)
+	many := make([]storage.Object, 3)
+	for i := range many {
+		many[i] = storage.Object{Name: "f", Data: make([]byte, 16)}
+	}
+	bad("more content than the batch limit (40): three objects of 16", AppendBatch(nil, many), CodeLimit)
+	bad("empty path", []byte{1, 0, 1, 0, 0, 0, 0, 0, 0}, CodeLimit)
+	bad("a path with a leading slash", AppendBatch(nil, []storage.Object{{Dir: "/a", Name: "f"}}), CodeInvalidName)
+	return out
+}
+
+func TestBatchVectors(t *testing.T) {
+	var vs []batchVector
+	testutil.Vectors(t, batchVectorFile, &vs, func() any { return genBatchVectors() })
+	for _, v := range vs {
+		body := testutil.Unhex(t, v.Body)
+		objs, err := ReadBatch(bytes.NewReader(body), vectorLimits)
+		if v.Result != "ok" {
+			if code, _ := Classify(err); err == nil || code != v.Result {
+				t.Errorf("%s: got %v, want %s", v.Comment, err, v.Result)
+			}
+			continue
+		}
+		if err != nil || len(objs) != len(v.Objects) {
+			t.Fatalf("%s: %d objects, %v", v.Comment, len(objs), err)
+		}
+		for i, o := range objs {
+			if storage.Join(o.Dir, o.Name) != v.Objects[i].Path || !bytes.Equal(o.Data, testutil.Unhex(t, v.Objects[i].Data)) {
+				t.Errorf("%s: object %d differs", v.Comment, i)
+			}
+		}
+		if again := AppendBatch(nil, objs); !bytes.Equal(again, body) {
+			t.Errorf("%s: re-encoding differs from the vector", v.Comment)
+		}
+	}
+}
+
+func TestBatchBrokenBodyKeepsCause(t *testing.T) {
+	good := AppendBatch(nil, []storage.Object{{Name: "f", Data: []byte("abc")}})
+	_, err := ReadBatch(bytes.NewReader(good[:len(good)-2]), vectorLimits)
+	if !errors.Is(err, ErrBadBatch) {
+		t.Fatalf("truncated: %v", err)
+	}
+}
+
+// FuzzReadBatch: arbitrary bodies never panic, stay within the limits, and what parses
+// re-encodes to the same bytes.
+func FuzzReadBatch(f *testing.F) {
+	for _, v := range genBatchVectors() {
+		b, _ := hex.DecodeString(v.Body)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		objs, err := ReadBatch(bytes.NewReader(body), vectorLimits)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, o := range objs {
+			total += len(o.Data)
+		}
+		if len(objs) > vectorLimits.Objects || int64(total) > vectorLimits.Bytes {
+			t.Fatalf("past the limits: %d objects, %d bytes", len(objs), total)
+		}
+		if !bytes.Equal(AppendBatch(nil, objs), body) {
+			t.Fatalf("re-encoding differs")
+		}
+	})
+}

@@ -23,6 +23,7 @@ import (
 func init() {
 	register(newStoreCommand)
 	registerBench(newStoreBenchCommand)
+	registerBench(newStoreNodesBenchCommand)
 }
 
 func newStoreCommand() *cobra.Command {

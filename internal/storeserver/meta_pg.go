@@ -84,17 +84,10 @@ func (m *pgMeta) exec(group []*commitReq) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
 	return m.retry(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if len(users) > 0 {
-			rows, err := tx.Query(ctx, `SELECT name FROM veil_users WHERE name = ANY($1) ORDER BY name FOR UPDATE`, users)
-			if err != nil {
-				return err
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
 		t := &pgTx{ctx: ctx, q: tx, deltas: map[[32]byte]*blobDelta{}}
+		if err := t.lockUsers(users); err != nil {
+			return err
+		}
 		for _, r := range group {
 			if err := r.fn(t); err != nil {
 				return err
@@ -102,6 +95,31 @@ func (m *pgMeta) exec(group []*commitReq) error {
 		}
 		return t.flush()
 	})
+}
+
+// lockUsers locks the users' rows in name order and caches their accounts.
+func (t *pgTx) lockUsers(users []string) error {
+	if len(users) == 0 {
+		return nil
+	}
+	rows, err := t.q.Query(t.ctx, `SELECT `+userCols+`, meta, name FROM veil_users WHERE name = ANY($1) ORDER BY name FOR UPDATE`, users)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for _, u := range users {
+		t.cache.acct(u, &pgAcct{}) // absent unless a row says otherwise
+	}
+	for rows.Next() {
+		var a pgAcct
+		var name string
+		if a.u, err = scanUser(rows, &a.meta, &name); err != nil {
+			return err
+		}
+		a.ok = true
+		t.cache.acct(name, &a)
+	}
+	return rows.Err()
 }
 
 // retry runs fn in a transaction, again after a serialization failure or a deadlock.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,6 +20,7 @@ type pgTx struct {
 	q        pgx.Tx
 	readOnly bool
 	deltas   map[[32]byte]*blobDelta
+	cache    pgCache // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
 }
 
 type blobDelta struct {
@@ -40,6 +40,18 @@ func belowArgs(dir string) []any {
 }
 
 func (t *pgTx) entry(user, dir, name string) (entry, bool, error) {
+	k := entKey{user, dir, name}
+	if c, ok := t.cache.ents[k]; ok {
+		return c.e, c.ok, nil
+	}
+	e, ok, err := t.readEntry(user, dir, name)
+	if err == nil {
+		t.cache.ent(k, e, ok, false)
+	}
+	return e, ok, err
+}
+
+func (t *pgTx) readEntry(user, dir, name string) (entry, bool, error) {
 	var e entry
 	var h []byte
 	var kind int16
@@ -57,19 +69,29 @@ func (t *pgTx) entry(user, dir, name string) (entry, bool, error) {
 }
 
 func (t *pgTx) putEntry(user, dir, name string, e entry) error {
+	if t.readOnly {
+		return errReadOnly
+	}
+	t.cache.ent(entKey{user, dir, name}, e, true, true)
+	return nil
+}
+
+func (b *pgBatch) putEntry(user, dir, name string, e entry) {
 	var h []byte
 	if e.kind == kindFile {
 		h = e.hash[:]
 	}
-	_, err := t.q.Exec(t.ctx, `INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash) VALUES ($1, $2, $3, $4, $5, $6, $7)
+	b.queue(`INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (owner, dir, name) DO UPDATE SET kind = EXCLUDED.kind, size = EXCLUDED.size, mtime = EXCLUDED.mtime, hash = EXCLUDED.hash`,
 		user, []byte(dir), []byte(name), int16(e.kind), e.size, e.modTime, h)
-	return err
 }
 
 func (t *pgTx) deleteEntry(user, dir, name string) error {
-	_, err := t.q.Exec(t.ctx, `DELETE FROM veil_entries WHERE owner = $1 AND dir = $2 AND name = $3`, user, []byte(dir), []byte(name))
-	return err
+	if t.readOnly {
+		return errReadOnly
+	}
+	t.cache.ent(entKey{user, dir, name}, entry{}, false, true)
+	return nil
 }
 
 // scanEntries reads all rows (dir, name, kind, size, mtime, hash) before calling fn, so fn
@@ -107,6 +129,9 @@ func (t *pgTx) scanEntries(rows pgx.Rows, err error, fn func(dir, name string, e
 }
 
 func (t *pgTx) children(user, dir string, fn func(string, entry) error) error {
+	if err := t.writeBack(); err != nil {
+		return err
+	}
 	rows, err := t.q.Query(t.ctx, `SELECT dir, name, kind, size, mtime, hash FROM veil_entries WHERE owner = $1 AND dir = $2 ORDER BY name`,
 		user, []byte(dir))
 	return t.scanEntries(rows, err, func(_, name string, e entry) error { return fn(name, e) })
@@ -123,43 +148,70 @@ func (t *pgTx) below(user, dir, name string, fn func(string, string, entry) erro
 		q += fmt.Sprintf(` AND name = $%d`, len(args)+1)
 		args = append(args, []byte(name))
 	}
+	if err := t.writeBack(); err != nil {
+		return err
+	}
 	rows, err := t.q.Query(t.ctx, q+` ORDER BY dir, name`, args...)
 	return t.scanEntries(rows, err, fn)
 }
 
 func (t *pgTx) moveBelow(user, src, dst string) error {
+	if err := t.writeBack(); err != nil {
+		return err
+	}
+	t.cache.forget()
 	_, err := t.q.Exec(t.ctx, `UPDATE veil_entries SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
 		append(append([]any{user}, belowArgs(src)...), []byte(dst), len(src)+1)...)
 	return err
 }
 
 func (t *pgTx) dirCount(user, dir string) (int64, error) {
+	k := dirKey{user, dir}
+	if c, ok := t.cache.dirs[k]; ok {
+		return c.n, nil
+	}
 	var n int64
 	err := t.q.QueryRow(t.ctx, `SELECT entries FROM veil_dirs WHERE owner = $1 AND dir = $2`, user, []byte(dir)).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+		n, err = 0, nil
+	}
+	if err == nil {
+		t.cache.dir(k, n, false)
 	}
 	return n, err
 }
 
 func (t *pgTx) setDirCount(user, dir string, n int64) error {
-	var err error
+	if t.readOnly {
+		return errReadOnly
+	}
+	t.cache.dir(dirKey{user, dir}, max(n, 0), true)
+	return nil
+}
+
+func (b *pgBatch) setDirCount(user, dir string, n int64) {
 	if n <= 0 {
-		_, err = t.q.Exec(t.ctx, `DELETE FROM veil_dirs WHERE owner = $1 AND dir = $2`, user, []byte(dir))
+		b.queue(`DELETE FROM veil_dirs WHERE owner = $1 AND dir = $2`, user, []byte(dir))
 	} else {
-		_, err = t.q.Exec(t.ctx, `INSERT INTO veil_dirs (owner, dir, entries) VALUES ($1, $2, $3)
+		b.queue(`INSERT INTO veil_dirs (owner, dir, entries) VALUES ($1, $2, $3)
 			ON CONFLICT (owner, dir) DO UPDATE SET entries = EXCLUDED.entries`, user, []byte(dir), n)
 	}
-	return err
 }
 
 func (t *pgTx) moveDirCounts(user, src, dst string) error {
+	if err := t.writeBack(); err != nil {
+		return err
+	}
+	t.cache.forget()
 	_, err := t.q.Exec(t.ctx, `UPDATE veil_dirs SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
 		append(append([]any{user}, belowArgs(src)...), []byte(dst), len(src)+1)...)
 	return err
 }
 
 func (t *pgTx) dirCounts(user string, fn func(string, int64) error) error {
+	if err := t.writeBack(); err != nil {
+		return err
+	}
 	rows, err := t.q.Query(t.ctx, `SELECT dir, entries FROM veil_dirs WHERE owner = $1`, user)
 	if err != nil {
 		return err
@@ -197,22 +249,47 @@ func scanUser(row pgx.Row, extra ...any) (userRec, error) {
 }
 
 func (t *pgTx) account(user string) (userRec, int64, bool, error) {
+	if a, ok := t.cache.accts[user]; ok {
+		return a.u, a.meta, a.ok, nil
+	}
 	var meta int64
 	u, err := scanUser(t.q.QueryRow(t.ctx, `SELECT `+userCols+`, meta FROM veil_users WHERE name = $1`, user), &meta)
 	if errors.Is(err, pgx.ErrNoRows) {
+		t.cache.acct(user, &pgAcct{})
 		return userRec{}, 0, false, nil
+	}
+	if err == nil {
+		t.cache.acct(user, &pgAcct{u: u, meta: meta, ok: true})
 	}
 	return u, meta, err == nil, err
 }
 
 func (t *pgTx) setUsed(user string, u userRec) error {
-	_, err := t.q.Exec(t.ctx, `UPDATE veil_users SET used = $2 WHERE name = $1`, user, u.used)
+	a, err := t.dirtyAcct(user)
+	if err == nil {
+		a.u.used = u.used
+	}
 	return err
 }
 
 func (t *pgTx) setMeta(user string, meta int64) error {
-	_, err := t.q.Exec(t.ctx, `UPDATE veil_users SET meta = $2 WHERE name = $1`, user, meta)
+	a, err := t.dirtyAcct(user)
+	if err == nil {
+		a.meta = meta
+	}
 	return err
+}
+
+func (t *pgTx) dirtyAcct(user string) (*pgAcct, error) {
+	if t.readOnly {
+		return nil, errReadOnly
+	}
+	if _, _, ok, err := t.account(user); err != nil || !ok {
+		return nil, firstErr(err, fmt.Errorf("user %q: %w", user, storage.ErrPermission))
+	}
+	a := t.cache.accts[user]
+	a.dirty = true
+	return a, nil
 }
 
 func (t *pgTx) blob(h [32]byte) (blobRec, []byte, bool, error) {
@@ -260,38 +337,6 @@ func (t *pgTx) decref(h [32]byte) error {
 		return err
 	}
 	d.refs--
-	return nil
-}
-
-// flush writes the gathered reference count changes in hash order. New inline content is
-// inserted with its record; a blob in the blob store was recorded by hold, and a record
-// marked deleting (gc is removing it) takes no reference.
-func (t *pgTx) flush() error {
-	hs := make([][32]byte, 0, len(t.deltas))
-	for h := range t.deltas {
-		hs = append(hs, h)
-	}
-	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
-	for _, h := range hs {
-		d := t.deltas[h]
-		if d.refs == 0 {
-			continue
-		}
-		if d.inline != nil && d.refs > 0 {
-			if _, err := t.q.Exec(t.ctx, `INSERT INTO veil_blobs (hash, size, refs, data) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (hash) DO UPDATE SET refs = veil_blobs.refs + EXCLUDED.refs`, h[:], d.size, d.refs, d.inline); err != nil {
-				return err
-			}
-			continue
-		}
-		tag, err := t.q.Exec(t.ctx, `UPDATE veil_blobs SET refs = GREATEST(refs + $2, 0) WHERE hash = $1 AND NOT deleting`, h[:], d.refs)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("%w: no record of blob %x (collected before its reference committed?)", errRecord, h[:8])
-		}
-	}
 	return nil
 }
 
@@ -364,6 +409,10 @@ func (t *pgTx) createUser(name string, u userRec) error {
 }
 
 func (t *pgTx) dropUser(name string) error {
+	if err := t.writeBack(); err != nil {
+		return err
+	}
+	t.cache.forget()
 	for _, q := range []string{`DELETE FROM veil_entries WHERE owner = $1`, `DELETE FROM veil_dirs WHERE owner = $1`, `DELETE FROM veil_users WHERE name = $1`} {
 		if _, err := t.q.Exec(t.ctx, q, name); err != nil {
 			return err

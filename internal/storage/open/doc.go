@@ -7,6 +7,9 @@
 //	veil://host:port                       veil's storage service over HTTPS (remote backend;
 //	                                        the user's credential pins the service's CA)
 //	veil+http://host:port                  the same over plain HTTP (loopback development)
+//	veil://host1:port,host2:port           a service served by several nodes: requests are
+//	                                        spread over them, and fail over from one that
+//	                                        is down (docs/deploy.md)
 //
 // It imports storage and its backends; nothing above them.
 package open

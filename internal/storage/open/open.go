@@ -99,7 +99,14 @@ func openRemote(scheme, rest string, cred Credentials) (storage.Backend, error) 
 	if scheme == "veil+http" {
 		proto = "http://"
 	}
-	return remote.New(proto+host, *c)
+	var eps []string // veil://host1:port,host2:port: the nodes of one service
+	for _, h := range strings.Split(host, ",") {
+		if h == "" {
+			return nil, fmt.Errorf("%w: %s://%s: empty host in the list", ErrLocation, scheme, rest)
+		}
+		eps = append(eps, proto+h)
+	}
+	return remote.NewMulti(eps, *c)
 }
 
 func first(a, b string) string {

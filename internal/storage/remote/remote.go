@@ -22,7 +22,8 @@ import (
 
 // Backend is one user's namespace on a veil storage service.
 type Backend struct {
-	base   *url.URL
+	base   *url.URL // the first endpoint: request URLs are built on it, do sends them to any
+	nodes  *endpoints
 	user   string
 	secret string
 	client *http.Client
@@ -36,10 +37,26 @@ var _ storage.Backend = (*Backend)(nil)
 // certificate must chain to cred.CA when the credential carries one (the CA is pinned:
 // system roots are not consulted), else to the system roots.
 func New(endpoint string, cred storewire.Credential) (*Backend, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("remote: endpoint %q must be https://host:port or http://host:port", endpoint)
+	return NewMulti([]string{endpoint}, cred)
+}
+
+// NewMulti is New for a service served by several nodes (docs/deploy.md): requests are
+// spread over the endpoints in turn, and one that cannot be reached (or answers 503) is
+// left for the next (failover.go).
+func NewMulti(endpointList []string, cred storewire.Credential) (*Backend, error) {
+	var us []*url.URL
+	for _, endpoint := range endpointList {
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("remote: endpoint %q must be https://host:port or http://host:port", endpoint)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		us = append(us, u)
 	}
+	if len(us) == 0 {
+		return nil, fmt.Errorf("remote: no endpoint")
+	}
+	var err error
 	if _, err := cred.SecretBytes(); err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
@@ -60,8 +77,7 @@ func New(endpoint string, cred storewire.Credential) (*Backend, error) {
 		// HTTP/1.1: one stream per connection moves large objects fastest.
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Backend{base: u, user: cred.User, secret: cred.Secret, client: &http.Client{Transport: tr, CheckRedirect: refuseRedirect}}, nil
+	return &Backend{base: us[0], nodes: newEndpoints(us), user: cred.User, secret: cred.Secret, client: &http.Client{Transport: tr, CheckRedirect: refuseRedirect}}, nil
 }
 
 // refuseRedirect stops the client at a 3xx: a redirect would send the user's credentials
@@ -95,6 +111,12 @@ func (b *Backend) url(route, path string, q url.Values) string {
 // do sends a request; a streamed body (size < 0 means unknown; declared says the
 // caller streams) goes chunked with its length in HeaderDeclaredLength.
 func (b *Backend) do(ctx context.Context, method, u string, body io.Reader, size int64, streamed bool) (*http.Response, error) {
+	return b.nodes.send(b.base.String(), u, body, streamed, func(u string) (*http.Response, error) {
+		return b.do1(ctx, method, u, body, size, streamed)
+	})
+}
+
+func (b *Backend) do1(ctx context.Context, method, u string, body io.Reader, size int64, streamed bool) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,108 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// endpoints are the nodes of one service. Requests start at the next node in turn (so
+// clients spread over the nodes); a node that cannot be reached (the dial fails) or
+// answers 503 is skipped for downFor and the request goes to the next one at once. A
+// streamed body (a put) is only sent again after a failed dial, when no byte of it has
+// left; a body of bytes is rewound. When every node fails, the last error is returned
+// (and the callers' retries, retry.go, apply).
+type endpoints struct {
+	urls []*url.URL
+	next atomic.Uint64
+	mu   sync.Mutex
+	down []time.Time // skip node i until down[i]
+}
+
+// downFor is how long a node that failed is left out of the rotation.
+const downFor = 5 * time.Second
+
+func newEndpoints(us []*url.URL) *endpoints {
+	return &endpoints{urls: us, down: make([]time.Time, len(us))}
+}
+
+// send calls try with u rewritten onto each node in turn until one answers.
+func (e *endpoints) send(base, u string, body io.Reader, streamed bool, try func(string) (*http.Response, error)) (*http.Response, error) {
+	suffix := strings.TrimPrefix(u, base)
+	n := len(e.urls)
+	if n == 1 {
+		return try(u)
+	}
+	order := e.order()
+	var err error
+	for k, i := range order {
+		if rs, ok := body.(io.Seeker); ok && k > 0 {
+			if _, serr := rs.Seek(0, io.SeekStart); serr != nil {
+				return nil, err
+			}
+		}
+		var resp *http.Response
+		resp, err = try(e.urls[i].String() + suffix)
+		if err == nil {
+			return resp, nil
+		}
+		if !failover(err, !streamed || body == nil) {
+			return nil, err
+		}
+		e.markDown(i)
+	}
+	return nil, err
+}
+
+// order is the nodes to try: starting at the next in turn, nodes marked down last.
+func (e *endpoints) order() []int {
+	n := len(e.urls)
+	start := int(e.next.Add(1) % uint64(n))
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	up, down := make([]int, 0, n), []int{}
+	for k := range n {
+		i := (start + k) % n
+		if now.Before(e.down[i]) {
+			down = append(down, i)
+		} else {
+			up = append(up, i)
+		}
+	}
+	return append(up, down...)
+}
+
+func (e *endpoints) markDown(i int) {
+	e.mu.Lock()
+	e.down[i] = time.Now().Add(downFor)
+	e.mu.Unlock()
+}
+
+// failover reports whether err lets the request go to another node: the dial failed
+// (nothing was sent), or, for a request that can be sent again, the node answered 503
+// or the connection broke.
+func failover(err error, replayable bool) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	if !replayable {
+		return false
+	}
+	var se *serviceError
+	if errors.As(err, &se) {
+		return se.status == http.StatusServiceUnavailable
+	}
+	return true // no answer at all
+}

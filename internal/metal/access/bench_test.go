@@ -8,7 +8,8 @@ import (
 )
 
 // BenchmarkAccess: one WriteFile (then ReadFile: the same protocol) through both servers over
-// loopback TCP, at the sizes veil supports without recursion. Larger runs:
+// loopback TCP, at small sizes (with D <= 10 the position map is the base map alone; `veil
+// bench metal` measures the larger ones). Larger runs:
 //
 //	go test ./internal/metal/access -run '^$' -bench Access -benchtime 3x
 func BenchmarkAccess(b *testing.B) {

@@ -64,9 +64,8 @@ func benchWalk(b *testing.B, rc Recursion) {
 		}
 		sides[i] = &posSide{sess: s, base: make([]bool, rc.BaseEntries()*rc.BaseBits()), p: p}
 	}
-	for _, t := range sides[0].p.trees {
-		ands += t.read.NumAND + 2*t.evict.NumAND
-	}
+	walk, _ := sides[0].p.CircuitCost()
+	ands += walk
 	x := make([]bool, rc.D+1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -178,3 +178,12 @@ func runEvict(sess *twopc.Session, c *circuit.Circuit, sh *Share, leaf uint64) (
 	sh.setPath(leaf, out[ns:ns+np])
 	return out[ns+np:], nil
 }
+
+// CircuitCost is the AND gates and party-2 input bits (OTs) of one walk.
+func (p *PosParty) CircuitCost() (ands, ots int) {
+	for _, t := range p.trees {
+		ands += t.read.NumAND + 2*t.evict.NumAND
+		ots += t.read.In2 + 2*t.evict.In2
+	}
+	return ands, ots
+}

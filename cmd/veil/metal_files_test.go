@@ -204,3 +204,28 @@ func TestMetal64KiB(t *testing.T) {
 		t.Fatalf("ls: %+v", ls)
 	}
 }
+
+// TestMetalJoinProfilePassphrase: in a profile with a veil key, join seals metal.json only
+// under the passphrase that opens that key (one passphrase per profile).
+func TestMetalJoinProfilePassphrase(t *testing.T) {
+	root := t.TempDir()
+	admin := &user{config: filepath.Join(root, "unused")}
+	s1, s2 := filepath.Join(root, "s1"), filepath.Join(root, "s2")
+	admin.mustRun(t, "metal", "server", "init", "--role", "2", "--dir", s2, "--endpoint", "https://127.0.0.1:1", "--files-log2", "3", "--block-size", "64")
+	admin.mustRun(t, "metal", "server", "init", "--role", "1", "--dir", s1, "--endpoint", "https://127.0.0.1:2", "--peer-cred", filepath.Join(s2, "peer.cred"))
+	dep := filepath.Join(s1, "deployment.json")
+
+	u := newUser(t, "erin", "--storage", filepath.Join(root, "store"), "--no-keyserver")
+	other := &user{config: u.config, passFile: filepath.Join(root, "other")}
+	os.WriteFile(other.passFile, []byte("not erin's passphrase\n"), 0o600)
+	if _, errs, code := other.run(t, "metal", "join", dep); code == 0 || !strings.Contains(errs, "metal.json is sealed under the passphrase of the profile's veil key") {
+		t.Fatalf("join under another passphrase: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(u.config, "metal.json")); err == nil {
+		t.Fatal("a refused join wrote metal.json")
+	}
+	u.mustRun(t, "metal", "join", dep)
+	if out := u.mustRun(t, "metal", "ls"); out != "" {
+		t.Fatalf("ls of a fresh profile: %q", out)
+	}
+}

@@ -83,8 +83,14 @@ func LoadProfile(dir string, pass []byte) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseProfile(b, pass)
+}
+
+// parseProfile opens metal.json's bytes b with pass (sealed, or unsealed JSON to migrate).
+func parseProfile(b, pass []byte) (*Profile, error) {
 	var p Profile
 	plain := b
+	var err error
 	if isSealed(b) {
 		if p.seal, plain, err = openSealed(b, pass); err != nil {
 			return nil, err

@@ -92,3 +92,33 @@ func TestProfileSealed(t *testing.T) {
 		t.Fatalf("Exists on an empty dir: %v", err)
 	}
 }
+
+// FuzzParseProfile: any metal.json bytes give a profile or a one-line error, never a
+// panic. Inputs whose KDF costs exceed a fuzzing budget are skipped (the format's own
+// bounds, 100 passes and 4 GiB, are checked by sealedkey's Parse before any work).
+func FuzzParseProfile(f *testing.F) {
+	pass := []byte("fuzz")
+	s, _ := newSealing(pass)
+	for _, plain := range []string{`{"version":1,"accounts":[{"capability":"00","first":1,"count":2}],"files":[{"first":1,"segments":2,"size":3}]}`, `{}`, `null`} {
+		b, _ := s.seal([]byte(plain))
+		f.Add(b)
+		f.Add([]byte(plain))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if isSealed(b) && len(b) >= profileKeyFormat.Size() {
+			if h, err := profileKeyFormat.Parse(b[:profileKeyFormat.Size()]); err == nil && (h.KDF.Time > 2 || h.KDF.MemoryKiB > 256) {
+				t.Skip("KDF costs beyond the fuzzing budget")
+			}
+		}
+		p, err := parseProfile(b, pass)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), ProfileFile+": ") {
+				t.Fatalf("error %q", err)
+			}
+			return
+		}
+		if p.Version != 1 || p.seal == nil {
+			t.Fatalf("accepted %+v", p)
+		}
+	})
+}

@@ -30,6 +30,28 @@ type PublicKey struct {
 type PrivateKey struct {
 	PublicKey
 	p, q, phi, mu *big.Int
+	crt           [2]crtPart // decryption mod p^2 and q^2 (Paillier 1999, Section 7)
+	qInvP         *big.Int   // q^-1 mod p
+}
+
+// crtPart is one prime's decryption constants: m mod r = L_r(c^(r-1) mod r^2) h mod r,
+// L_r(x) = (x-1)/r, h = L_r(g^(r-1) mod r^2)^-1 mod r.
+type crtPart struct {
+	r, r2, rm1, h *big.Int
+}
+
+func newCRTPart(r, g *big.Int) (crtPart, bool) {
+	c := crtPart{r: r, r2: new(big.Int).Mul(r, r), rm1: new(big.Int).Sub(r, one)}
+	c.h = new(big.Int).ModInverse(c.lr(new(big.Int).Exp(g, c.rm1, c.r2)), r)
+	return c, c.h != nil
+}
+
+// lr is L_r(x), x overwritten.
+func (c crtPart) lr(x *big.Int) *big.Int { return x.Div(x.Sub(x, one), c.r) }
+
+func (c crtPart) decrypt(ct *big.Int) *big.Int {
+	x := c.lr(new(big.Int).Exp(ct, c.rm1, c.r2))
+	return x.Mod(x.Mul(x, c.h), c.r)
 }
 
 // GenerateKey draws two distinct Bits/2-bit primes with N of exactly Bits bits.
@@ -60,7 +82,16 @@ func newPrivateKey(p, q *big.Int) (*PrivateKey, error) {
 	if mu == nil {
 		return nil, errors.New("paillier: phi(N) is not invertible mod N")
 	}
-	return &PrivateKey{PublicKey: PublicKey{N: n, n2: new(big.Int).Mul(n, n)}, p: p, q: q, phi: phi, mu: mu}, nil
+	sk := &PrivateKey{PublicKey: PublicKey{N: n, n2: new(big.Int).Mul(n, n)}, p: p, q: q, phi: phi, mu: mu}
+	g := new(big.Int).Add(n, one)
+	var okP, okQ bool
+	sk.crt[0], okP = newCRTPart(p, g)
+	sk.crt[1], okQ = newCRTPart(q, g)
+	sk.qInvP = new(big.Int).ModInverse(q, p)
+	if !okP || !okQ || sk.qInvP == nil {
+		return nil, errors.New("paillier: p and q do not give a valid key")
+	}
+	return sk, nil
 }
 
 // Bytes is N, PublicKeyLen bytes.
@@ -163,14 +194,24 @@ func (pk *PublicKey) ParseCiphertext(b []byte) (*big.Int, error) {
 	return c, pk.checkCiphertext(c)
 }
 
-// Decrypt returns m = L(c^phi mod N^2) mu mod N, L(x) = (x-1)/N.
+// Decrypt returns m = L(c^phi mod N^2) mu mod N, L(x) = (x-1)/N, computed by the Chinese
+// remainder theorem over p^2 and q^2 (the same m; about four times faster).
 func (sk *PrivateKey) Decrypt(c *big.Int) (*big.Int, error) {
 	if err := sk.checkCiphertext(c); err != nil {
 		return nil, err
 	}
+	mp, mq := sk.crt[0].decrypt(c), sk.crt[1].decrypt(c)
+	// m = mq + q ((mp - mq) q^-1 mod p)
+	d := mp.Sub(mp, mq)
+	d.Mod(d.Mul(d, sk.qInvP), sk.p)
+	return d.Add(d.Mul(d, sk.q), mq), nil
+}
+
+// decryptPlain is the textbook formula, kept for the test that checks the CRT path.
+func (sk *PrivateKey) decryptPlain(c *big.Int) *big.Int {
 	x := new(big.Int).Exp(c, sk.phi, sk.n2)
 	x.Sub(x, one)
 	x.Div(x, sk.N)
 	x.Mul(x, sk.mu)
-	return x.Mod(x, sk.N), nil
+	return x.Mod(x, sk.N)
 }

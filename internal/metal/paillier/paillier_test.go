@@ -42,8 +42,8 @@ func TestRoundTripAndEdges(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := sk.Decrypt(c)
-		if err != nil || got.Cmp(m) != 0 {
-			t.Fatalf("Dec(Enc(%v)) = %v, %v", m, got, err)
+		if err != nil || got.Cmp(m) != 0 || sk.decryptPlain(c).Cmp(m) != 0 {
+			t.Fatalf("Dec(Enc(%v)) = %v, %v (textbook formula %v)", m, got, err, sk.decryptPlain(c))
 		}
 		// (1+mN)^-1 * c = r^N: raising to phi gives 1 mod N^2 (the N-th residue has order dividing phi).
 		inv := new(big.Int).ModInverse(new(big.Int).Add(new(big.Int).Mul(m, sk.N), one), sk.n2)

@@ -80,6 +80,21 @@ func randBits(rnd io.Reader, bits int) (*big.Int, error) {
 	return rand.Int(rnd, new(big.Int).Lsh(big.NewInt(1), uint(bits)))
 }
 
+// both runs f and g, in parallel when rnd is crypto/rand.Reader (each is one r^N mod N^2;
+// that reader is safe for concurrent use), one after the other for any other reader (so
+// that a deterministic reader gives deterministic output, as the vectors need).
+func both(rnd io.Reader, f, g func()) {
+	if rnd != rand.Reader {
+		f()
+		g()
+		return
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	g()
+	<-done
+}
+
 // NewAnonym makes the user's anonym number index (Figure 9's AnonymGen): no server contact.
 func NewAnonym(k UserKeys, index uint32, pk1, pk2 *paillier.PublicKey, rnd io.Reader) (Anonym, error) {
 	s := secret(k.ID, index, anonymMAC(k.AK, k.ID, index))
@@ -88,12 +103,10 @@ func NewAnonym(k UserKeys, index uint32, pk1, pk2 *paillier.PublicKey, rnd io.Re
 		return Anonym{}, err
 	}
 	s2 := new(big.Int).Add(s1, s)
-	c1, err := pk1.Encrypt(rnd, s1)
-	if err != nil {
-		return Anonym{}, err
-	}
-	c2, err := pk2.Encrypt(rnd, s2)
-	if err != nil {
+	var c1, c2 *big.Int
+	var err1, err2 error
+	both(rnd, func() { c1, err1 = pk1.Encrypt(rnd, s1) }, func() { c2, err2 = pk2.Encrypt(rnd, s2) })
+	if err := errors.Join(err1, err2); err != nil {
 		return Anonym{}, err
 	}
 	return Anonym{C1: c1, C2: c2}, nil
@@ -107,13 +120,14 @@ func (a Anonym) Rerandomize(pk1, pk2 *paillier.PublicKey, rnd io.Reader) (Anonym
 	if err != nil {
 		return Anonym{}, err
 	}
-	c1, err := pk1.AddPlain(rnd, a.C1, r)
-	if err != nil {
-		return Anonym{}, fmt.Errorf("anonym: first ciphertext: %w", err)
+	var c1, c2 *big.Int
+	var err1, err2 error
+	both(rnd, func() { c1, err1 = pk1.AddPlain(rnd, a.C1, r) }, func() { c2, err2 = pk2.AddPlain(rnd, a.C2, r) })
+	if err1 != nil {
+		return Anonym{}, fmt.Errorf("anonym: first ciphertext: %w", err1)
 	}
-	c2, err := pk2.AddPlain(rnd, a.C2, r)
-	if err != nil {
-		return Anonym{}, fmt.Errorf("anonym: second ciphertext: %w", err)
+	if err2 != nil {
+		return Anonym{}, fmt.Errorf("anonym: second ciphertext: %w", err2)
 	}
 	return Anonym{C1: c1, C2: c2}, nil
 }

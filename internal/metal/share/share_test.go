@@ -3,6 +3,7 @@ package share
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"math/big"
 	"testing"
@@ -100,7 +101,9 @@ func TestForgedAnonymsRefused(t *testing.T) {
 	}
 	var entries [][]byte
 	for name, a := range cases {
-		e, err := r.send(SendRequest{Capability: aliceCap, File: aliceFirst, Perm: ac.Read, To: a})
+		// A malicious sender's client may skip the rerandomization (and its checks): the
+		// swapped shares, for one, need not be units modulo the other server's N^2.
+		e, err := r.sendParts(rawParts(t, SendRequest{Capability: aliceCap, File: aliceFirst, Perm: ac.Read, To: a}))
 		if !errors.Is(err, ErrRefused) {
 			t.Errorf("%s: %v, want refused", name, err)
 		}
@@ -228,4 +231,14 @@ func TestEntriesIndistinguishableToThirdUser(t *testing.T) {
 	if len(got) != 2 || !idx[1] || !idx[2] {
 		t.Fatalf("bob's received indices %v", idx)
 	}
+}
+
+// rawParts is SendRequest.Split without the rerandomization: the anonym's ciphertexts as given.
+func rawParts(t *testing.T, r SendRequest) ([]byte, []byte) {
+	p := append(append([]byte{}, r.Capability...), binary.LittleEndian.AppendUint64(nil, r.File)...)
+	to1, to2, err := xorSplit(append(p, byte(r.Perm)), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(to1, paillier.CiphertextBytes(r.To.C1)...), append(to2, paillier.CiphertextBytes(r.To.C2)...)
 }

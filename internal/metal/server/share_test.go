@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/metal/ac"
+	"github.com/veil-project/veil/internal/metal/client"
 	"github.com/veil-project/veil/internal/metal/share"
 	"github.com/veil-project/veil/internal/testutil"
 )
@@ -40,7 +41,10 @@ func TestShareThroughServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WriteFile(ctx, alice.Capability, alice.First+1, []byte("for bob")); err != nil {
+	only := func(capability []byte) client.CapabilityFunc {
+		return func(uint64) ([]byte, error) { return capability, nil }
+	}
+	if _, err := c.WriteFile(ctx, only(alice.Capability), alice.First+1, []byte("for bob"), client.FileOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	req := share.SendRequest{Capability: alice.Capability, File: alice.First + 1, Perm: ac.Read, To: an}
@@ -61,11 +65,11 @@ func TestShareThroughServers(t *testing.T) {
 	if err != nil || len(got) != 1 || len(lr.Entries) != 2 || got[0].File != alice.First+1 {
 		t.Fatalf("bob received %+v of %d entries, %v", got, len(lr.Entries), err)
 	}
-	data, err := c.ReadFile(ctx, got[0].Capability, alice.First+1)
+	data, _, err := c.ReadFile(ctx, only(got[0].Capability), alice.First+1, client.FileOptions{})
 	if err != nil || string(data) != "for bob" {
 		t.Fatalf("bob reads %q, %v", data, err)
 	}
-	if _, err := c.ReadFile(ctx, got[0].Capability, alice.First); err == nil {
+	if _, _, err := c.ReadFile(ctx, only(got[0].Capability), alice.First, client.FileOptions{}); err == nil {
 		t.Fatal("bob read alice's other file")
 	}
 	c1, c2 := an.Marshal()[1:513], an.Marshal()[513:]

@@ -26,6 +26,7 @@ func init() {
 func newInitCommand() *cobra.Command {
 	var o clientFlags
 	var inviteFile, storageLoc, storeCred, ksCred, transport, ksTimeout string
+	var ksURLs []string
 	var noKS bool
 	c := &cobra.Command{
 		Use:   "init",
@@ -43,6 +44,7 @@ Storage locations:
   s3://host:port/bucket[/prefix]    an S3 bucket (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY;
                                     add ?tls=0 for plain HTTP)
   veil://host:port                  veil's deduplicating storage service (--store-credential)
+  veil://host1:port,host2:port      the same service on several nodes (spread, failover)
 
 init checks the location before it writes anything: a local directory is created (later
 commands never create one: a mistyped $VEIL_STORAGE is an error, not a new empty store),
@@ -55,10 +57,12 @@ profile directory.
 Examples:
   veil init --invite alice.invite
   veil init --storage /mnt/backup --ks-credential ks.cred
-  veil init --storage veil://store.example:7480 --store-credential me.cred --ks-credential ks.cred`,
+  veil init --storage veil://store.example:7480 --store-credential me.cred --ks-credential ks.cred
+  veil init --storage veil://store1:7480,store2:7480 --store-credential me.cred \
+      --ks-credential ks.cred --ks-url https://ks1:7443 --ks-url https://ks2:7443   # several nodes (docs/deploy.md)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport, KSTimeout: ksTimeout}
+			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport, KSTimeout: ksTimeout, KSURLs: ksURLs}
 			var err error
 			if opts.Invite, err = readOptional(inviteFile); err != nil {
 				return err
@@ -95,6 +99,7 @@ Examples:
 	c.Flags().StringVar(&ksCred, "ks-credential", "", "key server credential file ('veil keyserver client add')")
 	c.Flags().StringVar(&transport, "ks-transport", ksclient.DefaultTransport, "key server transport: https or udp")
 	c.Flags().BoolVar(&noKS, "no-keyserver", false, "store without a key server: random keys, no deduplication")
+	c.Flags().StringSliceVar(&ksURLs, "ks-url", nil, "a key server replica's HTTPS URL (repeatable: derivations spread over them, with failover; default: the credential's URL)")
 	c.Flags().StringVar(&ksTimeout, "ks-timeout", "", fmt.Sprintf("wait this long for one key server answer (%d tries) before storing without dedup (default %v; raise it for rate-limited delay modes)", ksclient.DefaultRetries, ksclient.DefaultTimeout))
 	return c
 }

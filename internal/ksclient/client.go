@@ -44,6 +44,7 @@ type Options struct {
 	Timeout   time.Duration // t_R: one attempt's timeout (default 2s); raise it for delay-mode servers
 	Retries   int           // attempts before ErrKSUnavailable (default 3, the paper's choice)
 	URL       string        // HTTPS URL override (default: the credential's)
+	Replicas  []string      // further HTTPS URLs of the same key server (replicas sharing its directory); https transport only
 	UDPAddr   string        // UDP address override (default: the credential's)
 	MaxBatch  int           // most digests per request (default 256; UDP also fits the datagram limit)
 	HTTP2     bool          // multiplex over one HTTP/2 connection instead of HTTP/1.1 keep-alive
@@ -132,7 +133,21 @@ func New(cred *Credential, opts Options) (*Client, error) {
 	}
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cred.p.Cert}, RootCAs: cred.p.CAs,
 		ServerName: host, MinVersion: tls.VersionTLS13}
-	h := newHTTPS(u, tlsCfg, opts)
+	bases := []*url.URL{u}
+	for _, r := range opts.Replicas {
+		ru, err := url.Parse(r)
+		if err != nil || ru.Scheme != "https" || ru.Host == "" {
+			return nil, fmt.Errorf("key server replica url %q: want https://host:port", r)
+		}
+		bases = append(bases, ru)
+	}
+	if len(bases) > 1 {
+		if opts.Transport == "udp" {
+			return nil, errors.New("key server replicas: the udp transport's sessions live on one replica; use https")
+		}
+		tlsCfg.ServerName = "" // each replica is checked against its own host name
+	}
+	h := newHTTPS(bases, tlsCfg, opts)
 	c := &Client{cred: cred, opts: opts, log: opts.Logger, serial: make(chan struct{}, 1),
 		reqs: make(chan *keyReq), slots: make(chan struct{}, MaxInflight), stop: make(chan struct{})}
 	switch opts.Transport {

@@ -14,11 +14,12 @@ import (
 )
 
 type httpsTransport struct {
-	base *url.URL
-	hc   *http.Client
+	base  *url.URL // the first replica (sessions, for the udp transport, live there)
+	nodes *replicas
+	hc    *http.Client
 }
 
-func newHTTPS(u *url.URL, tlsCfg *tls.Config, opts Options) *httpsTransport {
+func newHTTPS(us []*url.URL, tlsCfg *tls.Config, opts Options) *httpsTransport {
 	tr := &http.Transport{
 		TLSClientConfig:     tlsCfg,
 		ForceAttemptHTTP2:   opts.HTTP2,
@@ -33,16 +34,21 @@ func newHTTPS(u *url.URL, tlsCfg *tls.Config, opts Options) *httpsTransport {
 	// Redirects are not followed: they would carry requests wherever an answer points,
 	// without TLS if it says http://. A 3xx is an unexpected answer like any other.
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &httpsTransport{base: u, hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}}
+	return &httpsTransport{base: us[0], nodes: newReplicas(us), hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}}
 }
 
 func (h *httpsTransport) endpoint(p string) string {
 	return strings.TrimSuffix(h.base.String(), "/") + p
 }
 
-// post sends body to path and returns the 200 answer; it classifies failures.
+// post sends body to path on the replicas in turn (replicas.go) and returns the 200
+// answer; it classifies failures.
 func (h *httpsTransport) post(ctx context.Context, path string, body []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint(path), bytes.NewReader(body))
+	return h.nodes.send(func(base *url.URL) ([]byte, error) { return h.post1(ctx, base, path, body) })
+}
+
+func (h *httpsTransport) post1(ctx context.Context, base *url.URL, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base.String(), "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +78,7 @@ func (h *httpsTransport) post(ctx context.Context, path string, body []byte) ([]
 		return nil, errRetry{statusError{resp.StatusCode, fmt.Sprintf("http %d: %s", resp.StatusCode, msg)}}
 	}
 	if resp.StatusCode == http.StatusNotFound && (msg == "" || len(msg) > 200) {
-		return nil, fmt.Errorf("%w: %w", ErrUnexpected, statusError{404, "http 404 at " + h.base.Host + " (not a veil key server, or a wrong URL)"})
+		return nil, fmt.Errorf("%w: %w", ErrUnexpected, statusError{404, "http 404 at " + base.Host + " (not a veil key server, or a wrong URL)"})
 	}
 	return nil, fmt.Errorf("%w: %w", ErrUnexpected, statusError{resp.StatusCode, fmt.Sprintf("http %d: %s", resp.StatusCode, msg)})
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +39,10 @@ type Config struct {
 	Storage     string `json:"storage"`                // location: a path, s3://..., veil://host:port
 	KSTransport string `json:"ks_transport,omitempty"` // https (default) or udp
 	KSTimeout   string `json:"ks_timeout,omitempty"`   // per-attempt timeout t_R (default 2s)
-	NoKS        bool   `json:"no_keyserver,omitempty"` // store under random keys (no dedup)
+	// KSURLs are the key server's replicas (HTTPS URLs); empty: the credential's one URL.
+	// Derivations are spread over them, with failover from one that does not answer.
+	KSURLs []string `json:"ks_urls,omitempty"`
+	NoKS   bool     `json:"no_keyserver,omitempty"` // store under random keys (no dedup)
 }
 
 // Environment variables that override the profile.
@@ -74,6 +78,7 @@ type InitOptions struct {
 	NoKS         bool             // no key server: random keys, no dedup
 	Transport    string           // key server transport: https (default) or udp
 	KSTimeout    string           // per-attempt key server timeout, a Go duration ("" = default)
+	KSURLs       []string         // the key server's replicas (HTTPS URLs; empty: the credential's)
 	Credentials  open.Credentials // S3 keys for an s3:// location (veil:// uses StoreCredRaw)
 }
 
@@ -93,7 +98,12 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 	if o.Transport != "" && o.Transport != "https" && o.Transport != "udp" {
 		return nil, fmt.Errorf("key server transport %q: want https or udp", o.Transport)
 	}
-	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport, KSTimeout: o.KSTimeout}
+	for _, u := range o.KSURLs {
+		if !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("key server url %q: want https://host:port", u)
+		}
+	}
+	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport, KSTimeout: o.KSTimeout, KSURLs: o.KSURLs}
 	storeCred, ksCred := o.StoreCredRaw, o.KSCredRaw
 	if o.Invite != nil {
 		inv, err := invite.Parse(o.Invite)
@@ -321,7 +331,14 @@ func openKS(dir string, cfg *Config, ov Overrides, log *slog.Logger) (*ksclient.
 	if err != nil {
 		return nil, err
 	}
-	opts := ksclient.Options{Transport: cfg.KSTransport, URL: ov.KSURL, Logger: log}
+	urls := cfg.KSURLs
+	if ov.KSURL != "" { // $VEIL_KS_URL: one URL, or replicas separated by commas
+		urls = strings.Split(ov.KSURL, ",")
+	}
+	opts := ksclient.Options{Transport: cfg.KSTransport, Logger: log}
+	if len(urls) > 0 {
+		opts.URL, opts.Replicas = urls[0], urls[1:]
+	}
 	if cfg.KSTimeout != "" {
 		if opts.Timeout, err = time.ParseDuration(cfg.KSTimeout); err != nil {
 			return nil, fmt.Errorf("ks_timeout %q: %w", cfg.KSTimeout, err)

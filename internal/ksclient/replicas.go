@@ -1,0 +1,71 @@
+package ksclient
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// replicas are the HTTPS endpoints of one key server's replicas (docs/deploy.md). Requests
+// start at the next replica in turn, so clients spread over them; a replica that gives no
+// answer or answers 5xx (errRetry) is left out for replicaDownFor and the request goes to
+// the next one at once. Every other answer (a key, 429, 403) is final. Replicas share the
+// rate-limit budget through Redis, so spreading gives a client no more derivations.
+type replicas struct {
+	urls []*url.URL
+	next atomic.Uint64
+	mu   sync.Mutex
+	down []time.Time
+}
+
+const replicaDownFor = 5 * time.Second
+
+func newReplicas(us []*url.URL) *replicas {
+	return &replicas{urls: us, down: make([]time.Time, len(us))}
+}
+
+func (r *replicas) send(try func(*url.URL) ([]byte, error)) ([]byte, error) {
+	if len(r.urls) == 1 {
+		return try(r.urls[0])
+	}
+	var err error
+	for _, i := range r.order() {
+		var out []byte
+		if out, err = try(r.urls[i]); err == nil {
+			return out, nil
+		}
+		var re errRetry
+		if !errors.As(err, &re) {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.down[i] = time.Now().Add(replicaDownFor)
+		r.mu.Unlock()
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, err // the attempt's time is up: the caller's next try starts elsewhere
+		}
+	}
+	return nil, err
+}
+
+// order is the replicas to try: from the next in turn, those marked down last.
+func (r *replicas) order() []int {
+	n := len(r.urls)
+	start := int(r.next.Add(1) % uint64(n))
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	up, down := make([]int, 0, n), []int{}
+	for k := range n {
+		i := (start + k) % n
+		if now.Before(r.down[i]) {
+			down = append(down, i)
+		} else {
+			up = append(up, i)
+		}
+	}
+	return append(up, down...)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -125,6 +126,9 @@ to stdout.
 				out = args[1]
 				if err := atomicfile.CheckReplaceable(out); err != nil {
 					return fmt.Errorf("%w: not replaced (give - or no OUT to write to standard output)", err)
+				}
+				if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
+					return fmt.Errorf("%s: no directory to write it in", out) // before any access
 				}
 			}
 			p, c, err := o.connect(cmd)

@@ -79,6 +79,9 @@ func TestMetalFiles(t *testing.T) {
 			t.Fatalf("read to %s: exit %d, %q", bad, code, errs)
 		}
 	}
+	if _, errs, code := alice.run(t, "metal", "read", "0", filepath.Join(dir, "missing", "out")); code == 0 || !strings.Contains(errs, "no directory to write it in") {
+		t.Fatalf("read into a missing directory: exit %d, %q", code, errs)
+	}
 	wrong := &user{config: alice.config, passFile: filepath.Join(dir, "wrong")}
 	os.WriteFile(wrong.passFile, []byte("not alice's passphrase\n"), 0o600)
 	if _, errs, code := wrong.run(t, "metal", "ls"); code == 0 || strings.TrimSpace(errs) != "veil: metal.json: wrong passphrase (or the file is damaged)" {

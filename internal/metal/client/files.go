@@ -179,6 +179,9 @@ func readFile(ctx context.Context, b blocks, caps CapabilityFunc, first uint64, 
 
 // accesses is the number of accesses for a file of n segments under o.Pad.
 func accesses(n, padTo int) (int, error) {
+	if padTo < 0 {
+		return 0, fmt.Errorf("--pad %d: give a number of accesses, or 0 for one per segment", padTo)
+	}
 	if padTo > 0 && n > padTo {
 		return 0, fmt.Errorf("the file takes %d accesses, more than --pad %d", n, padTo)
 	}

@@ -109,6 +109,9 @@ func TestFileRoundTrip(t *testing.T) {
 	if _, err := writeFile(ctx, m, caps(0, 63), 20, fill(200, 1), FileOptions{Pad: 2}); err == nil || !strings.Contains(err.Error(), "more than --pad 2") {
 		t.Fatalf("a file past --pad: %v", err)
 	}
+	if _, err := writeFile(ctx, m, caps(0, 63), 20, fill(10, 1), FileOptions{Pad: -1}); err == nil || !strings.Contains(err.Error(), "--pad -1") {
+		t.Fatalf("a negative --pad: %v", err)
+	}
 	m.log = nil
 	if got, s, err := readFile(ctx, m, caps(0, 63), 50, FileOptions{}); err != nil || len(got) != 0 || s.Segments != 1 || len(m.log) != 1 {
 		t.Fatalf("a never-written id: %q %+v %v", got, s, err)

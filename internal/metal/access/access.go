@@ -44,6 +44,10 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 	}
 	p.dirty = map[uint64][]byte{}
 	t := newTimer()
+	ev := p.idx.NextEvictionLeaves()
+	reg := newRegion(pr, ev[0], ev[1])
+	p.startAhead(reg, user)
+	defer p.waitAhead()
 	r := pr.Recursion()
 	fresh, err := r.DrawFresh(p.rnd)
 	if err != nil {
@@ -68,23 +72,27 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 		return Reply{}, err
 	}
 	p.lastLeaf = leaf
+	p.startPath(leaf)
 	res, err := p.idx.AccessLeaf(leaf, fresh.Leaves[0], id, write, []bool{false})
 	if err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.IndexORAM)
-	reg := newRegion(pr, res.Evictions[0].Leaf, res.Evictions[1].Leaf)
+	if res.Evictions[0].Leaf != ev[0] || res.Evictions[1].Leaf != ev[1] {
+		return Reply{}, fmt.Errorf("access: IndexORAM evicted paths %d, %d, not the expected %d, %d",
+			res.Evictions[0].Leaf, res.Evictions[1].Leaf, ev[0], ev[1])
+	}
 	dotIdx, half, err := p.composeAndSplit(reg, res, write, allowed)
 	if err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.Mid)
-	fetched, toClient, err := p.fetch(leaf, dotIdx)
+	fetched, toClient, err := p.fetch(dotIdx)
 	if err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.Fetch)
-	if err := p.permuteRegion(reg, half, fetched, user); err != nil {
+	if err := p.permuteRegion(reg, half, fetched); err != nil {
 		return Reply{}, err
 	}
 	t.mark(&p.last.Permute)

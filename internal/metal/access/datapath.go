@@ -16,16 +16,9 @@ import (
 
 func (p *Party) garbler() bool { return p.sess.Role() == twopc.Garbler }
 
-// block returns Server 1's current block at slot key k: changed in this access, stored,
-// or nil when never written (rerandomizeAll makes nil a fresh encryption of zeros, so an
-// empty slot costs one encryption, not an encryption and a rerandomization).
-func (p *Party) block(k uint64) ([]byte, error) {
-	if b, ok := p.dirty[k]; ok {
-		return b, nil
-	}
-	return p.store.Block(k)
-}
-
+// zeroBlock is a fresh encryption of the block of zeros: what a never-written DataORAM
+// slot (stored as nil) and the fetch's dummy become (one encryption, not an encryption
+// and a rerandomization).
 func (p *Party) zeroBlock() ([]byte, error) {
 	cts, err := p.pk.EncryptBlock(make([]byte, p.st.P.BlockSize), p.rnd)
 	if err != nil {
@@ -58,34 +51,58 @@ func (p *Party) rerandomize(blk []byte) ([]byte, error) {
 // a nil block (a slot never written) becomes a fresh encryption of zeros.
 func (p *Party) rerandomizeAll(blocks [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(blocks))
-	errs := make([]error, len(blocks))
+	err := forEach(len(blocks), func(i int) (err error) {
+		if blocks[i] == nil {
+			out[i], err = p.zeroBlock()
+		} else {
+			out[i], err = p.rerandomize(blocks[i])
+		}
+		return err
+	})
+	return out, err
+}
+
+// applyPairs rerandomizes a block with precomputed rerandomizers, one per ciphertext.
+func (p *Party) applyPairs(blk []byte, rr []elgamal.Rerandomizer) ([]byte, error) {
+	cts, err := dataoram.UnmarshalBlock(blk)
+	if err != nil {
+		return nil, err
+	}
+	if len(cts) != len(rr) {
+		return nil, fmt.Errorf("access: block of %d ciphertexts, want %d", len(cts), len(rr))
+	}
+	for i := range cts {
+		cts[i] = rr[i].Apply(cts[i])
+	}
+	return dataoram.MarshalBlock(cts), nil
+}
+
+// forEach runs f(0), ..., f(n-1) on all CPUs and joins their errors.
+func forEach(n int, f func(i int) error) error {
+	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+	for w := 0; w < min(n, runtime.GOMAXPROCS(0)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if blocks[i] == nil {
-					out[i], errs[i] = p.zeroBlock()
-				} else {
-					out[i], errs[i] = p.rerandomize(blocks[i])
-				}
+				errs[i] = f(i)
 			}
 		}()
 	}
-	for i := range blocks {
+	for i := 0; i < n; i++ {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // fetch runs SS-DOT over the stash, the path to leaf and a dummy block of zeros, then the
 // two-party decryption. It returns, on Server 1, the fetched block as Server 2 sends it
 // back rerandomized (for the insert), and on both this server's message for the client.
-func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err error) {
+func (p *Party) fetch(idx []bool) (fetched, toClient []byte, err error) {
 	if !p.garbler() {
 		blk, err := p.dot.Receive(idx)
 		if err != nil {
@@ -99,7 +116,11 @@ func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err er
 		if err != nil {
 			return nil, nil, err
 		}
-		rr, err := p.rerandomize(blk)
+		pairs, err := p.ahead.pairs.wait()
+		if err != nil {
+			return nil, nil, err
+		}
+		rr, err := p.applyPairs(blk, pairs[:p.st.P.Chunks()])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -108,16 +129,8 @@ func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err er
 		}
 		return nil, toClient, p.sess.SendMessage(rr)
 	}
-	var blocks [][]byte
-	for _, k := range pathKeys(p.st.P, leaf) {
-		b, err := p.block(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		blocks = append(blocks, b)
-	}
-	// The last block is the dummy: a fresh encryption of zeros.
-	if blocks, err = p.rerandomizeAll(append(blocks, nil)); err != nil {
+	blocks, err := p.ahead.path.wait()
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := p.dot.Send(idx, blocks); err != nil {
@@ -141,24 +154,27 @@ func (p *Party) fetch(leaf uint64, idx []bool) (fetched, toClient []byte, err er
 
 // permuteRegion applies the access's one permutation (Server 1's σ1, then Server 2's σ2)
 // to the region's blocks, the fetched block and the client's, and writes the kept
-// positions back (Server 1).
-func (p *Party) permuteRegion(r region, half []int, fetched, user []byte) error {
-	var keys []uint64
+// positions back (Server 1). The region's blocks and the client's were rerandomized
+// ahead (aheadWork); the fetched block is rerandomized here.
+func (p *Party) permuteRegion(r region, half []int, fetched []byte) error {
 	var arr [][]byte
 	if p.garbler() {
-		keys = r.keys()
-		for _, k := range keys {
-			b, err := p.block(k)
-			if err != nil {
-				return err
-			}
-			arr = append(arr, b)
+		var err error
+		if arr, err = p.ahead.region.wait(); err != nil {
+			return err
 		}
-		arr = append(arr, fetched, user)
+		f, err := p.rerandomize(fetched)
+		if err != nil {
+			return err
+		}
+		arr = append(append(arr[:r.kept():r.kept()], f), arr[r.kept()])
 	}
 	out, err := p.permute(arr, half, r.size(), r.kept())
-	for j := 0; err == nil && j < len(keys); j++ {
-		p.dirty[keys[j]] = out[j]
+	if err != nil || !p.garbler() {
+		return err
 	}
-	return err
+	for j, k := range r.keys() {
+		p.dirty[k] = out[j]
+	}
+	return nil
 }

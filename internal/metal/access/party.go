@@ -48,6 +48,7 @@ type Party struct {
 	perms    map[int]*circuit.Circuit // permCircuit by the eviction paths' shared levels
 	front    *circuit.Circuit
 	dirty    map[uint64][]byte // Server 1: DataORAM blocks changed by this access
+	ahead    aheadWork         // this access's DataORAM work started beside the Runs
 	lastLeaf uint64
 	// RolledBack: at session start this server was one call ahead of the other (which had
 	// crashed before committing it) and undid that call, so both hold the same state.
@@ -156,7 +157,15 @@ func (p *Party) build() error {
 		return err
 	}
 	p.shuffle, p.perms = rand.New(rand.NewChaCha8(seed)), map[int]*circuit.Circuit{}
-	p.front, err = frontCircuit(pr)
+	if p.front, err = frontCircuit(pr); err != nil {
+		return err
+	}
+	// The permutation circuit depends on how much the eviction paths overlap: build the
+	// one the next access needs now (the overlap is the same for every access while the
+	// eviction counter stays even), any other when an access first needs it.
+	ev := p.idx.NextEvictionLeaves()
+	r := newRegion(pr, ev[0], ev[1])
+	p.perms[r.shared], err = permCircuit(pr, r.shared)
 	return err
 }
 

@@ -9,21 +9,22 @@ import (
 )
 
 // permute is the distributed permutation of Section 5.5 on ciphertext blocks, in gather
-// form (applying q to A gives B[j] = A[q[j]]): Server 1 rerandomizes arr, applies its half
-// σ1 (a permutation of len(arr)) and sends the result; Server 2 applies its half σ2 (kept
-// positions of it: the permutation's last positions are dropped), rerandomizes what it
-// keeps and sends it back; Server 1 returns the kept blocks. Server 2 passes nil arr.
+// form (applying q to A gives B[j] = A[q[j]]): Server 1 passes arr already rerandomized,
+// applies its half σ1 (a permutation of n) and sends the result; Server 2 applies its half
+// σ2 (kept positions: the permutation's last ones are dropped), rerandomizes what it keeps
+// with its precomputed rerandomizers and sends it back; Server 1 returns the kept blocks.
+// Server 2 passes nil arr.
 func (p *Party) permute(arr [][]byte, half []int, n, kept int) ([][]byte, error) {
 	size := p.st.P.CTSize()
 	if p.garbler() {
 		if len(arr) != n || len(half) != n {
 			return nil, fmt.Errorf("access: permuting %d blocks with a permutation of %d", len(arr), n)
 		}
-		msg, err := p.applyHalf(arr, half)
-		if err == nil {
-			err = p.sess.SendMessage(msg)
+		msg := make([]byte, 0, n*size)
+		for _, j := range half {
+			msg = append(msg, arr[j]...)
 		}
-		if err != nil {
+		if err := p.sess.SendMessage(msg); err != nil {
 			return nil, err
 		}
 		back, err := p.sess.ReceiveMessage()
@@ -40,38 +41,24 @@ func (p *Party) permute(arr [][]byte, half []int, n, kept int) ([][]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	if len(half) != kept {
+	pairs, err := p.ahead.pairs.wait()
+	if err != nil {
+		return nil, err
+	}
+	c := p.st.P.Chunks()
+	if len(half) != kept || len(pairs) != (kept+1)*c {
 		return nil, fmt.Errorf("access: keeping %d blocks with a half of %d", kept, len(half))
 	}
-	sel := make([][]byte, kept)
-	for j, v := range half {
-		sel[j] = in[v]
-	}
-	out, err := p.applyHalf(sel, nil)
+	out := make([]byte, kept*size)
+	err = forEach(kept, func(j int) error {
+		b, err := p.applyPairs(in[half[j]], pairs[(j+1)*c:(j+2)*c])
+		copy(out[j*size:], b)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return nil, p.sess.SendMessage(out)
-}
-
-// applyHalf rerandomizes every block and lays them out in the order half gathers them
-// (nil: in order).
-func (p *Party) applyHalf(arr [][]byte, half []int) ([]byte, error) {
-	rr, err := p.rerandomizeAll(arr)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(arr)*p.st.P.CTSize())
-	if half == nil {
-		for _, b := range rr {
-			out = append(out, b...)
-		}
-		return out, nil
-	}
-	for _, j := range half {
-		out = append(out, rr[j]...)
-	}
-	return out, nil
 }
 
 func splitBlocks(msg []byte, n, size int) ([][]byte, error) {

@@ -3,6 +3,8 @@ package dataoram
 import (
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	ristretto "github.com/bwesterb/go-ristretto"
 	"github.com/veil-project/veil/internal/metal/elgamal"
@@ -42,24 +44,42 @@ func pointBytes(ps []ristretto.Point) []byte {
 	return out
 }
 
+// parallel runs f(0), ..., f(n-1) on all CPUs, in contiguous ranges.
+func parallel(n int, f func(i int)) {
+	w := min(n, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := k * n / w; i < (k+1)*n/w; i++ {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // DecryptServer2 is Server 2's step on the fetched block (its ElGamal ciphertexts): the
 // message for Server 1 and the message for the client.
 func DecryptServer2(k2 *elgamal.KeyShare, x1 *ristretto.Point, block []elgamal.Ciphertext, rnd io.Reader) (toServer1, toClient []byte, err error) {
 	blinded := make([]ristretto.Point, len(block))
 	e := make([]ristretto.Point, len(block))
-	for i, ct := range block {
-		t, err := elgamal.RandomScalar(rnd)
-		if err != nil {
+	ts := make([]*ristretto.Scalar, len(block))
+	for i := range ts {
+		if ts[i], err = elgamal.RandomScalar(rnd); err != nil {
 			return nil, nil, err
 		}
-		var tg, tx ristretto.Point
-		tg.ScalarMultBase(t)
-		tx.ScalarMult(x1, t)
-		blinded[i].Add(&ct.R, &tg)
-		d2 := k2.Partial(ct)
-		e[i].Sub(&ct.C, &d2)
-		e[i].Add(&e[i], &tx)
 	}
+	parallel(len(block), func(i int) {
+		var tg, tx ristretto.Point
+		tg.ScalarMultBase(ts[i])
+		tx.ScalarMult(x1, ts[i])
+		blinded[i].Add(&block[i].R, &tg)
+		d2 := k2.Partial(block[i])
+		e[i].Sub(&block[i].C, &d2)
+		e[i].Add(&e[i], &tx)
+	})
 	return pointBytes(blinded), pointBytes(e), nil
 }
 
@@ -70,9 +90,7 @@ func DecryptServer1(k1 *elgamal.KeyShare, fromServer2 []byte) ([]byte, error) {
 		return nil, err
 	}
 	d := make([]ristretto.Point, len(rs))
-	for i := range rs {
-		d[i] = k1.Partial(elgamal.Ciphertext{R: rs[i]})
-	}
+	parallel(len(rs), func(i int) { d[i] = k1.Partial(elgamal.Ciphertext{R: rs[i]}) })
 	return pointBytes(d), nil
 }
 

@@ -169,20 +169,40 @@ func UnmarshalCiphertext(p []byte) (Ciphertext, error) {
 	return ct, nil
 }
 
-// EncryptBlock splits data (a multiple of ChunkLen bytes) into chunks and encrypts each.
+// EncryptBlock splits data (a multiple of ChunkLen bytes) into chunks and encrypts each,
+// each with a fresh scalar. The Lizard encoding of a chunk equal to the one before it is
+// reused (it is deterministic): a block of zeros encodes one point, not one per chunk.
 func (pk PublicKey) EncryptBlock(data []byte, rnd io.Reader) ([]Ciphertext, error) {
 	if len(data)%ChunkLen != 0 {
 		return nil, fmt.Errorf("elgamal: block of %d bytes is not a multiple of %d", len(data), ChunkLen)
 	}
 	out := make([]Ciphertext, len(data)/ChunkLen)
+	var m Ciphertext // (identity, M): the chunk encrypted under the scalar 0
+	m.R.SetZero()
 	for i := range out {
 		var chunk [ChunkLen]byte
 		copy(chunk[:], data[i*ChunkLen:])
-		ct, err := pk.Encrypt(&chunk, rnd)
+		if i == 0 || !bytes.Equal(data[i*ChunkLen:(i+1)*ChunkLen], data[(i-1)*ChunkLen:i*ChunkLen]) {
+			m.C.SetLizard(&chunk)
+		}
+		r, err := randomScalar(rnd)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = ct
+		out[i] = pk.NewRerandomizer(r).Apply(m)
 	}
 	return out, nil
+}
+
+// Rerandomizers fills out with rerandomizers of fresh, independent scalars (one per
+// ciphertext they will serve).
+func (pk PublicKey) Rerandomizers(out []Rerandomizer, rnd io.Reader) error {
+	for i := range out {
+		s, err := randomScalar(rnd)
+		if err != nil {
+			return err
+		}
+		out[i] = pk.NewRerandomizer(s)
+	}
+	return nil
 }

@@ -71,6 +71,13 @@ func NewParty(sess *twopc.Session, sh *Share, rnd io.Reader) (*Party, error) {
 // lexicographic order) and must be persisted with the share.
 func (p *Party) Evictions() uint64 { return p.evicts }
 
+// NextEvictionLeaves are the paths of the next access's two evictions: public, they follow
+// from the eviction counter alone (reverse-lexicographic order), so DataORAM work on them
+// can start before the access's Runs.
+func (p *Party) NextEvictionLeaves() [2]uint64 {
+	return [2]uint64{evictionLeaf(p.evicts, p.sh.L.D), evictionLeaf(p.evicts+1, p.sh.L.D)}
+}
+
 // SetEvictions restores the eviction counter of a persisted tree.
 func (p *Party) SetEvictions(n uint64) { p.evicts = n }
 

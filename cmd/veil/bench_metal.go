@@ -36,6 +36,10 @@ ReadFile latency at each size, with where Server 1's time went:
              client block, rerandomized and applied by Server 1 then Server 2
   commit     the bbolt transaction
 
+cpu ms is the CPU time (user+system) of this process per call: both servers and the
+client. On a machine shared with other work it is the steadier figure; with two idle
+cores an access cannot take less than half of it.
+
 --point LOG2FILES:BLOCK (repeatable), LOG2FILES <= 20.
 
 --primitive compares Metal with Primitive Metal (paper Section 5.2: the whole ORAM, file
@@ -77,7 +81,7 @@ download from Server 1 and the client's trial decryptions, also shown alone).`,
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			if !asJSON {
-				fmt.Fprintln(tw, "rtt ms\tfiles\tblock\top\tn\tmean ms\tmin ms\tfront\tindexoram\tsplit\tfetch\tpermute\tcommit\tpaper\t")
+				fmt.Fprintln(tw, "rtt ms\tfiles\tblock\top\tn\tmean ms\tmin ms\tcpu ms\tfront\tindexoram\tsplit\tfetch\tpermute\tcommit\tpaper\t")
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			err := metalbench.Run(cmd.Context(), cfg, func(r metalbench.Row) {
@@ -85,7 +89,7 @@ download from Server 1 and the client's trial decryptions, also shown alone).`,
 					enc.Encode(r)
 					return
 				}
-				fmt.Fprintf(tw, "%.0f\t%d\t%d\t%s\t%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.RTTms, r.Files, r.Block, r.Op, r.N, r.MeanMs, r.MinMs,
+				fmt.Fprintf(tw, "%.0f\t%d\t%d\t%s\t%d\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.RTTms, r.Files, r.Block, r.Op, r.N, r.MeanMs, r.MinMs, blankZero("%.0f", r.CPUMs),
 					blankZero("%.0f", r.Front), blankZero("%.0f", r.Index), blankZero("%.0f", r.Split), blankZero("%.0f", r.Fetch),
 					blankZero("%.0f", r.Permute), blankZero("%.0f", r.Commit), r.Paper)
 			})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/metal/access"
@@ -37,6 +38,7 @@ type Row struct {
 	N        int     `json:"n"`
 	MeanMs   float64 `json:"mean_ms"`
 	MinMs    float64 `json:"min_ms"`
+	CPUMs    float64 `json:"cpu_ms,omitempty"`       // CPU (user+sys) of this process per call: both servers and the client
 	Front    float64 `json:"front_ms,omitempty"`     // Metal-AC + position map (2PC)
 	Index    float64 `json:"indexoram_ms,omitempty"` // IndexORAM read + evictions (2PC)
 	Split    float64 `json:"split_ms,omitempty"`     // DOT index + the composed permutation, split (2PC)
@@ -101,6 +103,7 @@ func runPoint(ctx context.Context, p access.Params, cfg Config, emit func(Row)) 
 	for _, op := range []string{"write", "read"} {
 		times = times[:0]
 		var tims []access.Timings
+		cpu0 := cpuTime()
 		for i := 0; i < ops; i++ {
 			t0 := time.Now()
 			if op == "write" {
@@ -114,9 +117,20 @@ func runPoint(ctx context.Context, p access.Params, cfg Config, emit func(Row)) 
 			times = append(times, time.Since(t0))
 			tims = append(tims, d.s1.LastTimings())
 		}
-		emit(row(p, cfg.RTT, op, times, tims, "3.62 s (2^20 x 64 KiB, two 8-vCPU servers, 19 ms RTT)"))
+		r := row(p, cfg.RTT, op, times, tims, "3.62 s (2^20 x 64 KiB, two 8-vCPU servers, 19 ms RTT)")
+		r.CPUMs = ms(cpuTime()-cpu0) / float64(ops)
+		emit(r)
 	}
 	return nil
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -38,8 +38,10 @@ func points(p []byte) ([]ristretto.Point, error) {
 
 func pointBytes(ps []ristretto.Point) []byte {
 	out := make([]byte, 0, len(ps)*elgamal.PointLen)
+	var b [elgamal.PointLen]byte
 	for i := range ps {
-		out = append(out, ps[i].Bytes()...)
+		ps[i].BytesInto(&b)
+		out = append(out, b[:]...)
 	}
 	return out
 }
@@ -123,8 +125,8 @@ func DecryptClient(fromServer1, fromServer2 []byte) ([]byte, error) {
 // MarshalBlock and UnmarshalBlock encode a block's ciphertexts back to back.
 func MarshalBlock(cts []elgamal.Ciphertext) []byte {
 	out := make([]byte, 0, len(cts)*elgamal.CiphertextLen)
-	for _, ct := range cts {
-		out = append(out, ct.Marshal()...)
+	for i := range cts {
+		out = cts[i].AppendTo(out)
 	}
 	return out
 }

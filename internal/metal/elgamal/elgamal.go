@@ -148,10 +148,15 @@ func Combine(ct Ciphertext, d1, d2 *ristretto.Point) ([ChunkLen]byte, error) {
 }
 
 // Marshal encodes ct as R || C.
-func (ct Ciphertext) Marshal() []byte {
-	out := make([]byte, 0, CiphertextLen)
-	out = append(out, ct.R.Bytes()...)
-	return append(out, ct.C.Bytes()...)
+func (ct Ciphertext) Marshal() []byte { return ct.AppendTo(make([]byte, 0, CiphertextLen)) }
+
+// AppendTo appends R || C to out (no allocation when out has room).
+func (ct *Ciphertext) AppendTo(out []byte) []byte {
+	var b [PointLen]byte
+	ct.R.BytesInto(&b)
+	out = append(out, b[:]...)
+	ct.C.BytesInto(&b)
+	return append(out, b[:]...)
 }
 
 // UnmarshalCiphertext parses R || C, refusing non-canonical or invalid encodings.

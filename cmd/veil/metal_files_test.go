@@ -214,6 +214,9 @@ func TestMetalJoinProfilePassphrase(t *testing.T) {
 	root := t.TempDir()
 	admin := &user{config: filepath.Join(root, "unused")}
 	s1, s2 := filepath.Join(root, "s1"), filepath.Join(root, "s2")
+	if _, errs, code := admin.run(t, "metal", "server", "init", "--role", "2", "--dir", s2, "--endpoint", "https://127.0.0.1:1", "--block-size", "32"); code == 0 || !strings.Contains(errs, "block size 32: veil's clients need at least 48 bytes") {
+		t.Fatalf("init with 32-byte blocks: exit %d, %q", code, errs)
+	}
 	admin.mustRun(t, "metal", "server", "init", "--role", "2", "--dir", s2, "--endpoint", "https://127.0.0.1:1", "--files-log2", "3", "--block-size", "64")
 	admin.mustRun(t, "metal", "server", "init", "--role", "1", "--dir", s1, "--endpoint", "https://127.0.0.1:2", "--peer-cred", filepath.Join(s2, "peer.cred"))
 	dep := filepath.Join(s1, "deployment.json")

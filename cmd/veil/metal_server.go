@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/metal/segment"
 	mserver "github.com/veil-project/veil/internal/metal/server"
 )
 
@@ -29,6 +30,9 @@ DIR/deployment.json for clients: 'veil metal join').
   veil metal server init --role 1 --dir /srv/metal1 --endpoint https://127.0.0.1:7601 --peer-cred /srv/metal2/peer.cred`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := metalBlockFits(role == 2, p.BlockSize); err != nil {
+				return err
+			}
 			o := mserver.InitOptions{Role: role, Endpoint: endpoint, Hosts: hosts, Params: p}
 			if role == 1 {
 				b, err := os.ReadFile(peerCred)
@@ -53,7 +57,7 @@ DIR/deployment.json for clients: 'veil metal join').
 	initC.Flags().StringVar(&peerCred, "peer-cred", "", "Server 2's peer.cred (role 1)")
 	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
 	initC.Flags().IntVar(&p.D, "files-log2", p.D, "role 2: 2^N file ids, N <= 20 (recursive position map)")
-	initC.Flags().IntVar(&p.BlockSize, "block-size", p.BlockSize, "role 2: bytes per file id, a multiple of 16")
+	initC.Flags().IntVar(&p.BlockSize, "block-size", p.BlockSize, "role 2: bytes per block (file id), a multiple of 16, at least 48")
 	initC.Flags().IntVar(&p.Stash, "stash", p.Stash, "role 2: ORAM stash bound")
 	initC.Flags().Uint32Var(&p.FilesPerAccount, "files-per-account", p.FilesPerAccount, "role 2: file ids per account")
 	initC.MarkFlagRequired("role")
@@ -88,4 +92,13 @@ DIR/deployment.json for clients: 'veil metal join').
 	c.MarkPersistentFlagRequired("dir")
 	c.AddCommand(initC, serve)
 	return c
+}
+
+// metalBlockFits refuses (when check is set) a block too small for the client's segment
+// header (docs/formats/metal-segment.md): such a deployment could store no file.
+func metalBlockFits(check bool, blockSize int) error {
+	if check && blockSize < segment.MinBlockSize {
+		return fmt.Errorf("block size %d: veil's clients need at least %d bytes per block (a %d-byte segment header and some content)", blockSize, segment.MinBlockSize, segment.HeaderLen)
+	}
+	return nil
 }

@@ -50,6 +50,9 @@ Examples:
 					*p = cmd.Flags().Lookup(flag).Value.String()
 				}
 			}
+			if err := metalBlockFits(metal, metalParams.BlockSize); err != nil {
+				return err
+			}
 			got, undo, err := allinone.Setup(dir, cfg, explicit)
 			if err != nil {
 				return err
@@ -92,7 +95,7 @@ Examples:
 	c.Flags().StringVar(&metalAddr1, "metal-listen1", allinone.DefaultMetal1Addr, "Metal Server 1 address (first --metal run only)")
 	c.Flags().StringVar(&metalAddr2, "metal-listen2", allinone.DefaultMetal2Addr, "Metal Server 2 address (first --metal run only)")
 	c.Flags().IntVar(&metalParams.D, "metal-files-log2", metalParams.D, "Metal: 2^N file ids (first --metal run only; at most 20)")
-	c.Flags().IntVar(&metalParams.BlockSize, "metal-block-size", metalParams.BlockSize, "Metal: bytes per file id, a multiple of 16 (first --metal run only)")
+	c.Flags().IntVar(&metalParams.BlockSize, "metal-block-size", metalParams.BlockSize, "Metal: bytes per block (file id), a multiple of 16, at least 48 (first --metal run only)")
 	c.AddCommand(&cobra.Command{
 		Use:   "adduser NAME",
 		Short: "Register a user and write an invitation to <dir>/invites/NAME.invite",

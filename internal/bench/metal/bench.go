@@ -81,7 +81,9 @@ func runPoint(ctx context.Context, p access.Params, cfg Config, emit func(Row)) 
 	}
 	defer d.stop()
 	var c *client.Client
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	// The servers meet once each has loaded its state and built its circuits: minutes at
+	// 2^20 files on a loaded machine.
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if c, err = client.New(ctx, d.dep); err == nil {
 			break
 		}

@@ -191,3 +191,38 @@ func TestCrashBeforeCommitRolledBack(t *testing.T) {
 		t.Fatal("a second rollback in a row succeeded")
 	}
 }
+
+// The trees' shares are stored per node and a commit writes only the nodes the access
+// touched: after one access on a fresh deployment the state record holds no tree bits, and
+// each tree has at most its stash and three paths (read, two evictions) stored.
+func TestTreesStoredPerNode(t *testing.T) {
+	r := newRig(t, testParams)
+	c := r.createAccount(t)
+	if _, err := r.access(t, c, 1, ac.Write, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.st1.LoadState()
+	perTree := map[byte]int{}
+	var stateLen int
+	err := r.st1.db.View(func(tx *bbolt.Tx) error {
+		stateLen = len(tx.Bucket(bucketState).Get(keyState))
+		return tx.Bucket(bucketTrees).ForEach(func(k, _ []byte) error {
+			perTree[k[0]]++
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stateLen != len(st.Marshal()) || stateLen > stateHeader+8*len(st.Maps)+(len(st.Pos)+7)/8 {
+		t.Fatalf("state record of %d bytes holds more than the header and the base map", stateLen)
+	}
+	if len(perTree) != st.Trees() {
+		t.Fatalf("nodes stored for %d trees, want %d", len(perTree), st.Trees())
+	}
+	for i, n := range perTree {
+		if d := st.TreeShare(int(i)).L.D; n < 1+d+1 || n > 1+3*(d+1) {
+			t.Fatalf("tree %d: %d nodes stored, want the stash and 1 to 3 paths of %d", i, n, d+1)
+		}
+	}
+}

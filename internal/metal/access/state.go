@@ -16,7 +16,8 @@ import (
 )
 
 // State is one server's reactive state between accesses: everything except DataORAM's
-// blocks. docs/formats/metal-access.md gives its encoding.
+// blocks. docs/formats/metal-access.md gives its encoding: Marshal is the header and the
+// base map; the trees' shares are stored per node by the Store (EncodeNode).
 type State struct {
 	Role   twopc.Role
 	P      Params
@@ -31,7 +32,7 @@ type State struct {
 	Tree   *oram.Share       // IndexORAM's data-level tree T_0
 }
 
-const stateVersion = 2
+const stateVersion = 3
 
 // stateHeader: version, role, params, accesses, evicts, AC key and next shares, key share,
 // peer's public share.
@@ -76,23 +77,20 @@ func baseBits(p Params) int {
 	return r.BaseEntries() * r.BaseBits()
 }
 
-func (s *State) trees() []*oram.Share { return append(append([]*oram.Share{}, s.Maps...), s.Tree) }
+// Trees is the number of trees, L+1.
+func (s *State) Trees() int { return len(s.Maps) + 1 }
 
-// shareSlices lists the state's bit slices in encoding order: the base map, then each
-// tree's stash and buckets (T_1 .. T_L, then T_0).
-func (s *State) shareSlices() [][]bool {
-	out := [][]bool{s.Pos}
-	for _, t := range s.trees() {
-		out = append(out, t.Stash)
-		out = append(out, t.Buckets[1:]...)
+// TreeShare is tree i's share: T_0 (IndexORAM's data-level tree) for i = 0, else T_i.
+func (s *State) TreeShare(i int) *oram.Share {
+	if i == 0 {
+		return s.Tree
 	}
-	return out
+	return s.Maps[i-1]
 }
 
 // packBits appends the slices' bits to b, LSB first, padded with zeros to a byte (what
-// circuit.BitsToBytes does for the concatenation, without building it: the trees are
-// large).
-func packBits(b []byte, slices [][]bool) []byte {
+// circuit.BitsToBytes does for the concatenation, without building it).
+func packBits(b []byte, slices ...[]bool) []byte {
 	var cur byte
 	n := 0
 	for _, sl := range slices {
@@ -111,24 +109,39 @@ func packBits(b []byte, slices [][]bool) []byte {
 	return b
 }
 
-// unpackBits fills the slices from p, the inverse of packBits.
-func unpackBits(p []byte, slices [][]bool) {
-	i := 0
-	for _, sl := range slices {
-		for k := range sl {
-			sl[k] = p[i>>3]>>uint(i&7)&1 == 1
-			i++
-		}
+// unpackBits fills dst from p, the inverse of packBits for one slice; p must be exactly
+// long enough and its padding bits zero.
+func unpackBits(p []byte, dst []bool) error {
+	if len(p) != (len(dst)+7)/8 {
+		return fmt.Errorf("access: %d bytes for %d bits", len(p), len(dst))
 	}
+	for i := range dst {
+		dst[i] = p[i>>3]>>uint(i&7)&1 == 1
+	}
+	if n := len(dst) % 8; n != 0 && p[len(p)-1]>>uint(n) != 0 {
+		return fmt.Errorf("access: non-zero padding bits")
+	}
+	return nil
+}
+
+// EncodeNode is the stored form of node n (0: the stash) of tree i's share.
+func (s *State) EncodeNode(i int, n uint64) []byte { return packBits(nil, s.TreeShare(i).Node(n)) }
+
+// DecodeNode sets node n of tree i's share from its stored form.
+func (s *State) DecodeNode(i int, n uint64, b []byte) error {
+	if i < 0 || i >= s.Trees() {
+		return fmt.Errorf("access: stored node of tree %d; the state has %d trees", i, s.Trees())
+	}
+	sh := s.TreeShare(i)
+	if n >= uint64(len(sh.Buckets)) {
+		return fmt.Errorf("access: stored node %d of tree %d out of range", n, i)
+	}
+	return unpackBits(b, sh.Node(n))
 }
 
 // Marshal encodes s.
 func (s *State) Marshal() []byte {
-	bits := 0
-	for _, sl := range s.shareSlices() {
-		bits += len(sl)
-	}
-	b := make([]byte, 0, stateHeader+8*len(s.MapEv)+(bits+7)/8)
+	b := make([]byte, 0, stateHeader+8*len(s.MapEv)+(len(s.Pos)+7)/8)
 	b = append(b, stateVersion, byte(s.Role))
 	b = append(b, s.P.Encode()...)
 	b = binary.LittleEndian.AppendUint64(b, s.Calls)
@@ -138,10 +151,11 @@ func (s *State) Marshal() []byte {
 	for _, e := range s.MapEv {
 		b = binary.LittleEndian.AppendUint64(b, e)
 	}
-	return packBits(b, s.shareSlices())
+	return packBits(b, s.Pos)
 }
 
-// UnmarshalState is the inverse of Marshal.
+// UnmarshalState is the inverse of Marshal: the trees come back empty (all-zero shares)
+// for the Store to fill from their nodes.
 func UnmarshalState(b []byte) (*State, error) {
 	if len(b) > 0 && b[0] != stateVersion {
 		return nil, fmt.Errorf("access: state is version %d, this veil reads version %d (re-initialize both servers)", b[0], stateVersion)
@@ -184,16 +198,10 @@ func UnmarshalState(b []byte) (*State, error) {
 		s.MapEv = append(s.MapEv, binary.LittleEndian.Uint64(b[o:]))
 		o += 8
 	}
-	n := baseBits(p)
-	total := n
-	for _, t := range s.trees() {
-		total += len(t.Stash) + (len(t.Buckets)-1)*len(t.Buckets[1])
+	s.Pos = make([]bool, baseBits(p))
+	if err := unpackBits(b[o:], s.Pos); err != nil {
+		return nil, fmt.Errorf("access: state's base map: %w", err)
 	}
-	if len(b)-o != (total+7)/8 {
-		return nil, fmt.Errorf("access: state body of %d bytes, want %d", len(b)-o, (total+7)/8)
-	}
-	s.Pos = make([]bool, n)
-	unpackBits(b[o:], s.shareSlices())
 	if !bytes.Equal(s.Marshal(), b) {
 		return nil, fmt.Errorf("access: state encoding is not canonical")
 	}

@@ -18,13 +18,18 @@ var (
 	bucketState = []byte("metal-state")
 	bucketData  = []byte("metal-data")
 	bucketUndo  = []byte("metal-undo") // the state and blocks before the last call
+	bucketTrees = []byte("metal-trees")
 	keyState    = []byte("state")
 )
+
+// nodeKey names node n (0: the stash) of tree i (0: T_0, j: T_j) in bucket metal-trees: 9
+// bytes, so that undo records tell nodes from DataORAM slots (8 bytes) by length.
+func nodeKey(i int, n uint64) []byte { return binary.BigEndian.AppendUint64([]byte{byte(i)}, n) }
 
 // NewStore uses db (opened by the caller), creating the buckets.
 func NewStore(db *bbolt.DB) (*Store, error) {
 	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketState, bucketData, bucketUndo} {
+		for _, b := range [][]byte{bucketState, bucketData, bucketUndo, bucketTrees} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -46,10 +51,41 @@ func (s *Store) LoadState() (*State, error) {
 			return nil
 		}
 		var err error
-		st, err = UnmarshalState(v)
-		return err
+		if st, err = UnmarshalState(v); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketTrees).ForEach(func(k, v []byte) error {
+			if len(k) != 9 {
+				return fmt.Errorf("access: stored tree node key of %d bytes", len(k))
+			}
+			return st.DecodeNode(int(k[0]), binary.BigEndian.Uint64(k[1:]), v)
+		})
 	})
 	return st, err
+}
+
+// putNodes writes the tree nodes st's accesses touched since the last commit; with undo,
+// it first records each one's previous value (or absence) there.
+func putNodes(tx *bbolt.Tx, st *State, undo *bbolt.Bucket) error {
+	t := tx.Bucket(bucketTrees)
+	for i := 0; i < st.Trees(); i++ {
+		for _, n := range st.TreeShare(i).TakeTouched() {
+			k := nodeKey(i, n)
+			if undo != nil {
+				old := []byte{0}
+				if prev := t.Get(k); prev != nil {
+					old = append([]byte{1}, prev...)
+				}
+				if err := undo.Put(k, old); err != nil {
+					return err
+				}
+			}
+			if err := t.Put(k, st.EncodeNode(i, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Commit stores st and the changed DataORAM blocks (slot key -> marshalled block) at once.
@@ -60,6 +96,9 @@ func (s *Store) Commit(st *State, blocks map[uint64][]byte) error {
 			if err := d.Put(slotKey(k), v); err != nil {
 				return err
 			}
+		}
+		if err := putNodes(tx, st, nil); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketState).Put(keyState, st.Marshal())
 	})
@@ -93,6 +132,9 @@ func (s *Store) commitCall(st *State, blocks map[uint64][]byte) error {
 				return err
 			}
 		}
+		if err := putNodes(tx, st, u); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketState).Put(keyState, st.Marshal())
 	})
 }
@@ -109,15 +151,19 @@ func (s *Store) Rollback() error {
 		if err := tx.Bucket(bucketState).Put(keyState, prev); err != nil {
 			return err
 		}
-		d := tx.Bucket(bucketData)
+		d, t := tx.Bucket(bucketData), tx.Bucket(bucketTrees)
 		err := u.ForEach(func(k, v []byte) error {
-			switch {
-			case string(k) == string(keyState):
+			if string(k) == string(keyState) {
 				return nil
-			case len(v) > 0 && v[0] == 1:
-				return d.Put(k, v[1:])
 			}
-			return d.Delete(k)
+			b := d
+			if len(k) == 9 {
+				b = t
+			}
+			if len(v) > 0 && v[0] == 1 {
+				return b.Put(k, v[1:])
+			}
+			return b.Delete(k)
 		})
 		if err != nil {
 			return err

@@ -2,7 +2,9 @@ package access
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	mrand "math/rand/v2"
 	"os"
 	"strings"
@@ -25,6 +27,8 @@ type accessVectors struct {
 	ToServer string `json:"request_server1"`
 	ToOther  string `json:"request_server2"`
 	Reply    string `json:"reply"`
+	NodeKey  string `json:"tree_node_key"` // T_1's stash, its share drawn from seed 4
+	Node     string `json:"tree_node"`
 }
 
 func seeded(b byte) *mrand.ChaCha8 {
@@ -50,6 +54,15 @@ func TestVectors(t *testing.T) {
 		ToServer: hex.EncodeToString(to1), ToOther: hex.EncodeToString(to2),
 		Reply: hex.EncodeToString(Reply{Allowed: true, Data: bytes.Repeat([]byte{7}, 64)}.Marshal()),
 	}
+	stash := st.TreeShare(1).Node(0)
+	r := mrand.New(seeded(4))
+	for i := range stash {
+		stash[i] = r.IntN(2) == 1
+	}
+	v.NodeKey, v.Node = hex.EncodeToString(nodeKey(1, 0)), hex.EncodeToString(st.EncodeNode(1, 0))
+	if err := st.DecodeNode(1, 0, st.EncodeNode(1, 0)); err != nil {
+		t.Fatal(err)
+	}
 	testutil.Golden(t, vectorFile, v)
 	back, err := UnmarshalState(st.Marshal())
 	if err != nil || !bytes.Equal(back.Marshal(), st.Marshal()) {
@@ -68,24 +81,28 @@ func TestVectors(t *testing.T) {
 	}
 }
 
-// A state written by an earlier veil (version 1: the non-recursive position map; a real
-// one, testdata/metal/access-state-v1.hex) is refused with a one-line error naming both
-// versions, as are parameters of the old encoding.
+// States written by earlier veils (version 1: the non-recursive position map; version 2:
+// the trees' shares inside the state; real ones, testdata/metal/access-state-v*.hex) are
+// refused with a one-line error naming both versions, as are version-1 parameters.
 func TestOldStateRefused(t *testing.T) {
-	b, err := os.ReadFile("../../../testdata/metal/access-state-v1.hex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = UnmarshalState(old)
-	if err == nil || !strings.Contains(err.Error(), "version 1") || !strings.Contains(err.Error(), "version 2") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("version-1 state: %v", err)
-	}
-	if _, err := DecodeParams(old[2 : 2+ParamsLen]); err == nil {
-		t.Fatal("version-1 parameters accepted")
+	for _, v := range []int{1, 2} {
+		b, err := os.ReadFile(fmt.Sprintf("../../../testdata/metal/access-state-v%d.hex", v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = UnmarshalState(old)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("version %d,", v)) || !strings.Contains(err.Error(), "version 3") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("version-%d state: %v", v, err)
+		}
+		if v == 1 {
+			if _, err := DecodeParams(old[2 : 2+ParamsLen]); err == nil {
+				t.Fatal("version-1 parameters accepted")
+			}
+		}
 	}
 }
 
@@ -93,11 +110,19 @@ func FuzzUnmarshalState(f *testing.F) {
 	st, _ := NewState(twopc.Evaluator, testParams, seeded(3))
 	f.Add(st.Marshal())
 	f.Add(testParams.Encode())
+	f.Add(append(nodeKey(1, 0), st.EncodeNode(1, 0)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s, err := UnmarshalState(b); err == nil && !bytes.Equal(s.Marshal(), b) {
 			t.Fatalf("accepted a non-canonical state")
 		}
 		_, _ = DecodeParams(b)
+		// A stored tree node (key then value, as in bucket metal-trees).
+		if len(b) >= 9 {
+			i, n := int(b[0]), binary.BigEndian.Uint64(b[1:9])
+			if st.DecodeNode(i, n, b[9:]) == nil && !bytes.Equal(st.EncodeNode(i, n), b[9:]) {
+				t.Fatalf("accepted a non-canonical node")
+			}
+		}
 	})
 }
 

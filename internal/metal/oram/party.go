@@ -3,6 +3,7 @@ package oram
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/veil-project/veil/internal/metal/circuit"
 	"github.com/veil-project/veil/internal/metal/twopc"
@@ -15,6 +16,28 @@ type Share struct {
 	L       Layout
 	Stash   []bool
 	Buckets [][]bool
+	touched map[uint64]bool // nodes written since TakeTouched; 0 is the stash
+}
+
+// TakeTouched returns the nodes an access wrote since the last call, in increasing order
+// (0 for the stash, n >= 1 for heap node n), and forgets them: what a caller persisting
+// the share per node must write.
+func (s *Share) TakeTouched() []uint64 {
+	out := make([]uint64, 0, len(s.touched))
+	for n := range s.touched {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	s.touched = nil
+	return out
+}
+
+// Node returns the share of node n (0: the stash), the slice itself.
+func (s *Share) Node(n uint64) []bool {
+	if n == 0 {
+		return s.Stash
+	}
+	return s.Buckets[n]
 }
 
 // NewShare returns the share of an empty tree.
@@ -39,8 +62,14 @@ func (s *Share) path(leaf uint64) []bool {
 
 func (s *Share) setPath(leaf uint64, p []bool) {
 	n := BucketSize * s.L.BlockBits()
+	if s.touched == nil {
+		s.touched = map[uint64]bool{}
+	}
+	s.touched[0] = true
 	for d := 0; d <= s.L.D; d++ {
-		copy(s.Buckets[1<<d|leaf>>(s.L.D-d)], p[d*n:(d+1)*n])
+		node := uint64(1)<<d | leaf>>(s.L.D-d)
+		copy(s.Buckets[node], p[d*n:(d+1)*n])
+		s.touched[node] = true
 	}
 }
 

@@ -8,6 +8,7 @@ Workloads:
      only, rclone crypt not at all
   c  real files: two users each holding this machine's /usr/share/doc and
      /usr/lib/python3/dist-packages plus 8 MiB of their own
+  s  small files: 2,000 random 4 KiB files in 20 directories, one user (round trips, not CPU)
 
 For each tool: wall time and CPU time (user + system, of the backup command only) of each
 user's backup and the bytes it left on disk (du of the repository / remote / store data
@@ -79,6 +80,15 @@ def make_a(dst, seed):
             f.write(big)
 
 
+def make_s(dst):
+    rnd = open("/dev/urandom", "rb")
+    for i in range(2000):
+        d = os.path.join(dst, f"d{i % 20:02d}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i:04d}"), "wb") as f:
+            f.write(rnd.read(4096))
+
+
 def make_c(dst, user):
     os.makedirs(dst)
     for src in ("/usr/share/doc", "/usr/lib/python3/dist-packages"):
@@ -131,6 +141,11 @@ class Veil:
 
     def stored(self):
         return du(os.path.join(self.server, "store"))
+
+    def server_cpu(self):
+        """CPU seconds (user + system) the veil serve process has used so far."""
+        f = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self):
         self.proc.terminate()
@@ -204,7 +219,12 @@ def main():
         data = os.path.join(base, "data")
         os.makedirs(data)
         for wl in args.workloads.split(","):
-            if wl in ("a", "b"):
+            if wl == "s":
+                src = {"u1": os.path.join(data, "s")}
+                if not os.path.exists(src["u1"]):
+                    make_s(src["u1"])
+                users = ["u1"]
+            elif wl in ("a", "b"):
                 src = {"u1": os.path.join(data, "a")}
                 if not os.path.exists(src["u1"]):
                     make_a(src["u1"], 1)
@@ -223,10 +243,13 @@ def main():
                 os.makedirs(work)
                 t = tool(work)
                 try:
-                    times, cpu = [], []
+                    times, cpu, scpu = [], [], []
                     for u in users:
+                        s0 = t.server_cpu() if hasattr(t, "server_cpu") else 0
                         times.append(t.backup(u, src[u]))
                         cpu.append(CPU[-1])  # the backup command's own CPU (not the servers')
+                        if hasattr(t, "server_cpu"):
+                            scpu.append(round(t.server_cpu() - s0, 2))
                     again = [round(t.backup(u, src[u]), 2) for u in users for _ in range(args.again)]
                     subprocess.run(["sync"])
                     row = {"workload": wl, "tool": tool.name, "users": len(users), "logical_bytes": logical,
@@ -235,6 +258,8 @@ def main():
                            "stored_bytes": t.stored()}
                     if again:
                         row["again_seconds"] = again
+                    if scpu:
+                        row["server_cpu_seconds"] = scpu
                     if issubclass(tool, Veil):
                         st = t.stats()
                         row["store_physical_bytes"] = st["physical_bytes"]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -91,6 +92,53 @@ func TestFailedBatchFallsBackToPuts(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameTree(t, src, out)
+		})
+	}
+}
+
+// countingBatchBE counts requests as countingBE does, a batch upload being one request.
+type countingBatchBE struct {
+	countingBE
+	objects atomic.Int64
+}
+
+func (b *countingBatchBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	b.n.Add(1)
+	b.objects.Add(int64(len(objs)))
+	return storage.PutAll(ctx, b.Backend, objs)
+}
+
+// BenchmarkPutSmallTreeRequests: storage requests of one put of 500 new 2 KiB files in 5
+// directories, with and without batch uploads (a batch is one request). The batched count
+// depends on how objects queue up (timing), the other does not.
+func BenchmarkPutSmallTreeRequests(b *testing.B) {
+	for _, batched := range []bool{false, true} {
+		b.Run(map[bool]string{false: "one-put-per-object", true: "batched"}[batched], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var be storage.Backend
+				cb := &countingBatchBE{countingBE: countingBE{Backend: newBackendB(b)}}
+				be = &cb.countingBE
+				if batched {
+					be = cb
+				}
+				src := b.TempDir()
+				for f := 0; f < 500; f++ {
+					p := filepath.Join(src, "d"+itoa(f%5), "f"+itoa(f))
+					os.MkdirAll(filepath.Dir(p), 0o755)
+					writeB(b, p, randBytes(2048, uint64(f)))
+				}
+				c, err := New(be, NewMasterKey(), Options{Keys: mle.LocalKeys{}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Put(context.Background(), []string{src}, ""); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(cb.n.Load())/500, "requests/file")
+				if batched {
+					b.ReportMetric(float64(cb.objects.Load())/float64(max(1, cb.n.Load())), "objects/request")
+				}
+			}
 		})
 	}
 }

@@ -2,7 +2,6 @@ package access
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/veil-project/veil/internal/metal/ac"
 	"github.com/veil-project/veil/internal/metal/circuit"
@@ -110,11 +109,3 @@ func (p *Party) Access(req, user []byte) (Reply, error) {
 // LastLeaf is the IndexORAM path the last access revealed to both servers: all they learn
 // of which file it was (uniformly random, fresh for every access of a file).
 func (p *Party) LastLeaf() uint64 { return p.lastLeaf }
-
-func (p *Party) randomBits(n int) ([]bool, error) {
-	b := make([]byte, (n+7)/8)
-	if _, err := io.ReadFull(p.rnd, b); err != nil {
-		return nil, err
-	}
-	return circuit.BytesToBits(b)[:n], nil
-}

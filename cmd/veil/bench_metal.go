@@ -16,6 +16,7 @@ func init() { registerBench(newBenchMetalCommand) }
 
 func newBenchMetalCommand() *cobra.Command {
 	var asJSON, prim, shr bool
+	var bandwidth float64
 	var listN int
 	var points []string
 	var cfg metalbench.Config
@@ -45,15 +46,18 @@ cores an access cannot take less than half of it.
 --primitive compares Metal with Primitive Metal (paper Section 5.2: the whole ORAM, file
 data included, inside 2PC) at the same points, both servers in this process over a
 loopback TCP link (no HTTP or TLS), Metal-AC included: mean and min ms per access (writes
-and reads alternate), CPU ms per access (both servers: this process), garbled AND gates and MB between the servers per access, and
-primitive's time over Metal's. Keep the points small (LOG2FILES <= 12, blocks of a few KiB:
-a 4 KiB access is ~12 M AND gates inside 2PC). Default points 4:1024, 6:1024, 4:4096.
+and reads alternate), CPU ms per access (both servers: this process), garbled AND gates
+and MB between the servers per access, and primitive's time over Metal's. Keep the points
+small (LOG2FILES <= 12, blocks of a few KiB: a 4 KiB access is ~12 M AND gates inside 2PC).
+Default points 4:1024, 6:1024, 4:4096. --bandwidth MB/s caps each direction of that link
+(the paper's servers were ~290 MB/s apart; loopback charges nothing for bytes).
 
 Examples:
   veil bench metal
   veil bench metal --point 8:1024 --point 8:4096 --ops 5 --json
   veil bench metal --point 8:1024 --rtt 19ms      # the paper's inter-server latency
   veil bench metal --primitive --point 6:1024 --ops 2
+  veil bench metal --primitive --point 6:4096 --bandwidth 290   # the paper's link
   veil bench metal --share --rtt 19ms              # NewAnonym, SendCapability, ReceiveCapability of 10^4
 
 --share measures the paper's sharing rows (Section 6): NewAnonym on the client alone,
@@ -73,11 +77,14 @@ download from Server 1 and the client's trial decryptions, also shown alone).`,
 			if shr {
 				return runBenchMetalShare(cmd, metalbench.ShareConfig{Ops: cfg.Ops, List: listN, RTT: cfg.RTT}, asJSON)
 			}
+			if bandwidth != 0 && (!prim || bandwidth < 0) {
+				return fmt.Errorf("--bandwidth takes a positive MB/s and needs --primitive")
+			}
 			if prim {
 				if cfg.RTT != 0 {
 					return fmt.Errorf("--rtt is not supported with --primitive")
 				}
-				return runBenchMetalPrimitive(cmd, cfg, asJSON)
+				return runBenchMetalPrimitive(cmd, cfg, bandwidth, asJSON)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			if !asJSON {
@@ -101,6 +108,7 @@ download from Server 1 and the client's trial decryptions, also shown alone).`,
 	c.Flags().BoolVar(&shr, "share", false, "Metal-SHARE's Table 3 rows: NewAnonym, SendCapability, ReceiveCapability (bench_metal_share.go)")
 	c.Flags().IntVar(&listN, "list", 10000, "with --share: broadcast-list entries one receive downloads")
 	c.Flags().BoolVar(&prim, "primitive", false, "compare with Primitive Metal (the whole ORAM inside 2PC, paper Section 5.2)")
+	c.Flags().Float64Var(&bandwidth, "bandwidth", 0, "with --primitive: cap each direction of the servers' link at this many MB/s (the paper's: ~290)")
 	c.Flags().StringArrayVar(&points, "point", nil, "LOG2FILES:BLOCK to measure (repeatable; default 6:1024, 10:1024, 10:4096)")
 	c.Flags().IntVar(&cfg.Ops, "ops", 3, "reads and writes (and accounts) per point")
 	c.Flags().IntVar(&cfg.Stash, "stash", 33, "ORAM stash bound")
@@ -108,13 +116,13 @@ download from Server 1 and the client's trial decryptions, also shown alone).`,
 	return c
 }
 
-func runBenchMetalPrimitive(cmd *cobra.Command, cfg metalbench.Config, asJSON bool) error {
+func runBenchMetalPrimitive(cmd *cobra.Command, cfg metalbench.Config, bandwidth float64, asJSON bool) error {
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	if !asJSON {
 		fmt.Fprintln(tw, "files\tblock\tsystem\tn\tmean ms\tmin ms\tcpu ms\tM AND/access\tMB between servers\tmetal speed-up\tpaper (Table 5)\t")
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
-	cc := metalbench.CompareConfig{Points: cfg.Points, Ops: cfg.Ops, Stash: cfg.Stash}
+	cc := metalbench.CompareConfig{Points: cfg.Points, Ops: cfg.Ops, Stash: cfg.Stash, Bandwidth: bandwidth * 1e6}
 	err := metalbench.RunCompare(cmd.Context(), cc, func(r metalbench.CompareRow) {
 		if asJSON {
 			enc.Encode(r)

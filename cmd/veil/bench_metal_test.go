@@ -9,7 +9,8 @@ import (
 )
 
 // veil bench metal --primitive end to end: both systems at one tiny point, each row with
-// its AND gates and bytes between the servers; --rtt is refused with it.
+// its AND gates and bytes between the servers; --rtt with it, --bandwidth without it or
+// negative are refused in one line.
 func TestBenchMetalPrimitiveCLI(t *testing.T) {
 	cmd := exec.Command(veilBin, "bench", "metal", "--primitive", "--point", "2:32", "--stash", "4", "--ops", "2", "--json")
 	var out, errb bytes.Buffer
@@ -43,9 +44,11 @@ func TestBenchMetalPrimitiveCLI(t *testing.T) {
 	if strings.Join(systems, ",") != "metal,primitive" {
 		t.Fatalf("rows for %v", systems)
 	}
-	cmd = exec.Command(veilBin, "bench", "metal", "--primitive", "--rtt", "19ms")
-	b, err := cmd.CombinedOutput()
-	if err == nil || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 || !strings.Contains(string(b), "--rtt") {
-		t.Fatalf("--rtt with --primitive: %v, %q", err, b)
+	for _, bad := range [][]string{{"--primitive", "--rtt", "19ms"}, {"--bandwidth", "290"}, {"--primitive", "--bandwidth", "-1"}} {
+		cmd = exec.Command(veilBin, append([]string{"bench", "metal"}, bad...)...)
+		b, err := cmd.CombinedOutput()
+		if err == nil || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 || !strings.Contains(string(b), bad[len(bad)-2]) {
+			t.Fatalf("%v: %v, %q", bad, err, b)
+		}
 	}
 }

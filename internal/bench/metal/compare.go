@@ -20,6 +20,9 @@ type CompareConfig struct {
 	Points []Point // default 2^4 and 2^6 files of 1 KiB, 2^4 of 4 KiB
 	Ops    int     // accesses per system per point, alternately write and read (default 2)
 	Stash  int     // default 33
+	// Bandwidth, if > 0, caps each direction of the link between the servers at this many
+	// bytes per second (the paper measured ~290 MB/s between its servers).
+	Bandwidth float64
 }
 
 // CompareRow is one system at one point, per access (both servers' work, Metal-AC
@@ -36,6 +39,7 @@ type CompareRow struct {
 	MB      float64 `json:"mb_between_servers"`      // bytes between the servers per access, 10^6
 	Speedup float64 `json:"metal_speedup,omitempty"` // primitive's mean / Metal's (primitive rows)
 	Paper   string  `json:"paper,omitempty"`         // Table 5 at the nearest point
+	LinkMBs float64 `json:"link_mb_per_s,omitempty"` // the simulated link's bandwidth, if any
 }
 
 // paperTable5 is the paper's Table 5 at 2^12 files (the smallest it reports).
@@ -70,7 +74,7 @@ func RunCompare(ctx context.Context, cfg CompareConfig, emit func(CompareRow)) e
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			r, err := measure(name, mp, pp, cfg.Ops)
+			r, err := measure(name, mp, pp, cfg.Ops, cfg.Bandwidth)
 			if err != nil {
 				return fmt.Errorf("%s at %d files of %d bytes: %w", name, mp.Files(), pt.BlockSize, err)
 			}
@@ -85,9 +89,9 @@ func RunCompare(ctx context.Context, cfg CompareConfig, emit func(CompareRow)) e
 	return nil
 }
 
-func measure(name string, mp access.Params, pp primitive.Params, ops int) (CompareRow, error) {
-	r := CompareRow{Files: mp.Files(), Block: mp.BlockSize, System: name, N: ops, Paper: paperTable5[name][mp.BlockSize]}
-	l, err := newLink()
+func measure(name string, mp access.Params, pp primitive.Params, ops int, rate float64) (CompareRow, error) {
+	r := CompareRow{Files: mp.Files(), Block: mp.BlockSize, System: name, N: ops, Paper: paperTable5[name][mp.BlockSize], LinkMBs: rate / 1e6}
+	l, err := newLink(rate)
 	if err != nil {
 		return r, err
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/veil-project/veil/internal/metal/twopc"
 )
@@ -27,6 +28,34 @@ func (c countingConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// pacedConn caps the rate at which one end sends (bytes per second): a simulated link of
+// that bandwidth, each direction on its own (the paper's servers were ~290 MB/s apart).
+// Each write waits until the link has carried the previous ones.
+type pacedConn struct {
+	net.Conn
+	rate float64
+	next time.Time
+}
+
+func (c *pacedConn) Write(p []byte) (int, error) {
+	start := time.Now()
+	if c.next.After(start) {
+		start = c.next
+	}
+	c.next = start.Add(time.Duration(float64(len(p)) / c.rate * float64(time.Second)))
+	n, err := c.Conn.Write(p)
+	time.Sleep(time.Until(c.next))
+	return n, err
+}
+
+// pace wraps c in a pacedConn if rate > 0.
+func pace(c net.Conn, rate float64) net.Conn {
+	if rate <= 0 {
+		return c
+	}
+	return &pacedConn{Conn: c, rate: rate}
+}
+
 // link is two 2PC sessions over a loopback TCP connection, Server 1's end counted.
 type link struct {
 	g, e   *twopc.Session
@@ -34,7 +63,8 @@ type link struct {
 	c1, c2 net.Conn
 }
 
-func newLink() (*link, error) {
+// newLink connects the sessions; rate > 0 caps each direction at rate bytes per second.
+func newLink(rate float64) (*link, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -53,13 +83,13 @@ func newLink() (*link, error) {
 			ch <- res{err: err}
 			return
 		}
-		s, err := twopc.NewSession(c, twopc.Evaluator, rand.Reader)
+		s, err := twopc.NewSession(pace(c, rate), twopc.Evaluator, rand.Reader)
 		ch <- res{c, s, err}
 	}()
 	if l.c1, err = net.Dial("tcp", ln.Addr().String()); err != nil {
 		return nil, err
 	}
-	l.g, err = twopc.NewSession(countingConn{l.c1, &l.bytes}, twopc.Garbler, rand.Reader)
+	l.g, err = twopc.NewSession(countingConn{pace(l.c1, rate), &l.bytes}, twopc.Garbler, rand.Reader)
 	r := <-ch
 	l.c2, l.e = r.c, r.s
 	if err == nil {

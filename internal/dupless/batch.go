@@ -107,7 +107,9 @@ func (q *batchQueue) send(batch []*batchItem) {
 	for i, it := range batch {
 		objs[i] = it.obj
 	}
-	err := q.bp.PutBatch(context.WithoutCancel(batch[0].ctx), objs)
+	// The first caller's context: if it is cancelled the batch fails, and the others are
+	// sent alone under their own (alone).
+	err := q.bp.PutBatch(batch[0].ctx, objs)
 	if err == nil {
 		for _, it := range batch {
 			it.done <- nil

@@ -20,9 +20,10 @@ type committer struct {
 }
 
 type commitReq struct {
-	user string // whose namespace fn changes ("" for none)
-	fn   func(metaTx) error
-	done chan error
+	user  string      // whose namespace fn changes ("" for none)
+	names [][2]string // names of user's fn will look up (a hint; may be nil)
+	fn    func(metaTx) error
+	done  chan error
 }
 
 // maxGroup bounds how many transactions share one commit.
@@ -38,7 +39,12 @@ func newCommitter(exec func([]*commitReq) error, groups func(int)) *committer {
 // nothing outside the transaction, since it may run twice (again alone, if another member
 // of its group failed).
 func (c *committer) do(user string, fn func(metaTx) error) error {
-	r := &commitReq{user: user, fn: fn, done: make(chan error, 1)}
+	return c.doNames(user, nil, fn)
+}
+
+// doNames is do with the names fn will look up.
+func (c *committer) doNames(user string, names [][2]string, fn func(metaTx) error) error {
+	r := &commitReq{user: user, names: names, fn: fn, done: make(chan error, 1)}
 	select {
 	case c.ch <- r:
 		return <-r.done

@@ -23,6 +23,9 @@ type metaStore interface {
 	// the transaction: it may run more than once (alone, if another member of its group
 	// failed, or again after a serialization conflict).
 	update(ctx context.Context, user string, fn func(metaTx) error) error
+	// updateNames is update for an fn that looks up the given names (dir, name) of user
+	// first: a database may read them all at once, before fn runs.
+	updateNames(ctx context.Context, user string, names [][2]string, fn func(metaTx) error) error
 	// view runs fn in a read-only transaction.
 	view(ctx context.Context, fn func(metaTx) error) error
 	// hold keeps gc from removing blob h (size bytes, kept in the blob store) until

@@ -41,6 +41,10 @@ func (m *boltMeta) update(_ context.Context, user string, fn func(metaTx) error)
 	return m.commit.do(user, fn)
 }
 
+func (m *boltMeta) updateNames(ctx context.Context, user string, _ [][2]string, fn func(metaTx) error) error {
+	return m.update(ctx, user, fn) // reads from the memory map cost nothing to prefetch
+}
+
 func (m *boltMeta) view(_ context.Context, fn func(metaTx) error) error {
 	return m.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }

@@ -71,6 +71,10 @@ func (m *pgMeta) update(_ context.Context, user string, fn func(metaTx) error) e
 	return m.commit.do(user, fn)
 }
 
+func (m *pgMeta) updateNames(_ context.Context, user string, names [][2]string, fn func(metaTx) error) error {
+	return m.commit.doNames(user, names, fn)
+}
+
 // exec runs a group in one transaction (committer).
 func (m *pgMeta) exec(group []*commitReq) error {
 	var users []string
@@ -86,6 +90,9 @@ func (m *pgMeta) exec(group []*commitReq) error {
 	return m.retry(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		t := &pgTx{ctx: ctx, q: tx, deltas: map[[32]byte]*blobDelta{}}
 		if err := t.lockUsers(users); err != nil {
+			return err
+		}
+		if err := t.prefetch(group); err != nil {
 			return err
 		}
 		for _, r := range group {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -103,27 +104,43 @@ func (t *pgTx) send(b *pgBatch) error {
 	return br.Close()
 }
 
-// queueWrites queues the held row writes and marks them clean.
+// queueWrites queues the held row writes and marks them clean: one multi-row statement
+// per kind of write (names stored, names deleted, counts stored, counts deleted), since
+// a statement costs the database more than a row.
 func (t *pgTx) queueWrites(b *pgBatch) {
 	c := &t.cache
+	var putE, delE, putD, delD multiRow
 	for _, k := range c.order {
 		switch k := k.(type) {
 		case entKey:
 			if e := c.ents[k]; e != nil && e.dirty {
 				if e.ok {
-					b.putEntry(k.user, k.dir, k.name, e.e)
+					var h []byte
+					if e.e.kind == kindFile {
+						h = e.e.hash[:]
+					}
+					putE.row(k.user, []byte(k.dir), []byte(k.name), int16(e.e.kind), e.e.size, e.e.modTime, h)
 				} else {
-					b.queue(`DELETE FROM veil_entries WHERE owner = $1 AND dir = $2 AND name = $3`, k.user, []byte(k.dir), []byte(k.name))
+					delE.row(k.user, []byte(k.dir), []byte(k.name))
 				}
 				e.dirty = false
 			}
 		case dirKey:
 			if d := c.dirs[k]; d != nil && d.dirty {
-				b.setDirCount(k.user, k.dir, d.n)
+				if d.n > 0 {
+					putD.row(k.user, []byte(k.dir), d.n)
+				} else {
+					delD.row(k.user, []byte(k.dir))
+				}
 				d.dirty = false
 			}
 		}
 	}
+	putE.queue(b, `INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash) VALUES `,
+		` ON CONFLICT (owner, dir, name) DO UPDATE SET kind = EXCLUDED.kind, size = EXCLUDED.size, mtime = EXCLUDED.mtime, hash = EXCLUDED.hash`)
+	delE.queue(b, `DELETE FROM veil_entries WHERE (owner, dir, name) IN (`, `)`)
+	putD.queue(b, `INSERT INTO veil_dirs (owner, dir, entries) VALUES `, ` ON CONFLICT (owner, dir) DO UPDATE SET entries = EXCLUDED.entries`)
+	delD.queue(b, `DELETE FROM veil_dirs WHERE (owner, dir) IN (`, `)`)
 	c.order = c.order[:0]
 	users := make([]string, 0, len(c.accts))
 	for u, a := range c.accts {
@@ -149,8 +166,8 @@ func (t *pgTx) writeBack() error {
 	return t.send(&b)
 }
 
-// flush sends the held row writes and the gathered reference count changes, in hash
-// order: new inline content is inserted with its record; a blob in the blob store was
+// flush sends the held row writes and the gathered reference count changes, one statement
+// per blob in hash order (so that transactions sharing blobs lock them in one order): new inline content is inserted with its record; a blob in the blob store was
 // recorded by hold, and a record marked deleting (gc is removing it) takes no reference.
 func (t *pgTx) flush() error {
 	var b pgBatch
@@ -173,4 +190,76 @@ func (t *pgTx) flush() error {
 		}
 	}
 	return t.send(&b)
+}
+
+// multiRow builds one statement over many rows: "($1, $2), ($3, $4)".
+type multiRow struct {
+	sb   strings.Builder
+	args []any
+}
+
+func (m *multiRow) row(vals ...any) {
+	if len(m.args) > 0 {
+		m.sb.WriteString(", ")
+	}
+	m.sb.WriteByte('(')
+	for i, v := range vals {
+		if i > 0 {
+			m.sb.WriteString(", ")
+		}
+		m.args = append(m.args, v)
+		fmt.Fprintf(&m.sb, "$%d", len(m.args))
+	}
+	m.sb.WriteByte(')')
+}
+
+func (m *multiRow) queue(b *pgBatch, head, tail string) {
+	if len(m.args) > 0 {
+		b.queue(head+m.sb.String()+tail, m.args...)
+	}
+}
+
+// prefetch reads the names the group's members will look up in one statement and caches
+// them, present or absent (the user row locks keep both true until commit).
+func (t *pgTx) prefetch(group []*commitReq) error {
+	var q multiRow
+	want := map[entKey]bool{}
+	for _, r := range group {
+		for _, n := range r.names {
+			k := entKey{r.user, n[0], n[1]}
+			if r.user != "" && !want[k] {
+				want[k] = true
+				q.row(k.user, []byte(k.dir), []byte(k.name))
+			}
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	rows, err := t.q.Query(t.ctx, `SELECT owner, dir, name, kind, size, mtime, hash FROM veil_entries WHERE (owner, dir, name) IN (`+q.sb.String()+`)`, q.args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var owner string
+		var dir, name, h []byte
+		var kind int16
+		var e entry
+		if err := rows.Scan(&owner, &dir, &name, &kind, &e.size, &e.modTime, &h); err != nil {
+			return err
+		}
+		e.kind = byte(kind)
+		copy(e.hash[:], h)
+		k := entKey{owner, string(dir), string(name)}
+		t.cache.ent(k, e, true, false)
+		delete(want, k)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for k := range want {
+		t.cache.ent(k, entry{}, false, false)
+	}
+	return nil
 }

@@ -76,16 +76,6 @@ func (t *pgTx) putEntry(user, dir, name string, e entry) error {
 	return nil
 }
 
-func (b *pgBatch) putEntry(user, dir, name string, e entry) {
-	var h []byte
-	if e.kind == kindFile {
-		h = e.hash[:]
-	}
-	b.queue(`INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (owner, dir, name) DO UPDATE SET kind = EXCLUDED.kind, size = EXCLUDED.size, mtime = EXCLUDED.mtime, hash = EXCLUDED.hash`,
-		user, []byte(dir), []byte(name), int16(e.kind), e.size, e.modTime, h)
-}
-
 func (t *pgTx) deleteEntry(user, dir, name string) error {
 	if t.readOnly {
 		return errReadOnly
@@ -187,15 +177,6 @@ func (t *pgTx) setDirCount(user, dir string, n int64) error {
 	}
 	t.cache.dir(dirKey{user, dir}, max(n, 0), true)
 	return nil
-}
-
-func (b *pgBatch) setDirCount(user, dir string, n int64) {
-	if n <= 0 {
-		b.queue(`DELETE FROM veil_dirs WHERE owner = $1 AND dir = $2`, user, []byte(dir))
-	} else {
-		b.queue(`INSERT INTO veil_dirs (owner, dir, entries) VALUES ($1, $2, $3)
-			ON CONFLICT (owner, dir) DO UPDATE SET entries = EXCLUDED.entries`, user, []byte(dir), n)
-	}
 }
 
 func (t *pgTx) moveDirCounts(user, src, dst string) error {

@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -40,7 +41,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		switch {
 		case err == io.EOF: // the whole body fits inline
 			sum := sha256.Sum256(head)
-			if err := s.meta.update(ctx, n.user, n.link(dir, name, sum, int64(k), head)); err != nil {
+			if err := s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, int64(k), head)); err != nil {
 				return fmt.Errorf("put %s: %w", what, err)
 			}
 			s.metrics.observe("put", int64(k), start)
@@ -101,7 +102,20 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
 		return 0, err
 	}
-	return got, s.meta.update(ctx, n.user, n.link(dir, name, sum, got, nil))
+	return got, s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil))
+}
+
+// linkNames are the names link looks up: dir's components and dir/name.
+func linkNames(dir, name string) [][2]string {
+	var out [][2]string
+	parent := ""
+	if dir != "" {
+		for _, c := range strings.Split(dir, "/") {
+			out = append(out, [2]string{parent, c})
+			parent = storage.Join(parent, c)
+		}
+	}
+	return append(out, [2]string{dir, name})
 }
 
 // link is the transaction that points dir/name at blob sum (recording the blob if new).

@@ -187,3 +187,37 @@ func TestPosMapLeavesUniform(t *testing.T) {
 		}
 	}
 }
+
+// The trees of records keep the stash bound too: 10^5 accesses to a position map of 2^13
+// ids (records of 8 leaves; trees of depth 10, 7 and 4 over a base map of 2^4+1 entries),
+// uniformly random and sequential ids; an overflow would fail the access.
+func TestPosMapStashBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10^5 accesses")
+	}
+	rc := Recursion{D: 13, Pack: 3, Base: 4, Stash: DefaultStash}
+	for _, pattern := range []string{"random", "sequential"} {
+		r := rand.New(rand.NewPCG(21, 22))
+		base := make([]uint64, rc.BaseEntries())
+		for i := range base {
+			base[i] = r.Uint64N(1 << rc.BaseBits())
+		}
+		m, _ := NewPosMap(rc, base)
+		for i := 0; i < 100000; i++ {
+			x := uint64(i) % (1<<rc.D + 1)
+			if pattern == "random" {
+				x = r.Uint64N(1<<rc.D + 1)
+			}
+			if _, err := m.Access(x, drawFresh(r, rc)); err != nil {
+				t.Fatalf("%s access %d: %v", pattern, i, err)
+			}
+		}
+		for j, tr := range m.Trees {
+			checkInvariants(t, tr)
+			t.Logf("%s: T_%d (depth %d, %d records) max stash %d (bound %d)", pattern, j+1, tr.D, len(m.Records[j]), tr.MaxStash(), rc.Stash)
+			if tr.MaxStash() > rc.Stash {
+				t.Fatalf("T_%d stash above its bound", j+1)
+			}
+		}
+	}
+}

@@ -17,6 +17,7 @@ func BenchmarkAccess(b *testing.B) {
 		{D: 6, Stash: 33, BlockSize: 1024, FilesPerAccount: 16, Pack: 3, Base: 10},
 		{D: 10, Stash: 33, BlockSize: 1024, FilesPerAccount: 16, Pack: 3, Base: 10},
 		{D: 10, Stash: 33, BlockSize: 4096, FilesPerAccount: 16, Pack: 3, Base: 10},
+		{D: 16, Stash: 33, BlockSize: 4096, FilesPerAccount: 16, Pack: 3, Base: 10}, // the target point
 	} {
 		b.Run(fmt.Sprintf("files=%d/block=%d", p.Files(), p.BlockSize), func(b *testing.B) {
 			r := newRig(b, p)

@@ -67,7 +67,11 @@ func (r *rig) access(t testing.TB, capability []byte, file uint64, op ac.Perm, d
 	if r.s1.LastLeaf() != r.s2.LastLeaf() {
 		t.Fatalf("the servers revealed different leaves %d / %d", r.s1.LastLeaf(), r.s2.LastLeaf())
 	}
-	return Finish(r.p, op, rep1, rep2)
+	got, err := Finish(r.p, op, rep1, rep2)
+	if raw, _ := ac.Combine(rep1.Data, rep2.Data); (op == ac.Write || errors.Is(err, ErrRefused)) && !bytes.Equal(raw, make([]byte, r.p.BlockSize)) {
+		t.Fatalf("a write or a refusal was answered with data %x (must be zeros)", raw)
+	}
+	return got, err
 }
 
 func xorBits(a, b []bool) []bool {

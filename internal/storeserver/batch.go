@@ -26,6 +26,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	start := time.Now()
 	var total int64
 	links := make([]func(metaTx) error, len(objs))
+	var names [][2]string // what the links look up: PostgreSQL reads them in one statement
 	for i, o := range objs {
 		if err := s.cfg.Limits.checkPath(o.Dir, o.Name); err != nil {
 			return fmt.Errorf("batch object %d: %w", i, err)
@@ -41,8 +42,9 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 			data = []byte{} // inline, empty (nil would mean a blob file)
 		}
 		links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data)
+		names = append(names, linkNames(o.Dir, o.Name)...)
 	}
-	err := s.meta.update(ctx, n.user, func(t metaTx) error {
+	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
 		for i, link := range links {
 			if err := link(t); err != nil {
 				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(objs[i].Dir, objs[i].Name), err)

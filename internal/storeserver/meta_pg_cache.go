@@ -192,13 +192,27 @@ func (t *pgTx) flush() error {
 	return t.send(&b)
 }
 
-// multiRow builds one statement over many rows: "($1, $2), ($3, $4)".
+// multiRow builds statements over many rows: "($1, $2), ($3, $4)", a new statement
+// every maxParams parameters (PostgreSQL takes at most 65,535 per statement).
 type multiRow struct {
 	sb   strings.Builder
 	args []any
+	done []multiPart
 }
 
+type multiPart struct {
+	rows string
+	args []any
+}
+
+const maxParams = 30000
+
 func (m *multiRow) row(vals ...any) {
+	if len(m.args)+len(vals) > maxParams {
+		m.done = append(m.done, multiPart{m.sb.String(), m.args})
+		m.sb.Reset()
+		m.args = nil
+	}
 	if len(m.args) > 0 {
 		m.sb.WriteString(", ")
 	}
@@ -214,29 +228,56 @@ func (m *multiRow) row(vals ...any) {
 }
 
 func (m *multiRow) queue(b *pgBatch, head, tail string) {
-	if len(m.args) > 0 {
-		b.queue(head+m.sb.String()+tail, m.args...)
+	for _, p := range m.parts() {
+		b.queue(head+p.rows+tail, p.args...)
 	}
 }
 
-// prefetch reads the names the group's members will look up in one statement and caches
-// them, present or absent (the user row locks keep both true until commit).
+func (m *multiRow) parts() []multiPart {
+	if len(m.args) == 0 {
+		return m.done
+	}
+	return append(m.done, multiPart{m.sb.String(), m.args})
+}
+
+// prefetch reads the names the group's members will look up, 1,000 per statement (a
+// statement takes at most 65,535 parameters), and caches them, present or absent (the
+// user row locks keep both true until commit).
 func (t *pgTx) prefetch(group []*commitReq) error {
-	var q multiRow
 	want := map[entKey]bool{}
+	var keys []entKey
 	for _, r := range group {
 		for _, n := range r.names {
 			k := entKey{r.user, n[0], n[1]}
 			if r.user != "" && !want[k] {
 				want[k] = true
-				q.row(k.user, []byte(k.dir), []byte(k.name))
+				keys = append(keys, k)
 			}
 		}
 	}
-	if len(want) == 0 {
-		return nil
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), 1000)]
+		keys = keys[len(chunk):]
+		if err := t.prefetchChunk(chunk, want); err != nil {
+			return err
+		}
 	}
-	rows, err := t.q.Query(t.ctx, `SELECT owner, dir, name, kind, size, mtime, hash FROM veil_entries WHERE (owner, dir, name) IN (`+q.sb.String()+`)`, q.args...)
+	for k, absent := range want {
+		if absent {
+			t.cache.ent(k, entry{}, false, false)
+		}
+	}
+	return nil
+}
+
+// prefetchChunk reads keys into the cache and marks the ones found in want (false).
+func (t *pgTx) prefetchChunk(keys []entKey, want map[entKey]bool) error {
+	var q multiRow
+	for _, k := range keys {
+		q.row(k.user, []byte(k.dir), []byte(k.name))
+	}
+	p := q.parts()[0] // 1,000 keys: one part
+	rows, err := t.q.Query(t.ctx, `SELECT owner, dir, name, kind, size, mtime, hash FROM veil_entries WHERE (owner, dir, name) IN (`+p.rows+`)`, p.args...)
 	if err != nil {
 		return err
 	}
@@ -253,13 +294,7 @@ func (t *pgTx) prefetch(group []*commitReq) error {
 		copy(e.hash[:], h)
 		k := entKey{owner, string(dir), string(name)}
 		t.cache.ent(k, e, true, false)
-		delete(want, k)
+		want[k] = false
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for k := range want {
-		t.cache.ent(k, entry{}, false, false)
-	}
-	return nil
+	return rows.Err()
 }

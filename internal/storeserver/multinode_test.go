@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/testutil"
 )
@@ -256,6 +257,39 @@ func TestSIGKILLNodeMidPut(t *testing.T) {
 	}
 	if st.PhysicalBytes-st.GarbageBytes != want || st.Objects != 320 {
 		t.Fatalf("stats %+v, want %d live physical bytes (each distinct content once)", st, want)
+	}
+	fsckClean(t, s)
+}
+
+// multiRow splits its rows into statements of at most maxParams parameters, numbered from
+// $1 in each.
+func TestMultiRowSplits(t *testing.T) {
+	var m multiRow
+	for i := range maxParams/3 + 2 {
+		m.row(i, i, i)
+	}
+	parts := m.parts()
+	if len(parts) != 2 || len(parts[0].args) != maxParams || len(parts[1].args) != 6 || parts[1].rows != "($1, $2, $3), ($4, $5, $6)" {
+		t.Fatalf("%d parts, %d and %d args, second %q", len(parts), len(parts[0].args), len(parts[len(parts)-1].args), parts[len(parts)-1].rows)
+	}
+}
+
+// A batch of many objects in deep, distinct directories (more names than one statement
+// takes parameters) commits on PostgreSQL.
+func TestPGBigBatch(t *testing.T) {
+	s := newPGService(t, Config{MaxBatchObjects: 3000})
+	ns, _ := addUser(t, s, "alice")
+	var objs []storage.Object
+	for i := range 3000 { // 36,000 new names: 252,000 parameters to write them
+
+		objs = append(objs, storage.Object{Dir: fmt.Sprintf("a%d/b/c/d/e/f/g/h/i/j/k", i), Name: "f", Data: []byte{byte(i)}})
+	}
+	if err := ns.PutBatch(t.Context(), objs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := getBytes(t, ns, "a2999/b/c/d/e/f/g/h/i/j/k", "f")
+	if err != nil || len(got) != 1 || got[0] != byte(2999%256) {
+		t.Fatalf("%v %v", got, err)
 	}
 	fsckClean(t, s)
 }

@@ -39,6 +39,7 @@ require (
 require github.com/jackc/pgx/v5 v5.12.0
 
 require (
+	filippo.io/bigmod v0.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect

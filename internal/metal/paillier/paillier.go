@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+
+	"filippo.io/bigmod"
 )
 
 // Bits is the modulus size of keys made by GenerateKey.
@@ -16,45 +18,53 @@ const (
 	PublicKeyLen  = Bits / 8     // N
 	PrivateKeyLen = Bits / 8     // p || q
 	CiphertextLen = 2 * Bits / 8 // an element of Z*_{N^2}
+	primeLen      = Bits / 16    // p, q
 )
 
 var one = big.NewInt(1)
 
-// PublicKey is N (and N^2, derived).
+// PublicKey is N, with N and N^2 as bigmod moduli (the arithmetic) and as math/big
+// integers (the range and unit checks on public ciphertexts).
 type PublicKey struct {
-	N, n2 *big.Int
+	N      *big.Int
+	nSq    *big.Int
+	nBytes []byte          // N, PublicKeyLen bytes: the exponent of r^N
+	n, n2  *bigmod.Modulus // N, N^2
+	nIn2   *bigmod.Nat     // N as an element mod N^2
+	oneIn2 *bigmod.Nat     // 1 as an element mod N^2
 }
 
-// PrivateKey holds the factors of N and the decryption constants phi = (p-1)(q-1) and
-// mu = phi^-1 mod N.
+// PrivateKey holds the factors of N and, per factor, the constant-time decryption
+// constants (decrypt.go). phi and mu of the textbook formula are not kept: the tests
+// recompute them as the oracle.
 type PrivateKey struct {
 	PublicKey
-	p, q, phi, mu *big.Int
-	crt           [2]crtPart // decryption mod p^2 and q^2 (Paillier 1999, Section 7)
-	qInvP         *big.Int   // q^-1 mod p
+	pq  []byte      // p || q, PrivateKeyLen bytes
+	crt [2]crtPart  // decryption mod p^2 and q^2 (Paillier 1999, Section 7)
+	qN  *bigmod.Nat // q as an element mod N (the CRT recombination)
 }
 
-// crtPart is one prime's decryption constants: m mod r = L_r(c^(r-1) mod r^2) h mod r,
-// L_r(x) = (x-1)/r, h = L_r(g^(r-1) mod r^2)^-1 mod r.
-type crtPart struct {
-	r, r2, rm1, h *big.Int
+func newPublicKey(nb []byte) (*PublicKey, error) {
+	n, err := bigmod.NewModulus(nb)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: modulus: %w", err)
+	}
+	n2, err := bigmod.NewModulusProduct(nb, nb)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: modulus squared: %w", err)
+	}
+	nIn2, err := bigmod.NewNat().SetBytes(nb, n2)
+	if err != nil {
+		return nil, err
+	}
+	N := new(big.Int).SetBytes(nb)
+	return &PublicKey{N: N, nSq: new(big.Int).Mul(N, N), nBytes: nb, n: n, n2: n2, nIn2: nIn2,
+		oneIn2: bigmod.NewNat().SetUint(1).ExpandFor(n2)}, nil
 }
 
-func newCRTPart(r, g *big.Int) (crtPart, bool) {
-	c := crtPart{r: r, r2: new(big.Int).Mul(r, r), rm1: new(big.Int).Sub(r, one)}
-	c.h = new(big.Int).ModInverse(c.lr(new(big.Int).Exp(g, c.rm1, c.r2)), r)
-	return c, c.h != nil
-}
-
-// lr is L_r(x), x overwritten.
-func (c crtPart) lr(x *big.Int) *big.Int { return x.Div(x.Sub(x, one), c.r) }
-
-func (c crtPart) decrypt(ct *big.Int) *big.Int {
-	x := c.lr(new(big.Int).Exp(ct, c.rm1, c.r2))
-	return x.Mod(x.Mul(x, c.h), c.r)
-}
-
-// GenerateKey draws two distinct Bits/2-bit primes with N of exactly Bits bits.
+// GenerateKey draws two distinct Bits/2-bit primes with N of exactly Bits bits. The primes
+// come from crypto/rand.Prime (math/big, not constant-time: key generation runs once per
+// server, offline; see docs/design-metal.md §6); everything derived from them is bigmod.
 func GenerateKey(rnd io.Reader) (*PrivateKey, error) {
 	for {
 		p, err := rand.Prime(rnd, Bits/2)
@@ -65,37 +75,44 @@ func GenerateKey(rnd io.Reader) (*PrivateKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		sk, err := newPrivateKey(p, q)
+		sk, err := newPrivateKey(append(p.FillBytes(make([]byte, primeLen)), q.FillBytes(make([]byte, primeLen))...))
 		if err == nil {
 			return sk, nil
 		}
 	}
 }
 
-func newPrivateKey(p, q *big.Int) (*PrivateKey, error) {
-	n := new(big.Int).Mul(p, q)
-	if p.Cmp(q) == 0 || n.BitLen() != Bits {
+// newPrivateKey derives the key from p || q with bigmod alone. A p or q that is not prime
+// is caught, with overwhelming probability, by the Fermat inverses' check in newCRTPart;
+// p = q by the same check.
+func newPrivateKey(pq []byte) (*PrivateKey, error) {
+	p, q := pq[:primeLen], pq[primeLen:]
+	if p[primeLen-1]&1 == 0 || q[primeLen-1]&1 == 0 {
+		return nil, errors.New("paillier: p and q must be odd")
+	}
+	n, err := bigmod.NewModulusProduct(p, q)
+	if err != nil || n.BitLen() != Bits {
 		return nil, errors.New("paillier: p and q must be distinct and give a modulus of exactly 2048 bits")
 	}
-	phi := new(big.Int).Mul(new(big.Int).Sub(p, one), new(big.Int).Sub(q, one))
-	mu := new(big.Int).ModInverse(phi, n)
-	if mu == nil {
-		return nil, errors.New("paillier: phi(N) is not invertible mod N")
+	pk, err := newPublicKey(n.Nat().Bytes(n))
+	if err != nil {
+		return nil, err
 	}
-	sk := &PrivateKey{PublicKey: PublicKey{N: n, n2: new(big.Int).Mul(n, n)}, p: p, q: q, phi: phi, mu: mu}
-	g := new(big.Int).Add(n, one)
-	var okP, okQ bool
-	sk.crt[0], okP = newCRTPart(p, g)
-	sk.crt[1], okQ = newCRTPart(q, g)
-	sk.qInvP = new(big.Int).ModInverse(q, p)
-	if !okP || !okQ || sk.qInvP == nil {
-		return nil, errors.New("paillier: p and q do not give a valid key")
+	sk := &PrivateKey{PublicKey: *pk, pq: append([]byte(nil), pq...)}
+	if sk.crt[0], err = newCRTPart(p, q); err != nil {
+		return nil, err
+	}
+	if sk.crt[1], err = newCRTPart(q, p); err != nil {
+		return nil, err
+	}
+	if sk.qN, err = bigmod.NewNat().SetBytes(q, sk.n); err != nil {
+		return nil, err
 	}
 	return sk, nil
 }
 
 // Bytes is N, PublicKeyLen bytes.
-func (pk *PublicKey) Bytes() []byte { return pk.N.FillBytes(make([]byte, PublicKeyLen)) }
+func (pk *PublicKey) Bytes() []byte { return append([]byte(nil), pk.nBytes...) }
 
 // ParsePublicKey reads a Bytes'd key: an odd modulus of exactly Bits bits.
 func ParsePublicKey(b []byte) (*PublicKey, error) {
@@ -106,77 +123,100 @@ func ParsePublicKey(b []byte) (*PublicKey, error) {
 	if n.BitLen() != Bits || n.Bit(0) == 0 {
 		return nil, errors.New("paillier: public key is not an odd 2048-bit modulus")
 	}
-	return &PublicKey{N: n, n2: new(big.Int).Mul(n, n)}, nil
+	return newPublicKey(append([]byte(nil), b...))
 }
 
 // Bytes is p || q, PrivateKeyLen bytes.
-func (sk *PrivateKey) Bytes() []byte {
-	out := sk.p.FillBytes(make([]byte, PrivateKeyLen/2))
-	return append(out, sk.q.FillBytes(make([]byte, PrivateKeyLen/2))...)
-}
+func (sk *PrivateKey) Bytes() []byte { return append([]byte(nil), sk.pq...) }
 
 // ParsePrivateKey reads a Bytes'd private key (the factors are not re-tested for primality:
-// it is the server's own stored key).
+// it is the server's own stored key; see newPrivateKey for what is checked).
 func ParsePrivateKey(b []byte) (*PrivateKey, error) {
 	if len(b) != PrivateKeyLen {
 		return nil, fmt.Errorf("paillier: private key of %d bytes, want %d", len(b), PrivateKeyLen)
 	}
-	h := PrivateKeyLen / 2
-	return newPrivateKey(new(big.Int).SetBytes(b[:h]), new(big.Int).SetBytes(b[h:]))
+	return newPrivateKey(b)
 }
 
-// unit draws a uniform element of Z*_N.
-func (pk *PublicKey) unit(rnd io.Reader) (*big.Int, error) {
-	g := new(big.Int)
+// toNat is v (0 <= v < the modulus, at most size bytes) as a bigmod element.
+func toNat(v *big.Int, size int, m *bigmod.Modulus) (*bigmod.Nat, error) {
+	if v.Sign() < 0 || v.BitLen() > 8*size {
+		return nil, errors.New("out of range")
+	}
+	return bigmod.NewNat().SetBytes(v.FillBytes(make([]byte, size)), m)
+}
+
+// encrypt returns (1 + mN) r^N mod N^2 for m reduced mod N and a fresh unit r. r is
+// drawn by crypto/rand.Int; a draw that is not a unit (0, or sharing a factor with N,
+// which would factor N) gives a ciphertext that is not a unit, checked on the public
+// result, and is drawn again.
+func (pk *PublicKey) encrypt(rnd io.Reader, m *bigmod.Nat) (*bigmod.Nat, error) {
+	gm := bigmod.NewNat().Mod(m, pk.n2) // m < N, so m mod N^2 is m
+	gm.Mul(pk.nIn2, pk.n2).Add(pk.oneIn2, pk.n2)
 	for {
 		r, err := rand.Int(rnd, pk.N)
 		if err != nil {
 			return nil, err
 		}
-		if r.Sign() > 0 && g.GCD(nil, nil, r, pk.N).Cmp(one) == 0 {
-			return r, nil
+		rn, err := toNat(r, CiphertextLen, pk.n2)
+		if err != nil {
+			return nil, err
+		}
+		c := bigmod.NewNat().Exp(rn, pk.nBytes, pk.n2)
+		c.Mul(gm, pk.n2)
+		if pk.checkCiphertext(natInt(c, pk.n2)) == nil {
+			return c, nil
 		}
 	}
 }
 
-// noise is r^N mod N^2 for a fresh uniform unit r: an encryption of zero.
-func (pk *PublicKey) noise(rnd io.Reader) (*big.Int, error) {
-	r, err := pk.unit(rnd)
-	if err != nil {
-		return nil, err
-	}
-	return r.Exp(r, pk.N, pk.n2), nil
-}
+// natInt is x (an element mod m) as a big.Int: for values that leave the package.
+func natInt(x *bigmod.Nat, m *bigmod.Modulus) *big.Int { return new(big.Int).SetBytes(x.Bytes(m)) }
 
 // Encrypt returns (1 + mN) r^N mod N^2 for 0 <= m < N and a fresh r.
 func (pk *PublicKey) Encrypt(rnd io.Reader, m *big.Int) (*big.Int, error) {
-	if m.Sign() < 0 || m.Cmp(pk.N) >= 0 {
+	mn, err := toNat(m, PublicKeyLen, pk.n)
+	if err != nil {
 		return nil, errors.New("paillier: plaintext out of range [0, N)")
 	}
-	z, err := pk.noise(rnd)
+	c, err := pk.encrypt(rnd, mn)
 	if err != nil {
 		return nil, err
 	}
-	gm := new(big.Int).Mul(m, pk.N)
-	gm.Add(gm, one)
-	return z.Mod(z.Mul(z, gm), pk.n2), nil
+	return natInt(c, pk.n2), nil
 }
 
 // AddPlain returns an encryption of Dec(c) + m mod N with fresh randomness: c (1 + mN) r^N.
 // Its output is distributed as a fresh encryption of the sum, whatever c's randomness was.
+// An m in [0, 2^Bits) is reduced mod N in constant time; any other m by math/big.
 func (pk *PublicKey) AddPlain(rnd io.Reader, c, m *big.Int) (*big.Int, error) {
 	if err := pk.checkCiphertext(c); err != nil {
 		return nil, err
 	}
-	e, err := pk.Encrypt(rnd, new(big.Int).Mod(m, pk.N))
+	var mn *bigmod.Nat
+	var err error
+	if m.Sign() >= 0 && m.BitLen() <= Bits {
+		mn, err = bigmod.NewNat().SetOverflowingBytes(m.FillBytes(make([]byte, PublicKeyLen)), pk.n)
+	} else {
+		mn, err = toNat(new(big.Int).Mod(m, pk.N), PublicKeyLen, pk.n)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return e.Mod(e.Mul(e, c), pk.n2), nil
+	e, err := pk.encrypt(rnd, mn)
+	if err != nil {
+		return nil, err
+	}
+	cn, err := toNat(c, CiphertextLen, pk.n2)
+	if err != nil {
+		return nil, err
+	}
+	return natInt(e.Mul(cn, pk.n2), pk.n2), nil
 }
 
+// checkCiphertext is on public values: math/big is fine here.
 func (pk *PublicKey) checkCiphertext(c *big.Int) error {
-	if c.Sign() <= 0 || c.Cmp(pk.n2) >= 0 || new(big.Int).GCD(nil, nil, c, pk.N).Cmp(one) != 0 {
+	if c.Sign() <= 0 || c.Cmp(pk.nSq) >= 0 || new(big.Int).GCD(nil, nil, c, pk.N).Cmp(one) != 0 {
 		return errors.New("paillier: ciphertext is not a unit mod N^2")
 	}
 	return nil
@@ -192,26 +232,4 @@ func (pk *PublicKey) ParseCiphertext(b []byte) (*big.Int, error) {
 	}
 	c := new(big.Int).SetBytes(b)
 	return c, pk.checkCiphertext(c)
-}
-
-// Decrypt returns m = L(c^phi mod N^2) mu mod N, L(x) = (x-1)/N, computed by the Chinese
-// remainder theorem over p^2 and q^2 (the same m; about four times faster).
-func (sk *PrivateKey) Decrypt(c *big.Int) (*big.Int, error) {
-	if err := sk.checkCiphertext(c); err != nil {
-		return nil, err
-	}
-	mp, mq := sk.crt[0].decrypt(c), sk.crt[1].decrypt(c)
-	// m = mq + q ((mp - mq) q^-1 mod p)
-	d := mp.Sub(mp, mq)
-	d.Mod(d.Mul(d, sk.qInvP), sk.p)
-	return d.Add(d.Mul(d, sk.q), mq), nil
-}
-
-// decryptPlain is the textbook formula, kept for the test that checks the CRT path.
-func (sk *PrivateKey) decryptPlain(c *big.Int) *big.Int {
-	x := new(big.Int).Exp(c, sk.phi, sk.n2)
-	x.Sub(x, one)
-	x.Div(x, sk.N)
-	x.Mul(x, sk.mu)
-	return x.Mod(x, sk.N)
 }

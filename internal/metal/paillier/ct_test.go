@@ -1,0 +1,147 @@
+package paillier
+
+import (
+	"bytes"
+	"crypto/rand"
+	"math/big"
+	mrand "math/rand/v2"
+	"testing"
+)
+
+// randUnit is a uniform unit mod N^2: every unit is a ciphertext (Z*_{N^2} = (1+N)^Z_N x N-th residues).
+func randUnit(t testing.TB, sk *PrivateKey, o textbook) *big.Int {
+	for {
+		c := randBelow(t, o.n2)
+		if sk.checkCiphertext(c) == nil {
+			return c
+		}
+	}
+}
+
+// TestDecryptMatchesTextbook: the constant-time CRT decryption equals the textbook formula
+// (math/big) on arbitrary units mod N^2, not only on this package's own encryptions.
+func TestDecryptMatchesTextbook(t *testing.T) {
+	sk := key(t)
+	o := oracle(sk)
+	for range 8 {
+		c := randUnit(t, sk, o)
+		got, err := sk.Decrypt(c)
+		if err != nil || got.Cmp(o.decrypt(sk.N, c)) != 0 {
+			t.Fatalf("Decrypt = %v, %v; textbook %v", got, err, o.decrypt(sk.N, c))
+		}
+	}
+}
+
+// TestCRTConstants: the bigmod-derived constants equal their math/big definitions:
+// h_r = L_r(g^(r-1) mod r^2)^-1 mod r, inv = s^-1 mod r, r * rInvW = 1 mod 2^1024, rm1 = r-1.
+func TestCRTConstants(t *testing.T) {
+	sk := key(t)
+	o := oracle(sk)
+	g := new(big.Int).Add(sk.N, one)
+	w := new(big.Int).Lsh(one, 8*primeLen)
+	for i, rs := range [][2]*big.Int{{o.p, o.q}, {o.q, o.p}} {
+		r, s, c := rs[0], rs[1], sk.crt[i]
+		r2 := new(big.Int).Mul(r, r)
+		l := new(big.Int).Exp(g, new(big.Int).Sub(r, one), r2)
+		l.Div(l.Sub(l, one), r)
+		if h := new(big.Int).ModInverse(l, r); h.Cmp(natInt(c.h, c.r)) != 0 {
+			t.Errorf("prime %d: h differs from L_r(g^(r-1))^-1", i)
+		}
+		if inv := new(big.Int).ModInverse(s, r); inv.Cmp(natInt(c.inv, c.r)) != 0 {
+			t.Errorf("prime %d: inv differs from s^-1 mod r", i)
+		}
+		if x := new(big.Int).Mul(r, natInt(c.rInvW, twoK)); x.Mod(x, w).Cmp(one) != 0 {
+			t.Errorf("prime %d: r^-1 mod 2^1024 wrong", i)
+		}
+		if new(big.Int).SetBytes(c.rm1).Cmp(new(big.Int).Sub(r, one)) != 0 {
+			t.Errorf("prime %d: rm1 is not r-1", i)
+		}
+	}
+}
+
+// TestEncryptIsTheFormula: with a deterministic reader, Encrypt and AddPlain give exactly
+// (1+mN) r^N mod N^2 (times c) with r = crypto/rand.Int(reader, N): the same bytes as the
+// math/big implementation they replace (the share vectors depend on it).
+func TestEncryptIsTheFormula(t *testing.T) {
+	sk := key(t)
+	o := oracle(sk)
+	m := randBelow(t, sk.N)
+	seed := [32]byte{'p', 'a', 'i'}
+	c, err := sk.Encrypt(mrand.NewChaCha8(seed), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := rand.Int(mrand.NewChaCha8(seed), sk.N)
+	want := new(big.Int).Exp(r, sk.N, o.n2)
+	want.Mod(want.Mul(want, new(big.Int).Add(new(big.Int).Mul(m, sk.N), one)), o.n2)
+	if c.Cmp(want) != 0 {
+		t.Fatal("Encrypt is not (1+mN) r^N mod N^2")
+	}
+	c2, err := sk.AddPlain(mrand.NewChaCha8(seed), c, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Mod(want.Mul(want, want), o.n2); c2.Cmp(want) != 0 {
+		t.Fatal("AddPlain is not c (1+mN) r^N mod N^2")
+	}
+}
+
+// TestAddPlainReduces: plaintexts to add outside [0, N) are reduced mod N, on both paths
+// (constant-time below 2^2048, math/big otherwise).
+func TestAddPlainReduces(t *testing.T) {
+	sk := key(t)
+	a := randBelow(t, sk.N)
+	c, _ := sk.Encrypt(rand.Reader, a)
+	big2048 := new(big.Int).Lsh(one, Bits)
+	for _, m := range []*big.Int{sk.N, new(big.Int).Sub(big2048, one), big.NewInt(-5), new(big.Int).Add(big2048, big.NewInt(9))} {
+		c2, err := sk.AddPlain(rand.Reader, c, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := sk.Decrypt(c2)
+		want := new(big.Int).Add(a, m)
+		if want.Mod(want, sk.N); got.Cmp(want) != 0 {
+			t.Fatalf("AddPlain(c, %v) decrypts wrong", m)
+		}
+	}
+}
+
+// TestParsePrivateKeyRefuses: an even factor, p = q, a composite factor, a short modulus.
+func TestParsePrivateKeyRefuses(t *testing.T) {
+	good := key(t).Bytes()
+	p, q := good[:primeLen], good[primeLen:]
+	even := append(append([]byte(nil), p...), q...)
+	even[primeLen-1] &^= 1
+	composite := append(bytes.Repeat([]byte{0xff}, primeLen), q...) // 2^1024-1 = 3 * ...
+	short := append(make([]byte, primeLen), q...)
+	short[primeLen-1] = 3
+	for name, b := range map[string][]byte{"even": even, "p = q": append(append([]byte(nil), q...), q...),
+		"composite": composite, "short": short} {
+		if _, err := ParsePrivateKey(b); err == nil {
+			t.Errorf("%s key accepted", name)
+		}
+	}
+}
+
+// FuzzDecrypt: any bytes either fail to parse as a ciphertext or decrypt, without panic,
+// to the textbook formula's value.
+func FuzzDecrypt(f *testing.F) {
+	sk := key(f)
+	o := oracle(sk)
+	c, _ := sk.Encrypt(rand.Reader, big.NewInt(42))
+	f.Add(CiphertextBytes(c))
+	f.Add(make([]byte, CiphertextLen))
+	f.Add(CiphertextBytes(sk.N))
+	f.Add(bytes.Repeat([]byte{0xff}, CiphertextLen))
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := sk.ParseCiphertext(b)
+		if err != nil {
+			return
+		}
+		m, err := sk.Decrypt(c)
+		if err != nil || m.Cmp(o.decrypt(sk.N, c)) != 0 {
+			t.Fatalf("Decrypt = %v, %v; textbook %v", m, err, o.decrypt(sk.N, c))
+		}
+	})
+}

@@ -9,6 +9,7 @@ go 1.26.8
 // latest tag (see docs/design.md on the ristretto255 implementations).
 
 require (
+	filippo.io/bigmod v0.1.0 // constant-time modular arithmetic (Go's crypto/rsa) under internal/metal/paillier; v0.1.0 is its latest and resolves on the proxy
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
 	github.com/ProtonMail/go-crypto v1.5.2 // EAX reference for the Metal-AC circuit tests; resolves on the proxy
 	github.com/bwesterb/go-ristretto v1.2.4 // Metal DataORAM ElGamal (Lizard encoding)
@@ -39,7 +40,6 @@ require (
 require github.com/jackc/pgx/v5 v5.12.0
 
 require (
-	filippo.io/bigmod v0.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect

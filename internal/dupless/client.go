@@ -318,6 +318,12 @@ func (c *Client) readRecord(ctx context.Context, encDir, objName string) (*recor
 const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
 
 func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
+	return c.writeRecordWith(ctx, encDir, objName, r, nil)
+}
+
+// writeRecordWith writes a record as writeRecord does; objects in with (chunks it points
+// to) go in the same atomic batch before it (putfold.go).
+func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r *record, with []storage.Object) (int64, error) {
 	path := storage.Join(encDir, objName)
 	b := c.keys.sealRecord(r, path)
 	if err := c.storeLongNames(ctx, path); err != nil {
@@ -326,7 +332,11 @@ func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *rec
 	if err := c.keepBeforeWrite(ctx, path); err != nil {
 		return 0, err
 	}
-	if err := c.putObject(ctx, encDir, objName, b); err != nil {
+	if len(with) > 0 {
+		if err := storage.PutAll(ctx, c.be, append(with, storage.Object{Dir: encDir, Name: objName, Data: b})); err != nil {
+			return 0, err
+		}
+	} else if err := c.putObject(ctx, encDir, objName, b); err != nil {
 		return 0, err
 	}
 	c.noteRecord(path, b)

@@ -72,7 +72,10 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj = cache, c.putObject
-	defer run.wait() // no upload outlives Put
+	if c.foldable(tasks) {
+		run.held = &heldUploads{}
+	}
+	defer func() { run.releaseHeld(); run.wait() }() // no upload outlives Put
 	work, finish := workers(c, func(t putTask) {
 		if t.info.Mode().IsRegular() {
 			c.putFile(ctx, t, sum, run) // reports the file itself, at once or from its commit

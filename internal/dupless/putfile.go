@@ -55,6 +55,8 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	err = fp.storeChunks()
 	if err == nil {
 		fp.commit()
+	} else {
+		run.releaseHeld() // no record will take them
 	}
 	fp.close() // before a failure is reported: the file's uploads are over by then
 	if err != nil {
@@ -220,6 +222,7 @@ func (fp *filePut) commit() {
 		c, path := fp.c, storage.Join(fp.encDir, fp.encName+keySuffix)
 		var err error
 		if fp.sameAsStored() { // read because the put cache doubted it, and found the same
+			fp.run.releaseHeld()
 			err = fp.run.awaitAll(fp.ctx, uploads)
 			if err == nil {
 				c.countUnchanged(fp.sum, fp.old.Size, len(fp.old.Chunks))
@@ -286,6 +289,21 @@ func (c *Client) unchanged(old *record, fi os.FileInfo) bool {
 
 // commitFile waits for a file's chunk uploads, then writes its key record.
 func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName string, rec *record, uploads []*upload, fallback error, kept int, sum *Summary) error {
+	if fallback == nil {
+		rec.KeyID = c.ks.keyID()
+	}
+	// A lone small file: its held chunks and its record in one atomic batch (putfold.go).
+	held, folded := run.takeHeld(), false
+	var n int64
+	if len(held) > 0 {
+		var err error
+		n, err = c.writeRecordWith(ctx, encDir, encName+keySuffix, rec, heldObjects(held))
+		folded = err == nil
+		run.finishHeld(held, folded)
+		if !folded {
+			c.log.Debug("folded put failed; sending the chunks first", "err", err)
+		}
+	}
 	stop := c.timer("upload")
 	for _, u := range uploads {
 		if err := run.await(ctx, u); err != nil {
@@ -293,19 +311,17 @@ func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName st
 		}
 	}
 	stop()
-	if fallback == nil {
-		rec.KeyID = c.ks.keyID()
+	if !folded {
+		stop = c.timer("record")
+		err := retry(ctx, func() (err error) {
+			n, err = c.writeRecord(ctx, encDir, encName+keySuffix, rec)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		stop()
 	}
-	stop = c.timer("record")
-	var n int64
-	err := retry(ctx, func() (err error) {
-		n, err = c.writeRecord(ctx, encDir, encName+keySuffix, rec)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	stop()
 	sum.add(func(s *Summary) {
 		s.Files++
 		s.Bytes += int64(rec.Size)

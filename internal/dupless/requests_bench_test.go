@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -83,3 +84,117 @@ func writeB(b *testing.B, path string, data []byte) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// kindsBE counts a client's requests by kind, and the commits they cost on a storage
+// service (every request that changes something: put, batch, delete, move, create).
+type kindsBE struct {
+	storage.Backend
+	mu    sync.Mutex
+	kinds map[string]int
+}
+
+func (b *kindsBE) count(k string) {
+	b.mu.Lock()
+	if b.kinds == nil {
+		b.kinds = map[string]int{}
+	}
+	b.kinds[k]++
+	b.mu.Unlock()
+}
+
+func (b *kindsBE) snapshot() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range b.kinds {
+		out[k] = v
+	}
+	return out
+}
+
+func (b *kindsBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
+	b.count("put")
+	return b.Backend.Put(ctx, d, n, r, s)
+}
+func (b *kindsBE) Get(ctx context.Context, d, n string) (io.ReadCloser, error) {
+	b.count("get")
+	return b.Backend.Get(ctx, d, n)
+}
+func (b *kindsBE) Stat(ctx context.Context, d, n string) (storage.Info, error) {
+	b.count("stat")
+	return b.Backend.Stat(ctx, d, n)
+}
+func (b *kindsBE) List(ctx context.Context, d string) ([]storage.Info, error) {
+	b.count("list")
+	return b.Backend.List(ctx, d)
+}
+func (b *kindsBE) Delete(ctx context.Context, d, n string) error {
+	b.count("delete")
+	return b.Backend.Delete(ctx, d, n)
+}
+func (b *kindsBE) Move(ctx context.Context, sd, sn, dd, dn string) error {
+	b.count("move")
+	return b.Backend.Move(ctx, sd, sn, dd, dn)
+}
+func (b *kindsBE) Create(ctx context.Context, d string) error {
+	b.count("create")
+	return b.Backend.Create(ctx, d)
+}
+func (b *kindsBE) Search(ctx context.Context, d, n string) ([]storage.Info, error) {
+	b.count("search")
+	return b.Backend.Search(ctx, d, n)
+}
+
+// kindsBatchBE is kindsBE with batch uploads (one request and one commit per batch).
+type kindsBatchBE struct{ kindsBE }
+
+func (b *kindsBatchBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	b.count("batch")
+	return storage.PutAll(ctx, b.Backend, objs)
+}
+
+// BenchmarkPutOneFileByKind: the requests of one 'veil put' of a new 4 KiB file into a
+// namespace that already holds files, by kind, and the commits they cost on the service;
+// with and without batch uploads. Deterministic: the metrics are the last iteration's.
+func BenchmarkPutOneFileByKind(b *testing.B) {
+	for _, batched := range []bool{false, true} {
+		b.Run(map[bool]string{false: "one-put-per-object", true: "batched"}[batched], func(b *testing.B) {
+			kb := &kindsBatchBE{kindsBE{Backend: newBackendB(b)}}
+			var be storage.Backend = &kb.kindsBE
+			if batched {
+				be = kb
+			}
+			master := NewMasterKey()
+			src := b.TempDir()
+			var counts map[string]int
+			for i := 0; i < b.N; i++ {
+				p := filepath.Join(src, "f"+itoa(i))
+				writeB(b, p, randBytes(4096, uint64(i)))
+				c, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				before := kb.snapshot()
+				if _, err := c.Put(context.Background(), []string{p}, ""); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+				counts = kb.snapshot()
+				for k, v := range before {
+					counts[k] -= v
+				}
+			}
+			total, commits := 0, 0
+			for k, v := range counts {
+				total += v
+				switch k {
+				case "put", "batch", "delete", "move", "create":
+					commits += v
+				}
+				b.ReportMetric(float64(v), k+"/put")
+			}
+			b.ReportMetric(float64(total), "requests/put")
+			b.ReportMetric(float64(commits), "commits/put")
+		})
+	}
+}

@@ -28,6 +28,8 @@ type putRun struct {
 	commits   chan struct{} // files whose uploads and record are being finished
 	commitsWG sync.WaitGroup
 
+	held *heldUploads // a lone small file's chunks, sent with its record (nil: no folding)
+
 	mu      sync.Mutex
 	byHash  map[mle.Digest]chunkRef // chunks stored (or being stored) in this run, by H(M)
 	uploads map[mle.Tag]*upload     // by chunk tag
@@ -203,23 +205,31 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 		close(u.done)
 		return u, true
 	}
-	go func() { // the caller goes on chunking the next batch while this waits its turn
-		r.sem <- struct{}{}
-		defer func() { <-r.sem; r.bytes.Release(n); close(u.done) }()
-		dir, name := chunkLocation(ref.Tag)
-		err := retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
-		if err != nil {
-			u.err = fmt.Errorf("upload chunk: %w", err)
-			if r.sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {
-				r.sum.stop(u.err) // no later upload can succeed: stop the run now
-			}
-			r.forget(ref, u)
-			return
-		}
-		u.ct = nil
-		r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
-	}()
+	dir, name := chunkLocation(ref.Tag)
+	if r.hold(heldUpload{ctx: ctx, u: u, dir: dir, name: name, n: n}) {
+		return u, true // sent with the file's record (putfold.go)
+	}
+	go r.send(ctx, u, dir, name, n)
 	return u, true
+}
+
+// send uploads u's chunk (the caller goes on chunking the next batch while this waits
+// its turn) and then closes u.done, releasing its n bytes.
+func (r *putRun) send(ctx context.Context, u *upload, dir, name string, n int64) {
+	ref, ct := u.ref, u.ct
+	r.sem <- struct{}{}
+	defer func() { <-r.sem; r.bytes.Release(n); close(u.done) }()
+	err := retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
+	if err != nil {
+		u.err = fmt.Errorf("upload chunk: %w", err)
+		if r.sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {
+			r.sum.stop(u.err) // no later upload can succeed: stop the run now
+		}
+		r.forget(ref, u)
+		return
+	}
+	u.ct = nil
+	r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
 }
 
 // await waits for an upload a record depends on. If it failed on a transient error, the

@@ -1,0 +1,138 @@
+package dupless
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// orderBE is batchBE that logs, in order, each batch and each chunk or record put alone.
+type orderBE struct {
+	batchBE
+	mu  sync.Mutex
+	log []string
+}
+
+func (b *orderBE) note(s string) {
+	b.mu.Lock()
+	b.log = append(b.log, s)
+	b.mu.Unlock()
+}
+
+func kindOf(dir, name string) string {
+	switch {
+	case strings.HasSuffix(name, keySuffix):
+		return "record"
+	case dir == chunkRoot || strings.HasPrefix(dir, chunkRoot+"/"):
+		return "chunk"
+	}
+	return ""
+}
+
+func (b *orderBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	var kinds []string
+	for _, o := range objs {
+		if k := kindOf(o.Dir, o.Name); k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	err := b.batchBE.PutBatch(ctx, objs)
+	if err == nil && len(kinds) > 0 {
+		b.note("batch[" + strings.Join(kinds, ",") + "]")
+	}
+	return err
+}
+
+func (b *orderBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
+	err := b.batchBE.Put(ctx, d, n, r, s)
+	if k := kindOf(d, n); k != "" && err == nil {
+		b.note(k)
+	}
+	return err
+}
+
+// A lone small file goes in one batch: its chunk, then its record (the commit point), so
+// one request and one commit on the service; it reads back.
+func TestLoneSmallFileOneBatch(t *testing.T) {
+	be := &orderBE{batchBE: batchBE{Backend: newBackend(t)}}
+	c := newClient(t, be, mle.LocalKeys{})
+	src := filepath.Join(t.TempDir(), "one")
+	data := randBytes(4096, 7)
+	write(t, src, data)
+	if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(be.log, " "); got != "batch[chunk,record]" {
+		t.Fatalf("stored as %q, want one batch of the chunk and the record", got)
+	}
+	sameFile(t, c, src, "one")
+}
+
+// Two files, or one too large to fold, are stored as before: no record shares a batch
+// with the chunk it needs before that chunk was acknowledged.
+func TestNoFoldForTwoOrLargeFiles(t *testing.T) {
+	be := &orderBE{batchBE: batchBE{Backend: newBackend(t)}}
+	c := newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	write(t, big, randBytes(foldMaxFile+1, 1))
+	if _, err := c.Put(ctx, []string{big}, ""); err != nil {
+		t.Fatal(err)
+	}
+	a, b2 := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	write(t, a, randBytes(100, 2))
+	write(t, b2, randBytes(100, 3))
+	if _, err := c.Put(ctx, []string{a, b2}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range be.log {
+		if strings.Contains(e, "chunk") && strings.Contains(e, "record") {
+			t.Fatalf("a chunk and a record in one batch outside a lone small put: %v", be.log)
+		}
+	}
+}
+
+// When the folded batch fails, nothing of it is stored; the chunk is then sent alone and
+// acknowledged before the record is written (the record never precedes its content).
+func TestLoneSmallFileFoldFails(t *testing.T) {
+	be := &orderBE{batchBE: batchBE{Backend: newBackend(t), fail: errors.New("batch: " + storage.ErrQuota.Error())}}
+	c := newClient(t, be, mle.LocalKeys{})
+	src := filepath.Join(t.TempDir(), "one")
+	write(t, src, randBytes(4096, 8))
+	if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(be.log, " "); got != "chunk record" {
+		t.Fatalf("stored as %q, want the chunk alone, then the record", got)
+	}
+	sameFile(t, c, src, "one")
+}
+
+// sameFile checks that the stored file at dest reads back as the local file src.
+func sameFile(t *testing.T, c *Client, src, dest string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := c.Get(ctx, dest, out); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, filepath.Base(dest)))
+	if err != nil {
+		got, err = os.ReadFile(out)
+	}
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s read back differs (%d bytes, %v), want %d bytes", dest, len(got), err, len(want))
+	}
+}

@@ -75,10 +75,10 @@ func GenerateKey(rnd io.Reader) (*PrivateKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		sk, err := newPrivateKey(append(p.FillBytes(make([]byte, primeLen)), q.FillBytes(make([]byte, primeLen))...))
-		if err == nil {
-			return sk, nil
+		if p.Cmp(q) == 0 {
+			continue // rand.Prime sets the top two bits, so N has Bits bits; only p = q is redrawn
 		}
+		return newPrivateKey(append(p.FillBytes(make([]byte, primeLen)), q.FillBytes(make([]byte, primeLen))...))
 	}
 }
 

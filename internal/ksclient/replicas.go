@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/veil-project/veil/internal/failover"
 )
 
 // replicas are the HTTPS endpoints of one key server's replicas (docs/deploy.md). Requests
@@ -16,15 +16,13 @@ import (
 // rate-limit budget through Redis, so spreading gives a client no more derivations.
 type replicas struct {
 	urls []*url.URL
-	next atomic.Uint64
-	mu   sync.Mutex
-	down []time.Time
+	rot  *failover.Rotation
 }
 
 const replicaDownFor = 5 * time.Second
 
 func newReplicas(us []*url.URL) *replicas {
-	return &replicas{urls: us, down: make([]time.Time, len(us))}
+	return &replicas{urls: us, rot: failover.New(len(us), replicaDownFor)}
 }
 
 func (r *replicas) send(try func(*url.URL) ([]byte, error)) ([]byte, error) {
@@ -32,7 +30,7 @@ func (r *replicas) send(try func(*url.URL) ([]byte, error)) ([]byte, error) {
 		return try(r.urls[0])
 	}
 	var err error
-	for _, i := range r.order() {
+	for _, i := range r.rot.Order() {
 		var out []byte
 		if out, err = try(r.urls[i]); err == nil {
 			return out, nil
@@ -41,31 +39,10 @@ func (r *replicas) send(try func(*url.URL) ([]byte, error)) ([]byte, error) {
 		if !errors.As(err, &re) {
 			return nil, err
 		}
-		r.mu.Lock()
-		r.down[i] = time.Now().Add(replicaDownFor)
-		r.mu.Unlock()
+		r.rot.MarkDown(i)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, err // the attempt's time is up: the caller's next try starts elsewhere
 		}
 	}
 	return nil, err
-}
-
-// order is the replicas to try: from the next in turn, those marked down last.
-func (r *replicas) order() []int {
-	n := len(r.urls)
-	start := int(r.next.Add(1) % uint64(n))
-	now := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	up, down := make([]int, 0, n), []int{}
-	for k := range n {
-		i := (start + k) % n
-		if now.Before(r.down[i]) {
-			down = append(down, i)
-		} else {
-			up = append(up, i)
-		}
-	}
-	return append(up, down...)
 }

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/veil-project/veil/internal/failover"
 )
 
 // endpoints are the nodes of one service. Requests start at the next node in turn (so
@@ -21,16 +21,14 @@ import (
 // (and the callers' retries, retry.go, apply).
 type endpoints struct {
 	urls []*url.URL
-	next atomic.Uint64
-	mu   sync.Mutex
-	down []time.Time // skip node i until down[i]
+	rot  *failover.Rotation
 }
 
 // downFor is how long a node that failed is left out of the rotation.
 const downFor = 5 * time.Second
 
 func newEndpoints(us []*url.URL) *endpoints {
-	return &endpoints{urls: us, down: make([]time.Time, len(us))}
+	return &endpoints{urls: us, rot: failover.New(len(us), downFor)}
 }
 
 // send calls try with u rewritten onto each node in turn until one answers.
@@ -40,7 +38,7 @@ func (e *endpoints) send(base, u string, body io.Reader, streamed bool, try func
 	if n == 1 {
 		return try(u)
 	}
-	order := e.order()
+	order := e.rot.Order()
 	var err error
 	for k, i := range order {
 		if rs, ok := body.(io.Seeker); ok && k > 0 {
@@ -53,43 +51,18 @@ func (e *endpoints) send(base, u string, body io.Reader, streamed bool, try func
 		if err == nil {
 			return resp, nil
 		}
-		if !failover(err, !streamed || body == nil) {
+		if !movesOn(err, !streamed || body == nil) {
 			return nil, err
 		}
-		e.markDown(i)
+		e.rot.MarkDown(i)
 	}
 	return nil, err
 }
 
-// order is the nodes to try: starting at the next in turn, nodes marked down last.
-func (e *endpoints) order() []int {
-	n := len(e.urls)
-	start := int(e.next.Add(1) % uint64(n))
-	now := time.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	up, down := make([]int, 0, n), []int{}
-	for k := range n {
-		i := (start + k) % n
-		if now.Before(e.down[i]) {
-			down = append(down, i)
-		} else {
-			up = append(up, i)
-		}
-	}
-	return append(up, down...)
-}
-
-func (e *endpoints) markDown(i int) {
-	e.mu.Lock()
-	e.down[i] = time.Now().Add(downFor)
-	e.mu.Unlock()
-}
-
-// failover reports whether err lets the request go to another node: the dial failed
+// movesOn reports whether err lets the request go to another node: the dial failed
 // (nothing was sent), or, for a request that can be sent again, the node answered 503
 // or the connection broke.
-func failover(err error, replayable bool) bool {
+func movesOn(err error, replayable bool) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

@@ -70,3 +70,17 @@ func checkCircuit() (*circuit.Circuit, error) {
 	b.Output(circuit.Shared, CheckAccess(b, key, capW, file, op))
 	return b.Build()
 }
+
+// CheckRequest appends the check an access starts with (Metal's and Primitive Metal's):
+// req is a client's reconstructed request (RequestLen*8 bits), files the number of file
+// ids and d+1 the width of an id. allowed is 1 iff Metal-AC grants the request and the file
+// id is below files; id is the file id if allowed, else the dummy id files; op is the
+// request's operation (8 bits).
+func CheckRequest(b *circuit.Builder, key, req circuit.Word, files uint64, d int) (allowed circuit.Bit, id, op circuit.Word) {
+	capW := req[:CapabilityLen*8]
+	file := req[CapabilityLen*8 : CapabilityLen*8+64]
+	op = req[CapabilityLen*8+64:]
+	allowed = b.And(CheckAccess(b, key, capW, file, op), b.Less(file, circuit.Const(files, 64)))
+	id = b.Mux(allowed, circuit.Const(files, d+1), file[:d+1])
+	return allowed, id, op
+}

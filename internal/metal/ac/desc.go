@@ -95,3 +95,26 @@ func Combine(a, b []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// NewAccess checks the arguments of a ReadFile (op Read; data nil) or a WriteFile (op
+// Write; data at most blockSize bytes) and returns its request in the clear and the block
+// it carries: data zero-padded to blockSize, zeros for a read. Its errors name what was
+// wrong without a package prefix: the access clients (access, primitive) add theirs.
+func NewAccess(capability []byte, file uint64, op Perm, data []byte, blockSize int) (Request, []byte, error) {
+	if len(capability) != CapabilityLen {
+		return Request{}, nil, fmt.Errorf("capability of %d bytes, want %d", len(capability), CapabilityLen)
+	}
+	if len(data) > blockSize {
+		return Request{}, nil, fmt.Errorf("%d bytes do not fit a block of %d", len(data), blockSize)
+	}
+	if op != Read && op != Write {
+		return Request{}, nil, fmt.Errorf("operation must be read or write")
+	}
+	r := Request{File: file, Op: op}
+	copy(r.Capability[:], capability)
+	blk := make([]byte, blockSize)
+	if op == Write {
+		copy(blk, data)
+	}
+	return r, blk, nil
+}

@@ -21,24 +21,13 @@ var ErrRefused = errors.New("metal: access refused (no valid capability for this
 // request share and an encryption of the block (of zeros for a read); Server 2 its share.
 // Each part alone is independent of the capability, the file id and the op.
 func NewRequest(p Params, pk elgamal.PublicKey, capability []byte, file uint64, op ac.Perm, data []byte, rnd io.Reader) (to1, to2 []byte, err error) {
-	if len(capability) != ac.CapabilityLen {
-		return nil, nil, fmt.Errorf("metal: capability of %d bytes, want %d", len(capability), ac.CapabilityLen)
+	r, blk, err := ac.NewAccess(capability, file, op, data, p.BlockSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metal: %w", err)
 	}
-	if len(data) > p.BlockSize {
-		return nil, nil, fmt.Errorf("metal: %d bytes do not fit a block of %d", len(data), p.BlockSize)
-	}
-	if op != ac.Read && op != ac.Write {
-		return nil, nil, fmt.Errorf("metal: operation must be read or write")
-	}
-	r := ac.Request{File: file, Op: op}
-	copy(r.Capability[:], capability)
 	s1, s2, err := r.Split(rnd)
 	if err != nil {
 		return nil, nil, err
-	}
-	blk := make([]byte, p.BlockSize)
-	if op == ac.Write {
-		copy(blk, data)
 	}
 	cts, err := pk.EncryptBlock(blk, rnd)
 	if err != nil {

@@ -27,11 +27,7 @@ func frontCircuit(p Params) (*circuit.Circuit, error) {
 	pos := b.SharedInput(n * d)
 	newLeaf := b.SharedInput(d)
 
-	capW := req[:ac.CapabilityLen*8]
-	file := req[ac.CapabilityLen*8 : ac.CapabilityLen*8+64]
-	op := req[ac.CapabilityLen*8+64:]
-	allowed := b.And(ac.CheckAccess(b, key, capW, file, op), b.Less(file, circuit.Const(p.Files(), 64)))
-	id := b.Mux(allowed, circuit.Const(p.Files(), d+1), file[:d+1])
+	allowed, id, op := ac.CheckRequest(b, key, req, p.Files(), d)
 	write := b.And(allowed, b.Eq(op, circuit.Const(uint64(ac.Write), 8)))
 	read := b.And(allowed, b.Eq(op, circuit.Const(uint64(ac.Read), 8)))
 

@@ -17,24 +17,13 @@ var ErrRefused = errors.New("primitive: access refused (no valid capability for 
 // of the Metal-AC request followed by an XOR share of the block (zeros for a read), so
 // each part alone is uniformly random.
 func NewRequest(p Params, capability []byte, file uint64, op ac.Perm, data []byte, rnd io.Reader) (to1, to2 []byte, err error) {
-	if len(capability) != ac.CapabilityLen {
-		return nil, nil, fmt.Errorf("primitive: capability of %d bytes, want %d", len(capability), ac.CapabilityLen)
+	r, blk, err := ac.NewAccess(capability, file, op, data, p.BlockSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("primitive: %w", err)
 	}
-	if len(data) > p.BlockSize {
-		return nil, nil, fmt.Errorf("primitive: %d bytes do not fit a block of %d", len(data), p.BlockSize)
-	}
-	if op != ac.Read && op != ac.Write {
-		return nil, nil, fmt.Errorf("primitive: operation must be read or write")
-	}
-	r := ac.Request{File: file, Op: op}
-	copy(r.Capability[:], capability)
 	s1, s2, err := r.Split(rnd)
 	if err != nil {
 		return nil, nil, err
-	}
-	blk := make([]byte, p.BlockSize)
-	if op == ac.Write {
-		copy(blk, data)
 	}
 	d1 := make([]byte, p.BlockSize)
 	if _, err := io.ReadFull(rnd, d1); err != nil {

@@ -23,6 +23,22 @@ type blobStore interface {
 	list(ctx context.Context, fn func(hash [32]byte) error) error
 }
 
+// orphanBlobs lists the blobs in the store that known does not name: content without a
+// metadata record, which garbage collection removes.
+func orphanBlobs(ctx context.Context, blobs blobStore, known map[[32]byte]bool) ([][32]byte, error) {
+	var orphans [][32]byte
+	err := blobs.list(ctx, func(h [32]byte) error {
+		if !known[h] {
+			orphans = append(orphans, h)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list blobs: %w", err)
+	}
+	return orphans, nil
+}
+
 func hexName(h [32]byte) string { return hex.EncodeToString(h[:]) }
 
 func parseHexName(s string) ([32]byte, bool) {

@@ -52,15 +52,9 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 			return rep, fmt.Errorf("remove %x: %w", h[:8], err)
 		}
 	}
-	var orphans [][32]byte
-	err = blobs.list(ctx, func(h [32]byte) error {
-		if !known[h] {
-			orphans = append(orphans, h)
-		}
-		return nil
-	})
+	orphans, err := orphanBlobs(ctx, blobs, known)
 	if err != nil {
-		return rep, fmt.Errorf("list blobs: %w", err)
+		return rep, err
 	}
 	for _, h := range orphans {
 		if err := blobs.remove(ctx, h); err != nil {

@@ -53,15 +53,9 @@ func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error)
 	for _, b := range all {
 		known[b.h] = true
 	}
-	var orphans [][32]byte
-	err = blobs.list(ctx, func(h [32]byte) error {
-		if !known[h] {
-			orphans = append(orphans, h)
-		}
-		return nil
-	})
+	orphans, err := orphanBlobs(ctx, blobs, known)
 	if err != nil {
-		return rep, fmt.Errorf("list blobs: %w", err)
+		return rep, err
 	}
 	for _, h := range orphans {
 		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, deleting) VALUES ($1, 0, 0, TRUE)

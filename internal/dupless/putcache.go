@@ -98,26 +98,18 @@ func unmarshalCache(b []byte) (*cacheFile, error) {
 	if p.err == nil && uint64(n)*(cacheEntryFixed+3) > uint64(len(p.b)) {
 		return nil, fmt.Errorf("put cache: %d entries do not fit %d bytes", n, len(p.b))
 	}
-	f.Entries = make(map[string]cacheEntry, n)
-	prev := ""
-	for i := uint32(0); i < n && p.err == nil; i++ {
-		path := string(p.take(int(p.u16())))
-		if path == "" || i > 0 && path <= prev {
-			return nil, fmt.Errorf("put cache: entry %d out of order or empty", i)
-		}
+	var err error
+	f.Entries, err = sortedEntries(p, n, "put cache", func(p *parser) cacheEntry {
 		var e cacheEntry
 		copy(e.Hash[:], p.take(32))
 		e.Type, e.Flags, e.Mode = p.u8(), p.u8(), p.u32()
 		e.MTime, e.Size, e.Chunks = int64(p.u64()), p.u64(), p.u32()
 		e.Target = string(p.take(int(p.u16())))
 		e.CTime, e.Ino, e.Dev = int64(p.u64()), p.u64(), p.u64()
-		f.Entries[path], prev = e, path
-	}
-	if p.err == nil && len(p.b) != 0 {
-		return nil, fmt.Errorf("put cache: %d bytes after the entries", len(p.b))
-	}
-	if p.err != nil {
-		return nil, fmt.Errorf("put cache: %w", p.err)
+		return e
+	})
+	if err != nil {
+		return nil, err
 	}
 	return f, nil
 }

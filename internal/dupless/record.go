@@ -120,6 +120,28 @@ func (p *parser) u16() uint16 { return binary.BigEndian.Uint16(p.take(2)) }
 func (p *parser) u32() uint32 { return binary.BigEndian.Uint32(p.take(4)) }
 func (p *parser) u64() uint64 { return binary.BigEndian.Uint64(p.take(8)) }
 
+// sortedEntries reads the n entries that end a tree root or a put cache: each a path
+// (u16 length, then its bytes; not empty, in strictly increasing order) followed by what
+// value reads; nothing may follow them. what names the format in errors.
+func sortedEntries[E any](p *parser, n uint32, what string, value func(*parser) E) (map[string]E, error) {
+	m := make(map[string]E, n)
+	prev := ""
+	for i := uint32(0); i < n && p.err == nil; i++ {
+		path := string(p.take(int(p.u16())))
+		if path == "" || i > 0 && path <= prev {
+			return nil, fmt.Errorf("%s: entry %d out of order or empty", what, i)
+		}
+		m[path], prev = value(p), path
+	}
+	if p.err == nil && len(p.b) != 0 {
+		return nil, fmt.Errorf("%s: %d bytes after the entries", what, len(p.b))
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("%s: %w", what, p.err)
+	}
+	return m, nil
+}
+
 // unmarshalRecord parses the plaintext of a record of the given version (1 or 2).
 func unmarshalRecord(b []byte, version byte) (*record, error) {
 	refSize := chunkRefSize

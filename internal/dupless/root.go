@@ -94,22 +94,13 @@ func unmarshalRoot(b []byte) (*treeRoot, error) {
 	if p.err == nil && (n > maxRootPaths || uint64(n)*35 > uint64(len(p.b))) {
 		return nil, fmt.Errorf("tree root: %d entries do not fit %d bytes", n, len(p.b))
 	}
-	r.Entries = make(map[string][32]byte, n)
-	prev := ""
-	for i := uint32(0); i < n && p.err == nil; i++ {
-		path := string(p.take(int(p.u16())))
-		if path == "" || i > 0 && path <= prev {
-			return nil, fmt.Errorf("tree root: entry %d out of order or empty", i)
-		}
-		var h [32]byte
+	var err error
+	r.Entries, err = sortedEntries(p, n, "tree root", func(p *parser) (h [32]byte) {
 		copy(h[:], p.take(32))
-		r.Entries[path], prev = h, path
-	}
-	if p.err == nil && len(p.b) != 0 {
-		return nil, fmt.Errorf("tree root: %d bytes after the entries", len(p.b))
-	}
-	if p.err != nil {
-		return nil, fmt.Errorf("tree root: %w", p.err)
+		return h
+	})
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }

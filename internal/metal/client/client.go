@@ -87,8 +87,18 @@ func (c *Client) CreateAccount(ctx context.Context) (Account, error) {
 		return Account{}, errors.New("metal: account replies of the wrong size")
 	}
 	capability, _ := ac.Combine(r[0][:ac.CapabilityLen], r[1][:ac.CapabilityLen])
-	first, _ := ac.Combine(r[0][ac.CapabilityLen:], r[1][ac.CapabilityLen:])
-	return Account{Capability: capability, First: binary.LittleEndian.Uint64(first), Count: c.p.FilesPerAccount}, nil
+	firstB, _ := ac.Combine(r[0][ac.CapabilityLen:], r[1][ac.CapabilityLen:])
+	first, ids := binary.LittleEndian.Uint64(firstB), uint64(1)<<c.p.D
+	// The servers' next-id counter is secret-shared and keeps counting past the last id; a
+	// range beyond 2^D would be a capability for ids that do not exist.
+	if first >= ids {
+		return Account{}, fmt.Errorf("metal: no file ids left: all %d of the deployment's file ids are granted to earlier accounts", ids)
+	}
+	count := uint64(c.p.FilesPerAccount)
+	if first+count > ids {
+		count = ids - first // the last range is cut at 2^D
+	}
+	return Account{Capability: capability, First: first, Count: uint32(count)}, nil
 }
 
 // Read returns file's block (BlockSize bytes; zeros if never written), or

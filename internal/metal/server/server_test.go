@@ -193,3 +193,21 @@ func TestLinkDelay(t *testing.T) {
 		t.Fatalf("account over a delayed link: %v", err)
 	}
 }
+
+// Once every file id is granted (2^D = 8 ids, 2 per account: four accounts), a further
+// account is refused with a one-line error instead of a capability for ids that do not exist.
+func TestAccountsRunOut(t *testing.T) {
+	p := startPair(t)
+	c := p.client(t)
+	ctx := context.Background()
+	for i := uint64(0); i < 4; i++ {
+		a, err := c.CreateAccount(ctx)
+		if err != nil || a.First != 2*i || a.Count != 2 {
+			t.Fatalf("account %d: %+v, %v", i, a, err)
+		}
+	}
+	a, err := c.CreateAccount(ctx)
+	if err == nil || !strings.Contains(err.Error(), "no file ids left") {
+		t.Fatalf("a fifth account over 8 ids: %+v, %v", a, err)
+	}
+}

@@ -89,7 +89,7 @@ written from this profile is refused unless --force (that file is then dropped f
 				return err
 			}
 			return o.print(cmd.OutOrStdout(), map[string]any{"id": id, "first": span.First, "last": span.Last(), "blocks": span.Segments, "bytes": len(data)},
-				fmt.Sprintf("wrote %d bytes to file ids %d..%d (%d blocks)\n", len(data), span.First, span.Last(), span.Segments))
+				writtenText(len(data), span.First, span.Last()))
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "write even over ids another of your files occupies")
@@ -156,4 +156,12 @@ to stdout.
 	}
 	c.Flags().IntVar(&pad, "pad", 0, "make the read exactly N accesses (refuses a file of more blocks)")
 	return c
+}
+
+// writtenText is write's summary: "file id 16 (1 block)" or "file ids 16..18 (3 blocks)".
+func writtenText(n int, first, last uint64) string {
+	if first == last {
+		return fmt.Sprintf("wrote %d bytes to file id %d (1 block)\n", n, first)
+	}
+	return fmt.Sprintf("wrote %d bytes to file ids %d..%d (%d blocks)\n", n, first, last, last-first+1)
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storewire"
 	"github.com/veil-project/veil/internal/testutil"
 )
@@ -40,19 +39,7 @@ func crashBatch(g, i int) (string, []storage.Object) {
 // with all of its objects intact (a batch committed but not acknowledged before the kill
 // may be visible, whole); the held batch is not visible at all; fsck is clean.
 func TestCrashMidBatch(t *testing.T) {
-	dir := t.TempDir()
-	if err := Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, url := startChild(t, dir)
-	rb, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, cred, child, url, rb := startAliceChild(t)
 	var mu sync.Mutex
 	tried, acked := map[string][]storage.Object{}, map[string]bool{}
 	stop := make(chan struct{})

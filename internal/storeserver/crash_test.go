@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage/remote"
+	"github.com/veil-project/veil/internal/storewire"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
@@ -47,6 +48,26 @@ func startChild(t *testing.T, dir string) (*testutil.Process, string) {
 	return p, "https://" + addr
 }
 
+// startAliceChild initialises a store in a fresh directory with the user alice, serves it
+// from a child process (startChild) and returns the directory, alice's credential, the
+// child, its URL and alice's client.
+func startAliceChild(t *testing.T) (dir string, cred storewire.Credential, child *testutil.Process, url string, rb *remote.Backend) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	cred, err := AddUser(dir, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, url = startChild(t, dir)
+	if rb, err = remote.New(url, cred); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cred, child, url, rb
+}
+
 type attempt struct {
 	seed uint64
 	size int
@@ -58,19 +79,7 @@ type attempt struct {
 // committed but could not acknowledge before dying may be visible, whole); fsck is clean;
 // gc reclaims the partial uploads and orphaned content the crash left.
 func TestCrashMidUpload(t *testing.T) {
-	dir := t.TempDir()
-	if err := Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, url := startChild(t, dir)
-	rb, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, _, child, _, rb := startAliceChild(t)
 	sizes := []int{4 << 10, 200 << 10, 1 << 20, 3 << 20}
 	var mu sync.Mutex
 	tried := map[string]attempt{}

@@ -27,21 +27,7 @@ func testGCRacesUploads(t *testing.T, newService func(*testing.T, Config) *Servi
 	var gcs atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := s.GC(context.Background()); err != nil {
-				t.Error(err)
-				return
-			}
-			gcs.Add(1)
-		}
-	}()
+	go gcUntil(t, s, stop, &gcs, &wg)
 	var writers sync.WaitGroup
 	for g := range 6 {
 		writers.Add(1)
@@ -82,4 +68,22 @@ func testGCRacesUploads(t *testing.T, newService func(*testing.T, Config) *Servi
 		}
 	}
 	fsckClean(t, s)
+}
+
+// gcUntil runs s.GC in a loop, counting the runs in n, until stop is closed or a run fails
+// (reported with t.Error); then it calls wg.Done.
+func gcUntil(t *testing.T, s *Service, stop <-chan struct{}, n *atomic.Int64, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if _, err := s.GC(context.Background()); err != nil {
+			t.Error(err)
+			return
+		}
+		n.Add(1)
+	}
 }

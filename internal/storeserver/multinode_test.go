@@ -54,21 +54,7 @@ func TestTwoNodesShareMetadata(t *testing.T) {
 	var bg sync.WaitGroup
 	for _, s := range []*Service{a, b} {
 		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.GC(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
-				gcs.Add(1)
-			}
-		}()
+		go gcUntil(t, s, stop, &gcs, &bg)
 	}
 	var writers sync.WaitGroup
 	for g := range 8 {

@@ -49,6 +49,12 @@ type Row struct {
 	Comments string  `json:"comments,omitempty"`
 }
 
+// metalParams is Metal's parameters at pt: 16 files per account, the default packing and base.
+func metalParams(pt Point, stash int) access.Params {
+	return access.Params{D: pt.FilesLog2, Stash: stash, BlockSize: pt.BlockSize, FilesPerAccount: 16,
+		Pack: access.DefaultParams.Pack, Base: access.DefaultParams.Base}
+}
+
 // Run measures every point and calls emit per row.
 func Run(ctx context.Context, cfg Config, emit func(Row)) error {
 	if len(cfg.Points) == 0 {
@@ -61,8 +67,7 @@ func Run(ctx context.Context, cfg Config, emit func(Row)) error {
 		cfg.Stash = 33
 	}
 	for _, pt := range cfg.Points {
-		p := access.Params{D: pt.FilesLog2, Stash: cfg.Stash, BlockSize: pt.BlockSize, FilesPerAccount: 16,
-			Pack: access.DefaultParams.Pack, Base: access.DefaultParams.Base}
+		p := metalParams(pt, cfg.Stash)
 		if err := p.Check(); err != nil {
 			return err
 		}

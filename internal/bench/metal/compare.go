@@ -60,8 +60,7 @@ func RunCompare(ctx context.Context, cfg CompareConfig, emit func(CompareRow)) e
 		cfg.Stash = 33
 	}
 	for _, pt := range cfg.Points {
-		mp := access.Params{D: pt.FilesLog2, Stash: cfg.Stash, BlockSize: pt.BlockSize, FilesPerAccount: 16,
-			Pack: access.DefaultParams.Pack, Base: access.DefaultParams.Base}
+		mp := metalParams(pt, cfg.Stash)
 		pp := primitive.Params{D: pt.FilesLog2, Stash: cfg.Stash, BlockSize: pt.BlockSize, FilesPerAccount: 16}
 		if err := mp.Check(); err != nil {
 			return err

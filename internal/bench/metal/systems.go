@@ -24,6 +24,22 @@ type system interface {
 	close()
 }
 
+// accountParty is one server's side of CreateAccount (Metal's and Primitive Metal's parties).
+type accountParty interface {
+	CreateAccount() (capShare, firstShare []byte, err error)
+}
+
+// createAccount runs CreateAccount on both servers at once and combines their shares.
+func createAccount(s1, s2 accountParty) ([]byte, uint64, error) {
+	var c1, c2, f1, f2 []byte
+	err := both(func() (err error) { c1, f1, err = s1.CreateAccount(); return },
+		func() (err error) { c2, f2, err = s2.CreateAccount(); return })
+	if err != nil {
+		return nil, 0, err
+	}
+	return combineAccount(c1, c2, f1, f2)
+}
+
 func combineAccount(c1, c2, f1, f2 []byte) ([]byte, uint64, error) {
 	c, err := ac.Combine(c1, c2)
 	if err != nil {
@@ -82,13 +98,7 @@ func newMetal(l *link, p access.Params) (*metalSystem, error) {
 }
 
 func (m *metalSystem) createAccount() ([]byte, uint64, error) {
-	var c1, c2, f1, f2 []byte
-	err := both(func() (err error) { c1, f1, err = m.s1.CreateAccount(); return },
-		func() (err error) { c2, f2, err = m.s2.CreateAccount(); return })
-	if err != nil {
-		return nil, 0, err
-	}
-	return combineAccount(c1, c2, f1, f2)
+	return createAccount(m.s1, m.s2)
 }
 
 func (m *metalSystem) access(capability []byte, file uint64, op ac.Perm, data []byte) ([]byte, error) {
@@ -130,13 +140,7 @@ func newPrimitive(l *link, p primitive.Params) (*primitiveSystem, error) {
 }
 
 func (s *primitiveSystem) createAccount() ([]byte, uint64, error) {
-	var c1, c2, f1, f2 []byte
-	err := both(func() (err error) { c1, f1, err = s.s1.CreateAccount(); return },
-		func() (err error) { c2, f2, err = s.s2.CreateAccount(); return })
-	if err != nil {
-		return nil, 0, err
-	}
-	return combineAccount(c1, c2, f1, f2)
+	return createAccount(s.s1, s.s2)
 }
 
 func (s *primitiveSystem) access(capability []byte, file uint64, op ac.Perm, data []byte) ([]byte, error) {

@@ -44,29 +44,19 @@ func TestCrashMidBatch(t *testing.T) {
 	tried, acked := map[string][]storage.Object{}, map[string]bool{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				d, objs := crashBatch(g, i)
-				mu.Lock()
-				tried[d] = objs
-				mu.Unlock()
-				if rb.PutBatch(context.Background(), objs) != nil {
-					return // the server is gone
-				}
-				mu.Lock()
-				acked[d] = true
-				mu.Unlock()
-			}
-		}()
-	}
+	writeUntil(8, stop, &wg, func(g, i int) bool {
+		d, objs := crashBatch(g, i)
+		mu.Lock()
+		tried[d] = objs
+		mu.Unlock()
+		if rb.PutBatch(context.Background(), objs) != nil {
+			return false // the server is gone
+		}
+		mu.Lock()
+		acked[d] = true
+		mu.Unlock()
+		return true
+	})
 	testutil.WaitFor(t, 60*time.Second, "40 acknowledged batches", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -68,6 +68,27 @@ func startAliceChild(t *testing.T) (dir string, cred storewire.Credential, child
 	return dir, cred, child, url, rb
 }
 
+// writeUntil starts n writers on wg: writer g calls write(g, 0), write(g, 1), ... until
+// write returns false (the server is gone) or stop is closed.
+func writeUntil(n int, stop <-chan struct{}, wg *sync.WaitGroup, write func(g, i int) bool) {
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !write(g, i) {
+					return
+				}
+			}
+		}()
+	}
+}
+
 type attempt struct {
 	seed uint64
 	size int
@@ -86,33 +107,23 @@ func TestCrashMidUpload(t *testing.T) {
 	acked := map[string]attempt{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for g := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				name := fmt.Sprintf("w%02d-%04d", g, i)
-				a := attempt{seed: uint64(g<<16 | i), size: sizes[(g+i)%len(sizes)]}
-				if i%5 == 4 { // some uploads duplicate content another writer stores
-					a.seed = 1
-				}
-				mu.Lock()
-				tried[name] = a
-				mu.Unlock()
-				if rb.Put(context.Background(), "up", name, bytes.NewReader(randBytes(a.seed, a.size)), int64(a.size)) != nil {
-					return // the server is gone
-				}
-				mu.Lock()
-				acked[name] = a
-				mu.Unlock()
-			}
-		}()
-	}
+	writeUntil(16, stop, &wg, func(g, i int) bool {
+		name := fmt.Sprintf("w%02d-%04d", g, i)
+		a := attempt{seed: uint64(g<<16 | i), size: sizes[(g+i)%len(sizes)]}
+		if i%5 == 4 { // some uploads duplicate content another writer stores
+			a.seed = 1
+		}
+		mu.Lock()
+		tried[name] = a
+		mu.Unlock()
+		if rb.Put(context.Background(), "up", name, bytes.NewReader(randBytes(a.seed, a.size)), int64(a.size)) != nil {
+			return false // the server is gone
+		}
+		mu.Lock()
+		acked[name] = a
+		mu.Unlock()
+		return true
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		mu.Lock()

@@ -27,7 +27,7 @@ func newServeCommand() *cobra.Command {
 		Long: `serve runs a complete DupLESS deployment on this machine: the key server (HTTPS and UDP)
 and veil's deduplicating storage service (TLS), with all data in one directory (--dir). The
 first run creates everything; later runs reuse it (its addresses are fixed at the first
-run: a different --ks-listen etc. later is refused, not ignored; a first run that cannot
+run: a different --ks-listen, --metal-files-log2 etc. later is refused, not ignored; a first run that cannot
 listen, say on a taken port, removes what it created). It listens on loopback unless
 told otherwise, and stops cleanly on Ctrl-C or SIGTERM.
 
@@ -58,7 +58,7 @@ Examples:
 				return err
 			}
 			if metal {
-				if err := allinone.InitMetal(dir, metalAddr1, metalAddr2, metalParams); err != nil {
+				if err := allinone.InitMetal(dir, metalAddr1, metalAddr2, metalParams, metalExplicit(cmd)); err != nil {
 					undo()
 					return fmt.Errorf("metal: %w", err)
 				}
@@ -157,4 +157,23 @@ func writeInvite(dir, user string) (string, error) {
 		return "", fmt.Errorf("add peekaboo user %s: %w", user, err)
 	}
 	return path, os.WriteFile(filepath.Join(dir, "invites", user+".peekaboo"), pkb, 0o600)
+}
+
+// metalExplicit is the Metal flags the user gave (a later run refuses different ones).
+func metalExplicit(cmd *cobra.Command) allinone.MetalExplicit {
+	var e allinone.MetalExplicit
+	f := cmd.Flags()
+	if f.Changed("metal-listen1") {
+		e.Addr1, _ = f.GetString("metal-listen1")
+	}
+	if f.Changed("metal-listen2") {
+		e.Addr2, _ = f.GetString("metal-listen2")
+	}
+	if f.Changed("metal-files-log2") {
+		e.D, _ = f.GetInt("metal-files-log2")
+	}
+	if f.Changed("metal-block-size") {
+		e.BlockSize, _ = f.GetInt("metal-block-size")
+	}
+	return e
 }

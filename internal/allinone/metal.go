@@ -2,6 +2,7 @@ package allinone
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,11 +27,18 @@ func MetalDeploymentFile(dir string) string {
 	return filepath.Join(metalDir(dir, 1), mserver.FileDeployment)
 }
 
-// InitMetal creates both Metal servers under dir/metal unless they exist (then it does
-// nothing: addresses and parameters are fixed at the first run).
-func InitMetal(dir, addr1, addr2 string, p access.Params) error {
+// MetalExplicit holds the Metal settings a user gave explicitly (zero fields: not given).
+type MetalExplicit struct {
+	Addr1, Addr2 string
+	D, BlockSize int
+}
+
+// InitMetal creates both Metal servers under dir/metal unless they exist. Addresses and
+// parameters are fixed at the first run: for existing servers an explicit setting that
+// differs from theirs is refused instead of silently ignored.
+func InitMetal(dir, addr1, addr2 string, p access.Params, explicit MetalExplicit) error {
 	if _, err := os.Stat(MetalDeploymentFile(dir)); err == nil {
-		return nil
+		return metalDiffers(dir, explicit)
 	}
 	if err := mserver.Init(metalDir(dir, 2), mserver.InitOptions{Role: 2, Endpoint: "https://" + addr2, Params: p}); err != nil {
 		return err
@@ -64,4 +72,38 @@ func addMetal(g *server.Group, dir string, log *slog.Logger) error {
 		g.Add("metal server "+string(rune('0'+role)), s, ls)
 	}
 	return nil
+}
+
+// metalDiffers refuses explicit Metal settings that are not the existing servers'.
+func metalDiffers(dir string, explicit MetalExplicit) error {
+	a1, err := mserver.ListenAddr(metalDir(dir, 1))
+	if err != nil {
+		return err
+	}
+	a2, err := mserver.ListenAddr(metalDir(dir, 2))
+	if err != nil {
+		return err
+	}
+	p, err := mserver.DeploymentParams(metalDir(dir, 2))
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct{ flag, was, want string }{
+		{"--metal-listen1", a1, explicit.Addr1}, {"--metal-listen2", a2, explicit.Addr2},
+		{"--metal-files-log2", fmt.Sprint(p.D), nonZero(explicit.D)},
+		{"--metal-block-size", fmt.Sprint(p.BlockSize), nonZero(explicit.BlockSize)},
+	} {
+		if f.want != "" && f.want != f.was {
+			return fmt.Errorf("%s's Metal servers were set up with %s %s at their first run; "+
+				"drop %s, or serve a new deployment with another --dir", dir, f.flag, f.was, f.flag)
+		}
+	}
+	return nil
+}
+
+func nonZero(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
 }

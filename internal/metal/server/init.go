@@ -158,3 +158,17 @@ func ListenAddr(dir string) (string, error) {
 	}
 	return strings.TrimPrefix(c.Endpoint, "https://"), nil
 }
+
+// DeploymentParams are the parameters the server in dir was initialized with (from its
+// peer.cred; Server 2 wrote it, Server 1 keeps a copy).
+func DeploymentParams(dir string) (access.Params, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FilePeerCred))
+	if err != nil {
+		return access.Params{}, err
+	}
+	var peer PeerCred
+	if err := json.Unmarshal(b, &peer); err != nil || peer.Version != 1 {
+		return access.Params{}, fmt.Errorf("%s: not a version-1 peer credential", FilePeerCred)
+	}
+	return decodeParams(peer.Params)
+}

@@ -40,6 +40,16 @@ func markUsageErrors(root *cobra.Command) {
 			}
 		}
 		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return argError{err, cmd} })
+		if !c.Runnable() && c.HasSubCommands() {
+			// cobra shows a group's help and exits 0 for any argument: 'veil store gcc'
+			// in a script would succeed having done nothing.
+			c.RunE = func(cmd *cobra.Command, a []string) error {
+				if len(a) > 0 {
+					return fmt.Errorf("unknown command %q for %q", a[0], cmd.CommandPath())
+				}
+				return cmd.Help()
+			}
+		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}

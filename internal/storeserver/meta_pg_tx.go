@@ -146,11 +146,17 @@ func (t *pgTx) below(user, dir, name string, fn func(string, string, entry) erro
 }
 
 func (t *pgTx) moveBelow(user, src, dst string) error {
+	return t.moveDirs("veil_entries", user, src, dst)
+}
+
+// moveDirs renames, in table (veil_entries or veil_dirs), user's directory src and the
+// directories below it to dst, after writing the cached changes back.
+func (t *pgTx) moveDirs(table, user, src, dst string) error {
 	if err := t.writeBack(); err != nil {
 		return err
 	}
 	t.cache.forget()
-	_, err := t.q.Exec(t.ctx, `UPDATE veil_entries SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
+	_, err := t.q.Exec(t.ctx, `UPDATE `+table+` SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
 		append(append([]any{user}, belowArgs(src)...), []byte(dst), len(src)+1)...)
 	return err
 }
@@ -180,13 +186,7 @@ func (t *pgTx) setDirCount(user, dir string, n int64) error {
 }
 
 func (t *pgTx) moveDirCounts(user, src, dst string) error {
-	if err := t.writeBack(); err != nil {
-		return err
-	}
-	t.cache.forget()
-	_, err := t.q.Exec(t.ctx, `UPDATE veil_dirs SET dir = $5 || substring(dir FROM $6) WHERE owner = $1 AND `+belowSQL,
-		append(append([]any{user}, belowArgs(src)...), []byte(dst), len(src)+1)...)
-	return err
+	return t.moveDirs("veil_dirs", user, src, dst)
 }
 
 func (t *pgTx) dirCounts(user string, fn func(string, int64) error) error {

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/veil-project/veil/internal/atomicfile"
 )
@@ -62,19 +61,10 @@ type cacheFile struct {
 func cacheAD(location string) []byte { return append([]byte("veil/v1 put cache\x00"), location...) }
 
 func (f *cacheFile) marshal() []byte {
-	paths := make([]string, 0, len(f.Entries))
-	for p := range f.Entries {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	b := make([]byte, 0, 44+len(paths)*(cacheEntryFixed+64))
+	b := make([]byte, 0, 44+len(f.Entries)*(cacheEntryFixed+64))
 	b = binary.BigEndian.AppendUint64(b, f.RootSeq)
 	b = append(b, f.RootSum[:]...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(paths)))
-	for _, p := range paths {
-		e := f.Entries[p]
-		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
-		b = append(b, p...)
+	return appendSortedEntries(b, f.Entries, func(b []byte, e cacheEntry) []byte {
 		b = append(b, e.Hash[:]...)
 		b = append(b, e.Type, e.Flags)
 		b = binary.BigEndian.AppendUint32(b, e.Mode)
@@ -85,9 +75,8 @@ func (f *cacheFile) marshal() []byte {
 		b = append(b, e.Target...)
 		b = binary.BigEndian.AppendUint64(b, uint64(e.CTime))
 		b = binary.BigEndian.AppendUint64(b, e.Ino)
-		b = binary.BigEndian.AppendUint64(b, e.Dev)
-	}
-	return b
+		return binary.BigEndian.AppendUint64(b, e.Dev)
+	})
 }
 
 func unmarshalCache(b []byte) (*cacheFile, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/veil-project/veil/internal/mle"
 )
@@ -119,6 +120,24 @@ func (p *parser) u8() uint8   { return p.take(1)[0] }
 func (p *parser) u16() uint16 { return binary.BigEndian.Uint16(p.take(2)) }
 func (p *parser) u32() uint32 { return binary.BigEndian.Uint32(p.take(4)) }
 func (p *parser) u64() uint64 { return binary.BigEndian.Uint64(p.take(8)) }
+
+// appendSortedEntries appends what sortedEntries reads: the count (u32), then each entry
+// of m in increasing path order, its path (u16 length, then its bytes) and what value
+// appends.
+func appendSortedEntries[E any](b []byte, m map[string]E, value func([]byte, E) []byte) []byte {
+	paths := make([]string, 0, len(m))
+	for p := range m {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(paths)))
+	for _, p := range paths {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
+		b = append(b, p...)
+		b = value(b, m[p])
+	}
+	return b
+}
 
 // sortedEntries reads the n entries that end a tree root or a put cache: each a path
 // (u16 length, then its bytes; not empty, in strictly increasing order) followed by what

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 
 	"github.com/klauspost/compress/zstd"
@@ -65,25 +64,15 @@ var (
 )
 
 func (r *treeRoot) marshal() []byte {
-	paths := make([]string, 0, len(r.Entries))
 	size := 52
 	for p := range r.Entries {
-		paths = append(paths, p)
 		size += 34 + len(p)
 	}
-	sort.Strings(paths)
 	b := make([]byte, 0, size)
 	b = binary.BigEndian.AppendUint64(b, r.Seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Time))
 	b = append(b, r.Parent[:]...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(paths)))
-	for _, p := range paths {
-		h := r.Entries[p]
-		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
-		b = append(b, p...)
-		b = append(b, h[:]...)
-	}
-	return b
+	return appendSortedEntries(b, r.Entries, func(b []byte, h [32]byte) []byte { return append(b, h[:]...) })
 }
 
 func unmarshalRoot(b []byte) (*treeRoot, error) {

@@ -68,10 +68,11 @@ type Client struct {
 
 	batch *batchQueue // small objects in batch uploads (nil: the backend has none)
 
-	mem        RootMemory
-	view       treeView
-	keyChecked atomic.Bool // the key check opened under this key
-	changing   sync.Mutex  // held by the command whose changes view tracks
+	mem         RootMemory
+	view        treeView
+	keyChecked  atomic.Bool // the key check opened under this key
+	noCondBatch atomic.Bool // the service refused a conditional batch (older than batch version 2)
+	changing    sync.Mutex  // held by the command whose changes view tracks
 
 	pin     *treeRoot                   // the snapshot reads are pinned to (nil: the newest); history.go
 	putThen func(context.Context) error // run by Put under its lock when every file was stored (Sync)

@@ -127,21 +127,12 @@ func (c *Client) publishChanges(ctx context.Context) error {
 				next.Entries[p] = *d
 			}
 		}
-		b := c.keys.sealRoot(next)
-		var id [8]byte
-		rand.Read(id[:])
-		tmp := "tmp-" + hex.EncodeToString(id[:])
-		if err := retry(ctx, func() error { return c.be.Put(ctx, rootsDir, tmp, bytesReader(b), int64(len(b))) }); err != nil {
-			return fmt.Errorf("write tree root: %w", err)
-		}
-		err := c.be.Move(ctx, rootsDir, tmp, rootsDir, rootName(next.Seq))
+		err := c.createRoot(ctx, next.Seq, c.keys.sealRoot(next))
 		if errors.Is(err, storage.ErrExists) {
-			c.be.Delete(ctx, rootsDir, tmp)
 			continue // another command published this number first
 		}
 		if err != nil {
-			c.be.Delete(ctx, rootsDir, tmp)
-			return fmt.Errorf("publish tree root: %w", err)
+			return err
 		}
 		if err := c.mem.Save(next.Seq, next.sum); err != nil {
 			return fmt.Errorf("remember tree root: %w", err)
@@ -153,6 +144,40 @@ func (c *Client) publishChanges(ctx context.Context) error {
 		return nil
 	}
 	return errors.New("publish tree root: too many concurrent commands; run this one again")
+}
+
+// createRoot stores a sealed root as .veil/roots/<seq> only if that number is still free
+// (storage.ErrExists if another command took it: a compare-and-swap on the newest root).
+// A backend with conditional batches (storage.CreateBatcher: the storage service) does it
+// in one request and one commit; any other backend, or a service older than batch
+// version 2, by writing a temporary object and moving it to its number (Move refuses an
+// existing destination).
+func (c *Client) createRoot(ctx context.Context, seq uint64, b []byte) error {
+	if cb, ok := c.be.(storage.CreateBatcher); ok && len(b) <= storage.BatchMaxObjectSize && !c.noCondBatch.Load() {
+		err := cb.PutBatch(ctx, []storage.Object{{Dir: rootsDir, Name: rootName(seq), Data: b, Create: true}})
+		if err == nil || errors.Is(err, storage.ErrExists) {
+			return err
+		}
+		// An older service refuses the batch (nothing stored); after a lost answer it may
+		// have been stored: then the move below finds the number taken and the caller
+		// publishes the same changes once more, as the next number.
+		c.noCondBatch.Store(true)
+		c.log.Debug("conditional batch refused; publishing the root by move", "err", err)
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	tmp := "tmp-" + hex.EncodeToString(id[:])
+	if err := retry(ctx, func() error { return c.be.Put(ctx, rootsDir, tmp, bytesReader(b), int64(len(b))) }); err != nil {
+		return fmt.Errorf("write tree root: %w", err)
+	}
+	err := c.be.Move(ctx, rootsDir, tmp, rootsDir, rootName(seq))
+	if err != nil {
+		c.be.Delete(ctx, rootsDir, tmp)
+	}
+	if err != nil && !errors.Is(err, storage.ErrExists) {
+		return fmt.Errorf("publish tree root: %w", err)
+	}
+	return err
 }
 
 // pruneRootTemps deletes temporary roots older than cutoff: left by a command that died

@@ -153,17 +153,30 @@ func (b *kindsBatchBE) PutBatch(ctx context.Context, objs []storage.Object) erro
 	return storage.PutAll(ctx, b.Backend, objs)
 }
 
+// kindsCondBE is kindsBatchBE with conditional batches (condBE, putcas_test.go).
+type kindsCondBE struct {
+	kindsBatchBE
+	cond *condBE
+}
+
+func (b *kindsCondBE) BatchCreates() {}
+
+func (b *kindsCondBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	b.count("batch")
+	return b.cond.PutBatch(ctx, objs)
+}
+
 // BenchmarkPutOneFileByKind: the requests of one 'veil put' of a new 4 KiB file into a
 // namespace that already holds files, by kind, and the commits they cost on the service;
-// with and without batch uploads. Deterministic: the metrics are the last iteration's.
+// without batch uploads (S3, a local directory), with them, and with conditional batches
+// (the storage service). Deterministic: the metrics are the last iteration's.
 func BenchmarkPutOneFileByKind(b *testing.B) {
-	for _, batched := range []bool{false, true} {
-		b.Run(map[bool]string{false: "one-put-per-object", true: "batched"}[batched], func(b *testing.B) {
-			kb := &kindsBatchBE{kindsBE{Backend: newBackendB(b)}}
-			var be storage.Backend = &kb.kindsBE
-			if batched {
-				be = kb
-			}
+	for _, kind := range []string{"one-put-per-object", "batched", "conditional"} {
+		b.Run(kind, func(b *testing.B) {
+			local := newBackendB(b)
+			kb := &kindsCondBE{kindsBatchBE{kindsBE{Backend: local}}, &condBE{Backend: local}}
+			var be storage.Backend = map[string]storage.Backend{"one-put-per-object": &kb.kindsBE,
+				"batched": &kb.kindsBatchBE, "conditional": kb}[kind]
 			master := NewMasterKey()
 			src := b.TempDir()
 			var counts map[string]int

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -10,6 +11,10 @@ import (
 type Object struct {
 	Dir, Name string
 	Data      []byte
+	// Create makes the object conditional: it must not exist yet, else the whole batch
+	// fails with ErrExists and stores nothing (a compare-and-swap on a name). Only a
+	// CreateBatcher honours it; PutAll refuses it on any other backend.
+	Create bool
 }
 
 // Batch limits every BatchPutter accepts: objects of at most BatchMaxObjectSize bytes, at
@@ -35,6 +40,18 @@ const (
 type BatchPutter interface {
 	PutBatch(ctx context.Context, objs []Object) error
 }
+
+// CreateBatcher is a BatchPutter that honours Object.Create within the batch's
+// transaction (the storage service, in process and remote; a remote service older than
+// batch version 2 answers such a batch with an error, and stores nothing).
+type CreateBatcher interface {
+	BatchPutter
+	BatchCreates()
+}
+
+// ErrNoConditions is a conditional object (Object.Create) sent to a backend without
+// conditional batches.
+var ErrNoConditions = errors.New("conditional objects need a backend with conditional batches")
 
 // CheckBatch checks a batch against the limits and name rules before it is sent.
 func CheckBatch(objs []Object) error {
@@ -62,6 +79,14 @@ func CheckBatch(objs []Object) error {
 func PutAll(ctx context.Context, be Backend, objs []Object) error {
 	if len(objs) == 0 {
 		return nil
+	}
+	if cb, ok := be.(CreateBatcher); ok {
+		return cb.PutBatch(ctx, objs)
+	}
+	for _, o := range objs {
+		if o.Create {
+			return fmt.Errorf("%s: %w", Join(o.Dir, o.Name), ErrNoConditions)
+		}
 	}
 	if bp, ok := be.(BatchPutter); ok {
 		return bp.PutBatch(ctx, objs)

@@ -45,6 +45,14 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		names = append(names, linkNames(o.Dir, o.Name)...)
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
+		for i, o := range objs { // conditions first, in the same transaction: all or nothing
+			if !o.Create {
+				continue
+			}
+			if _, ok, err := t.entry(n.user, o.Dir, o.Name); err != nil || ok {
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), firstErr(err, storage.ErrExists))
+			}
+		}
 		for i, link := range links {
 			if err := link(t); err != nil {
 				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(objs[i].Dir, objs[i].Name), err)
@@ -59,6 +67,9 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	s.metrics.batch.Observe(float64(len(objs)))
 	return nil
 }
+
+// BatchCreates says PutBatch honours storage.Object.Create (storage.CreateBatcher).
+func (n *Namespace) BatchCreates() {}
 
 // handleBatch is POST /v1/batch: the body is parsed whole (within the batch limits) before
 // anything is stored; the answer is 204 whatever was new.

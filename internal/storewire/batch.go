@@ -15,19 +15,47 @@ import (
 //	version (1) = 0x01 | count (2) | count objects
 //	object: path length (2) | path (UTF-8 "dir/name", not escaped) | size (4) | size bytes
 //
-// big-endian, nothing after the last object.
+// or, when some object is conditional (storage.Object.Create), version 2, whose objects
+// start with a flags byte (0x01: create, the object must not exist yet; no other bit):
+//
+//	version (1) = 0x02 | count (2) | count objects
+//	object: flags (1) | path length (2) | path | size (4) | size bytes
+//
+// big-endian, nothing after the last object. A version 2 body without a create flag is
+// not canonical (version 1 says the same) and is refused.
 
-// BatchVersion is the first byte of a batch body.
-const BatchVersion = 0x01
+// BatchVersion is the first byte of a batch body without conditions; BatchVersionCond of
+// one with some.
+const (
+	BatchVersion     = 0x01
+	BatchVersionCond = 0x02
+)
+
+// flagCreate marks a version 2 object that must not exist yet.
+const flagCreate = 0x01
 
 // ErrBadBatch is a batch body that does not parse (400 bad_request).
 var ErrBadBatch = errors.New("malformed batch body")
 
-// AppendBatch appends the batch encoding of objs to b.
+// AppendBatch appends the batch encoding of objs to b: version 2 when some object is
+// conditional, else version 1.
 func AppendBatch(b []byte, objs []storage.Object) []byte {
-	b = append(b, BatchVersion)
+	v := byte(BatchVersion)
+	for _, o := range objs {
+		if o.Create {
+			v = BatchVersionCond
+		}
+	}
+	b = append(b, v)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(objs)))
 	for _, o := range objs {
+		if v == BatchVersionCond {
+			f := byte(0)
+			if o.Create {
+				f = flagCreate
+			}
+			b = append(b, f)
+		}
 		p := storage.Join(o.Dir, o.Name)
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
 		b = append(b, p...)
@@ -55,9 +83,10 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return nil, fmt.Errorf("%w: header: %w", ErrBadBatch, err)
 	}
-	if hdr[0] != BatchVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadBatch, hdr[0], BatchVersion)
+	if v := hdr[0]; v != BatchVersion && v != BatchVersionCond {
+		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrBadBatch, v, BatchVersion, BatchVersionCond)
 	}
+	cond := hdr[0] == BatchVersionCond
 	n := int(binary.BigEndian.Uint16(hdr[1:]))
 	switch {
 	case n == 0:
@@ -67,8 +96,9 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	}
 	objs := make([]storage.Object, 0, n)
 	var total int64
+	creates := false
 	for i := 0; i < n; i++ {
-		o, err := readBatchObject(br, l, i)
+		o, err := readBatchObject(br, l, i, cond)
 		if err != nil {
 			return nil, err
 		}
@@ -76,6 +106,10 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 			return nil, fmt.Errorf("%w: batch of more than %d bytes", ErrLimit, l.Bytes)
 		}
 		objs = append(objs, o)
+		creates = creates || o.Create
+	}
+	if cond && !creates {
+		return nil, fmt.Errorf("%w: version %d without a conditional object (send version %d)", ErrBadBatch, BatchVersionCond, BatchVersion)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		if err == nil {
@@ -86,9 +120,19 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	return objs, nil
 }
 
-func readBatchObject(br *bufio.Reader, l BatchLimits, i int) (storage.Object, error) {
+func readBatchObject(br *bufio.Reader, l BatchLimits, i int, cond bool) (storage.Object, error) {
 	var o storage.Object
 	var b [4]byte
+	if cond {
+		f, err := br.ReadByte()
+		if err != nil {
+			return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
+		}
+		if f&^flagCreate != 0 {
+			return o, fmt.Errorf("%w: object %d: unknown flags %#x", ErrBadBatch, i, f)
+		}
+		o.Create = f == flagCreate
+	}
 	if _, err := io.ReadFull(br, b[:2]); err != nil {
 		return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
 	}

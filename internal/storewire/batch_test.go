@@ -13,8 +13,9 @@ import (
 const batchVectorFile = "../../testdata/storewire/batch.json"
 
 type batchObjectVector struct {
-	Path string `json:"path"`
-	Data string `json:"data"` // hex
+	Path   string `json:"path"`
+	Data   string `json:"data"` // hex
+	Create bool   `json:"create,omitempty"`
 }
 
 type batchVector struct {
@@ -33,11 +34,23 @@ func genBatchVectors() []batchVector {
 	for _, o := range objs {
 		ok.Objects = append(ok.Objects, batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data)})
 	}
-	out := []batchVector{ok}
+	cobjs := []storage.Object{{Dir: "r", Name: "7", Data: []byte("root"), Create: true}, {Dir: "k", Name: "f.key", Data: []byte("rec")}}
+	cond := AppendBatch(nil, cobjs)
+	okc := batchVector{Comment: "version 2: a conditional object (create) and a plain one", Body: hex.EncodeToString(cond), Result: "ok"}
+	for _, o := range cobjs {
+		okc.Objects = append(okc.Objects, batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data), Create: o.Create})
+	}
+	out := []batchVector{ok, okc}
 	bad := func(comment string, body []byte, code string) {
 		out = append(out, batchVector{Comment: comment, Body: hex.EncodeToString(body), Result: code})
 	}
-	bad("unknown version", append([]byte{2}, good[1:]...), CodeBadRequest)
+	bad("unknown version", append([]byte{3}, good[1:]...), CodeBadRequest)
+	unknownFlag := bytes.Clone(cond)
+	unknownFlag[3] = 0x03
+	bad("version 2: an unknown flag bit", unknownFlag, CodeBadRequest)
+	noCreate := bytes.Clone(cond)
+	noCreate[3] = 0
+	bad("version 2 without a conditional object (not canonical: version 1)", noCreate, CodeBadRequest)
 	bad("no objects", []byte{1, 0, 0}, CodeBadRequest)
 	bad("truncated in the last object", good[:len(good)-1], CodeBadRequest)
 	bad("a byte after the last object", append(bytes.Clone(good), 0), CodeBadRequest)
@@ -69,7 +82,7 @@ func TestBatchVectors(t *testing.T) {
 			t.Fatalf("%s: %d objects, %v", v.Comment, len(objs), err)
 		}
 		for i, o := range objs {
-			if storage.Join(o.Dir, o.Name) != v.Objects[i].Path || !bytes.Equal(o.Data, testutil.Unhex(t, v.Objects[i].Data)) {
+			if storage.Join(o.Dir, o.Name) != v.Objects[i].Path || !bytes.Equal(o.Data, testutil.Unhex(t, v.Objects[i].Data)) || o.Create != v.Objects[i].Create {
 				t.Errorf("%s: object %d differs", v.Comment, i)
 			}
 		}

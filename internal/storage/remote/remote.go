@@ -263,6 +263,10 @@ func (c *checkedBody) Read(p []byte) (int, error) {
 
 func (c *checkedBody) Close() error { return c.resp.Body.Close() }
 
+// BatchCreates says PutBatch sends storage.Object.Create (batch version 2; a service
+// older than it refuses the batch, storing nothing).
+func (b *Backend) BatchCreates() {}
+
 // PutBatch stores small objects with one request (POST /v1/batch): one round trip and one
 // commit on the service for all of them. Like Put it is not retried here (the caller
 // replays it); the batch is atomic on the service.
@@ -278,7 +282,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	size := 3
 	for _, o := range objs {
-		size += 2 + len(o.Dir) + 1 + len(o.Name) + 4 + len(o.Data)
+		size += 1 + 2 + len(o.Dir) + 1 + len(o.Name) + 4 + len(o.Data)
 	}
 	body := storewire.AppendBatch(make([]byte, 0, size), objs)
 	err := b.call1(ctx, http.MethodPost, b.base.String()+"/"+storewire.Version+"/batch", body, nil)

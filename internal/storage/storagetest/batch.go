@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -32,6 +33,7 @@ func testBatch(t *testing.T, b storage.Backend) {
 	if got := names(t, b, "new/deep"); got != "a,empty" {
 		t.Fatalf("list new/deep: %q", got)
 	}
+	testBatchCreate(t, b)
 	bp, ok := b.(storage.BatchPutter)
 	if !ok {
 		t.Logf("no batch upload: PutAll stores one object at a time")
@@ -67,4 +69,54 @@ func testBatch(t *testing.T, b storage.Backend) {
 	if got := get(t, b, "twice", "f"); string(got) != "22" {
 		t.Fatalf("twice/f: %q", got)
 	}
+}
+
+// testBatchCreate: a conditional object (Create) is stored only if its name is free, else
+// the whole batch fails with ErrExists and stores nothing; of two batches racing to
+// create one name exactly one wins. A backend without conditional batches refuses them.
+func testBatchCreate(t *testing.T, b storage.Backend) {
+	ctx := context.Background()
+	if _, ok := b.(storage.CreateBatcher); !ok {
+		err := storage.PutAll(ctx, b, []storage.Object{{Dir: "c0", Name: "x", Data: []byte("1"), Create: true}})
+		if !errors.Is(err, storage.ErrNoConditions) {
+			t.Fatalf("conditional object on a backend without conditions: %v", err)
+		}
+		return
+	}
+	first := []storage.Object{{Dir: "c1", Name: "with", Data: []byte("w1")}, {Dir: "c1", Name: "n", Data: []byte("one"), Create: true}}
+	if err := storage.PutAll(ctx, b, first); err != nil {
+		t.Fatalf("create a free name: %v", err)
+	}
+	again := []storage.Object{{Dir: "c1", Name: "other", Data: []byte("w2")}, {Dir: "c1", Name: "n", Data: []byte("two"), Create: true}}
+	if err := storage.PutAll(ctx, b, again); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("create a taken name: %v, want ErrExists", err)
+	}
+	if got := get(t, b, "c1", "n"); string(got) != "one" {
+		t.Fatalf("taken name replaced: %q", got)
+	}
+	if _, err := b.Stat(ctx, "c1", "other"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a failed conditional batch stored its other object (stat: %v)", err)
+	}
+	for round := 0; round < 5; round++ {
+		name := fmt.Sprintf("race%d", round)
+		errs := make(chan error, 2)
+		for i := 0; i < 2; i++ {
+			go func() {
+				errs <- storage.PutAll(ctx, b, []storage.Object{{Dir: "c2", Name: name, Data: []byte{byte(i)}, Create: true}})
+			}()
+		}
+		e1, e2 := <-errs, <-errs
+		if (e1 == nil) == (e2 == nil) || !errors.Is(firstNonNil(e1, e2), storage.ErrExists) {
+			t.Fatalf("two creates of %s: %v and %v, want exactly one ErrExists", name, e1, e2)
+		}
+	}
+}
+
+func firstNonNil(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }

@@ -3,9 +3,11 @@ package keyserver
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/kswire"
 	"github.com/veil-project/veil/internal/server"
@@ -133,4 +135,27 @@ func serveOn(t *testing.T, dir string, cfg Config, udpAddr string) (*Server, ser
 	go func() { done <- s.Serve(ctx, ls) }()
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
 	return s, ls
+}
+
+// A client added while the server runs is accepted on its very first request, even before
+// the reload loop's next tick (veil serve registers its users after the servers listen;
+// a first put then raced the tick and was refused as "revoked or unknown").
+func TestNewClientAcceptedBeforeReloadTick(t *testing.T) {
+	dir := t.TempDir()
+	if err := Init(dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, ls := serveOn(t, dir, Config{ReloadInterval: time.Hour}, "-")
+	b, err := AddClient(dir, "late", AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := kswire.ParseCredential(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, req := blindRequest(t, late, late.Current.ID(), []byte("first"))
+	if code, body, _ := post(t, httpsClient(late, true), "https://"+ls.Addr()+"/v1/evaluate", req); code != http.StatusOK {
+		t.Fatalf("first request of a client added after start: %d %s", code, body)
+	}
 }

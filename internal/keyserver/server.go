@@ -325,7 +325,17 @@ func (s *Server) authorize(cs *tls.ConnectionState) (string, error) {
 	if cs == nil || len(cs.VerifiedChains) == 0 {
 		return "", errors.New("no verified client certificate")
 	}
-	c, ok := s.state.Load().clients[cs.VerifiedChains[0][0].SerialNumber.Text(16)]
+	serial := cs.VerifiedChains[0][0].SerialNumber.Text(16)
+	c, ok := s.state.Load().clients[serial]
+	if !ok {
+		// A client added since the last reload tick (veil serve registers users after its
+		// servers listen): look at the registry now rather than refuse its first request.
+		// reload(false) only stats the two files when nothing changed.
+		if err := s.reload(false); err != nil {
+			s.log.Error("reload key server directory", "err", err)
+		}
+		c, ok = s.state.Load().clients[serial]
+	}
 	if !ok || c.Revoked != nil {
 		return "", errRevoked
 	}

@@ -30,6 +30,30 @@ func (b *rootGetsBE) Get(ctx context.Context, d, n string) (io.ReadCloser, error
 	return b.Backend.Get(ctx, d, n)
 }
 
+// putFileVersions stores n versions of dir/d/f (sizes 100, 101, ...; one hour apart).
+func putFileVersions(t *testing.T, c *Client, dir string, n int) {
+	t.Helper()
+	f := filepath.Join(dir, "d", "f")
+	for i := range n {
+		write(t, f, randBytes(100+i, uint64(i)))
+		os.Chtimes(f, time.Now(), time.Now().Add(time.Duration(i)*time.Hour))
+		mustPut(t, c, filepath.Join(dir, "d"), "")
+	}
+}
+
+// countingClient opens a second client of master on be that counts root reads and the
+// reads of obj.
+func countingClient(t *testing.T, be storage.Backend, master []byte, obj string) (*Client, *rootGetsBE) {
+	t.Helper()
+	counting := &rootGetsBE{Backend: be, obj: obj}
+	c, err := New(counting, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, counting
+}
+
 // A command that lists every snapshot reads each root once: the newest, which every
 // command reads first, is not read again.
 func TestSnapshotsReadEachRootOnce(t *testing.T) {
@@ -42,12 +66,7 @@ func TestSnapshotsReadEachRootOnce(t *testing.T) {
 	mustPut(t, c, filepath.Join(dir, "d"), "")
 	write(t, filepath.Join(dir, "d", "b"), []byte("b"))
 	mustPut(t, c, filepath.Join(dir, "d"), "")
-	counting := &rootGetsBE{Backend: be}
-	c2, err := New(counting, master, Options{Keys: mle.LocalKeys{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2, counting := countingClient(t, be, master, "")
 	snaps, err := c2.Snapshots(ctx)
 	if err != nil || len(snaps) != 2 {
 		t.Fatalf("snapshots: %v %v", snaps, err)
@@ -64,23 +83,12 @@ func TestVersionsReadCurrentRecordOnce(t *testing.T) {
 	master := NewMasterKey()
 	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
 	defer c.Close()
-	dir := t.TempDir()
-	f := filepath.Join(dir, "d", "f")
-	for i := range 3 {
-		write(t, f, randBytes(100+i, uint64(i)))
-		os.Chtimes(f, time.Now(), time.Now().Add(time.Duration(i)*time.Hour))
-		mustPut(t, c, filepath.Join(dir, "d"), "")
-	}
+	putFileVersions(t, c, t.TempDir(), 3)
 	encDir, encName, err := c.encFile("d/f")
 	if err != nil {
 		t.Fatal(err)
 	}
-	counting := &rootGetsBE{Backend: be, obj: storage.Join(encDir, encName+keySuffix)}
-	c2, err := New(counting, master, Options{Keys: mle.LocalKeys{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2, counting := countingClient(t, be, master, storage.Join(encDir, encName+keySuffix))
 	vs, err := c2.Log(ctx, "d/f")
 	if err != nil || len(vs) != 3 || vs[0].Size != 100 || vs[2].Size != 102 || vs[0].Err != "" {
 		t.Fatalf("log: %+v %v", vs, err)
@@ -103,19 +111,8 @@ func TestPinVersionReadsNewestRootOnce(t *testing.T) {
 	master := NewMasterKey()
 	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
 	defer c.Close()
-	dir := t.TempDir()
-	f := filepath.Join(dir, "d", "f")
-	for i := range 2 {
-		write(t, f, randBytes(100+i, uint64(i)))
-		os.Chtimes(f, time.Now(), time.Now().Add(time.Duration(i)*time.Hour))
-		mustPut(t, c, filepath.Join(dir, "d"), "")
-	}
-	counting := &rootGetsBE{Backend: be, obj: storage.Join(rootsDir, rootName(2))}
-	c2, err := New(counting, master, Options{Keys: mle.LocalKeys{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	putFileVersions(t, c, t.TempDir(), 2)
+	c2, counting := countingClient(t, be, master, storage.Join(rootsDir, rootName(2)))
 	if snap, err := c2.PinVersion(ctx, "d/f", 1); err != nil || snap.Seq != 1 {
 		t.Fatalf("pin version 1: %+v %v", snap, err)
 	}

@@ -16,7 +16,7 @@ func newBenchDuplessCommand() *cobra.Command {
 	var asJSON bool
 	var cfg duplessbench.Config
 	var maxSize int64
-	var maxSizeFlag string
+	var maxSizeFlag, minSizeFlag string
 	c := &cobra.Command{
 		Use:   "dupless",
 		Short: "The DupLESS paper's client experiments: put breakdown, put/get vs plain, overhead",
@@ -35,7 +35,8 @@ least --min-time per point).
 
 Examples:
   veil bench dupless
-  veil bench dupless --json --max-size 4MiB`,
+  veil bench dupless --json --max-size 4MiB
+  veil bench dupless --reps 3 --min-size 64MiB   # the 64 MiB row only`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n, err := humanize.ParseBytes(maxSizeFlag)
@@ -43,10 +44,17 @@ Examples:
 				return fmt.Errorf("--max-size %q: %w", maxSizeFlag, err)
 			}
 			maxSize = int64(n)
+			lo, err := humanize.ParseBytes(minSizeFlag)
+			if err != nil {
+				return fmt.Errorf("--min-size %q: %w", minSizeFlag, err)
+			}
 			for _, s := range duplessbench.DefaultSizes {
-				if maxSize == 0 || s <= maxSize {
+				if (maxSize == 0 || s <= maxSize) && s >= int64(lo) {
 					cfg.Sizes = append(cfg.Sizes, s)
 				}
+			}
+			if len(cfg.Sizes) == 0 {
+				return fmt.Errorf("--min-size %s --max-size %s: no size of fig6-7 (1KiB..64MiB, powers of 4) in between", minSizeFlag, maxSizeFlag)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "experiment\twhat\tsize\tveil ms\tplain ms\tratio\tbytes sent\toverhead B\tpaper\t")
@@ -72,6 +80,7 @@ Examples:
 	d := duplessbench.DefaultConfig()
 	c.Flags().IntVar(&cfg.Reps, "reps", d.Reps, "runs per point (at least)")
 	c.Flags().DurationVar(&cfg.MinTime, "min-time", d.MinTime, "time per point (at least)")
+	c.Flags().StringVar(&minSizeFlag, "min-size", "0", "smallest file size for fig6-7 (e.g. 64MiB)")
 	c.Flags().StringVar(&maxSizeFlag, "max-size", exactBytes(d.Sizes[len(d.Sizes)-1]), "largest file size for fig6-7 (e.g. 4MiB, 1048576)")
 	return c
 }

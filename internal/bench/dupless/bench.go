@@ -90,7 +90,7 @@ type env struct {
 }
 
 func start(ctx context.Context, dir string) (*env, error) {
-	addrs := make([]string, 3)
+	addrs := make([]string, 5) // all free ports: the defaults may be another deployment's
 	for i := range addrs {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -100,7 +100,8 @@ func start(ctx context.Context, dir string) (*env, error) {
 		l.Close()
 	}
 	server := filepath.Join(dir, "server")
-	if _, err := allinone.Init(server, allinone.Config{KSAddr: addrs[0], KSUDP: addrs[1], StoreAddr: addrs[2]}); err != nil {
+	if _, err := allinone.Init(server, allinone.Config{KSAddr: addrs[0], KSUDP: addrs[1], StoreAddr: addrs[2],
+		PkbKAddr: addrs[3], PkbVAddr: addrs[4]}); err != nil {
 		return nil, err
 	}
 	inv, err := allinone.AddUser(server, "bench")

@@ -168,6 +168,29 @@ func repeat(reps int, minTime time.Duration, f func(i int) (time.Duration, error
 	return ds[len(ds)/2], nil
 }
 
+// alternate runs f and g in turn (f(0), g(0), f(1), ...) as repeat runs one, and returns
+// the median of each.
+func alternate(reps int, minTime time.Duration, f, g func(i int) (time.Duration, error)) (time.Duration, time.Duration, error) {
+	var fs, gs []time.Duration
+	start := time.Now()
+	for i := 0; i < reps || time.Since(start) < 2*minTime; i++ {
+		for _, run := range []struct {
+			fn  func(int) (time.Duration, error)
+			out *[]time.Duration
+		}{{f, &fs}, {g, &gs}} {
+			d, err := run.fn(i)
+			if err != nil {
+				return 0, 0, err
+			}
+			*run.out = append(*run.out, d)
+		}
+		if i >= 200 {
+			break
+		}
+	}
+	return median(fs), median(gs), nil
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func median(ds []time.Duration) time.Duration {

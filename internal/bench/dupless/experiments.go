@@ -39,11 +39,12 @@ func (e *env) fig5(ctx context.Context, cfg Config, emit func(Row)) error {
 
 // fig67 compares put and get through veil with a plain put/get of the same bytes to the
 // same storage service (paper Figs. 6-7: put 1.5x at 1 KB without TLS, about 1.15x for
-// large files).
+// large files). Each veil run alternates with a plain one, so that a change in the
+// machine's load between them weighs on both sides of the ratio alike.
 func (e *env) fig67(ctx context.Context, cfg Config, emit func(Row)) error {
 	for _, size := range cfg.Sizes {
 		var sent int64
-		put, err := repeat(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
+		put, plainPut, err := alternate(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
 			p, err := e.freshFile(fmt.Sprintf("f%d-%d", size, i), size)
 			if err != nil {
 				return 0, err
@@ -55,11 +56,7 @@ func (e *env) fig67(ctx context.Context, cfg Config, emit func(Row)) error {
 			}
 			sent = s.BytesUploaded
 			return time.Since(t), err
-		})
-		if err != nil {
-			return err
-		}
-		plainPut, err := repeat(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
+		}, func(i int) (time.Duration, error) {
 			p, err := e.freshFile(fmt.Sprintf("p%d", i), size)
 			if err != nil {
 				return 0, err
@@ -76,7 +73,7 @@ func (e *env) fig67(ctx context.Context, cfg Config, emit func(Row)) error {
 		if err != nil {
 			return err
 		}
-		get, err := repeat(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
+		get, plainGet, err := alternate(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
 			out := filepath.Join(e.scratch, "got")
 			t := time.Now()
 			s, err := e.client.Get(ctx, fmt.Sprintf("fig67/f%d-0", size), out)
@@ -84,11 +81,7 @@ func (e *env) fig67(ctx context.Context, cfg Config, emit func(Row)) error {
 				err = s.Err()
 			}
 			return time.Since(t), err
-		})
-		if err != nil {
-			return err
-		}
-		plainGet, err := repeat(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
+		}, func(i int) (time.Duration, error) {
 			t := time.Now()
 			rc, err := e.raw.Get(ctx, "plain", fmt.Sprintf("p%d-0", size))
 			if err != nil {

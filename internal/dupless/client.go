@@ -334,8 +334,10 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 		return 0, err
 	}
 	if len(with) > 0 {
-		if err := storage.PutAll(ctx, c.be, append(with, storage.Object{Dir: encDir, Name: objName, Data: b})); err != nil {
-			return 0, err
+		// The command's next root goes with them when it can (putroot.go).
+		published, err := c.putWithRoot(ctx, append(with, storage.Object{Dir: encDir, Name: objName, Data: b}), path, b)
+		if err != nil || published {
+			return int64(len(b)), err
 		}
 	} else if err := c.putObject(ctx, encDir, objName, b); err != nil {
 		return 0, err

@@ -1,0 +1,112 @@
+package dupless
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// The root in the record's batch. A lone small file's chunks and record go in one atomic
+// batch (putfold.go); on a service with conditional batches (storage.CreateBatcher) the
+// command's next tree root goes in it too, as a create of .veil/roots/<n+1>: the record and
+// the root that lists it become visible together, in one request and one commit, instead
+// of a second conditional batch when the command ends (publishChanges). If another command
+// published <n+1> first, the service stores nothing of the batch (409 exists); the chunks
+// and record are then sent without the root and publishChanges applies this command's
+// changes to the winner's root, as it always did.
+
+// foldedRoot is the next root prepared to go with a record.
+type foldedRoot struct {
+	root *treeRoot
+	obj  storage.Object
+}
+
+// nextRootWith returns the next root (the command's changes so far plus the record b about
+// to be written at path) as a conditional batch object, or nil when it cannot go with the
+// record: not tracking, Sync's removals still to come, a service without conditional
+// batches, or a root too large for a batch object.
+func (c *Client) nextRootWith(path string, b []byte) *foldedRoot {
+	if _, ok := c.be.(storage.CreateBatcher); !ok || c.noCondBatch.Load() || c.putThen != nil {
+		return nil
+	}
+	c.view.mu.Lock()
+	base, tracking := c.view.root, c.view.tracking
+	var next *treeRoot
+	if tracking && base != nil {
+		next = &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
+		if next.Entries == nil {
+			next.Entries = map[string][32]byte{}
+		}
+		for p, d := range c.view.delta {
+			if d == nil {
+				delete(next.Entries, p)
+			} else {
+				next.Entries[p] = *d
+			}
+		}
+	}
+	c.view.mu.Unlock()
+	if next == nil {
+		return nil
+	}
+	next.Entries[path] = sha256.Sum256(b)
+	sealed := c.keys.sealRoot(next)
+	if len(sealed) > storage.BatchMaxObjectSize {
+		return nil
+	}
+	return &foldedRoot{root: next, obj: storage.Object{Dir: rootsDir, Name: rootName(next.Seq), Data: sealed, Create: true}}
+}
+
+// putWithRoot stores objs (chunks, then the record b at path) with the next root in one
+// batch when it can; published says the root went with them. When another command
+// published that number first (ErrExists: nothing of the batch was stored), the batch is
+// built again on the newest root; after foldTries, on any other error, or without a root to
+// fold, the objects go alone and the root is left to publishChanges.
+func (c *Client) putWithRoot(ctx context.Context, objs []storage.Object, path string, b []byte) (published bool, err error) {
+	for try := 0; try < foldTries; try++ {
+		fr := c.nextRootWith(path, b)
+		if fr == nil {
+			break
+		}
+		err = storage.PutAll(ctx, c.be, append(objs[:len(objs):len(objs)], fr.obj))
+		if err == nil {
+			return true, c.rootPublished(fr.root)
+		}
+		if !errors.Is(err, storage.ErrExists) {
+			// A service older than batch version 2 refuses the batch (nothing stored);
+			// whatever the cause, the objects go alone and publishChanges decides.
+			c.log.Debug("batch with the root refused; sending it without", "err", err)
+			break
+		}
+		c.log.Debug("another command published the next root first; building on the newest", "root", fr.obj.Name)
+		latest, err := c.latestRoot(ctx)
+		if err != nil {
+			return false, err
+		}
+		if latest != nil {
+			c.view.mu.Lock()
+			c.view.root = latest
+			c.view.mu.Unlock()
+		}
+	}
+	return false, storage.PutAll(ctx, c.be, objs)
+}
+
+// foldTries bounds the batches a record sends with a root, racing other commands.
+const foldTries = 4
+
+// rootPublished makes a root that went with the record the command's base: the changes it
+// lists are published, so the command's end publishes nothing more unless it changes more.
+func (c *Client) rootPublished(next *treeRoot) error {
+	c.view.mu.Lock()
+	c.view.root, c.view.delta = next, map[string]*[32]byte{}
+	c.view.mu.Unlock()
+	if err := c.mem.Save(next.Seq, next.sum); err != nil {
+		return errors.New("remember tree root: " + err.Error())
+	}
+	return nil
+}

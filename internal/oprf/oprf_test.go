@@ -215,3 +215,29 @@ func BenchmarkDeriveR255One(b *testing.B)     { benchDerive(b, Ristretto255, 1) 
 func BenchmarkDeriveRSAOne(b *testing.B)      { benchDerive(b, RSA, 1) }
 func BenchmarkEvalR255Batch64(b *testing.B)   { benchEval(b, Ristretto255, 64) }
 func BenchmarkEvalR255One(b *testing.B)       { benchEval(b, Ristretto255, 1) }
+
+// The client's two halves of a derivation on their own: Blind, and Finalize (verify the
+// batch proof, unblind, hash).
+func BenchmarkBlindR255Batch64(b *testing.B) {
+	pub := testKey(b, Ristretto255).Public()
+	in := digests(64, "bl")
+	for b.Loop() {
+		if _, err := pub.Blind(rand.Reader, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFinalizeR255Batch64(b *testing.B) {
+	k := testKey(b, Ristretto255)
+	bl, _ := k.Public().Blind(rand.Reader, digests(64, "f"))
+	ev, proof, err := k.Evaluate(bl.Elements)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := k.Public().Finalize(bl, ev, proof); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -19,8 +19,9 @@
 //
 //	ristretto255  RFC 9497 VOPRF, ristretto255-SHA512, verifiable mode; one batched DLEQ
 //	              proof covers all n evaluations. Default. Composed in voprf.go over
-//	              gtank/ristretto255 (multi-scalar multiplication for the proof's public
-//	              composites) and circl's expand_message_xmd; output identical to circl/oprf
+//	              curve25519-voi's ristretto255 (group.go; variable-time multi-scalar
+//	              multiplication only for the proof's public composites) and circl's
+//	              expand_message_xmd; output identical to circl/oprf
 //	              (tested both ways) and to RFC 9497's vectors (testdata/oprf).
 //	rsa           RFC 9474 RSABSSA-SHA384-PSSZERO-Deterministic (circl/blindsign/blindrsa),
 //	              the paper's construction; the client verifies each unblinded signature.
@@ -32,5 +33,5 @@
 //
 // Randomness is injected (an io.Reader) so tests and vectors are deterministic. This package
 // sits on the protocols layer: it imports only the standard library, circl and
-// gtank/ristretto255; it must not import keyserver, ksclient, storage, services or cmd.
+// curve25519-voi; it must not import keyserver, ksclient, storage, services or cmd.
 package oprf

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	circl "github.com/cloudflare/circl/oprf"
-	"github.com/gtank/ristretto255"
 )
 
 // maxBatch is the most elements one proof covers: RFC 9497 frames the index in 2 bytes.
@@ -20,13 +19,13 @@ var (
 )
 
 type r255Private struct {
-	k   *ristretto255.Scalar
+	k   *scal
 	raw []byte
 	pub *r255Public
 }
 
 type r255Public struct {
-	pk  *ristretto255.Element
+	pk  *element
 	raw []byte
 	id  KeyID
 }
@@ -34,8 +33,8 @@ type r255Public struct {
 // r255State is what a client keeps of a blinded batch to finalize it.
 type r255State struct {
 	inputs  [][]byte
-	blinds  []*ristretto255.Scalar
-	blinded []*ristretto255.Element
+	blinds  []*scal
+	blinded []*element
 }
 
 // generateR255 derives the key from 32 bytes of rnd with RFC 9497's DeriveKeyPair
@@ -60,14 +59,14 @@ func parseR255Private(b []byte) (PrivateKey, error) {
 	if len(b) != 32 {
 		return nil, fmt.Errorf("%w: ristretto255 private key is %d bytes, want 32", ErrFormat, len(b))
 	}
-	k := ristretto255.NewScalar()
-	if err := k.Decode(b); err != nil {
+	k, ok := decodeScalar(b)
+	if !ok {
 		return nil, fmt.Errorf("%w: ristretto255 private key: not a canonical scalar", ErrFormat)
 	}
-	if k.Equal(ristretto255.NewScalar()) == 1 {
+	if isZero(k) {
 		return nil, fmt.Errorf("%w: ristretto255 private key is zero", ErrFormat)
 	}
-	pub, err := parseR255Public(encode(ristretto255.NewElement().ScalarBaseMult(k)))
+	pub, err := parseR255Public(encode(baseMult(k)))
 	if err != nil {
 		return nil, err
 	}
@@ -84,12 +83,12 @@ func parseR255Public(b []byte) (PublicKey, error) {
 }
 
 // parseElement decodes one canonical, non-identity ristretto255 element.
-func parseElement(b []byte) (*ristretto255.Element, error) {
+func parseElement(b []byte) (*element, error) {
 	if len(b) != r255Elem {
 		return nil, fmt.Errorf("%w: element is %d bytes, want %d", ErrFormat, len(b), r255Elem)
 	}
-	e := ristretto255.NewElement()
-	if err := e.Decode(b); err != nil {
+	e, ok := decodeElement(b)
+	if !ok {
 		return nil, fmt.Errorf("%w: not a ristretto255 element", ErrFormat)
 	}
 	if isIdentity(e) {
@@ -114,19 +113,19 @@ func (k *r255Private) Evaluate(blinded [][]byte) ([][]byte, []byte, error) {
 }
 
 // evaluate is Evaluate with the proof nonce r given (RFC 9497's vectors fix it).
-func (k *r255Private) evaluate(blinded [][]byte, r *ristretto255.Scalar) ([][]byte, []byte, error) {
+func (k *r255Private) evaluate(blinded [][]byte, r *scal) ([][]byte, []byte, error) {
 	if len(blinded) == 0 || len(blinded) > maxBatch {
 		return nil, nil, fmt.Errorf("%w: batch of %d (1 to %d)", ErrFormat, len(blinded), maxBatch)
 	}
-	cEls := make([]*ristretto255.Element, len(blinded))
-	dEls := make([]*ristretto255.Element, len(blinded))
+	cEls := make([]*element, len(blinded))
+	dEls := make([]*element, len(blinded))
 	out := make([][]byte, len(blinded))
 	for i, b := range blinded {
 		e, err := parseElement(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("blinded element %d: %w", i, err)
 		}
-		cEls[i], dEls[i] = e, ristretto255.NewElement().ScalarMult(k.k, e)
+		cEls[i], dEls[i] = e, newElement().Mul(e, k.k)
 		out[i] = encode(dEls[i])
 	}
 	return out, prove(k.k, k.pub.raw, cEls, dEls, blinded, out, r), nil
@@ -144,7 +143,7 @@ func (p *r255Public) Blind(rnd io.Reader, inputs [][]byte) (*Blinded, error) {
 	if len(inputs) == 0 || len(inputs) > maxBatch {
 		return nil, fmt.Errorf("%w: batch of %d (1 to %d)", ErrFormat, len(inputs), maxBatch)
 	}
-	blinds := make([]*ristretto255.Scalar, len(inputs))
+	blinds := make([]*scal, len(inputs))
 	for i := range blinds {
 		r, err := randomScalar(rnd, blindDST)
 		if err != nil {
@@ -156,11 +155,11 @@ func (p *r255Public) Blind(rnd io.Reader, inputs [][]byte) (*Blinded, error) {
 }
 
 // blindWith blinds inputs with the given blinds.
-func blindWith(inputs [][]byte, blinds []*ristretto255.Scalar) (*Blinded, error) {
-	st := &r255State{inputs: inputs, blinds: blinds, blinded: make([]*ristretto255.Element, len(inputs))}
+func blindWith(inputs [][]byte, blinds []*scal) (*Blinded, error) {
+	st := &r255State{inputs: inputs, blinds: blinds, blinded: make([]*element, len(inputs))}
 	b := &Blinded{Elements: make([][]byte, len(inputs)), state: st}
 	for i, in := range inputs {
-		e := ristretto255.NewElement().ScalarMult(blinds[i], hashToGroup(in))
+		e := newElement().Mul(hashToGroup(in), blinds[i])
 		if isIdentity(e) {
 			return nil, fmt.Errorf("blind: input %d: %w", i, errIdentity)
 		}
@@ -189,7 +188,7 @@ func (p *r255Public) outputs(b *Blinded, evals [][]byte, proof []byte) ([][]byte
 	if !ok || len(evals) != len(b.Elements) || len(evals) != len(st.blinded) {
 		return nil, fmt.Errorf("%w: %d evaluations for %d inputs", ErrVerify, len(evals), len(b.Elements))
 	}
-	dEls := make([]*ristretto255.Element, len(evals))
+	dEls := make([]*element, len(evals))
 	for i, e := range evals {
 		el, err := parseElement(e)
 		if err != nil {
@@ -206,7 +205,7 @@ func (p *r255Public) outputs(b *Blinded, evals [][]byte, proof []byte) ([][]byte
 	outs := make([][]byte, len(evals))
 	inv := invertAll(st.blinds)
 	for i, d := range dEls {
-		n := ristretto255.NewElement().ScalarMult(inv[i], d)
+		n := newElement().Mul(d, inv[i])
 		outs[i] = finalizeHash(st.inputs[i], n)
 	}
 	return outs, nil

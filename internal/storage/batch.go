@@ -15,6 +15,10 @@ type Object struct {
 	// fails with ErrExists and stores nothing (a compare-and-swap on a name). Only a
 	// CreateBatcher honours it; PutAll refuses it on any other backend.
 	Create bool
+	// Absent makes the object a condition only: no object of that name may exist, else
+	// the whole batch fails with ErrExists and stores nothing; nothing is stored under it
+	// (Data must be empty). Only an AbsentBatcher honours it.
+	Absent bool
 }
 
 // Batch limits every BatchPutter accepts: objects of at most BatchMaxObjectSize bytes, at
@@ -49,7 +53,15 @@ type CreateBatcher interface {
 	BatchCreates()
 }
 
-// ErrNoConditions is a conditional object (Object.Create) sent to a backend without
+// AbsentBatcher is a CreateBatcher that also honours Object.Absent within the batch's
+// transaction (the storage service from batch version 3; an older one refuses such a
+// batch, storing nothing).
+type AbsentBatcher interface {
+	CreateBatcher
+	BatchAbsents()
+}
+
+// ErrNoConditions is a conditional object (Object.Create, Object.Absent) sent to a backend without
 // conditional batches.
 var ErrNoConditions = errors.New("conditional objects need a backend with conditional batches")
 
@@ -62,6 +74,9 @@ func CheckBatch(objs []Object) error {
 	for _, o := range objs {
 		if err := CheckPath(o.Dir, o.Name); err != nil {
 			return err
+		}
+		if o.Absent && (o.Create || len(o.Data) > 0) {
+			return fmt.Errorf("batch object %s: a condition (absent) is neither created nor holds data: %w", Join(o.Dir, o.Name), ErrInvalidName)
 		}
 		if len(o.Data) > BatchMaxObjectSize {
 			return fmt.Errorf("batch object %s: %d bytes, at most %d: %w", Join(o.Dir, o.Name), len(o.Data), BatchMaxObjectSize, ErrTooLarge)
@@ -80,11 +95,18 @@ func PutAll(ctx context.Context, be Backend, objs []Object) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if cb, ok := be.(CreateBatcher); ok {
+	absent := false
+	for _, o := range objs {
+		absent = absent || o.Absent
+	}
+	if ab, ok := be.(AbsentBatcher); ok {
+		return ab.PutBatch(ctx, objs)
+	}
+	if cb, ok := be.(CreateBatcher); ok && !absent {
 		return cb.PutBatch(ctx, objs)
 	}
 	for _, o := range objs {
-		if o.Create {
+		if o.Create || o.Absent {
 			return fmt.Errorf("%s: %w", Join(o.Dir, o.Name), ErrNoConditions)
 		}
 	}

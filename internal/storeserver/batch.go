@@ -13,8 +13,10 @@ import (
 
 // PutBatch stores small objects (at most InlineMax bytes each, kept in the database) in
 // one metadata transaction (metaStore.update: with bbolt grouped with concurrent puts into
-// one commit), so one commit makes all of them durable or none. Every object is checked before the transaction; the answer is
-// the same whether any content was new.
+// one commit), so one commit makes all of them durable or none. Conditions are checked
+// first in the same transaction: a Create's name must be free, and so must an Absent's (a
+// condition only: nothing is stored under it). Every object is checked before the
+// transaction; the answer is the same whether any content was new.
 func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	s := n.s
 	if len(objs) == 0 {
@@ -31,6 +33,13 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		if err := s.cfg.Limits.checkPath(o.Dir, o.Name); err != nil {
 			return fmt.Errorf("batch object %d: %w", i, err)
 		}
+		if o.Absent {
+			if o.Create || len(o.Data) > 0 {
+				return fmt.Errorf("batch object %d: an absent condition holds no data: %w", i, storewire.ErrBadBatch)
+			}
+			names = append(names, linkNames(o.Dir, o.Name)...)
+			continue // a condition only: nothing to link
+		}
 		if len(o.Data) > InlineMax {
 			return fmt.Errorf("batch object %d: %d bytes, at most %d: %w", i, len(o.Data), InlineMax, storage.ErrTooLarge)
 		}
@@ -46,7 +55,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
 		for i, o := range objs { // conditions first, in the same transaction: all or nothing
-			if !o.Create {
+			if !o.Create && !o.Absent {
 				continue
 			}
 			if _, ok, err := t.entry(n.user, o.Dir, o.Name); err != nil || ok {
@@ -54,6 +63,9 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 			}
 		}
 		for i, link := range links {
+			if link == nil { // an absent condition
+				continue
+			}
 			if err := link(t); err != nil {
 				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(objs[i].Dir, objs[i].Name), err)
 			}
@@ -70,6 +82,9 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 
 // BatchCreates says PutBatch honours storage.Object.Create (storage.CreateBatcher).
 func (n *Namespace) BatchCreates() {}
+
+// BatchAbsents says PutBatch honours storage.Object.Absent (storage.AbsentBatcher).
+func (n *Namespace) BatchAbsents() {}
 
 // handleBatch is POST /v1/batch: the body is parsed whole (within the batch limits) before
 // anything is stored; the answer is 204 whatever was new.

@@ -21,38 +21,55 @@ import (
 //	version (1) = 0x02 | count (2) | count objects
 //	object: flags (1) | path length (2) | path | size (4) | size bytes
 //
-// big-endian, nothing after the last object. A version 2 body without a create flag is
-// not canonical (version 1 says the same) and is refused.
+// Version 3 has the same layout and one more flag, 0x02 absent (storage.Object.Absent:
+// a condition only, no object of that name may exist; its size is 0 and it is not also a
+// create). It is sent when some object is absent.
+//
+// big-endian, nothing after the last object. A version 2 body without a create flag, or a
+// version 3 body without an absent flag, is not canonical (a lower version says the same)
+// and is refused.
 
 // BatchVersion is the first byte of a batch body without conditions; BatchVersionCond of
 // one with some.
+// BatchVersionAbsent is the first byte of one with some absent condition.
 const (
-	BatchVersion     = 0x01
-	BatchVersionCond = 0x02
+	BatchVersion       = 0x01
+	BatchVersionCond   = 0x02
+	BatchVersionAbsent = 0x03
 )
 
-// flagCreate marks a version 2 object that must not exist yet.
-const flagCreate = 0x01
+// flagCreate marks a version 2 or 3 object that must not exist yet; flagAbsent a version 3
+// object that is only a condition (no object of that name may exist).
+const (
+	flagCreate = 0x01
+	flagAbsent = 0x02
+)
 
 // ErrBadBatch is a batch body that does not parse (400 bad_request).
 var ErrBadBatch = errors.New("malformed batch body")
 
-// AppendBatch appends the batch encoding of objs to b: version 2 when some object is
-// conditional, else version 1.
+// AppendBatch appends the batch encoding of objs to b: version 3 when some object is an
+// absent condition, else version 2 when some is a create, else version 1.
 func AppendBatch(b []byte, objs []storage.Object) []byte {
 	v := byte(BatchVersion)
 	for _, o := range objs {
-		if o.Create {
+		switch {
+		case o.Absent:
+			v = BatchVersionAbsent
+		case o.Create && v == BatchVersion:
 			v = BatchVersionCond
 		}
 	}
 	b = append(b, v)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(objs)))
 	for _, o := range objs {
-		if v == BatchVersionCond {
+		if v != BatchVersion {
 			f := byte(0)
 			if o.Create {
-				f = flagCreate
+				f |= flagCreate
+			}
+			if o.Absent {
+				f |= flagAbsent
 			}
 			b = append(b, f)
 		}
@@ -83,10 +100,10 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return nil, fmt.Errorf("%w: header: %w", ErrBadBatch, err)
 	}
-	if v := hdr[0]; v != BatchVersion && v != BatchVersionCond {
-		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrBadBatch, v, BatchVersion, BatchVersionCond)
+	v := hdr[0]
+	if v != BatchVersion && v != BatchVersionCond && v != BatchVersionAbsent {
+		return nil, fmt.Errorf("%w: version %d, want %d to %d", ErrBadBatch, v, BatchVersion, BatchVersionAbsent)
 	}
-	cond := hdr[0] == BatchVersionCond
 	n := int(binary.BigEndian.Uint16(hdr[1:]))
 	switch {
 	case n == 0:
@@ -96,9 +113,9 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	}
 	objs := make([]storage.Object, 0, n)
 	var total int64
-	creates := false
+	creates, absents := false, false
 	for i := 0; i < n; i++ {
-		o, err := readBatchObject(br, l, i, cond)
+		o, err := readBatchObject(br, l, i, v)
 		if err != nil {
 			return nil, err
 		}
@@ -106,10 +123,13 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 			return nil, fmt.Errorf("%w: batch of more than %d bytes", ErrLimit, l.Bytes)
 		}
 		objs = append(objs, o)
-		creates = creates || o.Create
+		creates, absents = creates || o.Create, absents || o.Absent
 	}
-	if cond && !creates {
+	if v == BatchVersionCond && !creates {
 		return nil, fmt.Errorf("%w: version %d without a conditional object (send version %d)", ErrBadBatch, BatchVersionCond, BatchVersion)
+	}
+	if v == BatchVersionAbsent && !absents {
+		return nil, fmt.Errorf("%w: version %d without an absent condition (send a lower version)", ErrBadBatch, BatchVersionAbsent)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		if err == nil {
@@ -120,18 +140,22 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	return objs, nil
 }
 
-func readBatchObject(br *bufio.Reader, l BatchLimits, i int, cond bool) (storage.Object, error) {
+func readBatchObject(br *bufio.Reader, l BatchLimits, i int, v byte) (storage.Object, error) {
 	var o storage.Object
 	var b [4]byte
-	if cond {
+	if v != BatchVersion {
 		f, err := br.ReadByte()
 		if err != nil {
 			return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
 		}
-		if f&^flagCreate != 0 {
-			return o, fmt.Errorf("%w: object %d: unknown flags %#x", ErrBadBatch, i, f)
+		known := byte(flagCreate)
+		if v == BatchVersionAbsent {
+			known |= flagAbsent
 		}
-		o.Create = f == flagCreate
+		if f&^known != 0 || f == flagCreate|flagAbsent {
+			return o, fmt.Errorf("%w: object %d: flags %#x", ErrBadBatch, i, f)
+		}
+		o.Create, o.Absent = f == flagCreate, f == flagAbsent
 	}
 	if _, err := io.ReadFull(br, b[:2]); err != nil {
 		return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
@@ -148,6 +172,9 @@ func readBatchObject(br *bufio.Reader, l BatchLimits, i int, cond bool) (storage
 		return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
 	}
 	size := int64(binary.BigEndian.Uint32(b[:]))
+	if o.Absent && size != 0 {
+		return o, fmt.Errorf("%w: object %d: an absent condition with %d bytes of content", ErrBadBatch, i, size)
+	}
 	if size > l.ObjectSize {
 		return o, fmt.Errorf("batch object %d: %d bytes, at most %d: %w", i, size, l.ObjectSize, storage.ErrTooLarge)
 	}

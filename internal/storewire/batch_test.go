@@ -16,6 +16,7 @@ type batchObjectVector struct {
 	Path   string `json:"path"`
 	Data   string `json:"data"` // hex
 	Create bool   `json:"create,omitempty"`
+	Absent bool   `json:"absent,omitempty"`
 }
 
 type batchVector struct {
@@ -40,17 +41,36 @@ func genBatchVectors() []batchVector {
 	for _, o := range cobjs {
 		okc.Objects = append(okc.Objects, batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data), Create: o.Create})
 	}
-	out := []batchVector{ok, okc}
+	aobjs := []storage.Object{{Dir: "p", Name: "m", Absent: true}, {Dir: "r", Name: "8", Data: []byte("root"), Create: true}, {Dir: "k", Name: "g.key", Data: []byte("rec")}}
+	absent := AppendBatch(nil, aobjs)
+	oka := batchVector{Comment: "version 3: an absent condition, a create and a plain object", Body: hex.EncodeToString(absent), Result: "ok"}
+	for _, o := range aobjs {
+		oka.Objects = append(oka.Objects, batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data), Create: o.Create, Absent: o.Absent})
+	}
+	out := []batchVector{ok, okc, oka}
 	bad := func(comment string, body []byte, code string) {
 		out = append(out, batchVector{Comment: comment, Body: hex.EncodeToString(body), Result: code})
 	}
-	bad("unknown version", append([]byte{3}, good[1:]...), CodeBadRequest)
+	bad("unknown version", append([]byte{4}, good[1:]...), CodeBadRequest)
 	unknownFlag := bytes.Clone(cond)
 	unknownFlag[3] = 0x03
 	bad("version 2: an unknown flag bit", unknownFlag, CodeBadRequest)
 	noCreate := bytes.Clone(cond)
 	noCreate[3] = 0
 	bad("version 2 without a conditional object (not canonical: version 1)", noCreate, CodeBadRequest)
+	v2Absent := bytes.Clone(cond)
+	v2Absent[3] = 0x02
+	bad("version 2: the absent flag (version 3 only)", v2Absent, CodeBadRequest)
+	noAbsent := bytes.Clone(absent)
+	noAbsent[3] = 0
+	bad("version 3 without an absent condition (not canonical: version 2)", noAbsent, CodeBadRequest)
+	both := bytes.Clone(absent)
+	both[3] = 0x03
+	bad("version 3: create and absent on one object", both, CodeBadRequest)
+	v3Unknown := bytes.Clone(absent)
+	v3Unknown[3] = 0x06
+	bad("version 3: an unknown flag bit", v3Unknown, CodeBadRequest)
+	bad("version 3: an absent condition with content", []byte{3, 0, 1, flagAbsent, 0, 1, 'm', 0, 0, 0, 1, 'x'}, CodeBadRequest)
 	bad("no objects", []byte{1, 0, 0}, CodeBadRequest)
 	bad("truncated in the last object", good[:len(good)-1], CodeBadRequest)
 	bad("a byte after the last object", append(bytes.Clone(good), 0), CodeBadRequest)
@@ -82,7 +102,7 @@ func TestBatchVectors(t *testing.T) {
 			t.Fatalf("%s: %d objects, %v", v.Comment, len(objs), err)
 		}
 		for i, o := range objs {
-			if storage.Join(o.Dir, o.Name) != v.Objects[i].Path || !bytes.Equal(o.Data, testutil.Unhex(t, v.Objects[i].Data)) || o.Create != v.Objects[i].Create {
+			if storage.Join(o.Dir, o.Name) != v.Objects[i].Path || !bytes.Equal(o.Data, testutil.Unhex(t, v.Objects[i].Data)) || o.Create != v.Objects[i].Create || o.Absent != v.Objects[i].Absent {
 				t.Errorf("%s: object %d differs", v.Comment, i)
 			}
 		}

@@ -267,6 +267,10 @@ func (c *checkedBody) Close() error { return c.resp.Body.Close() }
 // older than it refuses the batch, storing nothing).
 func (b *Backend) BatchCreates() {}
 
+// BatchAbsents says PutBatch sends storage.Object.Absent (batch version 3; a service older
+// than it refuses the batch, storing nothing).
+func (b *Backend) BatchAbsents() {}
+
 // PutBatch stores small objects with one request (POST /v1/batch): one round trip and one
 // commit on the service for all of them. Like Put it is not retried here (the caller
 // replays it); the batch is atomic on the service.

@@ -34,6 +34,7 @@ func testBatch(t *testing.T, b storage.Backend) {
 		t.Fatalf("list new/deep: %q", got)
 	}
 	testBatchCreate(t, b)
+	testBatchAbsent(t, b)
 	bp, ok := b.(storage.BatchPutter)
 	if !ok {
 		t.Logf("no batch upload: PutAll stores one object at a time")
@@ -108,6 +109,67 @@ func testBatchCreate(t *testing.T, b storage.Backend) {
 		e1, e2 := <-errs, <-errs
 		if (e1 == nil) == (e2 == nil) || !errors.Is(firstNonNil(e1, e2), storage.ErrExists) {
 			t.Fatalf("two creates of %s: %v and %v, want exactly one ErrExists", name, e1, e2)
+		}
+	}
+}
+
+// testBatchAbsent: an absent condition stores nothing under its name; the batch is stored
+// only if that name is free, else it fails with ErrExists and stores nothing; a batch that
+// creates a name and one that requires it absent exclude each other. A backend without
+// absent conditions refuses them.
+func testBatchAbsent(t *testing.T, b storage.Backend) {
+	ctx := context.Background()
+	if _, ok := b.(storage.AbsentBatcher); !ok {
+		err := storage.PutAll(ctx, b, []storage.Object{{Dir: "a0", Name: "m", Absent: true}, {Dir: "a0", Name: "x", Data: []byte("1")}})
+		if !errors.Is(err, storage.ErrNoConditions) {
+			t.Fatalf("absent condition on a backend without it: %v", err)
+		}
+		if _, err := b.Stat(ctx, "a0", "x"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("a refused absent batch stored its object (stat: %v)", err)
+		}
+		return
+	}
+	free := []storage.Object{{Dir: "a1", Name: "m", Absent: true}, {Dir: "a1", Name: "x", Data: []byte("one")}}
+	if err := storage.PutAll(ctx, b, free); err != nil {
+		t.Fatalf("batch with a free absent name: %v", err)
+	}
+	if _, err := b.Stat(ctx, "a1", "m"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("an absent condition stored an object (stat: %v)", err)
+	}
+	put(t, b, "a1", "m", []byte("marker"))
+	taken := []storage.Object{{Dir: "a1", Name: "y", Data: []byte("two")}, {Dir: "a1", Name: "m", Absent: true}}
+	if err := storage.PutAll(ctx, b, taken); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("batch with a taken absent name: %v, want ErrExists", err)
+	}
+	if _, err := b.Stat(ctx, "a1", "y"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a failed absent batch stored its other object (stat: %v)", err)
+	}
+	if got := get(t, b, "a1", "m"); string(got) != "marker" {
+		t.Fatalf("the absent name's object changed: %q", got)
+	}
+	if err := storage.PutAll(ctx, b, []storage.Object{{Dir: "a1", Name: "m", Data: []byte("x"), Absent: true}}); err == nil {
+		t.Fatalf("an absent condition with content was accepted")
+	}
+	// A create and an absent condition on one name, racing: the create always commits;
+	// the absent batch commits only if it came first (serialized, never half stored).
+	for round := 0; round < 5; round++ {
+		name := fmt.Sprintf("m%d", round)
+		cerr, aerr := make(chan error, 1), make(chan error, 1)
+		go func() {
+			cerr <- storage.PutAll(ctx, b, []storage.Object{{Dir: "a2", Name: name, Data: []byte("c"), Create: true}})
+		}()
+		go func() {
+			aerr <- storage.PutAll(ctx, b, []storage.Object{{Dir: "a2", Name: name, Absent: true}, {Dir: "a2", Name: name + "-w", Data: []byte("w")}})
+		}()
+		ec, ea := <-cerr, <-aerr
+		_, werr := b.Stat(ctx, "a2", name+"-w")
+		switch {
+		case ec != nil:
+			t.Fatalf("round %d: the create failed: %v", round, ec)
+		case ea != nil && !errors.Is(ea, storage.ErrExists):
+			t.Fatalf("round %d: the absent batch: %v, want nil or ErrExists", round, ea)
+		case (werr == nil) != (ea == nil):
+			t.Fatalf("round %d: the absent batch's object stored %v, its batch answered %v", round, werr == nil, ea)
 		}
 	}
 }

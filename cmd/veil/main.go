@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -42,10 +43,21 @@ Start with 'veil serve' for an all-in-one local deployment, or see README.md.`,
 	for _, f := range groups {
 		root.AddCommand(f())
 	}
-	var cpuProfile string
+	var cpuProfile, traceFile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for developers)")
 	root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentFlags().StringVar(&traceFile, "trace", "", "write a runtime execution trace to this file (for developers)")
+	root.PersistentFlags().MarkHidden("trace")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if traceFile != "" {
+			f, err := os.Create(traceFile)
+			if err != nil {
+				return err
+			}
+			if err := trace.Start(f); err != nil {
+				return err
+			}
+		}
 		if cpuProfile == "" {
 			return nil
 		}
@@ -55,7 +67,7 @@ Start with 'veil serve' for an all-in-one local deployment, or see README.md.`,
 		}
 		return pprof.StartCPUProfile(f)
 	}
-	root.PersistentPostRun = func(*cobra.Command, []string) { pprof.StopCPUProfile() }
+	root.PersistentPostRun = func(*cobra.Command, []string) { pprof.StopCPUProfile(); trace.Stop() }
 	return root
 }
 

@@ -68,7 +68,9 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	if c.opts.Events.Total != nil {
 		c.opts.Events.Total(len(tasks), total)
 	}
-	// Directories first (so empty ones exist), then everything else in parallel.
+	// Every entry in walk order (directories before what they hold); files go to the
+	// workers, a directory's record to the run's committers, so the walk never waits on
+	// a directory's round trips (a put creates its parents: order is not needed).
 	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj = cache, c.putObject
@@ -88,7 +90,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 			break // cancelled: report it once, not once per remaining file
 		}
 		if t.info.IsDir() {
-			c.done(sum, t.local, c.putDir(ctx, t, sum, run))
+			run.commit(func() { c.done(sum, t.local, c.putDir(ctx, t, sum, run)) })
 			continue
 		}
 		select {
@@ -176,6 +178,7 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 		} else if isFile {
 			return fmt.Errorf("%s is stored as a file: 'veil rm' it before storing a directory there", t.dest)
 		}
+		run.dirs.absentIn(parent, name, enc)
 	}
 	if c.stored(ctx, run, enc, dirMetaName, r) {
 		sum.add(func(s *Summary) { s.Dirs++ })
@@ -184,9 +187,7 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 	if err := c.storeLongNames(ctx, enc); err != nil {
 		return err
 	}
-	if err := c.be.Create(ctx, enc); err != nil {
-		return err
-	}
+	// The record creates the directory (a put creates its parents): no request of its own.
 	n, err := c.writeRecord(ctx, enc, dirMetaName, r)
 	if err == nil {
 		run.cache.note(c, storage.Join(enc, dirMetaName), r, nil)

@@ -301,3 +301,26 @@ func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string
 	}
 	return e.names[name], nil
 }
+
+// absentIn notes that directory dir (name in parent) did not exist when this run listed
+// parent, so it holds nothing yet: neither its record nor a file of it needs a listing.
+// A new tree is stored without one List per directory.
+func (d *dirCache) absentIn(parent, name, dir string) {
+	d.mu.Lock()
+	pe := d.m[parent]
+	d.mu.Unlock()
+	if pe == nil {
+		return
+	}
+	pe.mu.Lock()
+	absent := pe.names != nil && !pe.names[name]
+	pe.mu.Unlock()
+	if !absent {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m[dir] == nil {
+		d.m[dir] = &dirEntries{names: map[string]bool{}}
+	}
+}

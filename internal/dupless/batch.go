@@ -64,6 +64,11 @@ func (c *Client) putObject(ctx context.Context, dir, name string, data []byte) e
 	}
 }
 
+// batched reports whether putObject sends an object of n bytes through the batch queue.
+func (c *Client) batched(n int) bool {
+	return c.batch != nil && n <= storage.BatchMaxObjectSize && !c.batch.disabled()
+}
+
 func (q *batchQueue) disabled() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -73,7 +73,7 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	// a directory's round trips (a put creates its parents: order is not needed).
 	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
-	run.cache, run.putObj = cache, c.putObject
+	run.cache, run.putObj, run.batched = cache, c.putObject, c.batched
 	if c.foldable(tasks) {
 		run.held = &heldUploads{}
 	}

@@ -24,6 +24,9 @@ type putRun struct {
 	bytes *semaphore.Weighted // ciphertext bytes held by queued and running uploads
 	// putObj stores a chunk object (the Client's putObject: batched where the service can).
 	putObj func(ctx context.Context, dir, name string, data []byte) error
+	// batched reports whether putObj sends an object of n bytes in a batch, whose queue
+	// bounds the requests in flight: such uploads take no sem slot.
+	batched func(n int) bool
 
 	commits   chan struct{} // files whose uploads and record are being finished
 	commitsWG sync.WaitGroup
@@ -107,13 +110,16 @@ func (u *upload) wait() error {
 	return u.err
 }
 
-// Limits of one run: chunk uploads in flight (small objects are latency-bound, so many),
-// ciphertext bytes waiting for upload (memory), and files being committed (waiting for
-// their uploads, then writing their record) while the workers go on with the next files.
+// Limits of one run: chunk uploads in flight, each its own request (batched ones are
+// bounded by the batch queue's requests instead), ciphertext bytes waiting for upload
+// (memory), and files or directories being committed (waiting for their uploads, then
+// writing their record) while the workers go on with the next files. Many commits: a
+// small file's commit waits two batch round trips (its chunk, then its record), and the
+// batches are only as large as what waits for them.
 const (
 	maxUploads     = 32
 	maxUploadBytes = 256 << 20
-	maxCommits     = 64
+	maxCommits     = 1024
 )
 
 // commit finishes a file in the background: fn waits for its uploads and writes its
@@ -137,7 +143,7 @@ func newPutRun(be storage.Backend, sum *Summary) *putRun {
 		keys: map[mle.Digest]*keyFuture{},
 		putObj: func(ctx context.Context, dir, name string, data []byte) error {
 			return be.Put(ctx, dir, name, bytesReader(data), int64(len(data)))
-		}}
+		}, batched: func(int) bool { return false }}
 }
 
 // lookup returns a chunk of this run with the same message, and the upload a record that
@@ -217,8 +223,17 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 // its turn) and then closes u.done, releasing its n bytes.
 func (r *putRun) send(ctx context.Context, u *upload, dir, name string, n int64) {
 	ref, ct := u.ref, u.ct
-	r.sem <- struct{}{}
-	defer func() { <-r.sem; r.bytes.Release(n); close(u.done) }()
+	slot := !r.batched(len(ct))
+	if slot {
+		r.sem <- struct{}{}
+	}
+	defer func() {
+		if slot {
+			<-r.sem
+		}
+		r.bytes.Release(n)
+		close(u.done)
+	}()
 	err := retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
 	if err != nil {
 		u.err = fmt.Errorf("upload chunk: %w", err)

@@ -10,7 +10,6 @@ import (
 
 	cdc "github.com/PlakarKorp/go-cdc-chunkers"
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers fastcdc-v1.0.0
-	"github.com/klauspost/compress/zstd"
 	"github.com/veil-project/veil/internal/mle"
 )
 
@@ -31,55 +30,6 @@ const (
 	NormChunk = 1 << 20
 	MaxChunk  = 8 << 20
 )
-
-// zstd at a fixed level and settings so that the same chunk always compresses to the same
-// bytes (required for dedup). Changing the level or the options that shape the frame
-// changes every ciphertext: treat it as a format change. (Encoder concurrency only says how
-// many EncodeAll calls may run at once; each output is the same.)
-var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxChunk+1<<20))
-	// zprobe decides quickly whether a large chunk is worth compressing at all.
-	zprobe, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithEncoderCRC(false))
-)
-
-// probeSize is the prefix of a chunk that is test-compressed first: when even it does not
-// shrink, the chunk is stored uncompressed without compressing it whole (random or already
-// compressed data costs ~3% of a full attempt). The decision depends on the chunk's bytes
-// alone, so it is as deterministic as the compression itself.
-const probeSize = 32 << 10
-
-// piece is one chunk ready for key derivation: the MLE message and its hash.
-type piece struct {
-	plainLen int
-	flags    uint8
-	msg      []byte // compressed chunk, or the chunk itself
-	digest   mle.Digest
-}
-
-// preparePiece compresses data when that saves at least 1/16 of it, and hashes the result
-// with the suite mleFor picks for its size. It takes ownership of data.
-func preparePiece(mleFor func(int) *mle.MLE, data []byte, compress bool) piece {
-	p := piece{plainLen: len(data), msg: data}
-	if compress && len(data) >= 64 && worthCompressing(data) {
-		c := zenc.EncodeAll(data, make([]byte, 0, len(data)+len(data)>>7+64))
-		if len(c) <= len(data)-len(data)/16 {
-			p.msg, p.flags = c, flagCompressed
-		}
-	}
-	p.digest = mleFor(len(p.msg)).Hash(p.msg)
-	return p
-}
-
-func worthCompressing(data []byte) bool {
-	if len(data) < 4*probeSize {
-		return true
-	}
-	probe := zprobe.EncodeAll(data[:probeSize], make([]byte, 0, probeSize+probeSize>>7+64))
-	return len(probe) <= probeSize-probeSize/32
-}
 
 // prepareAll runs preparePiece on every chunk, on all cores, keeping the order.
 func prepareAll(mleFor func(int) *mle.MLE, chunks [][]byte, compress bool) []piece {

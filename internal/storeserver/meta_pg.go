@@ -87,12 +87,9 @@ func (m *pgMeta) exec(group []*commitReq) error {
 	users = slices.Compact(users)
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
-	return m.retry(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		t := &pgTx{ctx: ctx, q: tx, deltas: map[[32]byte]*blobDelta{}}
-		if err := t.lockUsers(users); err != nil {
-			return err
-		}
-		if err := t.prefetch(group); err != nil {
+	return m.retryWrite(ctx, func(c *pgx.Conn) error {
+		t := &pgTx{ctx: ctx, q: c, deltas: map[[32]byte]*blobDelta{}}
+		if err := t.begin(users, group); err != nil {
 			return err
 		}
 		for _, r := range group {
@@ -104,29 +101,34 @@ func (m *pgMeta) exec(group []*commitReq) error {
 	})
 }
 
-// lockUsers locks the users' rows in name order and caches their accounts.
-func (t *pgTx) lockUsers(users []string) error {
-	if len(users) == 0 {
-		return nil
+// retryWrite runs fn, a write transaction that fn begins and commits itself on a
+// connection of the pool (BEGIN travels with the group's first statements and COMMIT with
+// its writes: two round trips per group commit), again after a serialization failure or a
+// deadlock. A transaction fn leaves open is rolled back.
+func (m *pgMeta) retryWrite(ctx context.Context, fn func(*pgx.Conn) error) error {
+	for attempt := 0; ; attempt++ {
+		err := m.onConn(ctx, fn)
+		if err == nil || !retryable(err) || attempt >= 20 || ctx.Err() != nil {
+			return pgFault(err)
+		}
+		time.Sleep(time.Duration(rand.IntN(1<<min(attempt, 6))+1) * time.Millisecond)
 	}
-	rows, err := t.q.Query(t.ctx, `SELECT `+userCols+`, meta, name FROM veil_users WHERE name = ANY($1) ORDER BY name FOR UPDATE`, users)
+}
+
+func (m *pgMeta) onConn(ctx context.Context, fn func(*pgx.Conn) error) error {
+	pc, err := m.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for _, u := range users {
-		t.cache.acct(u, &pgAcct{}) // absent unless a row says otherwise
+	defer pc.Release() // a connection left in a transaction is closed, not reused
+	c := pc.Conn()
+	err = fn(c)
+	if err != nil && c.PgConn().TxStatus() != 'I' && !c.IsClosed() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.Exec(rctx, "ROLLBACK")
+		cancel()
 	}
-	for rows.Next() {
-		var a pgAcct
-		var name string
-		if a.u, err = scanUser(rows, &a.meta, &name); err != nil {
-			return err
-		}
-		a.ok = true
-		t.cache.acct(name, &a)
-	}
-	return rows.Err()
+	return err
 }
 
 // retry runs fn in a transaction, again after a serialization failure or a deadlock.

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -17,10 +18,19 @@ import (
 // Reference count changes are gathered and written by flush, in hash order.
 type pgTx struct {
 	ctx      context.Context
-	q        pgx.Tx
+	q        pgQuerier
 	readOnly bool
 	deltas   map[[32]byte]*blobDelta
 	cache    pgCache // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
+}
+
+// pgQuerier runs statements: a read-only transaction (view), or the connection of a write
+// transaction that the group commit begins and commits itself (meta_pg.go).
+type pgQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 type blobDelta struct {

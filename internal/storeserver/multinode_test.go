@@ -247,19 +247,6 @@ func TestSIGKILLNodeMidPut(t *testing.T) {
 	fsckClean(t, s)
 }
 
-// multiRow splits its rows into statements of at most maxParams parameters, numbered from
-// $1 in each.
-func TestMultiRowSplits(t *testing.T) {
-	var m multiRow
-	for i := range maxParams/3 + 2 {
-		m.row(i, i, i)
-	}
-	parts := m.parts()
-	if len(parts) != 2 || len(parts[0].args) != maxParams || len(parts[1].args) != 6 || parts[1].rows != "($1, $2, $3), ($4, $5, $6)" {
-		t.Fatalf("%d parts, %d and %d args, second %q", len(parts), len(parts[0].args), len(parts[len(parts)-1].args), parts[len(parts)-1].rows)
-	}
-}
-
 // A batch of many objects in deep, distinct directories (more names than one statement
 // takes parameters) commits on PostgreSQL.
 func TestPGBigBatch(t *testing.T) {

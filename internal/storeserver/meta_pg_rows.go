@@ -12,18 +12,23 @@ import (
 // rather than a list of OR-ed row comparisons that the database re-checks for every row
 // it finds (that recheck was quadratic in the group size: half of PostgreSQL's CPU per
 // put under 32 clients). Arrays take any number of rows, so no statement is split.
+// Lookups are a LATERAL subquery with LIMIT 1 per key, which the planner cannot turn into
+// a join: one primary key probe per key whatever the table statistics say (a hash join
+// would scan the whole table, and a generic plan made while the table was small would).
 const (
 	sqlEntPut = `INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash)
 		SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::smallint[], $5::bigint[], $6::bigint[], $7::bytea[])
 		ON CONFLICT (owner, dir, name) DO UPDATE SET kind = EXCLUDED.kind, size = EXCLUDED.size, mtime = EXCLUDED.mtime, hash = EXCLUDED.hash`
 	sqlEntDel = `DELETE FROM veil_entries WHERE (owner, dir, name) IN
 		(SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]))`
-	sqlEntGet = `SELECT owner, dir, name, kind, size, mtime, hash FROM veil_entries WHERE (owner, dir, name) IN
-		(SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]))`
+	sqlEntGet = `SELECT e.owner, e.dir, e.name, e.kind, e.size, e.mtime, e.hash
+		FROM unnest($1::text[], $2::bytea[], $3::bytea[]) AS k(owner, dir, name) CROSS JOIN LATERAL
+		(SELECT * FROM veil_entries WHERE owner = k.owner AND dir = k.dir AND name = k.name LIMIT 1) AS e`
 	sqlDirPut = `INSERT INTO veil_dirs (owner, dir, entries) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[])
 		ON CONFLICT (owner, dir) DO UPDATE SET entries = EXCLUDED.entries`
 	sqlDirDel = `DELETE FROM veil_dirs WHERE (owner, dir) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`
-	sqlDirGet = `SELECT owner, dir, entries FROM veil_dirs WHERE (owner, dir) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`
+	sqlDirGet = `SELECT d.owner, d.dir, d.entries FROM unnest($1::text[], $2::bytea[]) AS k(owner, dir) CROSS JOIN LATERAL
+		(SELECT * FROM veil_dirs WHERE owner = k.owner AND dir = k.dir LIMIT 1) AS d`
 	// New inline content, in the arrays' order (hash order: rows are inserted, and
 	// existing ones locked, in the order unnest yields them).
 	sqlBlobAdd = `INSERT INTO veil_blobs (hash, size, refs, data)

@@ -53,6 +53,17 @@ var pgSchema = []string{
 		deleting BOOLEAN NOT NULL DEFAULT FALSE)`,
 }
 
+// pgTuning are PostgreSQL storage settings for the content column, which holds encrypted
+// (incompressible) inline content of up to InlineMax bytes: rows up to a page stay in the
+// table itself, larger values go out of line without a compression attempt. Saved per put
+// of 4 KiB: a failed pglz compression and three TOAST rows with their index entries. They
+// change no result; a PostgreSQL-compatible database without TOAST refuses them and is
+// used without (createSchema ignores their errors).
+var pgTuning = []string{
+	`ALTER TABLE veil_blobs SET (toast_tuple_target = 8160)`,
+	`ALTER TABLE veil_blobs ALTER COLUMN data SET STORAGE EXTERNAL`,
+}
+
 // ErrDBInitialized is a database that already holds a store's tables.
 var ErrDBInitialized = errors.New("the database already holds a veil store (copy the first node's data directory instead of running init again)")
 
@@ -63,7 +74,7 @@ func createSchema(ctx context.Context, dsn string) error {
 		return fmt.Errorf("metadata database: %v", redactErr(err))
 	}
 	defer pool.Close()
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.tables
 			WHERE table_name = 'veil_schema' AND table_schema = current_schema())`).Scan(&exists); err != nil {
@@ -80,6 +91,13 @@ func createSchema(ctx context.Context, dsn string) error {
 		_, err := tx.Exec(ctx, `INSERT INTO veil_schema (version) VALUES ($1)`, pgSchemaVersion)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	for _, q := range pgTuning {
+		pool.Exec(ctx, q) // optional: see pgTuning
+	}
+	return nil
 }
 
 // checkSchema refuses a database without the tables or with another version of them.

@@ -17,7 +17,8 @@ import (
 // clients spread over the nodes); a node that cannot be reached (the dial fails) or
 // answers 503 is skipped for downFor and the request goes to the next one at once. A
 // streamed body (a put) is only sent again after a failed dial, when no byte of it has
-// left; a body of bytes is rewound. When every node fails, the last error is returned
+// left; a body of bytes is rewound (a streamed body that got no answer is not, but its node
+// is skipped by the caller's next try). When every node fails, the last error is returned
 // (and the callers' retries, retry.go, apply).
 type endpoints struct {
 	urls []*url.URL
@@ -52,6 +53,9 @@ func (e *endpoints) send(base, u string, body io.Reader, streamed bool, try func
 			return resp, nil
 		}
 		if !movesOn(err, !streamed || body == nil) {
+			if movesOn(err, true) { // no answer: the caller's next try starts elsewhere
+				e.rot.MarkDown(i)
+			}
 			return nil, err
 		}
 		e.rot.MarkDown(i)

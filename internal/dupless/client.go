@@ -72,6 +72,7 @@ type Client struct {
 	view        treeView
 	keyChecked  atomic.Bool // the key check opened under this key
 	noCondBatch atomic.Bool // the service refused a conditional batch (older than batch version 2)
+	noAbsent    atomic.Bool // the service refused an absent condition (older than batch version 3)
 	changing    sync.Mutex  // held by the command whose changes view tracks
 
 	pin     *treeRoot                   // the snapshot reads are pinned to (nil: the newest); history.go

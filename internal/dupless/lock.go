@@ -77,14 +77,17 @@ func (c *Client) BreakLocks(ctx context.Context) ([]string, error) {
 	if err := c.checkOwner(ctx); err != nil {
 		return nil, err
 	}
+	var names []string
+	if err := c.be.Delete(ctx, veilDir, pruneMark); err == nil { // a crashed prune's mark (putlockless.go)
+		names = append(names, pruneMark)
+	}
 	locks, err := c.be.List(ctx, locksDir)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
+		return names, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list locks: %w", err)
 	}
-	var names []string
 	for _, l := range locks {
 		if err := c.be.Delete(ctx, locksDir, l.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return names, fmt.Errorf("break lock %s: %w", l.Name, err)

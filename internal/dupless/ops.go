@@ -382,6 +382,13 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		return res, err
 	}
 	defer unlock()
+	if !dryRun { // excludes lock-free puts from here on (putlockless.go)
+		unmark, err := c.markPruning(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer unmark()
+	}
 	used, seen, current := map[string]bool{}, map[string]bool{}, map[string][32]byte{}
 	err = c.walk(ctx, "", true, func(rel string, isDir bool, encDir, objName string) error {
 		seen[storage.Join(encDir, objName)] = true

@@ -36,7 +36,19 @@ type putTask struct {
 // Put stores each local path (file, symlink or directory, recursively) under
 // dest/<base name of the path>. Per-file failures (unreadable files, sockets, names too
 // long) are recorded in the summary and do not stop the run; Summary.Err reports them.
-func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summary, err error) {
+// One small file goes without the lock when it can (putlockless.go); if its one batch is
+// refused, it is put again under the lock.
+func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summary, error) {
+	if c.locklessCandidate(locals) {
+		sum, err := c.put(ctx, locals, dest, true)
+		if !errors.Is(err, errNeedLock) {
+			return sum, err
+		}
+	}
+	return c.put(ctx, locals, dest, false)
+}
+
+func (c *Client) put(ctx context.Context, locals []string, dest string, lockless bool) (_ *Summary, err error) {
 	start := time.Now()
 	sum := &Summary{Fallback: map[string]int{}}
 	defer func() {
@@ -46,7 +58,12 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	}()
 	dest = cleanPath(dest)
 	stop := c.timer("lock")
-	unlock, err := c.lock(ctx, false)
+	var unlock func() error
+	if lockless {
+		unlock, err = c.beginLockless(ctx)
+	} else {
+		unlock, err = c.lock(ctx, false)
+	}
 	stop()
 	if err != nil {
 		return sum, err
@@ -73,9 +90,11 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	// a directory's round trips (a put creates its parents: order is not needed).
 	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
-	run.cache, run.putObj, run.batched = cache, c.putObject, c.batched
+	run.cache, run.putObj, run.batched, run.lockless = cache, c.putObject, c.batched, lockless
 	if c.foldable(tasks) {
 		run.held = &heldUploads{}
+	} else if lockless {
+		return sum, errNeedLock
 	}
 	defer func() { run.releaseHeld(); run.wait() }() // no upload outlives Put
 	work, finish := workers(c, func(t putTask) {
@@ -100,6 +119,9 @@ func (c *Client) Put(ctx context.Context, locals []string, dest string) (_ *Summ
 	}
 	finish()
 	run.waitCommits()
+	if run.needLock.Load() {
+		return sum, errNeedLock
+	}
 	sum.Duration = time.Since(start)
 	if cause := context.Cause(ctx); errors.Is(cause, storage.ErrCannotStore) {
 		return sum, fmt.Errorf("put stopped: %w", cause)

@@ -27,16 +27,25 @@ type condBE struct {
 
 func (b *condBE) BatchCreates() {}
 
+// absentBE is condBE that also honours absent conditions (storage.AbsentBatcher), as the
+// storage service does from batch version 3: a client on it puts a lone small file
+// without the lock (putlockless.go).
+type absentBE struct{ *condBE }
+
+func (b absentBE) BatchAbsents() {}
+
 func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if err := storage.CheckBatch(objs); err != nil {
 		return err
 	}
-	plain := make([]storage.Object, len(objs))
+	plain := make([]storage.Object, 0, len(objs))
 	cond := false
-	for i, o := range objs {
-		cond = cond || o.Create
-		plain[i] = o
-		plain[i].Create = false
+	for _, o := range objs {
+		cond = cond || o.Create || o.Absent
+		if !o.Absent {
+			o.Create = false
+			plain = append(plain, o)
+		}
 	}
 	if cond && b.barrier != nil {
 		switch b.held.Add(1) {
@@ -52,7 +61,7 @@ func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 		b.conds.Add(1)
 	}
 	for _, o := range objs {
-		if !o.Create {
+		if !o.Create && !o.Absent {
 			continue
 		}
 		if _, err := b.Backend.Stat(ctx, o.Dir, o.Name); err == nil {

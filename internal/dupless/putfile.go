@@ -234,6 +234,10 @@ func (fp *filePut) commit() {
 				fp.run.cache.note(c, path, fp.rec, fp.fi)
 			}
 		}
+		if errors.Is(err, errNeedLock) { // a lock-free put refused: Put runs it again under the lock
+			fp.run.needLock.Store(true)
+			return
+		}
 		c.done(fp.sum, fp.t.local, err)
 	})
 }
@@ -295,7 +299,13 @@ func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName st
 	// A lone small file: its held chunks and its record in one atomic batch (putfold.go).
 	held, folded := run.takeHeld(), false
 	var n int64
-	if len(held) > 0 {
+	if run.lockless { // one batch or nothing (putlockless.go)
+		var err error
+		if n, err = c.commitLockless(ctx, run, encDir, encName+keySuffix, rec, held); err != nil {
+			return err
+		}
+		folded = true
+	} else if len(held) > 0 {
 		var err error
 		n, err = c.writeRecordWith(ctx, encDir, encName+keySuffix, rec, heldObjects(held))
 		folded = err == nil

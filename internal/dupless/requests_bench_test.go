@@ -166,17 +166,23 @@ func (b *kindsCondBE) PutBatch(ctx context.Context, objs []storage.Object) error
 	return b.cond.PutBatch(ctx, objs)
 }
 
+// kindsAbsentBE is kindsCondBE with absent conditions (batch version 3).
+type kindsAbsentBE struct{ *kindsCondBE }
+
+func (b kindsAbsentBE) BatchAbsents() {}
+
 // BenchmarkPutOneFileByKind: the requests of one 'veil put' of a new 4 KiB file into a
 // namespace that already holds files, by kind, and the commits they cost on the service;
-// without batch uploads (S3, a local directory), with them, and with conditional batches
-// (the storage service). Deterministic: the metrics are the last iteration's.
+// without batch uploads (S3, a local directory), with them, with conditional batches (the
+// storage service before batch version 3) and with absent conditions too (the storage
+// service: the put goes without the lock). Deterministic: the metrics are the last iteration's.
 func BenchmarkPutOneFileByKind(b *testing.B) {
-	for _, kind := range []string{"one-put-per-object", "batched", "conditional"} {
+	for _, kind := range []string{"one-put-per-object", "batched", "conditional", "absent"} {
 		b.Run(kind, func(b *testing.B) {
 			local := newBackendB(b)
 			kb := &kindsCondBE{kindsBatchBE{kindsBE{Backend: local}}, &condBE{Backend: local}}
 			var be storage.Backend = map[string]storage.Backend{"one-put-per-object": &kb.kindsBE,
-				"batched": &kb.kindsBatchBE, "conditional": kb}[kind]
+				"batched": &kb.kindsBatchBE, "conditional": kb, "absent": kindsAbsentBE{kb}}[kind]
 			master := NewMasterKey()
 			src := b.TempDir()
 			var counts map[string]int

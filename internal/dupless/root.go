@@ -43,7 +43,8 @@ type treeRoot struct {
 	Parent  [32]byte // SHA-256 of the previous root object (zero for the first)
 	Entries map[string][32]byte
 
-	sum [32]byte // SHA-256 of this root's object bytes (set when sealed or opened)
+	sum  [32]byte // SHA-256 of this root's object bytes (set when sealed or opened)
+	size int      // bytes of this root's object (set when sealed or opened)
 }
 
 func rootName(seq uint64) string { return fmt.Sprintf("%016x", seq) }
@@ -107,7 +108,7 @@ func (k *userKeys) sealRootNonce(r *treeRoot, nonce []byte) []byte {
 	out[0] = rootVersion
 	copy(out[1:], nonce)
 	out = k.roots.Seal(out, out[1:recordHeader], plain, rootAD(rootName(r.Seq)))
-	r.sum = sha256.Sum256(out)
+	r.sum, r.size = sha256.Sum256(out), len(out)
 	return out
 }
 
@@ -131,6 +132,6 @@ func (k *userKeys) openRoot(b []byte, name string) (*treeRoot, error) {
 	if rootName(r.Seq) != name {
 		return nil, fmt.Errorf("tree root %s: holds number %d", name, r.Seq)
 	}
-	r.sum = sha256.Sum256(b)
+	r.sum, r.size = sha256.Sum256(b), len(b)
 	return r, nil
 }

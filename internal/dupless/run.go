@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
@@ -32,6 +33,10 @@ type putRun struct {
 	commitsWG sync.WaitGroup
 
 	held *heldUploads // a lone small file's chunks, sent with its record (nil: no folding)
+	// lockless: the run holds no lock (putlockless.go); its file commits in one batch with
+	// its root and the prune marker's absence, or not at all (needLock then).
+	lockless bool
+	needLock atomic.Bool
 
 	mu      sync.Mutex
 	byHash  map[mle.Digest]chunkRef // chunks stored (or being stored) in this run, by H(M)
@@ -214,6 +219,9 @@ func (r *putRun) store(ctx context.Context, ref chunkRef, ct []byte) (*upload, b
 	dir, name := chunkLocation(ref.Tag)
 	if r.hold(heldUpload{ctx: ctx, u: u, dir: dir, name: name, n: n}) {
 		return u, true // sent with the file's record (putfold.go)
+	}
+	if r.lockless {
+		r.needLock.Store(true) // a chunk outside the record's batch: only under the lock
 	}
 	go r.send(ctx, u, dir, name, n)
 	return u, true

@@ -1,0 +1,140 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// A put without the lock (docs/design.md, "A put without the lock"). A 'veil put' of one
+// small file to the storage service takes no lock: its chunks, its record, the create of
+// its next tree root and the condition that .veil/pruning does not exist go in ONE batch
+// (store API batch version 3), which commits whole or not at all. 'veil prune' writes
+// .veil/pruning (under its exclusive lock, before it reads anything) and deletes it when
+// it is done, so a lock-free put commits either before prune plans (prune sees its record)
+// or after prune has finished (its chunks are in its own batch, and the chunks it reuses
+// without sending belong to a record that prune saw), never in between. Whenever that one
+// batch cannot be sent or is refused (prune running, another command published the next
+// root first, a root too large for a batch, a service older than batch version 3), the
+// put starts again under the lock, from the beginning: nothing is reused from the refused
+// attempt, since the chunks it planned to reuse may be gone by then.
+
+// pruneMark is the object 'veil prune' holds while it may delete chunks (.veil/pruning).
+const pruneMark = "pruning"
+
+// errNeedLock says a lock-free put could not commit in its one batch: Put runs it again
+// under the lock.
+var errNeedLock = errors.New("the put needs the lock")
+
+// locklessRootMax bounds the newest root's size for a lock-free put: the next root (one
+// entry more) must fit a batch object.
+const locklessRootMax = storage.BatchMaxObjectSize - 4<<10
+
+// locklessCandidate reports whether a put of locals may go without the lock: one regular
+// file small enough to fold, to a service that takes absent conditions.
+func (c *Client) locklessCandidate(locals []string) bool {
+	if len(locals) != 1 || c.putThen != nil || c.pinned() || c.batch == nil || c.batch.disabled() ||
+		c.noAbsent.Load() || c.noCondBatch.Load() {
+		return false
+	}
+	if _, ok := c.be.(storage.AbsentBatcher); !ok {
+		return false
+	}
+	fi, err := os.Lstat(locals[0])
+	return err == nil && fi.Mode().IsRegular() && fi.Size() <= foldMaxFile
+}
+
+// beginLockless starts a lock-free put: the key check, the newest root, and tracking of
+// the command's changes, as lock does, without the lock. The returned function ends it.
+func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
+	if err := c.checkOwner(ctx); err != nil {
+		return nil, err
+	}
+	c.changing.Lock()
+	end := func() error {
+		c.view.mu.Lock()
+		c.view.tracking, c.view.delta, c.view.read = false, nil, nil
+		c.view.mu.Unlock()
+		c.changing.Unlock()
+		return nil
+	}
+	if err := c.beginChanges(ctx); err != nil {
+		end()
+		return nil, err
+	}
+	c.view.mu.Lock()
+	big := c.view.root.size > locklessRootMax
+	c.view.mu.Unlock()
+	if big {
+		end()
+		return nil, errNeedLock
+	}
+	return end, nil
+}
+
+// commitLockless writes a lock-free put's record: its held chunks, the condition that no
+// prune runs, the record and the next root, in one batch. Anything else is errNeedLock,
+// and the held chunks are dropped (the put under the lock sends them again).
+func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objName string, rec *record, held []heldUpload) (int64, error) {
+	path := storage.Join(encDir, objName)
+	b := c.keys.sealRecord(rec, path)
+	var fr *foldedRoot
+	if !run.needLock.Load() { // every chunk it sends is held (run.store)
+		fr = c.nextRootWith(path, b)
+	}
+	if fr == nil {
+		run.dropHeld(held, errNeedLock)
+		return 0, errNeedLock
+	}
+	if err := c.storeLongNames(ctx, path); err != nil {
+		run.dropHeld(held, err)
+		return 0, err
+	}
+	if err := c.keepBeforeWrite(ctx, path); err != nil {
+		run.dropHeld(held, err)
+		return 0, err
+	}
+	objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true},
+		storage.Object{Dir: encDir, Name: objName, Data: b}, fr.obj)
+	if err := storage.PutAll(ctx, c.be, objs); err != nil {
+		run.dropHeld(held, errNeedLock)
+		if !errors.Is(err, storage.ErrExists) { // e.g. a service older than batch version 3
+			c.noAbsent.Store(true)
+		}
+		c.log.Debug("lock-free put refused; putting under the lock", "err", err)
+		return 0, fmt.Errorf("%w: %w", errNeedLock, err)
+	}
+	run.finishHeld(held, true)
+	return int64(len(b)), c.rootPublished(fr.root)
+}
+
+// dropHeld ends held uploads that will not be sent: the files waiting for them see err.
+func (r *putRun) dropHeld(held []heldUpload, err error) {
+	for _, h := range held {
+		h.u.err = err
+		r.bytes.Release(h.n)
+		close(h.u.done)
+	}
+}
+
+// markPruning writes .veil/pruning for a prune that will delete (on a service with absent
+// conditions, where puts may go without the lock), then reads the newest root again: a
+// lock-free put that committed before the mark is in it. The returned function deletes
+// the mark.
+func (c *Client) markPruning(ctx context.Context) (func(), error) {
+	if _, ok := c.be.(storage.AbsentBatcher); !ok {
+		return func() {}, nil
+	}
+	if err := c.be.Put(ctx, veilDir, pruneMark, bytesReader(nil), 0); err != nil {
+		return nil, fmt.Errorf("write %s/%s: %w", veilDir, pruneMark, err)
+	}
+	unmark := func() { c.be.Delete(context.WithoutCancel(ctx), veilDir, pruneMark) }
+	if err := c.refresh(ctx); err != nil {
+		unmark()
+		return nil, err
+	}
+	return unmark, nil
+}

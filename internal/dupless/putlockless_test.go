@@ -1,0 +1,219 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// gateBE is absentBE with hooks before each batch and each delete, to stop a command at
+// the dangerous points of a lock-free put racing 'veil prune'.
+type gateBE struct {
+	absentBE
+	onBatch  func(objs []storage.Object)
+	onDelete func(dir, name string)
+	absents  atomic.Int64 // batches with an absent condition (lock-free commits tried)
+}
+
+func (b *gateBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	for _, o := range objs {
+		if o.Absent {
+			b.absents.Add(1)
+			break
+		}
+	}
+	if b.onBatch != nil {
+		b.onBatch(objs)
+	}
+	return b.absentBE.PutBatch(ctx, objs)
+}
+
+func (b *gateBE) Delete(ctx context.Context, dir, name string) error {
+	if b.onDelete != nil {
+		b.onDelete(dir, name)
+	}
+	return b.absentBE.Delete(ctx, dir, name)
+}
+
+func newGateBE(t *testing.T) (*gateBE, func() *Client) {
+	be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
+	master := NewMasterKey()
+	return be, func() *Client {
+		c, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+}
+
+func isLockless(objs []storage.Object) bool {
+	for _, o := range objs {
+		if o.Absent {
+			return true
+		}
+	}
+	return false
+}
+
+// A lone small put goes without the lock: one batch holding its chunk, its record, its
+// root and the prune mark's absence; no lock object is written.
+func TestLocklessPutOneBatch(t *testing.T) {
+	be, dev := newGateBE(t)
+	c := dev()
+	src := filepath.Join(t.TempDir(), "one")
+	write(t, src, randBytes(4096, 30))
+	var kinds []string
+	be.onBatch = func(objs []storage.Object) {
+		var k []string
+		for _, o := range objs {
+			switch {
+			case o.Absent:
+				k = append(k, "absent "+o.Name)
+			case writeKind(o.Dir, o.Name) != "":
+				k = append(k, writeKind(o.Dir, o.Name))
+			}
+		}
+		kinds = append(kinds, strings.Join(k, ","))
+	}
+	if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(kinds, " | "); !strings.HasSuffix(got, "chunk,absent "+pruneMark+",record,root") {
+		t.Fatalf("batches %q, want the last to hold chunk, the prune mark's absence, record and root", got)
+	}
+	if locks, err := be.List(ctx, locksDir); err == nil && len(locks) > 0 || err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("locks after a lock-free put: %v, %v", locks, err)
+	}
+	sameFile(t, dev(), src, "one")
+}
+
+// The dangerous point for content a lock-free put sends: prune has planned (it saw no
+// record using chunk W, an old copy of which is stored) and is about to delete W, when a
+// put of a new file with the same content commits W and a record pointing to it. Without
+// the prune mark the put would commit and prune delete W under it; with it the put's batch
+// is refused, the put goes to the lock and finds prune's: it fails, stores nothing, and
+// succeeds once prune is done.
+func TestLocklessPutRefusedWhilePruneDeletes(t *testing.T) {
+	be, dev := newGateBE(t)
+	owner := dev()
+	dir := t.TempDir()
+	content := randBytes(4096, 31)
+	gone := filepath.Join(dir, "gone")
+	write(t, gone, content)
+	if _, err := owner.Put(ctx, []string{gone}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Remove(ctx, "gone", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Forget(ctx, Policy{Last: 1}, false); err != nil { // chunk W is unreferenced now
+		t.Fatal(err)
+	}
+	planned, resume := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	be.onDelete = func(d, _ string) {
+		if strings.HasPrefix(d, chunkRoot+"/") && first.CompareAndSwap(false, true) {
+			close(planned)
+			<-resume
+		}
+	}
+	pruned := make(chan error, 1)
+	go func() {
+		res, err := dev().Prune(ctx, 0, false)
+		if err == nil && res.ChunksRemoved != 1 {
+			err = errors.New("prune removed " + itoa(res.ChunksRemoved) + " chunks, want W")
+		}
+		pruned <- err
+	}()
+	select {
+	case <-planned:
+	case err := <-pruned:
+		t.Fatalf("prune ended before deleting a chunk: %v", err)
+	}
+	again := filepath.Join(dir, "again")
+	write(t, again, content) // the same content: chunk W
+	before := be.absents.Load()
+	putter := dev()
+	_, perr := putter.Put(ctx, []string{again}, "")
+	if be.absents.Load() == before {
+		t.Fatal("the put did not try to commit without the lock")
+	}
+	close(resume)
+	if err := <-pruned; err != nil {
+		t.Fatal(err)
+	}
+	if perr != nil {
+		if !errors.Is(perr, ErrLocked) {
+			t.Fatalf("put while prune deletes: %v, want it refused (ErrLocked) or stored whole", perr)
+		}
+		if _, err := putter.Put(ctx, []string{again}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameFile(t, dev(), again, "again")
+}
+
+// The dangerous point for content a lock-free put reuses without sending: a put of a file
+// whose content is unchanged (only its mtime) reuses the stored chunk Y and sends none.
+// While its batch is on its way, another device replaces the file, forgets the old
+// snapshot and prunes: Y is deleted (nothing refers to it). The put's batch then finds its
+// root number taken; had it been rebuilt on the winner's root as it was, its record would
+// point to the deleted Y. It is refused and the put starts again under the lock: it reads
+// the file's record anew, sends Y again, and the file reads back.
+func TestLocklessPutLostRaceStartsAgain(t *testing.T) {
+	be, dev := newGateBE(t)
+	a, b := dev(), dev()
+	dir := t.TempDir()
+	mine, theirs := filepath.Join(dir, "mine", "f"), filepath.Join(dir, "theirs", "f")
+	os.MkdirAll(filepath.Dir(mine), 0o755)
+	os.MkdirAll(filepath.Dir(theirs), 0o755)
+	write(t, mine, randBytes(4096, 32))
+	write(t, theirs, randBytes(4096, 33))
+	earlier := time.Now().Add(-time.Hour) // not taken for mine unchanged (same size, mtime, mode)
+	if err := os.Chtimes(theirs, earlier, earlier); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Put(ctx, []string{mine}, ""); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(mine, later, later); err != nil {
+		t.Fatal(err)
+	}
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	be.onBatch = func(objs []storage.Object) {
+		if isLockless(objs) && first.CompareAndSwap(false, true) { // a's batch only
+			close(paused)
+			<-resume
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := a.Put(ctx, []string{mine}, ""); done <- err }()
+	<-paused
+	if _, err := b.Put(ctx, []string{theirs}, ""); err != nil { // replaces f: Y unreferenced
+		t.Fatal(err)
+	}
+	if _, err := b.Forget(ctx, Policy{Last: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Prune(ctx, 0, false)
+	if err != nil || res.ChunksRemoved == 0 {
+		t.Fatalf("prune: %+v, %v; want chunk Y removed", res, err)
+	}
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, dev(), mine, "f")
+}

@@ -211,6 +211,7 @@ func benchEval(b *testing.B, s SuiteID, n int) {
 }
 
 func BenchmarkDeriveR255Batch64(b *testing.B) { benchDerive(b, Ristretto255, 64) }
+func BenchmarkDeriveR255Batch8(b *testing.B)  { benchDerive(b, Ristretto255, 8) }
 func BenchmarkDeriveR255One(b *testing.B)     { benchDerive(b, Ristretto255, 1) }
 func BenchmarkDeriveRSAOne(b *testing.B)      { benchDerive(b, RSA, 1) }
 func BenchmarkEvalR255Batch64(b *testing.B)   { benchEval(b, Ristretto255, 64) }

@@ -18,6 +18,9 @@ type putBatch struct {
 	claimed []mle.Digest              // the digests of need this file derives (and stores), in order
 	owned   map[mle.Digest]bool       // claimed, as a set
 	keyOf   map[mle.Digest]mle.Key    // derived keys
+	derived chan struct{}             // closed when the key server answered for claimed
+	keys    []mle.Key                 // by claimed, once derived
+	kerr    error                     // why claimed has no keys
 	enc     []encrypted               // by piece, after encrypt
 	refs    []chunkRef                // by piece, after send
 }
@@ -32,12 +35,42 @@ type encrypted struct {
 
 func (fp *filePut) newBatch(pieces []piece) *putBatch { return &putBatch{f: fp, pieces: pieces} }
 
-// store runs the batch's steps and appends its chunks to the file's record.
+// store runs the batch's steps one after the other (begin, then finish).
 func (b *putBatch) store() error {
-	c := b.f.c
+	b.begin(false)
+	return b.finish()
+}
+
+// begin sorts the batch's chunks, claims the keys it needs and starts deriving them: in
+// the background when async, so that the key server's round trip overlaps the previous
+// batch's encryption and upload.
+func (b *putBatch) begin(async bool) {
 	b.reuse()
-	stop := c.timer("keys")
 	b.claim()
+	b.startDerive(async)
+}
+
+// startDerive asks the key server for the keys this file claimed and completes their
+// futures for the run (derive waits for it).
+func (b *putBatch) startDerive(async bool) {
+	b.derived = make(chan struct{})
+	run := func() {
+		defer close(b.derived)
+		b.keys, b.kerr = b.f.c.ks.derive(b.f.ctx, b.claimed)
+		b.f.run.resolve(b.claimed, b.futures, b.keys, b.kerr)
+	}
+	if async {
+		go run()
+	} else {
+		run()
+	}
+}
+
+// finish waits for the batch's keys, encrypts and sends its chunks, and appends them to
+// the file's record.
+func (b *putBatch) finish() error {
+	c := b.f.c
+	stop := c.timer("keys")
 	if err := b.derive(); err != nil {
 		return err
 	}
@@ -82,13 +115,20 @@ func (b *putBatch) claim() {
 	}
 }
 
-// derive asks the key server for the keys this file claimed, completes their futures for
-// the run, and waits for the keys other files of the run are deriving. A failed derivation
-// leaves the chunks to random keys (the file's fallback); a cancelled context fails it.
+// derive gets the keys this file claimed (asking the key server now unless begin did)
+// and waits for the keys other files of the run are deriving. A failed derivation leaves
+// the chunks to random keys (the file's fallback); a cancelled context fails it.
 func (b *putBatch) derive() error {
 	ctx := b.f.ctx
-	keys, kerr := b.f.c.ks.derive(ctx, b.claimed)
-	b.f.run.resolve(b.claimed, b.futures, keys, kerr)
+	if b.derived == nil {
+		b.startDerive(false)
+	}
+	select {
+	case <-b.derived:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	kerr := b.kerr
 	b.keyOf = make(map[mle.Digest]mle.Key, len(b.need))
 	for d, f := range b.futures { // including keys other files of the run are deriving
 		select {

@@ -3,8 +3,6 @@ package dupless
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -13,9 +11,6 @@ import (
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
-
-// batchBytes bounds the chunk data a file keeps in memory while its keys are derived.
-const batchBytes = 8 << 20
 
 // filePut is one file being stored: what its batches (putBatch) share. It is used by one
 // worker goroutine; only its commit runs on (after the worker let go of it).
@@ -158,47 +153,6 @@ func (c *Client) countUnchanged(sum *Summary, size uint64, chunks int) {
 		s.ChunksKept += chunks
 	})
 	c.bytesDone(int64(size))
-}
-
-// storeChunks reads the file in batches of up to batchBytes and stores each; the record
-// collects their references.
-func (fp *filePut) storeChunks() error {
-	sp := newSplitter(fp.f)
-	defer sp.close()
-	for done := false; !done; {
-		stop := fp.c.timer("chunk")
-		raw, eof, err := fp.readBatch(sp)
-		if err != nil {
-			return err
-		}
-		done = eof
-		b := fp.newBatch(prepareAll(fp.c.mleFor, raw, !fp.c.opts.NoCompress))
-		stop()
-		if len(fp.rec.Chunks)+len(b.pieces) > maxRecordChunks {
-			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
-		}
-		if err := b.store(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readBatch takes chunks from sp until they hold batchBytes, or the file ends (eof).
-func (fp *filePut) readBatch(sp *splitter) (raw [][]byte, eof bool, err error) {
-	for size := 0; size < batchBytes; {
-		data, err := sp.next()
-		if err == io.EOF {
-			return raw, true, nil
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("read: %w", err)
-		}
-		raw = append(raw, data)
-		size += len(data)
-		fp.c.bytesDone(int64(len(data)))
-	}
-	return raw, false, nil
 }
 
 // reusable returns a stored (or being stored) chunk with p's message: from the previous

@@ -1,0 +1,110 @@
+package dupless
+
+import (
+	"fmt"
+	"io"
+)
+
+// batchBytes bounds the chunk data of one batch: what a file keeps in memory while its
+// keys are derived (two batches: the one being stored and the one read ahead).
+const batchBytes = 8 << 20
+
+// prepared is one batch read and prepared ahead (chunked, compressed, hashed), or the
+// error that ended the file's reading.
+type prepared struct {
+	pieces []piece
+	eof    bool
+	err    error
+}
+
+// storeChunks reads the file in batches of up to batchBytes and stores each; the record
+// collects their references. The steps overlap across batches, so that for a large file
+// the key server round trip and the encryption are not on the chunker's path: batch i+2 is
+// chunked, compressed and hashed (readAhead) while batch i+1's keys are derived (begin)
+// and batch i's chunks are encrypted and sent (finish). Batch i+1 is sorted and claimed
+// before batch i is sent: a chunk of both is then batch i's, derived and sent once, and
+// batch i+1 reuses it once batch i has stored it (putBatch.sendLater).
+func (fp *filePut) storeChunks() error {
+	sp := newSplitter(fp.f)
+	ahead, stop, done := make(chan prepared, 1), make(chan struct{}), make(chan struct{})
+	go fp.readAhead(sp, ahead, stop, done)
+	var cur *putBatch // begun: its keys are being derived
+	defer func() {
+		close(stop)
+		<-done // readAhead no longer reads sp
+		sp.close()
+		if cur != nil {
+			<-cur.derived // no derivation of this file outlives it
+		}
+	}()
+	queued := 0 // chunks of cur
+	for {
+		p := <-ahead
+		if p.err != nil {
+			return p.err
+		}
+		if len(fp.rec.Chunks)+queued+len(p.pieces) > maxRecordChunks {
+			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
+		}
+		prev := cur
+		cur = fp.newBatch(p.pieces)
+		cur.begin(prev != nil || !p.eof) // a file of one batch has nothing to overlap
+		queued = len(p.pieces)
+		if prev != nil {
+			if err := prev.finish(); err != nil {
+				return err
+			}
+		}
+		if p.eof {
+			return cur.finish()
+		}
+	}
+}
+
+// readAhead prepares the file's batches in order and hands them over through ahead, one
+// ahead of the batch being stored, until the file ends, reading fails, or stop is closed.
+func (fp *filePut) readAhead(sp *splitter, ahead chan<- prepared, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		t := fp.c.timer("chunk")
+		raw, eof, err := fp.readBatch(sp, stop)
+		p := prepared{eof: eof, err: err}
+		if err == nil {
+			p.pieces = prepareAll(fp.c.mleFor, raw, !fp.c.opts.NoCompress)
+		}
+		t()
+		select {
+		case ahead <- p:
+		case <-stop:
+			return
+		}
+		if eof || err != nil {
+			return
+		}
+	}
+}
+
+// errStopped ends readBatch when the batch would not be used (the file failed).
+var errStopped = fmt.Errorf("stopped")
+
+// readBatch takes chunks from sp until they hold batchBytes, or the file ends (eof).
+func (fp *filePut) readBatch(sp *splitter, stop <-chan struct{}) (raw [][]byte, eof bool, err error) {
+	for size := 0; size < batchBytes; {
+		select {
+		case <-stop:
+			return nil, false, errStopped
+		default:
+		}
+		data, err := sp.next()
+		if err == io.EOF {
+			return raw, true, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read: %w", err)
+		}
+		raw = append(raw, data)
+		size += len(data)
+		fp.c.bytesDone(int64(len(data)))
+	}
+	return raw, false, nil
+}

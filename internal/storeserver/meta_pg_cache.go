@@ -21,10 +21,17 @@ type entKey struct{ user, dir, name string }
 type dirKey struct{ user, dir string }
 
 type pgEnt struct {
-	e     entry
-	ok    bool
-	dirty bool
+	e      entry
+	ok     bool
+	dirty  bool
+	stored int8 // whether the database holds the row: storedUnknown, storedNo, storedYes
 }
+
+const (
+	storedUnknown int8 = iota
+	storedNo
+	storedYes
+)
 
 type pgDir struct {
 	n     int64
@@ -46,7 +53,16 @@ func (c *pgCache) ent(k entKey, e entry, ok, dirty bool) {
 	if dirty && (old == nil || !old.dirty) {
 		c.order = append(c.order, k)
 	}
-	c.ents[k] = &pgEnt{e: e, ok: ok, dirty: dirty || old != nil && old.dirty}
+	n := &pgEnt{e: e, ok: ok, dirty: dirty || old != nil && old.dirty}
+	switch {
+	case !dirty && ok: // read from the database
+		n.stored = storedYes
+	case !dirty:
+		n.stored = storedNo
+	case old != nil:
+		n.stored = old.stored
+	}
+	c.ents[k] = n
 }
 
 func (c *pgCache) dir(k dirKey, n int64, dirty bool) {

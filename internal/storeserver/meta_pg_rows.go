@@ -19,6 +19,9 @@ const (
 	sqlEntPut = `INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash)
 		SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::smallint[], $5::bigint[], $6::bigint[], $7::bytea[])
 		ON CONFLICT (owner, dir, name) DO UPDATE SET kind = EXCLUDED.kind, size = EXCLUDED.size, mtime = EXCLUDED.mtime, hash = EXCLUDED.hash`
+	// Names read absent under the user lock: a plain insert (no conflict check).
+	sqlEntNew = `INSERT INTO veil_entries (owner, dir, name, kind, size, mtime, hash)
+		SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::smallint[], $5::bigint[], $6::bigint[], $7::bytea[])`
 	sqlEntDel = `DELETE FROM veil_entries WHERE (owner, dir, name) IN
 		(SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]))`
 	sqlEntGet = `SELECT e.owner, e.dir, e.name, e.kind, e.size, e.mtime, e.hash
@@ -56,12 +59,20 @@ type entCols struct {
 	hash        [][]byte
 }
 
+func (c *entCols) row(k entKey, e entry, h []byte) {
+	c.add(k.user, k.dir, k.name)
+	c.kind = append(c.kind, int16(e.kind))
+	c.size = append(c.size, e.size)
+	c.mtime = append(c.mtime, e.modTime)
+	c.hash = append(c.hash, h)
+}
+
 // queueWrites queues the held row writes and marks them clean: one statement per kind of
-// write (names stored, names deleted, counts stored, counts deleted), then one per
+// write (new names, names stored, names deleted, counts stored, counts deleted), then one per
 // changed account.
 func (t *pgTx) queueWrites(b *pgBatch) {
 	c := &t.cache
-	var putE entCols
+	var putE, newE entCols
 	var delE, delD keyCols
 	var putD keyCols
 	var putN []int64
@@ -74,13 +85,15 @@ func (t *pgTx) queueWrites(b *pgBatch) {
 					if e.e.kind == kindFile {
 						h = e.e.hash[:]
 					}
-					putE.add(k.user, k.dir, k.name)
-					putE.kind = append(putE.kind, int16(e.e.kind))
-					putE.size = append(putE.size, e.e.size)
-					putE.mtime = append(putE.mtime, e.e.modTime)
-					putE.hash = append(putE.hash, h)
+					if e.stored == storedNo {
+						newE.row(k, e.e, h)
+					} else {
+						putE.row(k, e.e, h)
+					}
+					e.stored = storedYes
 				} else {
 					delE.add(k.user, k.dir, k.name)
+					e.stored = storedNo
 				}
 				e.dirty = false
 			}
@@ -95,6 +108,9 @@ func (t *pgTx) queueWrites(b *pgBatch) {
 				d.dirty = false
 			}
 		}
+	}
+	if len(newE.owner) > 0 {
+		b.queue(sqlEntNew, newE.owner, newE.dir, newE.name, newE.kind, newE.size, newE.mtime, newE.hash)
 	}
 	if len(putE.owner) > 0 {
 		b.queue(sqlEntPut, putE.owner, putE.dir, putE.name, putE.kind, putE.size, putE.mtime, putE.hash)

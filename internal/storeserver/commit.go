@@ -15,6 +15,9 @@ type committer struct {
 	exec    func(group []*commitReq) error // runs every member's fn in one transaction
 	groups  func(n int)                    // observes each group's size (metrics)
 	ch      chan *commitReq
+	pending []*commitReq // taken by more but not joined: first in the next group
+	joined  []*commitReq // joined the group in progress through more
+	alone   bool         // members are being rerun alone: more adds none
 	quit    chan struct{}
 	stopped chan struct{}
 }
@@ -58,24 +61,31 @@ func (c *committer) run() {
 	last := 0
 	for {
 		var first *commitReq
-		select {
-		case first = <-c.ch:
-		case <-c.quit:
-			return
+		if len(c.pending) > 0 {
+			first, c.pending = c.pending[0], c.pending[1:]
+		} else {
+			select {
+			case first = <-c.ch:
+			case <-c.quit:
+				return
+			}
 		}
 		group := c.gather(first, last)
+		err := c.exec(group)
+		group, c.joined = append(group, c.joined...), nil
 		last = len(group)
 		c.groups(len(group))
-		err := c.exec(group)
 		if err == nil || len(group) == 1 {
 			for _, r := range group {
 				r.done <- err
 			}
 			continue
 		}
+		c.alone = true
 		for _, r := range group { // one failed: rerun each alone for its own answer
 			r.done <- c.exec([]*commitReq{r})
 		}
+		c.alone = false
 	}
 }
 
@@ -87,7 +97,8 @@ const groupWait = time.Millisecond
 // gather collects the requests already queued behind first, and with concurrency (the
 // previous group had more than one member) those arriving within groupWait.
 func (c *committer) gather(first *commitReq, last int) []*commitReq {
-	group := []*commitReq{first}
+	group := append([]*commitReq{first}, c.pending...)
+	c.pending = nil
 	for len(group) < maxGroup {
 		select {
 		case r := <-c.ch:
@@ -111,6 +122,33 @@ func (c *committer) gather(first *commitReq, last int) []*commitReq {
 		}
 	}
 	return group
+}
+
+// more, called by exec while it runs a group (on the committer's goroutine), takes the
+// requests queued meanwhile (without waiting, at most maxGroup in all): those join accepts
+// join the group in progress (exec runs them in its transaction), the others open the
+// next group. On PostgreSQL a group joins the requests that arrived while it waited for
+// its users' row locks (held by another node's group): larger groups, no added wait.
+func (c *committer) more(size int, join func(*commitReq) bool) []*commitReq {
+	if c.alone {
+		return nil
+	}
+	var late []*commitReq
+	for size+len(late) < maxGroup {
+		select {
+		case r := <-c.ch:
+			if join(r) {
+				late = append(late, r)
+			} else {
+				c.pending = append(c.pending, r)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	c.joined = append(c.joined, late...)
+	return late
 }
 
 // close stops the committer after the group in progress.

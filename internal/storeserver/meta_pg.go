@@ -95,10 +95,19 @@ func (m *pgMeta) exec(group []*commitReq) error {
 	users = slices.Compact(users)
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
+	locked := func(r *commitReq) bool { _, ok := slices.BinarySearch(users, r.user); return ok }
 	return m.retryWrite(ctx, func(c *pgx.Conn) error {
 		t := &pgTx{ctx: ctx, q: c, deltas: map[[32]byte]*blobDelta{}}
 		if err := t.begin(users, group); err != nil {
 			return err
+		}
+		// Requests of the same users that arrived while this group waited for their
+		// locks join it (committer.more).
+		if late := m.commit.more(len(group), locked); len(late) > 0 {
+			group = append(group, late...)
+			if err := t.join(late); err != nil {
+				return err
+			}
 		}
 		for _, r := range group {
 			if err := r.fn(t); err != nil {

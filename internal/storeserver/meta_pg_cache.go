@@ -132,36 +132,52 @@ func (t *pgTx) begin(users []string, group []*commitReq) error {
 	for _, u := range users {
 		t.cache.acct(u, &pgAcct{}) // absent unless a row says otherwise
 	}
+	var b pgx.Batch
+	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	if len(users) > 0 {
+		b.Queue(`SELECT `+userCols+`, meta, name FROM veil_users WHERE name = ANY($1) ORDER BY name FOR UPDATE`, users).Query(t.scanAccts)
+		t.queueLookups(&b, group)
+	}
+	return t.q.SendBatch(t.ctx, &b).Close()
+}
+
+// join reads what the members that joined the group after its users were locked will
+// look up (those not cached yet).
+func (t *pgTx) join(late []*commitReq) error {
+	var b pgx.Batch
+	t.queueLookups(&b, late)
+	if b.Len() == 0 {
+		return nil
+	}
+	return t.q.SendBatch(t.ctx, &b).Close()
+}
+
+// queueLookups queues the reads of the names group's members will look up and of the
+// counts of the directories they are in, those not cached yet, and caches them as absent
+// until a row says otherwise.
+func (t *pgTx) queueLookups(b *pgx.Batch, group []*commitReq) {
 	var ents, dirs keyCols
-	seenE, seenD := map[entKey]bool{}, map[dirKey]bool{}
 	for _, r := range group {
+		if r.user == "" {
+			continue
+		}
 		for _, n := range r.names {
-			if r.user == "" {
-				continue
-			}
-			if k := (entKey{r.user, n[0], n[1]}); !seenE[k] {
-				seenE[k] = true
+			if k := (entKey{r.user, n[0], n[1]}); t.cache.ents[k] == nil {
 				ents.add(k.user, k.dir, k.name)
-				t.cache.ent(k, entry{}, false, false) // absent unless a row says otherwise
+				t.cache.ent(k, entry{}, false, false)
 			}
-			if k := (dirKey{r.user, n[0]}); !seenD[k] {
-				seenD[k] = true
+			if k := (dirKey{r.user, n[0]}); t.cache.dirs[k] == nil {
 				dirs.add(k.user, k.dir, "")
 				t.cache.dir(k, 0, false)
 			}
 		}
 	}
-	var b pgx.Batch
-	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-	if len(users) == 0 {
-		return t.q.SendBatch(t.ctx, &b).Close()
-	}
-	b.Queue(`SELECT `+userCols+`, meta, name FROM veil_users WHERE name = ANY($1) ORDER BY name FOR UPDATE`, users).Query(t.scanAccts)
 	if len(ents.owner) > 0 {
 		b.Queue(sqlEntGet, ents.owner, ents.dir, ents.name).Query(t.scanEnts)
+	}
+	if len(dirs.owner) > 0 {
 		b.Queue(sqlDirGet, dirs.owner, dirs.dir).Query(t.scanDirs)
 	}
-	return t.q.SendBatch(t.ctx, &b).Close()
 }
 
 func (t *pgTx) scanAccts(rows pgx.Rows) error {

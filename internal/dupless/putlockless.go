@@ -47,12 +47,12 @@ func (c *Client) locklessCandidate(locals []string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Size() <= foldMaxFile
 }
 
-// beginLockless starts a lock-free put: the key check, the newest root, and tracking of
-// the command's changes, as lock does, without the lock. The returned function ends it.
+// beginLockless starts a lock-free put: the newest root (which proves the namespace is
+// this key's, refresh) and tracking of the command's changes, as lock does, without the
+// lock. A namespace whose ownership is not proven that way nor by its key check (a new
+// one: its key check is still to be written) goes under the lock. The returned function
+// ends it.
 func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
-	if err := c.checkOwner(ctx); err != nil {
-		return nil, err
-	}
 	c.changing.Lock()
 	end := func() error {
 		c.view.mu.Lock()
@@ -68,7 +68,7 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 	c.view.mu.Lock()
 	big := c.view.root.size > locklessRootMax
 	c.view.mu.Unlock()
-	if big {
+	if big || !c.keyChecked.Load() {
 		end()
 		return nil, errNeedLock
 	}

@@ -69,6 +69,11 @@ func isLockless(objs []storage.Object) bool {
 // root and the prune mark's absence; no lock object is written.
 func TestLocklessPutOneBatch(t *testing.T) {
 	be, dev := newGateBE(t)
+	first := filepath.Join(t.TempDir(), "first") // a new namespace: its key check is written under the lock
+	write(t, first, randBytes(100, 29))
+	if _, err := dev().Put(ctx, []string{first}, ""); err != nil {
+		t.Fatal(err)
+	}
 	c := dev()
 	src := filepath.Join(t.TempDir(), "one")
 	write(t, src, randBytes(4096, 30))
@@ -88,8 +93,8 @@ func TestLocklessPutOneBatch(t *testing.T) {
 	if _, err := c.Put(ctx, []string{src}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(kinds, " | "); !strings.HasSuffix(got, "chunk,absent "+pruneMark+",record,root") {
-		t.Fatalf("batches %q, want the last to hold chunk, the prune mark's absence, record and root", got)
+	if got := strings.Join(kinds, " | "); got != "chunk,absent "+pruneMark+",record,root" {
+		t.Fatalf("batches %q, want one holding chunk, the prune mark's absence, record and root", got)
 	}
 	if locks, err := be.List(ctx, locksDir); err == nil && len(locks) > 0 || err != nil && !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("locks after a lock-free put: %v, %v", locks, err)
@@ -216,4 +221,35 @@ func TestLocklessPutLostRaceStartsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, dev(), mine, "f")
+}
+
+// A second master key is refused before it writes anything, on the lock-free path too:
+// the owner's root does not open under it, so its key check is read (ErrForeignKey),
+// whether root checks are strict or only warn.
+func TestLocklessPutForeignKeyRefused(t *testing.T) {
+	be, dev := newGateBE(t)
+	src := filepath.Join(t.TempDir(), "f")
+	write(t, src, randBytes(4096, 34))
+	if _, err := dev().Put(ctx, []string{src}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []RootCheck{RootStrict, RootWarn} {
+		var writes atomic.Int64
+		be.onBatch = func([]storage.Object) { writes.Add(1) }
+		intruder, err := New(be, NewMasterKey(), Options{Keys: mle.LocalKeys{}, RootCheck: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := filepath.Join(t.TempDir(), "g")
+		write(t, other, randBytes(4096, 35))
+		if _, err := intruder.Put(ctx, []string{other}, ""); !errors.Is(err, ErrForeignKey) {
+			t.Fatalf("mode %d: intruder's put: %v, want ErrForeignKey", mode, err)
+		}
+		intruder.Close()
+		if writes.Load() != 0 {
+			t.Fatalf("mode %d: the intruder sent %d batches", mode, writes.Load())
+		}
+	}
+	be.onBatch = nil
+	sameFile(t, dev(), src, "f")
 }

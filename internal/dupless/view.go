@@ -42,16 +42,23 @@ func (c *Client) stale(err error) error {
 }
 
 // refresh checks that the namespace is this key's and loads its newest tree root, checked
-// against the newest this device has seen. Every command starts with it.
+// against the newest this device has seen. Every command starts with it. A newest root
+// that opens under this master key (authenticated encryption under a key derived from it)
+// proves the namespace is this key's as the key check does: only without one (no root, or
+// one that does not open) is .veil/keycheck read, so a foreign key is refused either way
+// before anything is written.
 func (c *Client) refresh(ctx context.Context) error {
-	if !c.keyChecked.Load() { // lock's checkOwner may have done it already
-		if err := c.checkKey(ctx); err != nil {
-			return err
+	root, err := c.latestRoot(ctx)
+	if !c.keyChecked.Load() && (err != nil || root == nil) { // lock's checkOwner may have done it
+		if kerr := c.checkKey(ctx); kerr != nil {
+			return kerr
 		}
 	}
-	root, err := c.latestRoot(ctx)
 	if err != nil {
 		return err
+	}
+	if root != nil {
+		c.keyChecked.Store(true)
 	}
 	c.view.mu.Lock()
 	c.view.newest, c.view.root = root, root

@@ -97,7 +97,7 @@ func newSplitter(r io.Reader) *splitter {
 		head := *headp
 		n, err := io.ReadFull(r, head)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			if n > 0 && !s.send(chunkOrErr{data: bytes.Clone(head[:n])}) {
+			if n > 0 && !s.send(chunkOrErr{data: withRoom(head[:n])}) {
 				return
 			}
 			s.send(chunkOrErr{err: io.EOF})
@@ -116,7 +116,7 @@ func newSplitter(r io.Reader) *splitter {
 			var ch []byte
 			ch, err = c.Next()
 			if len(ch) > 0 {
-				if !s.send(chunkOrErr{data: bytes.Clone(ch)}) {
+				if !s.send(chunkOrErr{data: withRoom(ch)}) {
 					return
 				}
 			}
@@ -135,10 +135,31 @@ func (s *splitter) send(c chunkOrErr) bool {
 	}
 }
 
-// next returns the next chunk, or io.EOF after the last one.
+// next returns the next chunk, or io.EOF after the last one. The chunk is the caller's,
+// and so are mle.HeaderSize bytes before it in the same array (room, for encryption in
+// place: nextWithRoom).
 func (s *splitter) next() ([]byte, error) {
+	room, err := s.nextWithRoom()
+	if room == nil {
+		return nil, err
+	}
+	return room[mle.HeaderSize:], err
+}
+
+// nextWithRoom is next, returning the chunk with its room: mle.HeaderSize bytes, then the
+// chunk (and the array's spare capacity after it).
+func (s *splitter) nextWithRoom() ([]byte, error) {
 	item := <-s.ch
 	return item.data, item.err
+}
+
+// withRoom copies a chunk out of the chunker's buffer after mle.HeaderSize bytes of room,
+// so that its ciphertext can take the same array (the header before it, a trailer in the
+// spare capacity that allocation rounding usually leaves): one 64 MiB file allocates 64
+// MiB for its chunks, not 128. append copies without zeroing the array first.
+func withRoom(chunk []byte) []byte {
+	var head [mle.HeaderSize]byte
+	return append(head[:], chunk...)
 }
 
 // close stops the chunking goroutine and waits for it (it may still read the file).

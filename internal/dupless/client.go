@@ -233,8 +233,9 @@ func workers[T any](c *Client, fn func(T)) (work chan<- T, finish func()) {
 
 // largeFile is the size above which a file takes one of the 2 x cores large-transfer
 // slots: many small files go in parallel (their cost is latency: key server and storage
-// round trips), while the memory held by large ones (up to one 8 MiB batch, or four
-// chunks, each) stays bounded as before.
+// round trips), while the memory held by large ones stays bounded: up to four 8 MiB
+// batches each (one being sent, one whose keys are derived, one read ahead and handed
+// over, one being read: putahead.go), and chunk uploads in flight (maxUploadBytes).
 const largeFile = 1 << 20
 
 // transfer waits for a large-transfer slot if a file of size needs one; call the result

@@ -68,6 +68,9 @@ type piece struct {
 	flags    uint8
 	msg      []byte // compressed chunk, or the chunk itself
 	digest   mle.Digest
+	// room is msg's array from mle.HeaderSize bytes before it, when the piece owns it:
+	// its one encryption may then write the ciphertext over msg (encryptChunk). nil: not.
+	room []byte
 }
 
 // preparePiece compresses data when that saves at least 1/16 of it, and hashes the result

@@ -3,6 +3,8 @@ package dupless
 import (
 	"fmt"
 	"io"
+
+	"github.com/veil-project/veil/internal/mle"
 )
 
 // batchBytes bounds the chunk data of one batch: what a file keeps in memory while its
@@ -67,10 +69,19 @@ func (fp *filePut) readAhead(sp *splitter, ahead chan<- prepared, stop <-chan st
 	defer close(done)
 	for {
 		t := fp.c.timer("chunk")
-		raw, eof, err := fp.readBatch(sp, stop)
+		rooms, eof, err := fp.readBatch(sp, stop)
 		p := prepared{eof: eof, err: err}
 		if err == nil {
+			raw := make([][]byte, len(rooms))
+			for i, r := range rooms {
+				raw[i] = r[mle.HeaderSize:]
+			}
 			p.pieces = prepareAll(fp.c.mleFor, raw, !fp.c.opts.NoCompress)
+			for i := range p.pieces {
+				if p.pieces[i].flags&flagCompressed == 0 { // its message is the chunk itself
+					p.pieces[i].room = rooms[i]
+				}
+			}
 		}
 		t()
 		select {
@@ -87,24 +98,26 @@ func (fp *filePut) readAhead(sp *splitter, ahead chan<- prepared, stop <-chan st
 // errStopped ends readBatch when the batch would not be used (the file failed).
 var errStopped = fmt.Errorf("stopped")
 
-// readBatch takes chunks from sp until they hold batchBytes, or the file ends (eof).
-func (fp *filePut) readBatch(sp *splitter, stop <-chan struct{}) (raw [][]byte, eof bool, err error) {
+// readBatch takes chunks from sp until they hold batchBytes, or the file ends (eof); each
+// comes with its room (splitter.nextWithRoom).
+func (fp *filePut) readBatch(sp *splitter, stop <-chan struct{}) (rooms [][]byte, eof bool, err error) {
 	for size := 0; size < batchBytes; {
 		select {
 		case <-stop:
 			return nil, false, errStopped
 		default:
 		}
-		data, err := sp.next()
+		room, err := sp.nextWithRoom()
 		if err == io.EOF {
-			return raw, true, nil
+			return rooms, true, nil
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("read: %w", err)
 		}
-		raw = append(raw, data)
-		size += len(data)
-		fp.c.bytesDone(int64(len(data)))
+		rooms = append(rooms, room)
+		n := len(room) - mle.HeaderSize
+		size += n
+		fp.c.bytesDone(int64(n))
 	}
-	return raw, false, nil
+	return rooms, false, nil
 }

@@ -62,3 +62,35 @@ func TestPutDerivesNextBatchKeysAhead(t *testing.T) {
 		t.Fatal("the file read back differs", err)
 	}
 }
+
+// A piece that owns its chunk's array (the splitter's room) is encrypted in place, once:
+// the ciphertext takes the array and decrypts to the chunk; a piece without room keeps its
+// message; a second encryption of the batch's piece (take) no longer has the room.
+func TestEncryptInPlace(t *testing.T) {
+	c := newClient(t, newBackend(t), mle.LocalKeys{})
+	chunk := randBytes(1<<20+5, 31)
+	room := withRoom(chunk)
+	ps := prepareAll(c.mleFor, [][]byte{room[mle.HeaderSize:], bytes.Clone(chunk)}, true)
+	ps[0].room = room
+	b := newFilePut(t, c, nil).newBatch(ps)
+	for i, inPlace := range []bool{true, false} {
+		p := b.take(i)
+		e := c.encryptChunk(p, chunkRef{Key: mle.Key(p.digest), Digest: p.digest})
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+		if shared := &e.ct[0] == &room[0]; shared != inPlace {
+			t.Fatalf("piece %d: ciphertext in the chunk's array %v, want %v", i, shared, inPlace)
+		}
+		if !inPlace && !bytes.Equal(p.msg, chunk) {
+			t.Fatal("a piece without room lost its message")
+		}
+		got, err := mle.Dec(e.ref.Key, e.ct, nil)
+		if err != nil || !bytes.Equal(got, chunk) {
+			t.Fatalf("piece %d: decrypts to %d bytes (%v), want the chunk", i, len(got), err)
+		}
+	}
+	if b.pieces[0].room != nil {
+		t.Fatal("take left the room to the batch: a second encryption would overwrite the ciphertext")
+	}
+}

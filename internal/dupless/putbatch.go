@@ -168,7 +168,7 @@ func (b *putBatch) encrypt() {
 			if r, ok := b.f.reusable(p); ok {
 				b.enc[i].ref = r.ref
 			} else {
-				b.enc[i] = b.encryptNew(p)
+				b.enc[i] = b.encryptNew(b.take(i))
 			}
 		}
 	})
@@ -189,15 +189,27 @@ func (b *putBatch) encryptNew(p piece) encrypted {
 }
 
 // encryptChunk encrypts p's message under ref.Key, recording the suite and scheme used
-// and the tag (H(K) for HCE2: no pass over the data).
+// and the tag (H(K) for HCE2: no pass over the data). A piece with room is encrypted in
+// place (its message is overwritten): each piece is encrypted at most once (take).
 func (c *Client) encryptChunk(p piece, ref chunkRef) encrypted {
 	m := c.mleFor(len(p.msg))
 	ref.Suite, ref.Scheme = m.Suite, m.Scheme
-	ct, err := m.AppendEnc(make([]byte, 0, len(p.msg)+m.Scheme.Overhead()), ref.Key, p.msg)
+	dst := p.room[:0]
+	if len(p.room) != mle.HeaderSize+len(p.msg) {
+		dst = make([]byte, 0, len(p.msg)+m.Scheme.Overhead())
+	}
+	ct, err := m.AppendEnc(dst, ref.Key, p.msg)
 	if err == nil {
 		ref.Tag, err = mle.TagGen(ct)
 	}
 	return encrypted{ref, ct, err, true}
+}
+
+// take returns piece i for its one encryption: with its room, which the batch gives up.
+func (b *putBatch) take(i int) piece {
+	p := b.pieces[i]
+	b.pieces[i].room = nil
+	return p
 }
 
 // send decides each chunk in order, reusing or sending it, then takes the chunks other
@@ -233,7 +245,7 @@ func (b *putBatch) sendOne(i int) error {
 			return nil
 		}
 		// Its upload failed and was forgotten: store it again, same key.
-		if e = b.f.c.encryptChunk(p, e.ref); e.err != nil {
+		if e = b.f.c.encryptChunk(b.take(i), e.ref); e.err != nil {
 			return e.err
 		}
 	case e.err != nil:
@@ -260,7 +272,7 @@ func (b *putBatch) sendLater(i int) error {
 		b.use(i, r)
 		return nil
 	}
-	e := b.encryptNew(p) // the owner gave up: store it ourselves
+	e := b.encryptNew(b.take(i)) // the owner gave up: store it ourselves
 	if e.err != nil {
 		return e.err
 	}

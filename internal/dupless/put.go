@@ -275,7 +275,7 @@ func (c *Client) encFile(dest string) (encDir, encName string, err error) {
 // putMetaRecord stores r, a record without chunks (a link, FIFO or device), at t.dest
 // unless the same record is stored there already; count adds it to the summary.
 func (c *Client) putMetaRecord(ctx context.Context, run *putRun, t putTask, r *record, sum *Summary, count func(*Summary)) error {
-	encDir, encName, err := c.encFile(t.dest)
+	encDir, encName, err := run.encFile(c, t.dest)
 	if err != nil {
 		return err
 	}

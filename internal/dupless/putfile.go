@@ -62,7 +62,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 // startFile opens a file to store, or returns nil when its stored version is unchanged
 // (counted in sum) or on error.
 func (c *Client) startFile(ctx context.Context, t putTask, sum *Summary, run *putRun) (*filePut, error) {
-	encDir, encName, err := c.encFile(t.dest)
+	encDir, encName, err := run.encFile(c, t.dest)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,18 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		return sum, err
 	}
 	var cache *runCache
-	defer func() { stop := c.timer("unlock"); unlockInto(&err, unlock); stop(); c.saveCache(cache) }()
+	defer func() {
+		stop := c.timer("unlock")
+		if lockless { // its root is published: the cache is saved while the root memory is
+			c.saveCache(cache)
+			unlockInto(&err, unlock)
+			stop()
+			return
+		}
+		unlockInto(&err, unlock)
+		stop()
+		c.saveCache(cache)
+	}()
 	if err := c.noFileOnPath(ctx, dest); err != nil {
 		return sum, err
 	}

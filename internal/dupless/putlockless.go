@@ -54,12 +54,18 @@ func (c *Client) locklessCandidate(locals []string) bool {
 // ends it.
 func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 	c.changing.Lock()
-	end := func() error {
+	end := func() (err error) {
+		if c.memSaved != nil {
+			if e := <-c.memSaved; e != nil {
+				err = fmt.Errorf("remember tree root: %w", e)
+			}
+			c.memSaved = nil
+		}
 		c.view.mu.Lock()
 		c.view.tracking, c.view.delta, c.view.read = false, nil, nil
 		c.view.mu.Unlock()
 		c.changing.Unlock()
-		return nil
+		return err
 	}
 	if err := c.beginChanges(ctx); err != nil {
 		end()
@@ -108,7 +114,15 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		return 0, fmt.Errorf("%w: %w", errNeedLock, err)
 	}
 	run.finishHeld(held, true)
-	return int64(len(b)), c.rootPublished(fr.root)
+	// The device remembers the root while the put cache is saved (two files, two fsyncs
+	// each, in parallel); the command's end waits for it and reports a failure.
+	c.view.mu.Lock()
+	c.view.root, c.view.delta = fr.root, map[string]*[32]byte{}
+	c.view.mu.Unlock()
+	saved := make(chan error, 1)
+	c.memSaved = saved
+	go func() { saved <- c.mem.Save(fr.root.Seq, fr.root.sum) }()
+	return int64(len(b)), nil
 }
 
 // dropHeld ends held uploads that will not be sent: the files waiting for them see err.

@@ -21,12 +21,18 @@ type gateBE struct {
 	onBatch  func(objs []storage.Object)
 	onDelete func(dir, name string)
 	absents  atomic.Int64 // batches with an absent condition (lock-free commits tried)
+	// refuseAbsent makes it a service older than batch version 3: a batch with an absent
+	// condition is refused whole.
+	refuseAbsent bool
 }
 
 func (b *gateBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 	for _, o := range objs {
 		if o.Absent {
 			b.absents.Add(1)
+			if b.refuseAbsent {
+				return errors.New("put batch: bad_request: version 3 (test: a service older than it)")
+			}
 			break
 		}
 	}
@@ -252,4 +258,26 @@ func TestLocklessPutForeignKeyRefused(t *testing.T) {
 	}
 	be.onBatch = nil
 	sameFile(t, dev(), src, "f")
+}
+
+// A service older than batch version 3 refuses the lock-free batch (400, nothing stored):
+// the file is put under the lock, and the client does not try without it again.
+func TestLocklessPutOlderService(t *testing.T) {
+	be, dev := newGateBE(t)
+	c := dev()
+	dir := t.TempDir()
+	for i, name := range []string{"first", "second", "third"} {
+		src := filepath.Join(dir, name)
+		write(t, src, randBytes(4096, uint64(40+i)))
+		if i == 1 {
+			be.refuseAbsent = true
+		}
+		if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+			t.Fatal(err)
+		}
+		sameFile(t, dev(), src, name)
+	}
+	if got := be.absents.Load(); got != 1 {
+		t.Fatalf("%d lock-free batches sent; want 1 (refused once, then not tried again)", got)
+	}
 }

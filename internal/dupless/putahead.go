@@ -21,46 +21,57 @@ type prepared struct {
 
 // storeChunks reads the file in batches of up to batchBytes and stores each; the record
 // collects their references. The steps overlap across batches, so that for a large file
-// the key server round trip and the encryption are not on the chunker's path: batch i+2 is
-// chunked, compressed and hashed (readAhead) while batch i+1's keys are derived (begin)
-// and batch i's chunks are encrypted and sent (finish). Batch i+1 is sorted and claimed
-// before batch i is sent: a chunk of both is then batch i's, derived and sent once, and
-// batch i+1 reuses it once batch i has stored it (putBatch.sendLater).
+// the key server round trip and the encryption are not on the chunker's path: while batch
+// i is encrypted and sent (finish), batch i+1's keys are being derived (begin) and batch
+// i+2 is chunked, compressed and hashed (readAhead). A batch is begun as soon as it is
+// hashed and finished as soon as its keys are there, whichever comes first, with up to two
+// begun. When batch i+1 is sorted and claimed before batch i is sent, a chunk of both is
+// batch i's, derived and sent once, and batch i+1 reuses it once batch i has stored it
+// (putBatch.sendLater).
 func (fp *filePut) storeChunks() error {
 	sp := newSplitter(fp.f)
 	ahead, stop, done := make(chan prepared, 1), make(chan struct{}), make(chan struct{})
 	go fp.readAhead(sp, ahead, stop, done)
-	var cur *putBatch // begun: its keys are being derived
+	var begun []*putBatch // in order: their keys are being derived
 	defer func() {
 		close(stop)
 		<-done // readAhead no longer reads sp
 		sp.close()
-		if cur != nil {
-			<-cur.derived // no derivation of this file outlives it
+		for _, b := range begun {
+			<-b.derived // no derivation of this file outlives it
 		}
 	}()
-	queued := 0 // chunks of cur
-	for {
-		p := <-ahead
-		if p.err != nil {
-			return p.err
+	queued, eof := 0, false // chunks begun, not yet in the record
+	for !eof || len(begun) > 0 {
+		in, keys := ahead, (<-chan struct{})(nil)
+		if eof || len(begun) == 2 {
+			in = nil
 		}
-		if len(fp.rec.Chunks)+queued+len(p.pieces) > maxRecordChunks {
-			return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
+		if len(begun) > 0 {
+			keys = begun[0].derived
 		}
-		prev := cur
-		cur = fp.newBatch(p.pieces)
-		cur.begin(prev != nil || !p.eof) // a file of one batch has nothing to overlap
-		queued = len(p.pieces)
-		if prev != nil {
-			if err := prev.finish(); err != nil {
+		select {
+		case p := <-in:
+			if p.err != nil {
+				return p.err
+			}
+			if len(fp.rec.Chunks)+queued+len(p.pieces) > maxRecordChunks {
+				return fmt.Errorf("file too large: more than %d chunks", maxRecordChunks)
+			}
+			b := fp.newBatch(p.pieces)
+			b.begin(len(begun) > 0 || !p.eof) // a file of one batch has nothing to overlap
+			begun, queued, eof = append(begun, b), queued+len(p.pieces), p.eof
+		case <-keys:
+			b := begun[0]
+			begun, queued = begun[1:], queued-len(b.pieces)
+			if err := b.finish(); err != nil {
 				return err
 			}
-		}
-		if p.eof {
-			return cur.finish()
+		case <-fp.ctx.Done():
+			return fp.ctx.Err()
 		}
 	}
+	return nil
 }
 
 // readAhead prepares the file's batches in order and hands them over through ahead, one

@@ -115,11 +115,13 @@ class Veil:
     def __init__(self, work):
         self.work = work
         self.server = os.path.join(work, "server")
-        p1, p2, p3 = free_ports(3)
+        p1, p2, p3, p4, p5 = free_ports(5)
         self.store_addr = f"127.0.0.1:{p3}"
         self.proc = subprocess.Popen([self.binary, "serve", "--dir", self.server, "--user", "u1", "--user", "u2",
                                       "--ks-listen", f"127.0.0.1:{p1}", "--ks-udp", f"127.0.0.1:{p2}",
-                                      "--store-listen", self.store_addr], stderr=subprocess.PIPE, text=True)
+                                      "--store-listen", self.store_addr,
+                                      "--peekaboo-k-listen", f"127.0.0.1:{p4}", "--peekaboo-v-listen", f"127.0.0.1:{p5}"],
+                                     stderr=subprocess.PIPE, text=True)
         self.proc.stderr.readline(); self.proc.stderr.readline(); self.proc.stderr.readline()
         for u in ("u1", "u2"):
             pw = os.path.join(work, u + ".pass")

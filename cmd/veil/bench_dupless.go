@@ -26,7 +26,9 @@ over TLS, in a temporary directory), creates a user, and measures through the re
   fig5      where the time of one 1 MB put goes (chunk+hash, key server, encryption,
             upload, key record), as in the paper's Fig. 5
   fig6-7    put and get of 1 KB .. 64 MB files against a plain put/get of the same bytes
-            to the same storage service, and bytes sent (Figs. 6 and 7)
+            to the same storage service, and bytes sent (Figs. 6 and 7); each veil run
+            alternates with a plain one, and --json adds the CPU time of each (cpu_ms,
+            plain_cpu_ms: client and servers, all in this process)
   overhead  bytes stored per file beyond its content, for names of 1..100 bytes
             (paper: 3n+120)
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/allinone"
@@ -26,6 +27,8 @@ type Row struct {
 	Ms         float64 `json:"ms"`                 // median time (veil)
 	PlainMs    float64 `json:"plain_ms,omitempty"` // median time of the plain operation
 	Ratio      float64 `json:"ratio,omitempty"`    // Ms / PlainMs
+	CPUMs      float64 `json:"cpu_ms,omitempty"`   // median CPU time of the process (client and servers), veil
+	PlainCPUMs float64 `json:"plain_cpu_ms,omitempty"`
 	BytesSent  int64   `json:"bytes_sent,omitempty"`
 	Overhead   int64   `json:"overhead_bytes,omitempty"`
 	Paper      string  `json:"paper,omitempty"` // the paper's figure for the same quantity
@@ -169,26 +172,40 @@ func repeat(reps int, minTime time.Duration, f func(i int) (time.Duration, error
 }
 
 // alternate runs f and g in turn (f(0), g(0), f(1), ...) as repeat runs one, and returns
-// the median of each.
-func alternate(reps int, minTime time.Duration, f, g func(i int) (time.Duration, error)) (time.Duration, time.Duration, error) {
-	var fs, gs []time.Duration
+// the median time of each and the median CPU time this process (client and servers) spent
+// in each run: a measure that the machine's load does not stretch as it does wall time.
+func alternate(reps int, minTime time.Duration, f, g func(i int) (time.Duration, error)) (fm, gm medians, err error) {
+	var fs, gs, fc, gc []time.Duration
 	start := time.Now()
 	for i := 0; i < reps || time.Since(start) < 2*minTime; i++ {
 		for _, run := range []struct {
-			fn  func(int) (time.Duration, error)
-			out *[]time.Duration
-		}{{f, &fs}, {g, &gs}} {
+			fn        func(int) (time.Duration, error)
+			out, cpus *[]time.Duration
+		}{{f, &fs, &fc}, {g, &gs, &gc}} {
+			c0 := cpuTime()
 			d, err := run.fn(i)
 			if err != nil {
-				return 0, 0, err
+				return fm, gm, err
 			}
-			*run.out = append(*run.out, d)
+			*run.out, *run.cpus = append(*run.out, d), append(*run.cpus, cpuTime()-c0)
 		}
 		if i >= 200 {
 			break
 		}
 	}
-	return median(fs), median(gs), nil
+	return medians{median(fs), median(fc)}, medians{median(gs), median(gc)}, nil
+}
+
+// medians are the median wall and CPU time of one operation.
+type medians struct{ wall, cpu time.Duration }
+
+// cpuTime is the user and system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -172,28 +172,38 @@ func repeat(reps int, minTime time.Duration, f func(i int) (time.Duration, error
 }
 
 // alternate runs f and g in turn (f(0), g(0), f(1), ...) as repeat runs one, and returns
-// the median time of each and the median CPU time this process (client and servers) spent
-// in each run: a measure that the machine's load does not stretch as it does wall time.
-func alternate(reps int, minTime time.Duration, f, g func(i int) (time.Duration, error)) (fm, gm medians, err error) {
+// the medians of each: wall time, and the CPU time this process (client and servers) spent
+// in the operation, which the machine's load does not stretch as it does wall time. Each
+// run times its operation itself (timed), leaving out its set-up.
+func alternate(reps int, minTime time.Duration, f, g func(i int) (op, error)) (fm, gm medians, err error) {
 	var fs, gs, fc, gc []time.Duration
 	start := time.Now()
 	for i := 0; i < reps || time.Since(start) < 2*minTime; i++ {
 		for _, run := range []struct {
-			fn        func(int) (time.Duration, error)
+			fn        func(int) (op, error)
 			out, cpus *[]time.Duration
 		}{{f, &fs, &fc}, {g, &gs, &gc}} {
-			c0 := cpuTime()
-			d, err := run.fn(i)
+			o, err := run.fn(i)
 			if err != nil {
 				return fm, gm, err
 			}
-			*run.out, *run.cpus = append(*run.out, d), append(*run.cpus, cpuTime()-c0)
+			*run.out, *run.cpus = append(*run.out, o.wall), append(*run.cpus, o.cpu)
 		}
 		if i >= 200 {
 			break
 		}
 	}
 	return medians{median(fs), median(fc)}, medians{median(gs), median(gc)}, nil
+}
+
+// op is the wall and CPU time of one operation.
+type op struct{ wall, cpu time.Duration }
+
+// timed runs fn and measures it.
+func timed(fn func() error) (op, error) {
+	c, t := cpuTime(), time.Now()
+	err := fn()
+	return op{time.Since(t), cpuTime() - c}, err
 }
 
 // medians are the median wall and CPU time of one operation.

@@ -45,59 +45,62 @@ func (e *env) fig5(ctx context.Context, cfg Config, emit func(Row)) error {
 func (e *env) fig67(ctx context.Context, cfg Config, emit func(Row)) error {
 	for _, size := range cfg.Sizes {
 		var sent int64
-		put, plainPut, err := alternate(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
+		put, plainPut, err := alternate(cfg.Reps, cfg.MinTime, func(i int) (op, error) {
 			p, err := e.freshFile(fmt.Sprintf("f%d-%d", size, i), size)
 			if err != nil {
-				return 0, err
+				return op{}, err
 			}
-			t := time.Now()
-			s, err := e.client.Put(ctx, []string{p}, "fig67")
-			if err == nil {
-				err = s.Err()
-			}
-			sent = s.BytesUploaded
-			return time.Since(t), err
-		}, func(i int) (time.Duration, error) {
+			return timed(func() error {
+				s, err := e.client.Put(ctx, []string{p}, "fig67")
+				if err == nil {
+					err = s.Err()
+				}
+				sent = s.BytesUploaded
+				return err
+			})
+		}, func(i int) (op, error) {
 			p, err := e.freshFile(fmt.Sprintf("p%d", i), size)
 			if err != nil {
-				return 0, err
+				return op{}, err
 			}
-			t := time.Now()
-			f, err := os.Open(p)
-			if err != nil {
-				return 0, err
-			}
-			defer f.Close()
-			err = e.raw.Put(ctx, "plain", fmt.Sprintf("p%d-%d", size, i), f, size)
-			return time.Since(t), err
+			return timed(func() error {
+				f, err := os.Open(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				return e.raw.Put(ctx, "plain", fmt.Sprintf("p%d-%d", size, i), f, size)
+			})
 		})
 		if err != nil {
 			return err
 		}
-		get, plainGet, err := alternate(cfg.Reps, cfg.MinTime, func(i int) (time.Duration, error) {
-			out := filepath.Join(e.scratch, "got")
-			t := time.Now()
-			s, err := e.client.Get(ctx, fmt.Sprintf("fig67/f%d-0", size), out)
-			if err == nil {
-				err = s.Err()
-			}
-			return time.Since(t), err
-		}, func(i int) (time.Duration, error) {
-			t := time.Now()
-			rc, err := e.raw.Get(ctx, "plain", fmt.Sprintf("p%d-0", size))
-			if err != nil {
-				return 0, err
-			}
-			f, err := os.Create(filepath.Join(e.scratch, "plain-got"))
-			if err == nil {
+		get, plainGet, err := alternate(cfg.Reps, cfg.MinTime, func(i int) (op, error) {
+			return timed(func() error {
+				s, err := e.client.Get(ctx, fmt.Sprintf("fig67/f%d-0", size), filepath.Join(e.scratch, "got"))
+				if err == nil {
+					err = s.Err()
+				}
+				return err
+			})
+		}, func(i int) (op, error) {
+			return timed(func() error {
+				rc, err := e.raw.Get(ctx, "plain", fmt.Sprintf("p%d-0", size))
+				if err != nil {
+					return err
+				}
+				defer rc.Close()
+				f, err := os.Create(filepath.Join(e.scratch, "plain-got"))
+				if err != nil {
+					return err
+				}
 				_, err = io.Copy(f, rc)
 				if err == nil {
 					err = f.Sync()
 				}
 				f.Close()
-			}
-			rc.Close()
-			return time.Since(t), err
+				return err
+			})
 		})
 		if err != nil {
 			return err

@@ -9,8 +9,9 @@ import (
 
 // Write replaces path with data (mode perm). It refuses to replace anything but a regular
 // file: renaming over /dev/null or a symlink would replace the device or the link itself.
-// Without sync it skips both fsyncs (for benchmarks and tests only: a machine crash may
-// then lose the write, a process crash still cannot tear it).
+// Without sync it skips both fsyncs: a machine crash may then lose the write or leave a
+// torn file, a process crash still cannot tear it. Only for benchmarks, tests, and files
+// whose reader detects a torn or old copy and rebuilds it (the put cache).
 func Write(path string, data []byte, perm os.FileMode, sync bool) error {
 	if err := CheckReplaceable(path); err != nil {
 		return err

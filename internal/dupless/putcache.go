@@ -159,12 +159,16 @@ func (k *userKeys) readCache(pc *PutCache) (*cacheFile, error) {
 	return f, nil
 }
 
-// writeCache replaces the cache file (temp + fsync + rename).
+// writeCache replaces the cache file (temp + rename, without fsync). A machine crash may
+// leave the previous cache or no valid file at all: the first fails no check but its
+// entries are used only while the authenticated root lists the same record hashes, the
+// second fails authentication and is rebuilt. Either way it costs reads, never a wrong
+// skip, so the two fsyncs (a few ms of every lone put) buy nothing here.
 func (k *userKeys) writeCache(pc *PutCache, f *cacheFile) error {
 	var nonce [recordHeader - 1]byte
 	rand.Read(nonce[:])
 	if err := os.MkdirAll(filepath.Dir(pc.Path), 0o700); err != nil {
 		return err
 	}
-	return atomicfile.Write(pc.Path, k.sealCache(f, pc.Location, nonce[:]), 0o600, true)
+	return atomicfile.Write(pc.Path, k.sealCache(f, pc.Location, nonce[:]), 0o600, false)
 }

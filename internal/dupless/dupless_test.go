@@ -51,6 +51,20 @@ func newClient(t *testing.T, be storage.Backend, kd mle.KeyDeriver) *Client {
 	return c
 }
 
+// devices returns a maker of clients over be that share one new master key: devices of
+// one user, each with its own local state.
+func devices(t *testing.T, be storage.Backend) func() *Client {
+	master := NewMasterKey()
+	return func() *Client {
+		c, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+}
+
 func write(t *testing.T, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

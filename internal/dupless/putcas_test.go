@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -80,15 +79,7 @@ func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 // update), and a third device reads both.
 func TestConcurrentPutsConditionalRoot(t *testing.T) {
 	be := &condBE{Backend: newBackend(t)}
-	master := NewMasterKey()
-	dev := func() *Client {
-		c, err := New(be, master, Options{Keys: mle.LocalKeys{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
+	dev := devices(t, be)
 	first := dev() // the namespace's first root, before the race
 	seed := filepath.Join(t.TempDir(), "seed")
 	write(t, seed, []byte("seed"))

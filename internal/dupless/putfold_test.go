@@ -18,14 +18,43 @@ import (
 // orderBE is batchBE that logs, in order, each batch and each chunk or record put alone.
 type orderBE struct {
 	batchBE
+	writeLog
+}
+
+// writeLog is the log of a test backend: each successful batch as "batch[kinds]" and
+// each lone write by its kind, in order, where kind names what a (dir, name) is ("" for
+// what the test does not follow).
+type writeLog struct {
 	mu  sync.Mutex
 	log []string
 }
 
-func (b *orderBE) note(s string) {
-	b.mu.Lock()
-	b.log = append(b.log, s)
-	b.mu.Unlock()
+func (l *writeLog) note(s string) {
+	l.mu.Lock()
+	l.log = append(l.log, s)
+	l.mu.Unlock()
+}
+
+// batch notes a batch of objs that ended with err, and returns err.
+func (l *writeLog) batch(kind func(dir, name string) string, objs []storage.Object, err error) error {
+	var kinds []string
+	for _, o := range objs {
+		if k := kind(o.Dir, o.Name); k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	if err == nil && len(kinds) > 0 {
+		l.note("batch[" + strings.Join(kinds, ",") + "]")
+	}
+	return err
+}
+
+// put notes a lone write of (d, n) that ended with err, and returns err.
+func (l *writeLog) put(kind func(dir, name string) string, d, n string, err error) error {
+	if k := kind(d, n); k != "" && err == nil {
+		l.note(k)
+	}
+	return err
 }
 
 func kindOf(dir, name string) string {
@@ -39,25 +68,11 @@ func kindOf(dir, name string) string {
 }
 
 func (b *orderBE) PutBatch(ctx context.Context, objs []storage.Object) error {
-	var kinds []string
-	for _, o := range objs {
-		if k := kindOf(o.Dir, o.Name); k != "" {
-			kinds = append(kinds, k)
-		}
-	}
-	err := b.batchBE.PutBatch(ctx, objs)
-	if err == nil && len(kinds) > 0 {
-		b.note("batch[" + strings.Join(kinds, ",") + "]")
-	}
-	return err
+	return b.batch(kindOf, objs, b.batchBE.PutBatch(ctx, objs))
 }
 
 func (b *orderBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
-	err := b.batchBE.Put(ctx, d, n, r, s)
-	if k := kindOf(d, n); k != "" && err == nil {
-		b.note(k)
-	}
-	return err
+	return b.put(kindOf, d, n, b.batchBE.Put(ctx, d, n, r, s))
 }
 
 // A lone small file goes in one batch: its chunk, then its record (the commit point), so

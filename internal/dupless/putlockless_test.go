@@ -51,15 +51,7 @@ func (b *gateBE) Delete(ctx context.Context, dir, name string) error {
 
 func newGateBE(t *testing.T) (*gateBE, func() *Client) {
 	be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
-	master := NewMasterKey()
-	return be, func() *Client {
-		c, err := New(be, master, Options{Keys: mle.LocalKeys{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
+	return be, devices(t, be)
 }
 
 func isLockless(objs []storage.Object) bool {

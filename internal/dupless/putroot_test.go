@@ -5,18 +5,15 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
 // rootLogBE is condBE that logs each write touching a chunk, a record or a tree root.
 type rootLogBE struct {
 	*condBE
-	mu  sync.Mutex
-	log []string
+	writeLog
 }
 
 func writeKind(dir, name string) string {
@@ -26,32 +23,12 @@ func writeKind(dir, name string) string {
 	return kindOf(dir, name)
 }
 
-func (b *rootLogBE) note(s string) {
-	b.mu.Lock()
-	b.log = append(b.log, s)
-	b.mu.Unlock()
-}
-
 func (b *rootLogBE) PutBatch(ctx context.Context, objs []storage.Object) error {
-	var kinds []string
-	for _, o := range objs {
-		if k := writeKind(o.Dir, o.Name); k != "" {
-			kinds = append(kinds, k)
-		}
-	}
-	err := b.condBE.PutBatch(ctx, objs)
-	if err == nil && len(kinds) > 0 {
-		b.note("batch[" + strings.Join(kinds, ",") + "]")
-	}
-	return err
+	return b.batch(writeKind, objs, b.condBE.PutBatch(ctx, objs))
 }
 
 func (b *rootLogBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
-	err := b.condBE.Put(ctx, d, n, r, s)
-	if k := writeKind(d, n); k != "" && err == nil {
-		b.note(k)
-	}
-	return err
+	return b.put(writeKind, d, n, b.condBE.Put(ctx, d, n, r, s))
 }
 
 func (b *rootLogBE) Move(ctx context.Context, sd, sn, dd, dn string) error {
@@ -67,15 +44,7 @@ func (b *rootLogBE) Move(ctx context.Context, sd, sn, dd, dn string) error {
 // record, and another device reads the file (its record checked against that root).
 func TestLoneSmallFileRootInBatch(t *testing.T) {
 	be := &rootLogBE{condBE: &condBE{Backend: newBackend(t)}}
-	master := NewMasterKey()
-	dev := func() *Client {
-		c, err := New(be, master, Options{Keys: mle.LocalKeys{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
+	dev := devices(t, be)
 	c := dev()
 	dir := t.TempDir()
 	for i, name := range []string{"one", "two"} {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/veil-project/veil/internal/storage"
 )
 
 // Policy says which snapshots 'forget' keeps, as restic's forget does: the newest Last
@@ -82,6 +80,10 @@ func (c *Client) Forget(ctx context.Context, p Policy, dryRun bool) (_ *ForgetRe
 		return nil, err
 	}
 	defer unlockInto(&err, unlock)
+	listed, err := c.rootNumbers(ctx) // before the roots are read: gap marks are what is not a root
+	if err != nil {
+		return nil, err
+	}
 	roots, err := c.loadRoots(ctx)
 	if err != nil {
 		return nil, err
@@ -91,17 +93,16 @@ func (c *Client) Forget(ctx context.Context, p Policy, dryRun bool) (_ *ForgetRe
 		snaps[i] = snapshotOf(r)
 	}
 	res := &ForgetResult{Keep: []Snapshot{}, Remove: []Snapshot{}}
-	for i, k := range p.keep(snaps) {
+	keep := p.keep(snaps)
+	for i, k := range keep {
 		if k {
 			res.Keep = append(res.Keep, snaps[i])
-			continue
+		} else {
+			res.Remove = append(res.Remove, snaps[i])
 		}
-		if !dryRun {
-			if err := c.be.Delete(ctx, rootsDir, rootName(snaps[i].Seq)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return res, fmt.Errorf("drop snapshot %d: %w", snaps[i].Seq, err)
-			}
-		}
-		res.Remove = append(res.Remove, snaps[i])
 	}
-	return res, nil
+	if dryRun {
+		return res, nil
+	}
+	return res, c.dropRoots(ctx, listed, snaps, keep)
 }

@@ -35,7 +35,7 @@ func (c *Client) AcceptRoot(ctx context.Context) (*RootInfo, error) {
 	if err := c.checkKey(ctx); err != nil {
 		return nil, err
 	}
-	root, err := c.fetchRoot(ctx)
+	root, err := c.listRoot(ctx) // the service's word as it is: no remembered number
 	if err != nil {
 		return nil, err
 	}

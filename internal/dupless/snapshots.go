@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -85,23 +84,6 @@ func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
-}
-
-func (c *Client) fetchRootSeq(ctx context.Context, seq uint64) (*treeRoot, error) {
-	rc, err := c.be.Get(ctx, rootsDir, rootName(seq))
-	if err != nil {
-		return nil, fmt.Errorf("tree root %d: %w", seq, err)
-	}
-	b, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
-	rc.Close()
-	if err != nil {
-		return nil, fmt.Errorf("tree root %d: %w", seq, err)
-	}
-	r, err := c.keys.openRoot(b, rootName(seq))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrIntegrity, err)
-	}
-	return r, nil
 }
 
 // Snapshots lists the retained snapshots, oldest first.

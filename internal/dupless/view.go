@@ -92,7 +92,7 @@ func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := c.fetchRoot(ctx)
+	root, err := c.fetchRoot(ctx, memSeq, seen)
 	switch {
 	case err != nil:
 		return nil, err
@@ -112,8 +112,9 @@ func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) {
 	return root, nil
 }
 
-// fetchRoot reads and authenticates the newest root stored (nil if none).
-func (c *Client) fetchRoot(ctx context.Context) (*treeRoot, error) {
+// listRoot reads and authenticates the newest root stored (nil if none), found by listing
+// every retained root: what fetchRoot does without a remembered root or on any doubt.
+func (c *Client) listRoot(ctx context.Context) (*treeRoot, error) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("list tree roots: %w", err)

@@ -2,6 +2,7 @@ package dupless
 
 import (
 	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"sync/atomic"
@@ -257,5 +258,34 @@ func TestRootProbeGapMark(t *testing.T) {
 	forget(false, true, true) // drops 1: the mark 2 goes too
 	if n := numbers(); len(n) != 2 || n[0] != 4 || n[1] != 5 {
 		t.Fatalf("after the second forget: numbers %v, want [4 5]", n)
+	}
+	// A gap left by an older veil's forget (no mark) is marked by the next forget.
+	b.put("b3", 20) // root 6
+	b.put("b4", 21) // root 7
+	if err := be.Delete(ctx, rootsDir, rootName(6)); err != nil {
+		t.Fatal(err)
+	}
+	forget(true, true, true) // keeps 4, 5 and 7
+	if n := numbers(); len(n) != 4 || n[2] != 6 {
+		t.Fatalf("after a forget over an unmarked gap: numbers %v, want [4 5 6 7]", n)
+	}
+	if got := a.rootSeq(); got != 7 {
+		t.Fatalf("a, remembering root 5, sees root %d, want 7", got)
+	}
+}
+
+// A gap mark the service plants under the newest number is an integrity error, for a
+// device that remembers that root and for a new one.
+func TestRootPlantedMarkOnNewest(t *testing.T) {
+	be, dev := probeDevices(t)
+	a := dev()
+	a.put("a", 1)
+	if err := be.Put(context.Background(), rootsDir, rootName(1), bytesReader(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*probeDevice{"remembering": a, "new": dev()} {
+		if _, err := d.client().Root(context.Background()); !errors.Is(err, ErrIntegrity) {
+			t.Fatalf("%s device: %v, want an integrity error", name, err)
+		}
 	}
 }

@@ -130,6 +130,9 @@ func (c *Client) listRoot(ctx context.Context) (*treeRoot, error) {
 		return nil, nil
 	}
 	root, err := c.fetchRootSeq(ctx, seq)
+	if errors.Is(err, errRootMark) { // forget never marks the newest number
+		err = fmt.Errorf("%w: the highest tree root number %d holds a gap mark", ErrIntegrity, seq)
+	}
 	if errors.Is(err, ErrIntegrity) {
 		return nil, c.stale(err)
 	}

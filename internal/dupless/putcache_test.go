@@ -317,3 +317,36 @@ func FuzzOpenPutCache(f *testing.F) {
 		}
 	})
 }
+
+// A lone put without the lock leaves the put cache as it was (rewriting every entry for
+// its one was half of its CPU), and the cache stays sound: the next put of the tree still
+// skips every file without a read, and the lone file, put again unchanged, is found
+// unchanged from its record.
+func TestLocklessPutLeavesCache(t *testing.T) {
+	rr := &recordReads{Backend: newBackend(t)}
+	be := &gateBE{absentBE: absentBE{&condBE{Backend: rr}}}
+	master, dev := NewMasterKey(), newDevice(t, "/srv/a")
+	src, n := cacheTree(t)
+	dev.put(t, be, master, src, "")
+	before, err := os.ReadFile(dev.cache.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone := filepath.Join(t.TempDir(), "lone")
+	write(t, lone, randBytes(4096, 99))
+	dev.put(t, be, master, lone, "")
+	if be.absents.Load() != 1 {
+		t.Fatalf("%d lock-free batches, want the lone put's one", be.absents.Load())
+	}
+	if after, err := os.ReadFile(dev.cache.Path); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the lone lock-free put rewrote the put cache (%v)", err)
+	}
+	rr.reads.Store(0)
+	if sum := dev.put(t, be, master, src, ""); rr.reads.Load() != 0 || sum.Unchanged != n {
+		t.Fatalf("tree put after the lone put: %d reads, %d of %d unchanged; want 0 reads, all unchanged", rr.reads.Load(), sum.Unchanged, n)
+	}
+	rr.writes.Store(0)
+	if sum := dev.put(t, be, master, lone, ""); sum.Unchanged != 1 || rr.writes.Load() != 0 {
+		t.Fatalf("lone file put again: %d unchanged, %d writes; want it unchanged, nothing written", sum.Unchanged, rr.writes.Load())
+	}
+}

@@ -39,18 +39,9 @@ func snapshotOf(r *treeRoot) Snapshot {
 // loadRoots reads and authenticates every root stored, oldest first. The newest root
 // refresh already read is not read again.
 func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
-	infos, err := c.be.List(ctx, rootsDir)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
+	seqs, err := c.rootNumbers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list tree roots: %w", err)
-	}
-	var seqs []uint64
-	for _, i := range infos {
-		if s, ok := parseRootName(i.Name); ok && !i.IsDir {
-			seqs = append(seqs, s)
-		}
+		return nil, err
 	}
 	c.view.mu.Lock()
 	newest := c.view.newest

@@ -106,6 +106,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	cache = c.loadCache()
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj, run.batched, run.lockless = cache, c.putObject, c.batched, lockless
+	run.dirs.byStat = lockless // one file: two names looked up, not its whole directory listed
 	if c.foldable(tasks) {
 		run.held = &heldUploads{}
 	} else if lockless {

@@ -60,7 +60,7 @@ func parseRootName(n string) (uint64, bool) {
 func rootAD(name string) []byte { return append([]byte("veil/v1 tree root\x00"), name...) }
 
 var (
-	rootEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false))
+	rootEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false))
 	rootDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRootBytes))
 )
 

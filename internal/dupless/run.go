@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -297,11 +298,15 @@ func (r *putRun) forget(ref chunkRef, u *upload) {
 type dirCache struct {
 	mu sync.Mutex
 	m  map[string]*dirEntries
+	// byStat: look names up one by one instead of listing their directory (a lone put:
+	// its one file needs two names, and a listing grows with the directory).
+	byStat bool
 }
 
 type dirEntries struct {
 	mu    sync.Mutex
 	names map[string]bool // nil until listed successfully
+	known map[string]bool // byStat: the names looked up so far
 }
 
 func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string) (bool, error) {
@@ -314,6 +319,9 @@ func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string
 	d.mu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if d.byStat {
+		return e.stat(ctx, be, dir, name)
+	}
 	if e.names == nil { // a failed listing is retried by the next file, not cached
 		infos, err := be.List(ctx, dir)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -325,6 +333,43 @@ func (d *dirCache) has(ctx context.Context, be storage.Backend, dir, name string
 		}
 	}
 	return e.names[name], nil
+}
+
+// stat looks name up in dir (byStat), with its record name (name + keySuffix) or its
+// plain name alongside, in parallel: a file's put asks for both, in one round trip.
+func (e *dirEntries) stat(ctx context.Context, be storage.Backend, dir, name string) (bool, error) {
+	if v, ok := e.known[name]; ok {
+		return v, nil
+	}
+	other := name + keySuffix
+	if base, ok := strings.CutSuffix(name, keySuffix); ok {
+		other = base
+	}
+	names := []string{name, other}
+	var found [2]bool
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := be.Stat(ctx, dir, n)
+			found[i], errs[i] = err == nil, err
+			if errors.Is(err, storage.ErrNotFound) {
+				errs[i] = nil
+			}
+		}()
+	}
+	wg.Wait()
+	if e.known == nil {
+		e.known = map[string]bool{}
+	}
+	for i, n := range names {
+		if errs[i] == nil { // a failed look-up is retried, not cached
+			e.known[n] = found[i]
+		}
+	}
+	return found[0], errs[0]
 }
 
 // absentIn notes that directory dir (name in parent) did not exist when this run listed

@@ -176,6 +176,10 @@ func (b *Backend) call1(ctx context.Context, method, u string, body []byte, out 
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(out); err != nil {
 		return fmt.Errorf("store: bad answer: %v", err)
 	}
+	// Read the answer to its end: the decoder stops after the JSON value, and a chunked
+	// answer (a listing over the service's 2 KiB buffer) closed before its last chunk
+	// closes the connection, so the next request paid a new TCP and TLS handshake.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return nil
 }
 

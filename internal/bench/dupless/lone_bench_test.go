@@ -1,0 +1,55 @@
+package duplessbench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+)
+
+// BenchmarkLonePut4KiB: one 'veil put' of a new 4 KiB file through a real all-in-one
+// deployment on loopback (key server and storage service over TLS, in this process), as
+// the fig6-7 4 KiB put row measures it, without the bench's other experiments: for a
+// focused profile (-cpuprofile, -trace). It reports the median of each client phase.
+func BenchmarkLonePut4KiB(b *testing.B) {
+	ctx := context.Background()
+	e, err := start(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.stop()
+	for i := 0; i < 20; i++ { // a namespace that already holds files
+		e.putFresh(ctx, b, fmt.Sprintf("warm%d", i))
+	}
+	e.mu.Lock()
+	e.phases = map[string][]time.Duration{}
+	e.mu.Unlock()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.putFresh(ctx, b, fmt.Sprintf("f%d", i))
+	}
+	b.StopTimer()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for p, ds := range e.phases {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), p+"-us")
+	}
+}
+
+func (e *env) putFresh(ctx context.Context, b *testing.B, name string) {
+	b.StopTimer()
+	p, err := e.freshFile(name, 4<<10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	s, err := e.client.Put(ctx, []string{p}, "lone")
+	if err == nil {
+		err = s.Err()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}

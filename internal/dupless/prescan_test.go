@@ -1,6 +1,7 @@
 package dupless
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -66,5 +67,57 @@ func TestPutScannedExclusionsAndFailures(t *testing.T) {
 	sum = dev.putScanned(t, be, master, StartPrescan([]string{src}, "", []string{"d0"}), []string{"d1"})
 	if sum.Excluded != 1 || sum.Files != n-6 {
 		t.Fatalf("put with other exclusions than the prescan's: %d excluded, %d files; want the client's walk (1, %d)", sum.Excluded, sum.Files, n-6)
+	}
+}
+
+// A put of an unchanged tree writes nothing: no record, and neither the put cache (read
+// in the background while the lock is taken) nor the root memory is rewritten.
+func TestUnchangedPutWritesNothing(t *testing.T) {
+	be := &recordReads{Backend: newBackend(t)}
+	master, dev := NewMasterKey(), newDevice(t, "/srv/a")
+	src, n := cacheTree(t)
+	dev.put(t, be, master, src, "")
+	dev.put(t, be, master, src, "") // the first put's cache, rewritten for its own root
+	cache, _ := os.ReadFile(dev.cache.Path)
+	mem, _ := os.ReadFile(dev.mem.(*rootFile).path)
+	be.writes.Store(0)
+	if sum := dev.putScanned(t, be, master, StartPrescan([]string{src}, "", nil), nil); sum.Unchanged != n {
+		t.Fatalf("%d unchanged, want %d", sum.Unchanged, n)
+	}
+	cache2, _ := os.ReadFile(dev.cache.Path)
+	mem2, _ := os.ReadFile(dev.mem.(*rootFile).path)
+	if be.writes.Load() != 0 || len(cache) == 0 || !bytes.Equal(cache, cache2) || !bytes.Equal(mem, mem2) {
+		t.Fatalf("unchanged put: %d records written, cache rewritten %v, root memory rewritten %v", be.writes.Load(), !bytes.Equal(cache, cache2), !bytes.Equal(mem, mem2))
+	}
+}
+
+// A sync whose put changes nothing but whose removals drop records from the root rewrites
+// the cache without the dropped entries (saveCache checks the root even when put noted
+// nothing new).
+func TestSyncRemovalRewritesCleanCache(t *testing.T) {
+	be := newBackend(t)
+	master, dev := NewMasterKey(), newDevice(t, "/srv/a")
+	src, _ := cacheTree(t)
+	dev.put(t, be, master, src, "")
+	dev.put(t, be, master, src, "")
+	c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3, Roots: dev.mem, Cache: dev.cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	before, err := c.keys.readCache(dev.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(src, "d3", "sub")
+	fi, _ := os.Stat(dir)
+	os.Remove(filepath.Join(dir, "f5"))
+	os.Chtimes(dir, fi.ModTime(), fi.ModTime()) // the directory's record stays as stored: put notes nothing
+	if res, err := c.Sync(ctx, src, "", false); err != nil || res.Removed != 1 || res.Put.Unchanged != res.Put.Files {
+		t.Fatalf("sync: %+v, %v; want one removal and every file unchanged", res, err)
+	}
+	after, err := c.keys.readCache(dev.cache)
+	if err != nil || len(after.Entries) != len(before.Entries)-1 {
+		t.Fatalf("cache after the sync: %d entries (err %v), want %d", len(after.Entries), err, len(before.Entries)-1)
 	}
 }

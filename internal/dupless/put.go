@@ -71,6 +71,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		}
 	}()
 	dest = cleanPath(dest)
+	cached := c.startCacheRead() // read while the lock and the root are fetched
 	stop := c.timer("lock")
 	var unlock func() error
 	if lockless {
@@ -117,7 +118,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	// Every entry in walk order (directories before what they hold); files go to the
 	// workers, a directory's record to the run's committers, so the walk never waits on
 	// a directory's round trips (a put creates its parents: order is not needed).
-	cache = c.loadCache()
+	cache = c.loadCache(cached)
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj, run.batched, run.lockless = cache, c.putObject, c.batched, lockless
 	if c.foldable(tasks) {

@@ -17,6 +17,7 @@ type runCache struct {
 	entries map[string]cacheEntry // only entries whose hash the root (or this command) lists
 	dirty   bool
 	dirs    map[string]bool // encrypted directory paths the root implies (built on first use)
+	checked *treeRoot       // the root every entry was checked against when loaded
 }
 
 // cacheVerdict is what the cache says of a local file.
@@ -84,7 +85,7 @@ func (c *Client) loadCache(r *cacheRead) *runCache {
 			stale++
 		}
 	}
-	rc.entries = f.Entries
+	rc.entries, rc.checked = f.Entries, root
 	if stale > 0 {
 		c.log.Info("put cache: entries the tree root no longer lists as remembered are refreshed", "stale", stale)
 		rc.dirty = true
@@ -107,7 +108,10 @@ func (c *Client) saveCache(rc *runCache) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	keep := func(p string, e cacheEntry) bool { h, ok := root.Entries[p]; return ok && h == e.Hash }
-	if !rc.dirty { // nothing noted: unchanged unless the root dropped an entry (checked without copying)
+	if !rc.dirty && root == rc.checked {
+		return // nothing noted, and the root is the one every entry was checked against
+	}
+	if !rc.dirty { // nothing noted: unchanged unless the new root dropped an entry (checked without copying)
 		for p, e := range rc.entries {
 			if !keep(p, e) {
 				rc.dirty = true

@@ -195,6 +195,10 @@ Examples:
 					return err
 				}
 			}
+			var pre *dupless.Prescan
+			if !sel.dryRun {
+				pre = dupless.StartPrescan(srcs, dest, o.exclude) // walks while the key file is unlocked
+			}
 			cl, done, ui, err := o.open(cmd, "storing")
 			if err != nil {
 				return err
@@ -209,7 +213,7 @@ Examples:
 			if sel.dryRun {
 				return printPlan(cmd.OutOrStdout(), &o, cl, srcs, dest)
 			}
-			sum, err := cl.Put(cmd.Context(), srcs, dest)
+			sum, err := cl.PutScanned(cmd.Context(), pre)
 			ui.finish()
 			return o.report(cmd.OutOrStdout(), "stored", sum, err)
 		},

@@ -16,7 +16,7 @@ type Planned struct {
 // counts them (Files, Dirs, Symlinks, Bytes, Excluded) and lists unreadable paths.
 func (c *Client) Plan(locals []string, dest string) ([]Planned, *Summary, error) {
 	sum := &Summary{Fallback: map[string]int{}}
-	tasks, _, err := c.scan(locals, cleanPath(dest), sum)
+	tasks, _, err := c.scan(locals, cleanPath(dest), sum, nil)
 	if err != nil {
 		return nil, sum, err
 	}

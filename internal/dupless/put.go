@@ -14,8 +14,12 @@ import (
 
 // excluded reports whether an entry (its name, and its slash-separated path below the
 // PATH argument) matches one of Options.Exclude.
-func (c *Client) excluded(name, rel string) bool {
-	for _, p := range c.opts.Exclude {
+func (c *Client) excluded(name, rel string) bool { return excludedBy(c.opts.Exclude, name, rel) }
+
+// excludedBy reports whether a name, or its path rel below a PATH argument, matches one
+// of the patterns.
+func excludedBy(patterns []string, name, rel string) bool {
+	for _, p := range patterns {
 		if m, _ := filepath.Match(p, name); m {
 			return true
 		}
@@ -39,16 +43,26 @@ type putTask struct {
 // One small file goes without the lock when it can (putlockless.go); if its one batch is
 // refused, it is put again under the lock.
 func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summary, error) {
+	return c.putScanned(ctx, locals, dest, nil)
+}
+
+// PutScanned is Put of the paths and destination pre was started with, using pre's walk
+// of them (which ran while the profile was being opened) instead of walking them again.
+func (c *Client) PutScanned(ctx context.Context, pre *Prescan) (*Summary, error) {
+	return c.putScanned(ctx, pre.locals, pre.dest, pre)
+}
+
+func (c *Client) putScanned(ctx context.Context, locals []string, dest string, pre *Prescan) (*Summary, error) {
 	if c.locklessCandidate(locals) {
-		sum, err := c.put(ctx, locals, dest, true)
+		sum, err := c.put(ctx, locals, dest, true, pre)
 		if !errors.Is(err, errNeedLock) {
 			return sum, err
 		}
 	}
-	return c.put(ctx, locals, dest, false)
+	return c.put(ctx, locals, dest, false, pre)
 }
 
-func (c *Client) put(ctx context.Context, locals []string, dest string, lockless bool) (_ *Summary, err error) {
+func (c *Client) put(ctx context.Context, locals []string, dest string, lockless bool, pre *Prescan) (_ *Summary, err error) {
 	start := time.Now()
 	sum := &Summary{Fallback: map[string]int{}}
 	defer func() {
@@ -57,6 +71,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		}
 	}()
 	dest = cleanPath(dest)
+	cached := c.startCacheRead() // read while the lock and the root are fetched
 	stop := c.timer("lock")
 	var unlock func() error
 	if lockless {
@@ -93,7 +108,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sum.stop = cancel
-	tasks, total, err := c.scan(locals, dest, sum)
+	tasks, total, err := c.scan(locals, dest, sum, pre)
 	if err != nil {
 		return sum, err
 	}
@@ -103,7 +118,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	// Every entry in walk order (directories before what they hold); files go to the
 	// workers, a directory's record to the run's committers, so the walk never waits on
 	// a directory's round trips (a put creates its parents: order is not needed).
-	cache = c.loadCache()
+	cache = c.loadCache(cached)
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj, run.batched, run.lockless = cache, c.putObject, c.batched, lockless
 	run.dirs.byStat = lockless // one file: two names looked up, not its whole directory listed
@@ -148,9 +163,41 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	return sum, ctx.Err()
 }
 
-// scan walks the local paths and lists what to store where: every entry, except excluded
-// ones and a second source for one destination (recorded in sum as failed).
-func (c *Client) scan(locals []string, dest string, sum *Summary) (tasks []putTask, total int64, err error) {
+// scan lists what to store where (walkLocals), or takes it from pre when pre walked the
+// same paths for the same destination and exclusions; failures go into sum either way.
+func (c *Client) scan(locals []string, dest string, sum *Summary, pre *Prescan) (tasks []putTask, total int64, err error) {
+	w := pre.result(locals, dest, c.opts.Exclude)
+	if w == nil {
+		w = walkLocals(locals, dest, c.opts.Exclude)
+	}
+	for _, f := range w.failed {
+		c.done(sum, f.path, f.err)
+	}
+	if w.excluded > 0 {
+		sum.add(func(s *Summary) { s.Excluded += w.excluded })
+	}
+	return w.tasks, w.total, w.err
+}
+
+// walked is one walk of put's local paths.
+type walked struct {
+	tasks    []putTask
+	total    int64 // bytes in regular files
+	failed   []walkFailure
+	excluded int
+	err      error
+}
+
+type walkFailure struct {
+	path string
+	err  error
+}
+
+// walkLocals walks the local paths and lists what to store where: every entry, except
+// excluded ones and a second source for one destination (recorded as failed). It needs
+// no key and no connection.
+func walkLocals(locals []string, dest string, exclude []string) *walked {
+	w := &walked{}
 	from := map[string]string{} // destination -> the local path stored there
 	for _, l := range locals {
 		base := filepath.Base(filepath.Clean(l))
@@ -158,35 +205,35 @@ func (c *Client) scan(locals []string, dest string, sum *Summary) (tasks []putTa
 			rel, _ := filepath.Rel(l, p)
 			d := joinPath(dest, base, filepath.ToSlash(rel))
 			if err != nil {
-				c.done(sum, p, err)
+				w.failed = append(w.failed, walkFailure{p, err})
 				return nil
 			}
-			if rel != "." && c.excluded(fi.Name(), filepath.ToSlash(rel)) {
-				sum.add(func(s *Summary) { s.Excluded++ })
+			if rel != "." && excludedBy(exclude, fi.Name(), filepath.ToSlash(rel)) {
+				w.excluded++
 				if fi.IsDir() {
 					return filepath.SkipDir
 				}
 				return nil
 			}
 			if other, dup := from[d]; dup {
-				c.done(sum, p, fmt.Errorf("has the same destination %q as %s: not stored", d, other))
+				w.failed = append(w.failed, walkFailure{p, fmt.Errorf("has the same destination %q as %s: not stored", d, other)})
 				if fi.IsDir() {
 					return filepath.SkipDir
 				}
 				return nil
 			}
 			from[d] = p
-			tasks = append(tasks, putTask{p, d, fi})
+			w.tasks = append(w.tasks, putTask{p, d, fi})
 			if fi.Mode().IsRegular() {
-				total += fi.Size()
+				w.total += fi.Size()
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, 0, err
+			return &walked{err: err}
 		}
 	}
-	return tasks, total, nil
+	return w
 }
 
 func joinPath(parts ...string) string {

@@ -17,6 +17,7 @@ type runCache struct {
 	entries map[string]cacheEntry // only entries whose hash the root (or this command) lists
 	dirty   bool
 	dirs    map[string]bool // encrypted directory paths the root implies (built on first use)
+	checked *treeRoot       // the root every entry was checked against when loaded
 }
 
 // cacheVerdict is what the cache says of a local file.
@@ -28,18 +29,44 @@ const (
 	cacheSuspect                     // the record was stored from this path, but the file's ctime or inode changed: read it
 )
 
-// loadCache reads the cache and keeps the entries the current root vouches for. A cache
-// that fails its check is logged and rebuilt; entries the root no longer lists as
-// remembered (another device wrote them, or they were removed) are dropped.
-func (c *Client) loadCache() *runCache {
+// cacheRead is the put cache file being read (readCache) in the background.
+type cacheRead struct {
+	done chan struct{}
+	f    *cacheFile
+	err  error
+}
+
+// startCacheRead starts reading the cache file: reading, authenticating, decompressing
+// and parsing it need the key but not the tree root, so they run while the lock and the
+// root are fetched (loadCache then keeps what the root vouches for). Reading it before
+// the lock is as sound as after: an entry says only that a record of that hash was stored
+// from a local file as described, which stays true, and loadCache still keeps only the
+// entries whose hash the root lists. Nil without a cache.
+func (c *Client) startCacheRead() *cacheRead {
 	pc := c.opts.Cache
 	if pc == nil {
 		return nil
 	}
-	f, err := c.keys.readCache(pc)
+	r := &cacheRead{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.f, r.err = c.keys.readCache(pc)
+	}()
+	return r
+}
+
+// loadCache takes the cache read by r and keeps the entries the current root vouches for.
+// A cache that fails its check is logged and rebuilt; entries the root no longer lists
+// as remembered (another device wrote them, or they were removed) are dropped.
+func (c *Client) loadCache(r *cacheRead) *runCache {
+	if r == nil {
+		return nil
+	}
+	<-r.done
+	f, err := r.f, r.err
 	rc := &runCache{entries: map[string]cacheEntry{}}
 	if err != nil {
-		c.log.Warn("put cache unusable; rebuilding it (records are read this time)", "file", pc.Path, "err", err)
+		c.log.Warn("put cache unusable; rebuilding it (records are read this time)", "file", c.opts.Cache.Path, "err", err)
 		rc.dirty = true
 	}
 	c.view.mu.Lock()
@@ -52,13 +79,13 @@ func (c *Client) loadCache() *runCache {
 		rc.dirty = true // bound to the root it was written against: rewritten for this one
 	}
 	stale := 0
-	for p, e := range f.Entries {
-		if h, ok := root.Entries[p]; ok && h == e.Hash {
-			rc.entries[p] = e
-		} else {
+	for p, e := range f.Entries { // filtered in place: the file's map becomes the run's
+		if h, ok := root.Entries[p]; !ok || h != e.Hash {
+			delete(f.Entries, p)
 			stale++
 		}
 	}
+	rc.entries, rc.checked = f.Entries, root
 	if stale > 0 {
 		c.log.Info("put cache: entries the tree root no longer lists as remembered are refreshed", "stale", stale)
 		rc.dirty = true
@@ -80,16 +107,26 @@ func (c *Client) saveCache(rc *runCache) {
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	f := &cacheFile{RootSeq: root.Seq, RootSum: root.sum, Entries: make(map[string]cacheEntry, len(rc.entries))}
-	for p, e := range rc.entries {
-		if h, ok := root.Entries[p]; ok && h == e.Hash {
-			f.Entries[p] = e
-		} else {
-			rc.dirty = true
+	keep := func(p string, e cacheEntry) bool { h, ok := root.Entries[p]; return ok && h == e.Hash }
+	if !rc.dirty && root == rc.checked {
+		return // nothing noted, and the root is the one every entry was checked against
+	}
+	if !rc.dirty { // nothing noted: unchanged unless the new root dropped an entry (checked without copying)
+		for p, e := range rc.entries {
+			if !keep(p, e) {
+				rc.dirty = true
+				break
+			}
+		}
+		if !rc.dirty {
+			return
 		}
 	}
-	if !rc.dirty {
-		return
+	f := &cacheFile{RootSeq: root.Seq, RootSum: root.sum, Entries: make(map[string]cacheEntry, len(rc.entries))}
+	for p, e := range rc.entries {
+		if keep(p, e) {
+			f.Entries[p] = e
+		}
 	}
 	if err := c.keys.writeCache(c.opts.Cache, f); err != nil {
 		c.log.Warn("put cache not saved (the next put reads records)", "file", c.opts.Cache.Path, "err", err)

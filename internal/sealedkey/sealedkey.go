@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -35,8 +36,17 @@ func (k KDF) Check(maxTime, maxMemoryKiB uint32) error {
 	return nil
 }
 
+// key runs argon2id. With large memory it warms the heap first (warmHeap) and collects
+// afterwards, so that the rest of the command reuses argon2id's pages (its 64 MiB are
+// garbage once it returns) instead of faulting in fresh ones.
 func (k KDF) key(pass []byte, salt [SaltSize]byte) []byte {
-	return argon2.IDKey(pass, salt[:], k.Time, k.MemoryKiB, k.Threads, chacha20poly1305.KeySize)
+	if k.MemoryKiB < warmThresholdKiB {
+		return argon2.IDKey(pass, salt[:], k.Time, k.MemoryKiB, k.Threads, chacha20poly1305.KeySize)
+	}
+	warmHeap(int(k.MemoryKiB) << 10)
+	key := argon2.IDKey(pass, salt[:], k.Time, k.MemoryKiB, k.Threads, chacha20poly1305.KeySize)
+	runtime.GC()
+	return key
 }
 
 // Format is one key file layout.

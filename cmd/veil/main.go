@@ -67,7 +67,6 @@ Start with 'veil serve' for an all-in-one local deployment, or see README.md.`,
 		}
 		return pprof.StartCPUProfile(f)
 	}
-	root.PersistentPostRun = func(*cobra.Command, []string) { pprof.StopCPUProfile(); trace.Stop() }
 	return root
 }
 
@@ -87,6 +86,10 @@ func main() {
 	markUsageErrors(root)
 	err := root.ExecuteContext(ctx)
 	stop()
+	// Stopped here, not in a PostRun: cobra skips that when a command fails, and `veil
+	// serve` ends with an error (interrupted) — its profile would stay empty.
+	pprof.StopCPUProfile()
+	trace.Stop()
 	if err != nil {
 		fmt.Fprint(os.Stderr, errorLines(err))
 		var ec interface{ ExitCode() int }

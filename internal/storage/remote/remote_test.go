@@ -20,6 +20,11 @@ import (
 
 // serveStore runs a fresh store on a real loopback TLS listener for one test.
 func serveStore(t *testing.T) (string, storewire.Credential) {
+	return serveStoreOn(t, func(ln net.Listener) net.Listener { return ln })
+}
+
+// serveStoreOn is serveStore with the listener wrapped by wrap (to watch connections).
+func serveStoreOn(t *testing.T, wrap func(net.Listener) net.Listener) (string, storewire.Credential) {
 	dir := t.TempDir()
 	if err := storeserver.Init(dir); err != nil {
 		t.Fatal(err)
@@ -38,7 +43,8 @@ func serveStore(t *testing.T) (string, storewire.Credential) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: ln}) }()
+	l := wrap(ln)
+	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: l}) }()
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
 	return "https://" + ln.Addr().String(), cred
 }

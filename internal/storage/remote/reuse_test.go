@@ -8,9 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/remote"
-	"github.com/veil-project/veil/internal/storeserver"
 )
 
 // countingListener counts the connections a server accepts.
@@ -32,32 +30,17 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // connection (it used to close it, and every later request of a put paid a new TCP and
 // TLS handshake).
 func TestLargeListKeepsConnection(t *testing.T) {
-	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := storeserver.AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &countingListener{Listener: ln}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: cl}) }()
-	t.Cleanup(func() { cancel(); <-done; s.Close() })
-	b, err := remote.New("https://"+ln.Addr().String(), cred)
+	var cl *countingListener
+	url, cred := serveStoreOn(t, func(ln net.Listener) net.Listener {
+		cl = &countingListener{Listener: ln}
+		return cl
+	})
+	b, err := remote.New(url, cred)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	ctx := context.Background()
 	for i := 0; i < 300; i++ { // tens of KiB of listing: a chunked answer
 		if err := b.Put(ctx, "d", fmt.Sprintf("%s-%03d", strings.Repeat("n", 40), i), strings.NewReader("x"), 1); err != nil {
 			t.Fatal(err)

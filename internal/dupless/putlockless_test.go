@@ -273,3 +273,27 @@ func TestLocklessPutOlderService(t *testing.T) {
 		t.Fatalf("%d lock-free batches sent; want 1 (refused once, then not tried again)", got)
 	}
 }
+
+// A prescanned lone put whose lock-free batch is refused is put again under the lock from
+// the same walk (the walk is read, never consumed): the file is stored once and reads back.
+func TestLocklessPutRefusedReusesPrescan(t *testing.T) {
+	be, dev := newGateBE(t)
+	dir := t.TempDir()
+	first, src := filepath.Join(dir, "first"), filepath.Join(dir, "f")
+	write(t, first, randBytes(4096, 49))
+	write(t, src, randBytes(4096, 50))
+	c := dev()
+	if _, err := c.Put(ctx, []string{first}, ""); err != nil { // a root to build on
+		t.Fatal(err)
+	}
+	be.absents.Store(0)
+	be.refuseAbsent = true
+	sum, err := c.PutScanned(ctx, StartPrescan([]string{src}, "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Files != 1 || len(sum.Errors) != 0 || be.absents.Load() != 1 {
+		t.Fatalf("put: %d files, errors %v, %d lock-free batches; want 1 file, none, 1 (refused, then locked)", sum.Files, sum.Errors, be.absents.Load())
+	}
+	sameFile(t, dev(), src, "f")
+}

@@ -296,7 +296,7 @@ func TestRecordSwapBetweenOwnFilesDetected(t *testing.T) {
 func TestRootRollbackDetected(t *testing.T) {
 	be := newBackend(t)
 	master := NewMasterKey()
-	mem := RootFile(filepath.Join(t.TempDir(), "roots.json"))
+	mem := RootFile(filepath.Join(t.TempDir(), "roots.mem"), "")
 	c := clientWith(t, be, master, mem)
 	encA, old := putVersions(t, c, t.TempDir())
 	info, err := c.Root(ctx)

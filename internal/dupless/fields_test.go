@@ -26,7 +26,7 @@ func TestFields(t *testing.T) {
 	}
 	setup := func(t *testing.T) *env {
 		be := newBackend(t)
-		master, mem := NewMasterKey(), RootFile(filepath.Join(t.TempDir(), "mem.json"))
+		master, mem := NewMasterKey(), RootFile(filepath.Join(t.TempDir(), "mem.mem"), "")
 		c := clientWith(t, be, master, mem)
 		src := t.TempDir()
 		os.MkdirAll(filepath.Join(src, "d"), 0o750)

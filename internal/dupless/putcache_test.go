@@ -76,7 +76,7 @@ func (l *logBuf) take() string {
 
 func newDevice(t *testing.T, location string) *device {
 	dir := t.TempDir()
-	return &device{mem: RootFile(filepath.Join(dir, "root.json")),
+	return &device{mem: RootFile(filepath.Join(dir, "root.mem"), ""),
 		cache: &PutCache{Path: filepath.Join(dir, "cache", "put"), Location: location}, logs: &logBuf{}}
 }
 

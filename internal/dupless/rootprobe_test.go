@@ -80,7 +80,7 @@ func probeDevices(t *testing.T) (*rootReqBE, func() *probeDevice) {
 	be := &rootReqBE{countingBE: countingBE{Backend: newBackend(t)}}
 	master := NewMasterKey()
 	return be, func() *probeDevice {
-		return &probeDevice{t: t, be: be, master: master, mem: RootFile(filepath.Join(t.TempDir(), "root.json"))}
+		return &probeDevice{t: t, be: be, master: master, mem: RootFile(filepath.Join(t.TempDir(), "root.mem"), "")}
 	}
 }
 

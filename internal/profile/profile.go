@@ -228,7 +228,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 		return nil, nil, err
 	}
 	dopts := dupless.Options{Jobs: o.Jobs, Events: o.Events, Logger: o.Logger, Force: o.Force, Exclude: o.Exclude, Overwrite: o.Overwrite, GetInclude: o.GetInclude, GetExclude: o.GetExclude,
-		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage)),
+		Roots: dupless.RootFile(RootMemoryFile(dir, cfg.Storage), legacyRootMemoryFile(dir, cfg.Storage)),
 		Cache: &dupless.PutCache{Path: PutCacheFile(dir, cfg.Storage), Location: cfg.Storage}}
 	if o.NoRootCheck {
 		dopts.RootCheck = dupless.RootWarn
@@ -250,6 +250,13 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 // RootMemoryFile is where the profile in dir remembers the newest tree root it has seen
 // at a storage location (docs/security.md, "Rollback").
 func RootMemoryFile(dir, location string) string {
+	h := sha256.Sum256([]byte(location))
+	return filepath.Join(dir, "roots", hex.EncodeToString(h[:8])+".mem")
+}
+
+// legacyRootMemoryFile is where a veil before session 8 remembered it (a JSON file, read
+// while it exists and removed by the next save).
+func legacyRootMemoryFile(dir, location string) string {
 	h := sha256.Sum256([]byte(location))
 	return filepath.Join(dir, "roots", hex.EncodeToString(h[:8])+".json")
 }

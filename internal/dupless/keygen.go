@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,44 @@ type keySource struct {
 	mu        sync.Mutex
 	downUntil time.Time
 	downErr   error
+	early     *earlyKeys // asked for before they were needed (deriveEarly)
+}
+
+// earlyKeys is one derivation started ahead: the keys of ds, once done is closed.
+type earlyKeys struct {
+	ds   []mle.Digest
+	done chan struct{}
+	keys []mle.Key
+	err  error
+}
+
+// deriveEarly starts deriving the keys of ds in the background; the next derive of the
+// same digests takes its answer instead of asking again. A lone put asks for its file's
+// key while the tree root is read and its names are looked up, not after.
+func (s *keySource) deriveEarly(ctx context.Context, ds []mle.Digest) {
+	if s.kd == nil || len(ds) == 0 {
+		return
+	}
+	e := &earlyKeys{ds: ds, done: make(chan struct{})}
+	s.mu.Lock()
+	s.early = e
+	s.mu.Unlock()
+	go func() {
+		defer close(e.done)
+		e.keys, e.err = s.deriveNow(ctx, ds)
+	}()
+}
+
+// dropEarly waits for an early derivation nobody took (the file was unchanged), so that
+// none outlives its command.
+func (s *keySource) dropEarly() {
+	s.mu.Lock()
+	e := s.early
+	s.early = nil
+	s.mu.Unlock()
+	if e != nil {
+		<-e.done
+	}
 }
 
 // ErrNoKeyServer is the fallback reason when no key server is configured.
@@ -33,6 +72,26 @@ func newKeySource(kd mle.KeyDeriver) *keySource {
 
 // derive returns one key per digest, or the reason it could not.
 func (s *keySource) derive(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
+	s.mu.Lock()
+	e := s.early
+	if e != nil && slices.Equal(e.ds, ds) {
+		s.early = nil
+	} else {
+		e = nil
+	}
+	s.mu.Unlock()
+	if e != nil {
+		select {
+		case <-e.done:
+			return e.keys, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.deriveNow(ctx, ds)
+}
+
+func (s *keySource) deriveNow(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
 	if s.kd == nil {
 		return nil, ErrNoKeyServer
 	}

@@ -54,6 +54,8 @@ func (c *Client) PutScanned(ctx context.Context, pre *Prescan) (*Summary, error)
 
 func (c *Client) putScanned(ctx context.Context, locals []string, dest string, pre *Prescan) (*Summary, error) {
 	if c.locklessCandidate(locals) {
+		c.deriveLoneEarly(ctx, locals[0])
+		defer c.ks.dropEarly()
 		sum, err := c.put(ctx, locals, dest, true, pre)
 		if !errors.Is(err, errNeedLock) {
 			return sum, err

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 
+	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -45,6 +48,29 @@ func (c *Client) locklessCandidate(locals []string) bool {
 	}
 	fi, err := os.Lstat(locals[0])
 	return err == nil && fi.Mode().IsRegular() && fi.Size() <= foldMaxFile
+}
+
+// deriveLoneEarly reads the one small file of a lone put (one chunk: foldMaxFile is under
+// MinChunk) and asks the key server for its chunk's key at once, so that the request, and
+// the key server connection of a new command, overlap the tree root lookup and the name
+// lookups instead of following them. The put takes the answer if it needs the key of the
+// same content (keySource.derive); if it finds the file unchanged, the answer is dropped:
+// one key request that a put of an unchanged lone file did not make before.
+func (c *Client) deriveLoneEarly(ctx context.Context, local string) {
+	f, err := os.OpenFile(local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return // put reports it
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(f, foldMaxFile+1))
+	if err != nil || len(data) == 0 || len(data) > foldMaxFile {
+		return
+	}
+	p := preparePiece(c.mleFor, data, !c.opts.NoCompress)
+	c.ks.deriveEarly(ctx, []mle.Digest{p.digest})
 }
 
 // beginLockless starts a lock-free put: the newest root (which proves the namespace is

@@ -297,3 +297,52 @@ func TestLocklessPutRefusedReusesPrescan(t *testing.T) {
 	}
 	sameFile(t, dev(), src, "f")
 }
+
+// A lone put asks for its file's key once, early (while the root is read), and uses that
+// answer; a put of the same file unchanged drops its early answer (one key request it
+// did not make before); a file changed after its early read is derived again, for the
+// content it stores.
+func TestLonePutDerivesEarlyOnce(t *testing.T) {
+	be, _ := newGateBE(t)
+	ks := &countingKS{}
+	c := newClient(t, be, ks)
+	dir := t.TempDir()
+	first, src := filepath.Join(dir, "first"), filepath.Join(dir, "f")
+	write(t, first, randBytes(4096, 60))
+	if _, err := c.Put(ctx, []string{first}, ""); err != nil { // a root to build on
+		t.Fatal(err)
+	}
+	write(t, src, randBytes(4096, 61))
+	ks.n.Store(0)
+	if sum, err := c.Put(ctx, []string{src}, ""); err != nil || be.absents.Load() == 0 || sum.ChunksUploaded != 1 {
+		t.Fatalf("lone put: %v, %d lock-free batches, %+v", err, be.absents.Load(), sum)
+	}
+	if got := ks.n.Load(); got != 1 {
+		t.Fatalf("lone put of a new file asked for %d keys, want 1 (the early request, taken)", got)
+	}
+	sameFile(t, c, src, "f")
+	ks.n.Store(0)
+	if sum, err := c.Put(ctx, []string{src}, ""); err != nil || sum.Unchanged != 1 || ks.n.Load() != 1 {
+		t.Fatalf("unchanged lone put: %v, %d unchanged, %d keys asked; want 1 and 1", err, sum.Unchanged, ks.n.Load())
+	}
+}
+
+// An early answer is taken only by a request for the same digests: a file changed after
+// its early read is derived again, for the content the put read.
+func TestEarlyKeysOnlyForTheSameContent(t *testing.T) {
+	ks := &countingKS{}
+	s := newKeySource(ks)
+	a, b := mle.Digest{1}, mle.Digest{2}
+	s.deriveEarly(ctx, []mle.Digest{a})
+	got, err := s.derive(ctx, []mle.Digest{b})
+	want, _ := mle.LocalKeys{}.DeriveKeys(ctx, []mle.Digest{b})
+	if err != nil || len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("other content: %v; want b's key", err)
+	}
+	got, err = s.derive(ctx, []mle.Digest{a})
+	want, _ = mle.LocalKeys{}.DeriveKeys(ctx, []mle.Digest{a})
+	if err != nil || len(got) != 1 || got[0] != want[0] || ks.n.Load() != 2 {
+		t.Fatalf("the early content: %v, %d digests asked; want a's key from the early answer, 2 asked in all", err, ks.n.Load())
+	}
+	s.dropEarly() // nothing left: returns at once
+}

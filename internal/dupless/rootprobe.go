@@ -44,7 +44,19 @@ func (c *Client) fetchRoot(ctx context.Context, memSeq uint64, seen bool) (*tree
 }
 
 // probeRoot finds the newest root from the remembered number n; ok false asks for a list.
+// Root n is read alongside n+1, not after it: n+1 is absent in the common case (this
+// device published the newest root), and n is then the answer, one round trip later
+// instead of two.
 func (c *Client) probeRoot(ctx context.Context, n uint64) (_ *treeRoot, ok bool, _ error) {
+	type fetched struct {
+		r   *treeRoot
+		err error
+	}
+	remembered := make(chan fetched, 1)
+	go func() {
+		r, err := c.fetchRootSeq(ctx, n)
+		remembered <- fetched{r, err}
+	}()
 	var found *treeRoot
 	for s := n + 1; s <= n+rootProbeSteps && s > n; s++ {
 		r, err := c.fetchRootSeq(ctx, s)
@@ -54,7 +66,8 @@ func (c *Client) probeRoot(ctx context.Context, n uint64) (_ *treeRoot, ok bool,
 		case errors.Is(err, storage.ErrNotFound) && found != nil:
 			return found, true, nil
 		case errors.Is(err, storage.ErrNotFound):
-			r, err := c.fetchRootSeq(ctx, n)
+			f := <-remembered
+			r, err := f.r, f.err
 			if errors.Is(err, storage.ErrNotFound) { // dropped by forget, or rolled back: list
 				return nil, false, nil
 			}

@@ -3,6 +3,7 @@ package dupless
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,10 +46,19 @@ func TestLonePutLooksUpNamesNotDirectory(t *testing.T) {
 	if n := after["batch"] - before["batch"]; n != 1 || after["delete"] != before["delete"] {
 		t.Errorf("a lone put made %d batches and %d deletes, want 1 and 0 (no lock)", n, after["delete"]-before["delete"])
 	}
+	// Its two names and its folder d (not a file) are looked up once, alongside the root
+	// lookup (the root agrees), not again after it.
+	if n := after["stat"] - before["stat"]; n != 3 {
+		t.Errorf("a lone put of a new file made %d stats, want 3", n)
+	}
 	// A previous version is found and replaced.
 	changed := randBytes(4096, 100)
+	before = kb.snapshot()
 	if err := put("f1", changed); err != nil {
 		t.Fatal(err)
+	}
+	if n := kb.snapshot()["stat"] - before["stat"]; n != 3 {
+		t.Errorf("a lone put of a changed file made %d stats, want 3 (the early look-up agrees with the root)", n)
 	}
 	got := filepath.Join(t.TempDir(), "got")
 	if s, err := c.Get(ctx, "d/f1", got); err != nil || s.Err() != nil {
@@ -65,5 +75,23 @@ func TestLonePutLooksUpNamesNotDirectory(t *testing.T) {
 	}
 	if err := put("sub", []byte("a file")); err == nil || !strings.Contains(err.Error(), "stored as a directory") {
 		t.Errorf("a lone put onto a directory's name: %v, want refused as a directory", err)
+	}
+	// A record no root lists (a crashed command's, say): the early look-up disagrees with
+	// the root and is dropped; the names are looked up again after the root, as before.
+	encDir, _ := c.keys.encPath("d")
+	encName, _ := c.keys.encName("orphan")
+	if err := local.Put(ctx, encDir, encName+keySuffix, bytes.NewReader([]byte("not a record")), 12); err != nil {
+		t.Fatal(err)
+	}
+	before = kb.snapshot()
+	put("orphan", []byte("data"))
+	if n := kb.snapshot()["stat"] - before["stat"]; n != 5 {
+		t.Errorf("a lone put over a record no root lists made %d stats, want 5 (its two names looked up again)", n)
+	}
+	// A folder of the destination that is a stored file is refused, as before.
+	p := filepath.Join(src, "g")
+	write(t, p, []byte("g"))
+	if s, err := c.Put(ctx, []string{p}, "d/f2"); err == nil && s.Err() == nil || !strings.Contains(fmt.Sprint(err, s.Err()), "d/f2 is a stored file") {
+		t.Errorf("a lone put into a stored file d/f2: %v %v, want refused", err, s.Err())
 	}
 }

@@ -76,7 +76,11 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	cached := c.startCacheRead() // read while the lock and the root are fetched
 	stop := c.timer("lock")
 	var unlock func() error
+	var lone *loneNames
 	if lockless {
+		if lone = c.lookUpLoneEarly(ctx, locals[0], dest); lone != nil {
+			defer func() { <-lone.done }() // no look-up outlives Put
+		}
 		unlock, err = c.beginLockless(ctx)
 	} else {
 		unlock, err = c.lock(ctx, false)
@@ -102,8 +106,12 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		stop()
 		c.saveCache(cache)
 	}()
-	if err := c.noFileOnPath(ctx, dest); err != nil {
-		return sum, err
+	dirs := &dirCache{m: map[string]*dirEntries{}, byStat: lockless} // one file: two names looked up, not its whole directory listed
+	lone.settle(c, dirs)
+	if !lone.checkedFolders() {
+		if err := c.noFileOnPath(ctx, dest); err != nil {
+			return sum, err
+		}
 	}
 	// A service that can store nothing (disk full, its storage down) stops the run at the
 	// first file that says so, instead of failing every other file in turn.
@@ -123,7 +131,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	cache = c.loadCache(cached)
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj, run.batched, run.lockless = cache, c.putObject, c.batched, lockless
-	run.dirs.byStat = lockless // one file: two names looked up, not its whole directory listed
+	run.dirs = dirs
 	if c.foldable(tasks) {
 		run.held = &heldUploads{}
 	} else if lockless {

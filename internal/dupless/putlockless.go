@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -72,6 +75,114 @@ func (c *Client) deriveLoneEarly(ctx context.Context, local string) {
 	p := preparePiece(c.mleFor, data, !c.opts.NoCompress)
 	c.ks.deriveEarly(ctx, []mle.Digest{p.digest})
 }
+
+// loneNames is the look-up of what a lone put needs to know of the namespace: its file's
+// two names (its record, and a directory of its name) and the record names of the
+// destination's folders (none may be a file), sent alongside the tree root lookup
+// instead of after it.
+type loneNames struct {
+	encDir, encName string
+	e               *dirEntries
+	folders         []string // storage.Join(encDir, encName+keySuffix) of each folder of dest
+	folderFound     []bool   // found, or not looked up (an error)
+	done            chan struct{}
+	// after settle: whether the root agrees with the look-ups
+	namesAgree, foldersClear bool
+}
+
+// lookUpLoneEarly starts looking up what a lone put of local to dest needs (nil if its
+// names cannot be made: put reports why).
+func (c *Client) lookUpLoneEarly(ctx context.Context, local, dest string) *loneNames {
+	dest = cleanPath(dest)
+	dir, name := storage.Split(joinPath(dest, filepath.Base(filepath.Clean(local))))
+	encDir, err := c.keys.encPath(dir)
+	if err != nil || name == "" {
+		return nil
+	}
+	encName, err := c.keys.encName(name)
+	if err != nil {
+		return nil
+	}
+	l := &loneNames{encDir: encDir, encName: encName, e: &dirEntries{}, done: make(chan struct{})}
+	for p, part := "", ""; dest != ""; {
+		part, dest, _ = strings.Cut(dest, "/")
+		p = joinPath(p, part)
+		fd, fn, err := c.encFile(p)
+		if err != nil {
+			return nil
+		}
+		l.folders = append(l.folders, storage.Join(fd, fn+keySuffix))
+	}
+	l.folderFound = make([]bool, len(l.folders))
+	go func() {
+		defer close(l.done)
+		var wg sync.WaitGroup
+		for i, f := range l.folders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fd, fn := storage.Split(f)
+				_, err := c.be.Stat(ctx, fd, fn)
+				l.folderFound[i] = !errors.Is(err, storage.ErrNotFound)
+			}()
+		}
+		l.e.stat(ctx, c.be, encDir, encName)
+		wg.Wait()
+	}()
+	return l
+}
+
+// settle compares the early look-ups with the tree root read after them. The lock-free
+// batch commits only on that root (the next number must be free), so the root is what
+// the put builds on: a look-up is used only where it says what the root says (the record
+// is there exactly if the root lists it, a directory of that name exactly if the root
+// lists a path in it, no folder of the destination is a file). One that disagrees (a
+// change between the two, or objects no root lists) is dropped and looked up again after
+// the root, as it would have been. The file's names go into d.
+func (l *loneNames) settle(c *Client, d *dirCache) {
+	if l == nil {
+		return
+	}
+	<-l.done
+	c.view.mu.Lock()
+	root := c.view.root
+	c.view.mu.Unlock()
+	if root == nil {
+		return
+	}
+	l.foldersClear = true
+	for i, f := range l.folders {
+		if _, listed := root.Entries[f]; listed || l.folderFound[i] {
+			l.foldersClear = false
+		}
+	}
+	rec, ok1 := l.e.known[l.encName+keySuffix]
+	isDir, ok2 := l.e.known[l.encName]
+	if !ok1 || !ok2 {
+		return
+	}
+	_, listed := root.Entries[storage.Join(l.encDir, l.encName+keySuffix)]
+	inside := storage.Join(l.encDir, l.encName) + "/"
+	dirListed := false
+	for p := range root.Entries {
+		if strings.HasPrefix(p, inside) {
+			dirListed = true
+			break
+		}
+	}
+	if rec != listed || isDir != dirListed {
+		return
+	}
+	l.namesAgree = true
+	d.mu.Lock()
+	if d.m[l.encDir] == nil {
+		d.m[l.encDir] = l.e
+	}
+	d.mu.Unlock()
+}
+
+// checkedFolders reports whether settle found the destination's folders clear.
+func (l *loneNames) checkedFolders() bool { return l != nil && l.foldersClear }
 
 // beginLockless starts a lock-free put: the newest root (which proves the namespace is
 // this key's, refresh) and tracking of the command's changes, as lock does, without the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	MinTime time.Duration // per size and operation: repeat until this long (default 1s)
 	Reps    int           // and at least this many times (default 5)
 	Dir     string        // scratch directory (default: a new temp dir, removed after)
+	// RTT, if set, puts a link of this round-trip time between the client and both
+	// servers (a proxy holding every byte RTT/2 each way; the plain put crosses it too).
+	RTT time.Duration
 }
 
 // DefaultSizes are the paper's 1 KB .. 64 MB in powers of four.
@@ -68,7 +72,7 @@ func Run(ctx context.Context, cfg Config, emit func(Row)) error {
 		defer os.RemoveAll(d)
 		cfg.Dir = d
 	}
-	e, err := start(ctx, cfg.Dir)
+	e, err := start(ctx, cfg.Dir, cfg.RTT)
 	if err != nil {
 		return err
 	}
@@ -92,7 +96,7 @@ type env struct {
 	stop    func()
 }
 
-func start(ctx context.Context, dir string) (*env, error) {
+func start(ctx context.Context, dir string, rtt time.Duration) (*env, error) {
 	addrs := make([]string, 5) // all free ports: the defaults may be another deployment's
 	for i := range addrs {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,9 +121,30 @@ func start(ctx context.Context, dir string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := profile.Init(ctx, prof, pass, profile.InitOptions{Invite: inv}); err != nil { // checks the service answers
+	cfg, err := profile.Init(ctx, prof, pass, profile.InitOptions{Invite: inv}) // checks the service answers
+	if err != nil {
 		dep.Stop()
 		return nil, err
+	}
+	var ov profile.Overrides
+	var proxies []*delayProxy
+	stopAll := func() {
+		for _, p := range proxies {
+			p.close()
+		}
+		dep.Stop()
+	}
+	if rtt > 0 {
+		for _, a := range []string{addrs[0], addrs[2]} {
+			p, err := startDelayProxy(a, rtt/2)
+			if err != nil {
+				stopAll()
+				return nil, err
+			}
+			proxies = append(proxies, p)
+		}
+		ov.KSURL = "https://" + proxies[0].addr()
+		ov.Storage = strings.Replace(cfg.Storage, addrs[2], proxies[1].addr(), 1)
 	}
 	e := &env{scratch: filepath.Join(dir, "scratch"), phases: map[string][]time.Duration{}}
 	os.MkdirAll(e.scratch, 0o700)
@@ -128,16 +153,16 @@ func start(ctx context.Context, dir string) (*env, error) {
 		e.phases[p] = append(e.phases[p], d)
 		e.mu.Unlock()
 	}}
-	cl, done, err := profile.Open(ctx, prof, pass, profile.ClientOptions{Events: ev})
+	cl, done, err := profile.Open(ctx, prof, pass, profile.ClientOptions{Events: ev, Overrides: ov})
 	if err == nil {
-		e.raw, err = profile.OpenStorage(ctx, prof, profile.Overrides{})
+		e.raw, err = profile.OpenStorage(ctx, prof, ov)
 	}
 	if err != nil {
-		dep.Stop()
+		stopAll()
 		return nil, err
 	}
 	e.client = cl
-	e.stop = func() { done(); dep.Stop() }
+	e.stop = func() { done(); stopAll() }
 	return e, nil
 }
 

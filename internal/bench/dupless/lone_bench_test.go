@@ -14,7 +14,7 @@ import (
 // focused profile (-cpuprofile, -trace). It reports the median of each client phase.
 func BenchmarkLonePut4KiB(b *testing.B) {
 	ctx := context.Background()
-	e, err := start(ctx, b.TempDir())
+	e, err := start(ctx, b.TempDir(), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

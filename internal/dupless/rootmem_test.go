@@ -157,3 +157,33 @@ func TestRootFileLegacy(t *testing.T) {
 		t.Fatalf("bad legacy file: %v; want an error naming it", err)
 	}
 }
+
+// Any bytes parse as a root memory file without panicking: its newest valid slot, if
+// any, is a slot that encodes back to its bytes, of a generation no lower than the other
+// valid slot's.
+func FuzzRootMemory(f *testing.F) {
+	var v []rootMemVector
+	testutil.Vectors(f, rootMemVectorFile, &v, genRootMemVectors)
+	for _, rv := range v {
+		if rv.Raw != "" {
+			f.Add(testutil.Unhex(f, rv.Raw))
+		} else {
+			f.Add(rootMemFile(testutil.Unhex(f, rv.Slot0), testutil.Unhex(f, rv.Slot1)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, i, ok := newestSlot(b)
+		if !ok {
+			return
+		}
+		at := b[i*rootSlotStride:]
+		if !bytes.Equal(s.encode(), at[:rootSlotSize]) {
+			t.Fatalf("slot %d parsed as %+v, which encodes otherwise", i, s)
+		}
+		if len(b) >= rootFileSize {
+			if o, ok := decodeRootSlot(b[(1-i)*rootSlotStride:]); ok && o.gen > s.gen {
+				t.Fatalf("slot %d (gen %d) chosen over slot %d (gen %d)", i, s.gen, 1-i, o.gen)
+			}
+		}
+	})
+}

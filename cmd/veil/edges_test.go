@@ -534,3 +534,35 @@ func TestE2EMoveRemoveProgress(t *testing.T) {
 		t.Fatalf("progress without --progress: %q", errs)
 	}
 }
+
+// A lone small put to the storage service goes without the lock, in one batch, for a new
+// file and for a changed one (what -v logs), and reads back; the device remembers its
+// root in the slot file (roots/*.mem), not the older JSON file.
+func TestE2ELonePutWithoutLock(t *testing.T) {
+	d := startServe(t, "alice")
+	u := d.newUser(t, "alice")
+	src := t.TempDir()
+	first, f := filepath.Join(src, "first"), filepath.Join(src, "f")
+	randomFile(t, first, 100, 1)
+	u.mustRun(t, "put", "-q", first) // a new namespace: its key check is written under the lock
+	for i, seed := range []byte{2, 3} {
+		want := randomFile(t, f, 4096, seed)
+		_, errs, code := u.run(t, "put", "-q", "-v", f)
+		if code != 0 || !strings.Contains(errs, "put without the lock") || strings.Contains(errs, "putting under the lock") {
+			t.Fatalf("lone put %d: exit %d, log:\n%s", i, code, errs)
+		}
+		if created := fmt.Sprintf("created=%v", i == 0); !strings.Contains(errs, created) {
+			t.Fatalf("lone put %d: log without %s:\n%s", i, created, errs)
+		}
+		out := filepath.Join(t.TempDir(), "f")
+		u.mustRun(t, "get", "-q", "f", out)
+		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("lone put %d: get gives other bytes (%v)", i, err)
+		}
+	}
+	mems, _ := filepath.Glob(filepath.Join(u.config, "roots", "*.mem"))
+	jsons, _ := filepath.Glob(filepath.Join(u.config, "roots", "*.json"))
+	if len(mems) != 1 || len(jsons) != 0 {
+		t.Fatalf("root memory files: %v %v, want one .mem and no .json", mems, jsons)
+	}
+}

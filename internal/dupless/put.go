@@ -76,11 +76,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	cached := c.startCacheRead() // read while the lock and the root are fetched
 	stop := c.timer("lock")
 	var unlock func() error
-	var lone *loneNames
 	if lockless {
-		if lone = c.lookUpLoneEarly(ctx, locals[0], dest); lone != nil {
-			defer func() { <-lone.done }() // no look-up outlives Put
-		}
 		unlock, err = c.beginLockless(ctx)
 	} else {
 		unlock, err = c.lock(ctx, false)
@@ -107,8 +103,12 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		c.saveCache(cache)
 	}()
 	dirs := &dirCache{m: map[string]*dirEntries{}, byStat: lockless} // one file: two names looked up, not its whole directory listed
-	lone.settle(c, dirs)
-	if !lone.checkedFolders() {
+	var conds []storage.Object
+	answered := false
+	if lockless {
+		conds, answered = c.loneFromRoot(locals[0], dest, dirs)
+	}
+	if !answered {
 		if err := c.noFileOnPath(ctx, dest); err != nil {
 			return sum, err
 		}
@@ -131,7 +131,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	cache = c.loadCache(cached)
 	run := newPutRun(c.be, sum)
 	run.cache, run.putObj, run.batched, run.lockless = cache, c.putObject, c.batched, lockless
-	run.dirs = dirs
+	run.dirs, run.conds = dirs, conds
 	if c.foldable(tasks) {
 		run.held = &heldUploads{}
 	} else if lockless {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -76,113 +75,59 @@ func (c *Client) deriveLoneEarly(ctx context.Context, local string) {
 	c.ks.deriveEarly(ctx, []mle.Digest{p.digest})
 }
 
-// loneNames is the look-up of what a lone put needs to know of the namespace: its file's
-// two names (its record, and a directory of its name) and the record names of the
-// destination's folders (none may be a file), sent alongside the tree root lookup
-// instead of after it.
-type loneNames struct {
-	encDir, encName string
-	e               *dirEntries
-	folders         []string // storage.Join(encDir, encName+keySuffix) of each folder of dest
-	folderFound     []bool   // found, or not looked up (an error)
-	done            chan struct{}
-	// after settle: whether the root agrees with the look-ups
-	namesAgree, foldersClear bool
-}
-
-// lookUpLoneEarly starts looking up what a lone put of local to dest needs (nil if its
-// names cannot be made: put reports why).
-func (c *Client) lookUpLoneEarly(ctx context.Context, local, dest string) *loneNames {
+// loneFromRoot answers what a lone put of local to dest would otherwise look up on the
+// service (is its name a stored directory? a stored file's record? is a folder of dest a
+// file?) from the tree root it builds on, root n, which lists every record path: no
+// request. The lock-free batch then requires what the answers assumed: no file record at
+// any folder of dest and, unless root n lists one, no directory of its name (absent
+// conditions), and its record created only if root n does not list it (a create). So an
+// object no root lists (a crashed command's, say) makes the batch refused (409 exists),
+// and the put starts again under the lock, where it looks the names up on the service as
+// before. The answers go into d; conds are the conditions, for run.conds. ok is false
+// when root n lists a folder of dest as a file: put reports it (noFileOnPath).
+func (c *Client) loneFromRoot(local, dest string, d *dirCache) (conds []storage.Object, ok bool) {
+	c.view.mu.Lock()
+	root := c.view.root
+	c.view.mu.Unlock()
 	dest = cleanPath(dest)
 	dir, name := storage.Split(joinPath(dest, filepath.Base(filepath.Clean(local))))
 	encDir, err := c.keys.encPath(dir)
-	if err != nil || name == "" {
-		return nil
+	if err != nil || root == nil || name == "" {
+		return nil, false
 	}
 	encName, err := c.keys.encName(name)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	l := &loneNames{encDir: encDir, encName: encName, e: &dirEntries{}, done: make(chan struct{})}
 	for p, part := "", ""; dest != ""; {
 		part, dest, _ = strings.Cut(dest, "/")
 		p = joinPath(p, part)
 		fd, fn, err := c.encFile(p)
 		if err != nil {
-			return nil
+			return nil, false
 		}
-		l.folders = append(l.folders, storage.Join(fd, fn+keySuffix))
-	}
-	l.folderFound = make([]bool, len(l.folders))
-	go func() {
-		defer close(l.done)
-		var wg sync.WaitGroup
-		for i, f := range l.folders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fd, fn := storage.Split(f)
-				_, err := c.be.Stat(ctx, fd, fn)
-				l.folderFound[i] = !errors.Is(err, storage.ErrNotFound)
-			}()
+		if _, listed := root.Entries[storage.Join(fd, fn+keySuffix)]; listed {
+			return nil, false
 		}
-		l.e.stat(ctx, c.be, encDir, encName)
-		wg.Wait()
-	}()
-	return l
-}
-
-// settle compares the early look-ups with the tree root read after them. The lock-free
-// batch commits only on that root (the next number must be free), so the root is what
-// the put builds on: a look-up is used only where it says what the root says (the record
-// is there exactly if the root lists it, a directory of that name exactly if the root
-// lists a path in it, no folder of the destination is a file). One that disagrees (a
-// change between the two, or objects no root lists) is dropped and looked up again after
-// the root, as it would have been. The file's names go into d.
-func (l *loneNames) settle(c *Client, d *dirCache) {
-	if l == nil {
-		return
+		conds = append(conds, storage.Object{Dir: fd, Name: fn + keySuffix, Absent: true})
 	}
-	<-l.done
-	c.view.mu.Lock()
-	root := c.view.root
-	c.view.mu.Unlock()
-	if root == nil {
-		return
-	}
-	l.foldersClear = true
-	for i, f := range l.folders {
-		if _, listed := root.Entries[f]; listed || l.folderFound[i] {
-			l.foldersClear = false
-		}
-	}
-	rec, ok1 := l.e.known[l.encName+keySuffix]
-	isDir, ok2 := l.e.known[l.encName]
-	if !ok1 || !ok2 {
-		return
-	}
-	_, listed := root.Entries[storage.Join(l.encDir, l.encName+keySuffix)]
-	inside := storage.Join(l.encDir, l.encName) + "/"
-	dirListed := false
+	_, listed := root.Entries[storage.Join(encDir, encName+keySuffix)]
+	inside := storage.Join(encDir, encName) + "/"
+	isDir := false
 	for p := range root.Entries {
 		if strings.HasPrefix(p, inside) {
-			dirListed = true
+			isDir = true
 			break
 		}
 	}
-	if rec != listed || isDir != dirListed {
-		return
+	if !isDir {
+		conds = append(conds, storage.Object{Dir: encDir, Name: encName, Absent: true})
 	}
-	l.namesAgree = true
 	d.mu.Lock()
-	if d.m[l.encDir] == nil {
-		d.m[l.encDir] = l.e
-	}
+	d.m[encDir] = &dirEntries{known: map[string]bool{encName: isDir, encName + keySuffix: listed}}
 	d.mu.Unlock()
+	return conds, true
 }
-
-// checkedFolders reports whether settle found the destination's folders clear.
-func (l *loneNames) checkedFolders() bool { return l != nil && l.foldersClear }
 
 // beginLockless starts a lock-free put: the newest root (which proves the namespace is
 // this key's, refresh) and tracking of the command's changes, as lock does, without the
@@ -240,8 +185,12 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		run.dropHeld(held, err)
 		return 0, err
 	}
+	c.view.mu.Lock()
+	_, had := c.view.root.Entries[path] // not listed: created, or the batch is refused
+	c.view.mu.Unlock()
 	objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true},
-		storage.Object{Dir: encDir, Name: objName, Data: b}, fr.obj)
+		storage.Object{Dir: encDir, Name: objName, Data: b, Create: !had}, fr.obj)
+	objs = append(objs, run.conds...)
 	if err := storage.PutAll(ctx, c.be, objs); err != nil {
 		run.dropHeld(held, errNeedLock)
 		if !errors.Is(err, storage.ErrExists) { // e.g. a service older than batch version 3
@@ -251,6 +200,7 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		return 0, fmt.Errorf("%w: %w", errNeedLock, err)
 	}
 	run.finishHeld(held, true)
+	c.log.Debug("put without the lock: one batch", "root", fr.root.Seq, "created", !had)
 	// The device remembers the root while the put cache is saved (two files, two fsyncs
 	// each, in parallel); the command's end waits for it and reports a failure.
 	c.view.mu.Lock()

@@ -39,6 +39,7 @@ type putRun struct {
 	// lockless: the run holds no lock (putlockless.go); its file commits in one batch with
 	// its root and the prune marker's absence, or not at all (needLock then).
 	lockless bool
+	conds    []storage.Object // lockless: what its answers from the root assumed (loneFromRoot)
 	needLock atomic.Bool
 
 	mu      sync.Mutex

@@ -61,11 +61,18 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	start := time.Now()
 	sum := &Summary{}
 	src = cleanPath(src)
+	// A file is the common case: its record is read while the root is looked up (the same
+	// round trip), then checked against that root as always; a directory is looked for
+	// only if there is none.
+	if src != "" && !c.pinned() {
+		if encDir, encName, err := c.encFile(src); err == nil {
+			c.startReadAhead(ctx, encDir, encName+keySuffix)
+			defer c.stopReadAhead()
+		}
+	}
 	if err := c.refresh(ctx); err != nil {
 		return sum, err
 	}
-	// A file is the common case: read its record straight away (one round trip), and look
-	// for a directory only if there is none.
 	var first *getTask
 	kind := typeDir
 	if src != "" {

@@ -109,6 +109,41 @@ func (c *Client) removeRecord(ctx context.Context, dir, name string) error {
 
 // getObject reads a whole record-sized object.
 func (c *Client) getObject(ctx context.Context, dir, name string) ([]byte, error) {
+	if a := c.ahead.Load(); a != nil && a.dir == dir && a.name == name && c.ahead.CompareAndSwap(a, nil) {
+		<-a.done
+		return a.b, a.err
+	}
+	return c.getObjectNow(ctx, dir, name)
+}
+
+// readAhead is one object read while the root is looked up (startReadAhead): the next
+// getObject of the same name takes it, once, instead of reading it again. Whatever reads
+// it checks it as it checks any object (a record against the root), so reading it before
+// the root rather than after changes what can be checked in nothing.
+type readAhead struct {
+	dir, name string
+	done      chan struct{}
+	b         []byte
+	err       error
+}
+
+// startReadAhead starts reading dir/name; stopReadAhead waits for a read nobody took.
+func (c *Client) startReadAhead(ctx context.Context, dir, name string) {
+	a := &readAhead{dir: dir, name: name, done: make(chan struct{})}
+	c.ahead.Store(a)
+	go func() {
+		defer close(a.done)
+		a.b, a.err = c.getObjectNow(ctx, dir, name)
+	}()
+}
+
+func (c *Client) stopReadAhead() {
+	if a := c.ahead.Swap(nil); a != nil {
+		<-a.done
+	}
+}
+
+func (c *Client) getObjectNow(ctx context.Context, dir, name string) ([]byte, error) {
 	rc, err := c.be.Get(ctx, dir, name)
 	if err != nil {
 		return nil, err

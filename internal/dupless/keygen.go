@@ -28,10 +28,11 @@ type keySource struct {
 
 // earlyKeys is one derivation started ahead: the keys of ds, once done is closed.
 type earlyKeys struct {
-	ds   []mle.Digest
-	done chan struct{}
-	keys []mle.Key
-	err  error
+	ds     []mle.Digest
+	done   chan struct{}
+	cancel context.CancelFunc
+	keys   []mle.Key
+	err    error
 }
 
 // deriveEarly starts deriving the keys of ds in the background; the next derive of the
@@ -41,24 +42,28 @@ func (s *keySource) deriveEarly(ctx context.Context, ds []mle.Digest) {
 	if s.kd == nil || len(ds) == 0 {
 		return
 	}
-	e := &earlyKeys{ds: ds, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	e := &earlyKeys{ds: ds, done: make(chan struct{}), cancel: cancel}
 	s.mu.Lock()
 	s.early = e
 	s.mu.Unlock()
 	go func() {
 		defer close(e.done)
+		defer cancel()
 		e.keys, e.err = s.deriveNow(ctx, ds)
 	}()
 }
 
-// dropEarly waits for an early derivation nobody took (the file was unchanged), so that
-// none outlives its command.
+// dropEarly ends an early derivation nobody took (the file was unchanged): it is
+// cancelled, so that a key server that does not answer costs an unchanged put nothing
+// (and is not marked down for it), and waited for, so that none outlives its command.
 func (s *keySource) dropEarly() {
 	s.mu.Lock()
 	e := s.early
 	s.early = nil
 	s.mu.Unlock()
 	if e != nil {
+		e.cancel()
 		<-e.done
 	}
 }

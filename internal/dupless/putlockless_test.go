@@ -352,3 +352,54 @@ func TestEarlyKeysOnlyForTheSameContent(t *testing.T) {
 	}
 	s.dropEarly() // nothing left: returns at once
 }
+
+// hangKD is a key server that never answers: each request waits for its context's end.
+type hangKD struct{ asked, ended atomic.Int64 }
+
+func (k *hangKD) DeriveKeys(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
+	k.asked.Add(1)
+	<-ctx.Done()
+	k.ended.Add(1)
+	return nil, ctx.Err()
+}
+
+// A lone put of an unchanged file with a key server that does not answer: its early key
+// request is cancelled when the put finds the file unchanged, so the put does not wait for
+// it (it would hang here), and the key server is not marked down for it.
+func TestUnchangedLonePutDropsEarlyRequest(t *testing.T) {
+	be, _ := newGateBE(t)
+	master := NewMasterKey()
+	open := func(kd mle.KeyDeriver) *Client {
+		c, err := New(be, master, Options{Keys: kd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	dir := t.TempDir()
+	first, src := filepath.Join(dir, "first"), filepath.Join(dir, "f")
+	write(t, first, randBytes(100, 80))
+	write(t, src, randBytes(4096, 81))
+	c := open(mle.LocalKeys{})
+	for _, p := range []string{first, src} {
+		if _, err := c.Put(ctx, []string{p}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kd := &hangKD{}
+	c = open(kd)
+	sum, err := c.Put(ctx, []string{src}, "")
+	if err != nil || sum.Unchanged != 1 {
+		t.Fatalf("unchanged lone put: %v, %+v", err, sum)
+	}
+	if kd.asked.Load() != 1 || kd.ended.Load() != 1 {
+		t.Fatalf("early requests: %d asked, %d ended; want 1 and 1 (cancelled)", kd.asked.Load(), kd.ended.Load())
+	}
+	c.ks.mu.Lock()
+	down := c.ks.downUntil
+	c.ks.mu.Unlock()
+	if !down.IsZero() {
+		t.Fatal("the key server was marked down by a cancelled early request")
+	}
+}

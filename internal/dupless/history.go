@@ -123,22 +123,27 @@ func (c *Client) getObject(ctx context.Context, dir, name string) ([]byte, error
 type readAhead struct {
 	dir, name string
 	done      chan struct{}
+	cancel    context.CancelFunc
 	b         []byte
 	err       error
 }
 
-// startReadAhead starts reading dir/name; stopReadAhead waits for a read nobody took.
+// startReadAhead starts reading dir/name; stopReadAhead cancels a read nobody took (the
+// command failed before it needed it) and waits for it to end.
 func (c *Client) startReadAhead(ctx context.Context, dir, name string) {
-	a := &readAhead{dir: dir, name: name, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	a := &readAhead{dir: dir, name: name, done: make(chan struct{}), cancel: cancel}
 	c.ahead.Store(a)
 	go func() {
 		defer close(a.done)
+		defer cancel()
 		a.b, a.err = c.getObjectNow(ctx, dir, name)
 	}()
 }
 
 func (c *Client) stopReadAhead() {
 	if a := c.ahead.Swap(nil); a != nil {
+		a.cancel()
 		<-a.done
 	}
 }

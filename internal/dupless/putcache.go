@@ -105,7 +105,7 @@ func unmarshalCache(b []byte) (*cacheFile, error) {
 
 // sealCache encrypts f for the storage location (compressed, then XChaCha20-Poly1305).
 func (k *userKeys) sealCache(f *cacheFile, location string, nonce []byte) []byte {
-	plain := rootEnc.EncodeAll(f.marshal(), nil)
+	plain := cacheEnc.EncodeAll(f.marshal(), nil)
 	out := make([]byte, recordHeader, recordHeader+len(plain)+k.cache.Overhead())
 	out[0] = cacheVersion
 	copy(out[1:], nonce)

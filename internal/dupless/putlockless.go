@@ -201,8 +201,8 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	}
 	run.finishHeld(held, true)
 	c.log.Debug("put without the lock: one batch", "root", fr.root.Seq, "created", !had)
-	// The device remembers the root while the put cache is saved (two files, two fsyncs
-	// each, in parallel); the command's end waits for it and reports a failure.
+	// The device remembers the root in the background (one slot and its fdatasync,
+	// rootmem.go); the command's end waits for it and reports a failure.
 	c.view.mu.Lock()
 	c.view.root, c.view.delta = fr.root, map[string]*[32]byte{}
 	c.view.mu.Unlock()

@@ -52,10 +52,17 @@ func (c *Client) probeRoot(ctx context.Context, n uint64) (_ *treeRoot, ok bool,
 		r   *treeRoot
 		err error
 	}
-	remembered := make(chan fetched, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	remembered, taken := make(chan fetched, 1), false
 	go func() {
-		r, err := c.fetchRootSeq(ctx, n)
+		r, err := c.fetchRootSeq(rctx, n)
 		remembered <- fetched{r, err}
+	}()
+	defer func() { // root n not needed (newer roots, an error): stop reading it, and wait
+		cancel()
+		if !taken {
+			<-remembered
+		}
 	}()
 	var found *treeRoot
 	for s := n + 1; s <= n+rootProbeSteps && s > n; s++ {
@@ -67,6 +74,7 @@ func (c *Client) probeRoot(ctx context.Context, n uint64) (_ *treeRoot, ok bool,
 			return found, true, nil
 		case errors.Is(err, storage.ErrNotFound):
 			f := <-remembered
+			taken = true
 			r, err := f.r, f.err
 			if errors.Is(err, storage.ErrNotFound) { // dropped by forget, or rolled back: list
 				return nil, false, nil

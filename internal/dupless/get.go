@@ -67,7 +67,7 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	if src != "" && !c.pinned() {
 		if encDir, encName, err := c.encFile(src); err == nil {
 			c.startReadAhead(ctx, encDir, encName+keySuffix)
-			defer c.stopReadAhead()
+			defer c.ahead.stop()
 		}
 	}
 	if err := c.refresh(ctx); err != nil {

@@ -109,43 +109,19 @@ func (c *Client) removeRecord(ctx context.Context, dir, name string) error {
 
 // getObject reads a whole record-sized object.
 func (c *Client) getObject(ctx context.Context, dir, name string) ([]byte, error) {
-	if a := c.ahead.Load(); a != nil && a.dir == dir && a.name == name && c.ahead.CompareAndSwap(a, nil) {
-		<-a.done
-		return a.b, a.err
+	if w := c.ahead.take([2]string{dir, name}); w != nil {
+		return w.wait(ctx)
 	}
 	return c.getObjectNow(ctx, dir, name)
 }
 
-// readAhead is one object read while the root is looked up (startReadAhead): the next
-// getObject of the same name takes it, once, instead of reading it again. Whatever reads
-// it checks it as it checks any object (a record against the root), so reading it before
-// the root rather than after changes what can be checked in nothing.
-type readAhead struct {
-	dir, name string
-	done      chan struct{}
-	cancel    context.CancelFunc
-	b         []byte
-	err       error
-}
-
-// startReadAhead starts reading dir/name; stopReadAhead cancels a read nobody took (the
-// command failed before it needed it) and waits for it to end.
+// startReadAhead reads dir/name while the root is looked up: the next getObject of the
+// same name takes it, once, instead of reading it again. Whatever reads it checks it as
+// it checks any object (a record against the root), so reading it before the root rather
+// than after changes what can be checked in nothing. c.ahead.stop ends a read nobody took
+// (the command failed before it needed it).
 func (c *Client) startReadAhead(ctx context.Context, dir, name string) {
-	ctx, cancel := context.WithCancel(ctx)
-	a := &readAhead{dir: dir, name: name, done: make(chan struct{}), cancel: cancel}
-	c.ahead.Store(a)
-	go func() {
-		defer close(a.done)
-		defer cancel()
-		a.b, a.err = c.getObjectNow(ctx, dir, name)
-	}()
-}
-
-func (c *Client) stopReadAhead() {
-	if a := c.ahead.Swap(nil); a != nil {
-		a.cancel()
-		<-a.done
-	}
+	c.ahead.start(ctx, [2]string{dir, name}, func(ctx context.Context) ([]byte, error) { return c.getObjectNow(ctx, dir, name) })
 }
 
 func (c *Client) getObjectNow(ctx context.Context, dir, name string) ([]byte, error) {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -23,50 +22,23 @@ type keySource struct {
 	mu        sync.Mutex
 	downUntil time.Time
 	downErr   error
-	early     *earlyKeys // asked for before they were needed (deriveEarly)
+	early     aheadSlot[mle.Digest, []mle.Key] // asked for before it was needed (deriveEarly)
 }
 
-// earlyKeys is one derivation started ahead: the keys of ds, once done is closed.
-type earlyKeys struct {
-	ds     []mle.Digest
-	done   chan struct{}
-	cancel context.CancelFunc
-	keys   []mle.Key
-	err    error
-}
-
-// deriveEarly starts deriving the keys of ds in the background; the next derive of the
-// same digests takes its answer instead of asking again. A lone put asks for its file's
-// key while the tree root is read and its names are looked up, not after.
-func (s *keySource) deriveEarly(ctx context.Context, ds []mle.Digest) {
-	if s.kd == nil || len(ds) == 0 {
+// deriveEarly starts deriving the key of d in the background; the next derive of d
+// alone takes its answer instead of asking again. A lone put asks for its file's key
+// while the tree root is read, not after.
+func (s *keySource) deriveEarly(ctx context.Context, d mle.Digest) {
+	if s.kd == nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	e := &earlyKeys{ds: ds, done: make(chan struct{}), cancel: cancel}
-	s.mu.Lock()
-	s.early = e
-	s.mu.Unlock()
-	go func() {
-		defer close(e.done)
-		defer cancel()
-		e.keys, e.err = s.deriveNow(ctx, ds)
-	}()
+	s.early.start(ctx, d, func(ctx context.Context) ([]mle.Key, error) { return s.deriveNow(ctx, []mle.Digest{d}) })
 }
 
 // dropEarly ends an early derivation nobody took (the file was unchanged): it is
 // cancelled, so that a key server that does not answer costs an unchanged put nothing
 // (and is not marked down for it), and waited for, so that none outlives its command.
-func (s *keySource) dropEarly() {
-	s.mu.Lock()
-	e := s.early
-	s.early = nil
-	s.mu.Unlock()
-	if e != nil {
-		e.cancel()
-		<-e.done
-	}
-}
+func (s *keySource) dropEarly() { s.early.stop() }
 
 // ErrNoKeyServer is the fallback reason when no key server is configured.
 var ErrNoKeyServer = errors.New("no key server configured")
@@ -77,20 +49,9 @@ func newKeySource(kd mle.KeyDeriver) *keySource {
 
 // derive returns one key per digest, or the reason it could not.
 func (s *keySource) derive(ctx context.Context, ds []mle.Digest) ([]mle.Key, error) {
-	s.mu.Lock()
-	e := s.early
-	if e != nil && slices.Equal(e.ds, ds) {
-		s.early = nil
-	} else {
-		e = nil
-	}
-	s.mu.Unlock()
-	if e != nil {
-		select {
-		case <-e.done:
-			return e.keys, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	if len(ds) == 1 {
+		if w := s.early.take(ds[0]); w != nil {
+			return w.wait(ctx)
 		}
 	}
 	return s.deriveNow(ctx, ds)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -72,7 +71,7 @@ func (c *Client) deriveLoneEarly(ctx context.Context, local string) {
 		return
 	}
 	p := preparePiece(c.mleFor, data, !c.opts.NoCompress)
-	c.ks.deriveEarly(ctx, []mle.Digest{p.digest})
+	c.ks.deriveEarly(ctx, p.digest)
 }
 
 // loneFromRoot answers what a lone put of local to dest would otherwise look up on the

@@ -339,7 +339,7 @@ func TestEarlyKeysOnlyForTheSameContent(t *testing.T) {
 	ks := &countingKS{}
 	s := newKeySource(ks)
 	a, b := mle.Digest{1}, mle.Digest{2}
-	s.deriveEarly(ctx, []mle.Digest{a})
+	s.deriveEarly(ctx, a)
 	got, err := s.derive(ctx, []mle.Digest{b})
 	want, _ := mle.LocalKeys{}.DeriveKeys(ctx, []mle.Digest{b})
 	if err != nil || len(got) != 1 || got[0] != want[0] {

@@ -48,22 +48,8 @@ func (c *Client) fetchRoot(ctx context.Context, memSeq uint64, seen bool) (*tree
 // device published the newest root), and n is then the answer, one round trip later
 // instead of two.
 func (c *Client) probeRoot(ctx context.Context, n uint64) (_ *treeRoot, ok bool, _ error) {
-	type fetched struct {
-		r   *treeRoot
-		err error
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	remembered, taken := make(chan fetched, 1), false
-	go func() {
-		r, err := c.fetchRootSeq(rctx, n)
-		remembered <- fetched{r, err}
-	}()
-	defer func() { // root n not needed (newer roots, an error): stop reading it, and wait
-		cancel()
-		if !taken {
-			<-remembered
-		}
-	}()
+	remembered := startWork(ctx, func(ctx context.Context) (*treeRoot, error) { return c.fetchRootSeq(ctx, n) })
+	defer remembered.stop() // not needed (newer roots, an error): stop reading it
 	var found *treeRoot
 	for s := n + 1; s <= n+rootProbeSteps && s > n; s++ {
 		r, err := c.fetchRootSeq(ctx, s)
@@ -73,9 +59,7 @@ func (c *Client) probeRoot(ctx context.Context, n uint64) (_ *treeRoot, ok bool,
 		case errors.Is(err, storage.ErrNotFound) && found != nil:
 			return found, true, nil
 		case errors.Is(err, storage.ErrNotFound):
-			f := <-remembered
-			taken = true
-			r, err := f.r, f.err
+			r, err := remembered.wait(ctx)
 			if errors.Is(err, storage.ErrNotFound) { // dropped by forget, or rolled back: list
 				return nil, false, nil
 			}

@@ -20,24 +20,40 @@ var ErrNotFolder = errors.New("not a stored folder")
 // noFileOnPath fails when path or one of its parents is stored as a file or symlink, so a
 // folder made at path would share its name with a file.
 func (c *Client) noFileOnPath(ctx context.Context, path string) error {
-	path = cleanPath(path)
+	folders, err := c.folderRecords(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range folders {
+		if _, err := c.be.Stat(ctx, f.encDir, f.objName); err == nil {
+			return fmt.Errorf("%s is a stored file: a folder cannot have its name", f.path)
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// folderRecord is where the record of a file at path (a folder of a destination) would be.
+type folderRecord struct{ path, encDir, objName string }
+
+// folderRecords lists path and each of its parents, outermost first, with where a file's
+// record of that name would be.
+func (c *Client) folderRecords(path string) ([]folderRecord, error) {
+	var out []folderRecord
 	p := ""
-	for _, name := range strings.Split(path, "/") {
+	for _, name := range strings.Split(cleanPath(path), "/") {
 		if name == "" {
 			continue
 		}
 		p = joinPath(p, name)
 		encDir, encName, err := c.encFile(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := c.be.Stat(ctx, encDir, encName+keySuffix); err == nil {
-			return fmt.Errorf("%s is a stored file: a folder cannot have its name", p)
-		} else if !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
+		out = append(out, folderRecord{p, encDir, encName + keySuffix})
 	}
-	return nil
+	return out, nil
 }
 
 // NeedFolder fails unless path is the root or a stored folder (put's last-argument

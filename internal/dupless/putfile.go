@@ -3,6 +3,7 @@ package dupless
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
@@ -92,21 +93,31 @@ func (c *Client) startFile(ctx context.Context, t putTask, sum *Summary, run *pu
 	return fp, nil
 }
 
-// open opens the file without following links or blocking on FIFOs, and insists it is
-// still the regular file the walk saw: a path swapped for a symlink meanwhile is not read.
-func (fp *filePut) open() error {
-	f, err := os.OpenFile(fp.t.local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return err
-	}
-	fp.f = f
-	if fp.fi, err = f.Stat(); err != nil {
+// open opens the file (openNoFollow) and insists it is still the regular file the walk
+// saw: a path swapped for a symlink meanwhile is not read.
+func (fp *filePut) open() (err error) {
+	if fp.f, fp.fi, err = openNoFollow(fp.t.local); err != nil {
 		return err
 	}
 	if !fp.fi.Mode().IsRegular() || !os.SameFile(fp.fi, fp.t.info) {
 		return errors.New("replaced while being stored: not stored")
 	}
 	return nil
+}
+
+// openNoFollow opens a local file for reading without following a link or blocking on a
+// FIFO, and describes what it opened.
+func openNoFollow(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // previous reads the record of the file's stored version. When it already describes the

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -58,12 +57,12 @@ func (c *Client) locklessCandidate(locals []string) bool {
 // same content (keySource.derive); if it finds the file unchanged, the answer is dropped:
 // one key request that a put of an unchanged lone file did not make before.
 func (c *Client) deriveLoneEarly(ctx context.Context, local string) {
-	f, err := os.OpenFile(local, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := openNoFollow(local)
 	if err != nil {
 		return // put reports it
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() {
 		return
 	}
 	data, err := io.ReadAll(io.LimitReader(f, foldMaxFile+1))
@@ -88,27 +87,19 @@ func (c *Client) loneFromRoot(local, dest string, d *dirCache) (conds []storage.
 	c.view.mu.Lock()
 	root := c.view.root
 	c.view.mu.Unlock()
-	dest = cleanPath(dest)
-	dir, name := storage.Split(joinPath(dest, filepath.Base(filepath.Clean(local))))
-	encDir, err := c.keys.encPath(dir)
-	if err != nil || root == nil || name == "" {
+	encDir, encName, err := c.encFile(joinPath(dest, filepath.Base(filepath.Clean(local))))
+	if err != nil || root == nil {
 		return nil, false
 	}
-	encName, err := c.keys.encName(name)
+	folders, err := c.folderRecords(dest)
 	if err != nil {
 		return nil, false
 	}
-	for p, part := "", ""; dest != ""; {
-		part, dest, _ = strings.Cut(dest, "/")
-		p = joinPath(p, part)
-		fd, fn, err := c.encFile(p)
-		if err != nil {
+	for _, f := range folders {
+		if _, listed := root.Entries[storage.Join(f.encDir, f.objName)]; listed {
 			return nil, false
 		}
-		if _, listed := root.Entries[storage.Join(fd, fn+keySuffix)]; listed {
-			return nil, false
-		}
-		conds = append(conds, storage.Object{Dir: fd, Name: fn + keySuffix, Absent: true})
+		conds = append(conds, storage.Object{Dir: f.encDir, Name: f.objName, Absent: true})
 	}
 	_, listed := root.Entries[storage.Join(encDir, encName+keySuffix)]
 	inside := storage.Join(encDir, encName) + "/"

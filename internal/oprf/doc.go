@@ -18,7 +18,10 @@
 // Suites:
 //
 //	ristretto255  RFC 9497 VOPRF, ristretto255-SHA512, verifiable mode; one batched DLEQ
-//	              proof covers all n evaluations. Default. Composed in voprf.go over
+//	              proof covers all n evaluations. Default. The client blinds
+//	              additively (H(x) + r*G, unblinded as eval - r*pk once the proof
+//	              verifies): RFC 9497's outputs with fixed-base multiplications only
+//	              (docs/security.md). Composed in voprf.go over
 //	              curve25519-voi's ristretto255 (group.go; variable-time multi-scalar
 //	              multiplication only for the proof's public composites) and circl's
 //	              expand_message_xmd; output identical to circl/oprf

@@ -79,12 +79,42 @@ func TestRFC9497Vectors(t *testing.T) {
 			if got := join(outs); got != v.Output {
 				t.Fatalf("output %s, RFC %s", got, v.Output)
 			}
+
+			// Blind's additive blinding finalizes to the same outputs, with pk's tables
+			// (a batch of tableMin or more) and without (a fresh key, a small batch).
+			for _, withTables := range []bool{false, true} {
+				k2, err := parseR255Private(testutil.Unhex(t, tv.SkSm))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pub := k2.Public().(*r255Public)
+				if withTables {
+					pub.tables(tableMin)
+				}
+				bl, err := pub.Blind(rand.Reader, inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evals, proof, err := k2.Evaluate(bl.Elements)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs, err := pub.outputs(bl, evals, proof)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := join(outs); got != v.Output || (pub.tab.Load() != nil) != withTables {
+					t.Fatalf("additive blinding (tables %v): output %s, RFC %s", withTables, got, v.Output)
+				}
+			}
 		})
 	}
 }
 
 // TestMatchesCircl runs batches both ways between this implementation and circl/oprf:
-// circl verifies our proofs and gets our outputs, and we verify circl's.
+// circl's client (RFC 9497's multiplicative blinding) verifies our server's proofs and
+// finalizes to the same outputs as our client (additive blinding), and our client
+// verifies circl's server and gets those outputs again.
 func TestMatchesCircl(t *testing.T) {
 	suite := circl.SuiteRistretto255
 	g := group.Ristretto255
@@ -99,30 +129,18 @@ func TestMatchesCircl(t *testing.T) {
 		srv := circl.NewVerifiableServer(suite, ck)
 		in := digests(n, fmt.Sprint("circl", n))
 
-		// Ours blinds and evaluates; circl, given the same blinds, verifies and finalizes.
-		bl, err := k.Public().Blind(rand.Reader, in)
+		// circl blinds; ours evaluates; circl verifies and finalizes.
+		fin, req, err := cli.Blind(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		evals, proof, err := k.Evaluate(bl.Elements)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cBlinds := make([]circl.Blind, n)
-		for i, s := range bl.state.(*r255State).blinds {
-			cBlinds[i] = g.NewScalar()
-			if err := cBlinds[i].UnmarshalBinary(appendScalar(nil, s)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		fin, req, err := cli.DeterministicBlind(in, cBlinds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cBlinded := make([][]byte, n)
 		for i, e := range req.Elements {
-			if b, _ := e.MarshalBinaryCompress(); !bytes.Equal(b, bl.Elements[i]) {
-				t.Fatalf("n=%d: blinded element %d differs from circl's", n, i)
-			}
+			cBlinded[i], _ = e.MarshalBinaryCompress()
+		}
+		evals, proof, err := k.Evaluate(cBlinded)
+		if err != nil {
+			t.Fatal(err)
 		}
 		ev := &circl.Evaluation{Elements: make([]circl.Evaluated, n), Proof: new(dleq.Proof)}
 		for i, e := range evals {
@@ -138,6 +156,16 @@ func TestMatchesCircl(t *testing.T) {
 		if err != nil {
 			t.Fatalf("n=%d: circl rejects our evaluation: %v", n, err)
 		}
+
+		// Ours blinds additively and evaluates: the same outputs.
+		bl, err := k.Public().Blind(rand.Reader, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evals, proof, err = k.Evaluate(bl.Elements)
+		if err != nil {
+			t.Fatal(err)
+		}
 		outs, err := k.Public().(*r255Public).outputs(bl, evals, proof)
 		if err != nil {
 			t.Fatal(err)
@@ -148,8 +176,16 @@ func TestMatchesCircl(t *testing.T) {
 			}
 		}
 
-		// circl evaluates (its own proof nonce); ours verifies and gets the same outputs.
-		cev, err := srv.Evaluate(req)
+		// circl evaluates our additively blinded elements (its own proof nonce); ours
+		// verifies and gets the same outputs.
+		ours := &circl.EvaluationRequest{Elements: make([]circl.Blinded, n)}
+		for i, e := range bl.Elements {
+			ours.Elements[i] = g.NewElement()
+			if err := ours.Elements[i].UnmarshalBinary(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cev, err := srv.Evaluate(ours)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,6 +204,21 @@ func TestMatchesCircl(t *testing.T) {
 			}
 		}
 	}
+}
+
+// blindWith is RFC 9497's own (multiplicative) Blind with the given blinds: blind *
+// HashToGroup(input), which the RFC's vectors pin. Finalize unblinds either kind.
+func blindWith(inputs [][]byte, blinds []*scal) (*Blinded, error) {
+	st := &r255State{inputs: inputs, blinds: blinds, blinded: make([]*element, len(inputs))}
+	b := &Blinded{Elements: make([][]byte, len(inputs)), state: st}
+	for i, in := range inputs {
+		e := newElement().Mul(hashToGroup(in), blinds[i])
+		if isIdentity(e) {
+			return nil, fmt.Errorf("blind: input %d: %w", i, errIdentity)
+		}
+		st.blinded[i], b.Elements[i] = e, encode(e)
+	}
+	return b, nil
 }
 
 func list(t *testing.T, s string) [][]byte {

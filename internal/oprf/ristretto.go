@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	circl "github.com/cloudflare/circl/oprf"
+	"github.com/oasisprotocol/curve25519-voi/curve"
 )
 
 // maxBatch is the most elements one proof covers: RFC 9497 frames the index in 2 bytes.
@@ -28,13 +30,30 @@ type r255Public struct {
 	pk  *element
 	raw []byte
 	id  KeyID
+
+	tab atomic.Pointer[pkTables] // built by the first batch of tableMin or more
 }
+
+// pkTables are pk's table for constant-time fixed-base multiplication (unblinding) and
+// its expanded form for the verifier's variable-time c*pk + s*G. Building them costs ~3
+// variable-base multiplications; they save ~3/4 of one per element.
+type pkTables struct {
+	table    *curve.RistrettoBasepointTable
+	expanded *curve.ExpandedRistrettoPoint
+}
+
+// tableMin is the smallest batch that builds pk's tables (a lone put's batch of one does
+// not: it would cost more than it saves).
+const tableMin = 4
 
 // r255State is what a client keeps of a blinded batch to finalize it.
 type r255State struct {
 	inputs  [][]byte
 	blinds  []*scal
 	blinded []*element
+	// additive: blinded = HashToGroup(input) + blind*G (Blind); otherwise
+	// blind*HashToGroup(input), RFC 9497's own blinding, which its vectors pin.
+	additive bool
 }
 
 // generateR255 derives the key from 32 bytes of rnd with RFC 9497's DeriveKeyPair
@@ -137,35 +156,44 @@ func (p *r255Public) ElementSize() int               { return r255Elem }
 func (p *r255Public) ProofSize() int                 { return r255Proof }
 func (p *r255Public) MarshalBinary() ([]byte, error) { return append([]byte(nil), p.raw...), nil }
 
-// Blind draws each blind as HashToScalar(64 bytes of rnd) under blindDST and sends
-// blind * HashToGroup(input) (RFC 9497's Blind).
+// Blind draws each blind r as HashToScalar(64 bytes of rnd) under blindDST and sends
+// HashToGroup(input) + r*G: additive blinding (docs/security.md, "The key server's
+// evaluation"). The element is uniform whatever the input, as with RFC 9497's r*H(input);
+// the server's answer k*H(input) + r*pk is unblinded by subtracting r*pk, so the outputs
+// are RFC 9497's, byte for byte. It needs the pinned public key, which verifiable mode
+// has, and both of its multiplications are by fixed points (G, pk): ~4x cheaper than the
+// RFC's multiplication of a fresh point by r and by 1/r.
 func (p *r255Public) Blind(rnd io.Reader, inputs [][]byte) (*Blinded, error) {
 	if len(inputs) == 0 || len(inputs) > maxBatch {
 		return nil, fmt.Errorf("%w: batch of %d (1 to %d)", ErrFormat, len(inputs), maxBatch)
 	}
-	blinds := make([]*scal, len(inputs))
-	for i := range blinds {
+	st := &r255State{inputs: inputs, blinds: make([]*scal, len(inputs)), blinded: make([]*element, len(inputs)), additive: true}
+	b := &Blinded{Elements: make([][]byte, len(inputs)), state: st}
+	for i, in := range inputs {
 		r, err := randomScalar(rnd, blindDST)
 		if err != nil {
 			return nil, fmt.Errorf("blind: %w", err)
 		}
-		blinds[i] = r
-	}
-	return blindWith(inputs, blinds)
-}
-
-// blindWith blinds inputs with the given blinds.
-func blindWith(inputs [][]byte, blinds []*scal) (*Blinded, error) {
-	st := &r255State{inputs: inputs, blinds: blinds, blinded: make([]*element, len(inputs))}
-	b := &Blinded{Elements: make([][]byte, len(inputs)), state: st}
-	for i, in := range inputs {
-		e := newElement().Mul(hashToGroup(in), blinds[i])
-		if isIdentity(e) {
+		e := baseMult(r)
+		e.Add(e, hashToGroup(in))
+		if isIdentity(e) { // r*G = -H(input): probability 2^-252
 			return nil, fmt.Errorf("blind: input %d: %w", i, errIdentity)
 		}
-		st.blinded[i], b.Elements[i] = e, encode(e)
+		st.blinds[i], st.blinded[i], b.Elements[i] = r, e, encode(e)
 	}
 	return b, nil
+}
+
+// tables returns pk's tables, building them for a batch of n >= tableMin; nil while
+// they are not built and n is smaller. Two batches may both build them: either result
+// serves.
+func (p *r255Public) tables(n int) *pkTables {
+	if t := p.tab.Load(); t != nil || n < tableMin {
+		return t
+	}
+	t := &pkTables{table: curve.NewRistrettoBasepointTable(p.pk), expanded: curve.NewExpandedRistrettoPoint(p.pk)}
+	p.tab.Store(t)
+	return t
 }
 
 // Finalize verifies the batch proof, unblinds each evaluation and hashes it with its
@@ -199,10 +227,23 @@ func (p *r255Public) outputs(b *Blinded, evals [][]byte, proof []byte) ([][]byte
 	if len(proof) != r255Proof {
 		return nil, fmt.Errorf("%w: proof is %d bytes, want %d", ErrVerify, len(proof), r255Proof)
 	}
-	if !verify(p.pk, p.raw, st.blinded, dEls, b.Elements, evals, proof) {
+	tab := p.tables(len(evals))
+	if !verify(p.pk, tab, p.raw, st.blinded, dEls, b.Elements, evals, proof) {
 		return nil, fmt.Errorf("%w: proof does not verify against the pinned key", ErrVerify)
 	}
 	outs := make([][]byte, len(evals))
+	if st.additive {
+		for i, d := range dEls {
+			var rpk *element // r*pk, constant-time: r is secret
+			if tab != nil {
+				rpk = newElement().MulBasepoint(tab.table, st.blinds[i])
+			} else {
+				rpk = newElement().Mul(p.pk, st.blinds[i])
+			}
+			outs[i] = finalizeHash(st.inputs[i], rpk.Sub(d, rpk))
+		}
+		return outs, nil
+	}
 	inv := invertAll(st.blinds)
 	for i, d := range dEls {
 		n := newElement().Mul(d, inv[i])

@@ -110,8 +110,9 @@ func prove(k *scal, pkEnc []byte, cEls, dEls []*element, cs, ds [][]byte, r *sca
 	return appendScalar(appendScalar(make([]byte, 0, 64), c), s)
 }
 
-// verify is RFC 9497's VerifyProof with A = the generator and B = pk.
-func verify(pk *element, pkEnc []byte, cEls, dEls []*element, cs, ds [][]byte, proof []byte) bool {
+// verify is RFC 9497's VerifyProof with A = the generator and B = pk (tab, if not nil,
+// holds pk's expanded form).
+func verify(pk *element, tab *pkTables, pkEnc []byte, cEls, dEls []*element, cs, ds [][]byte, proof []byte) bool {
 	if len(proof) != 64 {
 		return false
 	}
@@ -123,7 +124,12 @@ func verify(pk *element, pkEnc []byte, cEls, dEls []*element, cs, ds [][]byte, p
 	d := compositeScalars(pkEnc, cs, ds)
 	m := newElement().MultiscalarMulVartime(d, cEls)
 	z := newElement().MultiscalarMulVartime(d, dEls)
-	t2 := newElement().DoubleScalarMulBasepointVartime(c, pk, s)              // c*B + s*G
+	t2 := newElement() // c*B + s*G
+	if tab != nil {
+		t2.ExpandedDoubleScalarMulBasepointVartime(c, tab.expanded, s)
+	} else {
+		t2.DoubleScalarMulBasepointVartime(c, pk, s)
+	}
 	t3 := newElement().MultiscalarMulVartime([]*scal{s, c}, []*element{m, z}) // s*M + c*Z
 	return challenge(pkEnc, m, z, t2, t3).Equal(c) == 1
 }

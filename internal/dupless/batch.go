@@ -12,9 +12,11 @@ import (
 // batchQueue sends small objects (chunk ciphertexts and key records of at most
 // storage.BatchMaxObjectSize bytes) to a storage service that takes batch uploads
 // (storage.BatchPutter): many objects per round trip and per commit on the service. Like
-// the service's group commit it adds no delay: an object goes out at once while fewer than
-// maxBatchRequests batches are in flight, and objects queued meanwhile leave together in
-// the next one. Each object is still its own object (a chunk under its own name, which the
+// the service's group commit it adds no delay to a lone object: it goes out at once when
+// no batch is in flight; objects queued while one is leave together when it is answered
+// (or at once, up to maxBatchRequests in flight, once they fill a batch). Before session 9
+// every free request took what was waiting, and two thirds of a tree's batches carried one
+// or two objects (a commit each on the service). Each object is still its own object (a chunk under its own name, which the
 // service deduplicates); only the transport is shared. A batch that fails is sent again
 // one object at a time, so each caller gets its own answer.
 type batchQueue struct {
@@ -23,6 +25,7 @@ type batchQueue struct {
 
 	mu       sync.Mutex
 	queue    []*batchItem
+	queued   int // bytes of data in queue
 	inflight int
 	off      bool // the service has no batch upload (an older one): one Put each
 }
@@ -54,6 +57,7 @@ func (c *Client) putObject(ctx context.Context, dir, name string, data []byte) e
 	it := &batchItem{ctx: ctx, obj: storage.Object{Dir: dir, Name: name, Data: data}, done: make(chan error, 1)}
 	q.mu.Lock()
 	q.queue = append(q.queue, it)
+	q.queued += len(data)
 	q.kick()
 	q.mu.Unlock()
 	select {
@@ -75,14 +79,28 @@ func (q *batchQueue) disabled() bool {
 	return q.off
 }
 
+// maxPartialRequests bounds the batch requests in flight that a batch short of the limits
+// may join: a lone object leaves at once, but objects arriving in a trickle while a batch
+// is out wait for its answer and leave together. A batch that fills up leaves at once,
+// up to maxBatchRequests.
+const maxPartialRequests = 1
+
 // kick starts batches while requests are free and objects wait (q.mu held).
 func (q *batchQueue) kick() {
 	for q.inflight < maxBatchRequests && len(q.queue) > 0 {
+		if q.inflight >= maxPartialRequests && !q.full() {
+			return // the answer of one in flight kicks again
+		}
 		if batch := q.take(); len(batch) > 0 {
 			q.inflight++
 			go q.send(batch)
 		}
 	}
+}
+
+// full reports whether the objects waiting fill a batch (q.mu held).
+func (q *batchQueue) full() bool {
+	return len(q.queue) >= storage.BatchMaxObjects || q.queued > storage.BatchMaxBytes
 }
 
 // take removes the next batch from the queue, within the batch limits; objects whose
@@ -101,6 +119,9 @@ func (q *batchQueue) take() []*batchItem {
 		}
 		out = append(out, it)
 		size += len(it.obj.Data)
+	}
+	for _, it := range q.queue[:n] {
+		q.queued -= len(it.obj.Data)
 	}
 	q.queue = q.queue[n:]
 	return out

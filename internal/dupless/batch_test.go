@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
@@ -141,4 +142,74 @@ func BenchmarkPutSmallTreeRequests(b *testing.B) {
 			}
 		})
 	}
+}
+
+// gatedBatchBE holds every batch until its gate gives way, recording each batch's size.
+type gatedBatchBE struct {
+	storage.Backend
+	gate  chan struct{}
+	sizes chan int
+}
+
+func (b *gatedBatchBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	b.sizes <- len(objs)
+	<-b.gate
+	return storage.PutAll(ctx, b.Backend, objs)
+}
+
+// A lone object leaves at once; objects arriving while its batch is out wait for its
+// answer and leave together in one batch; a full batch does not wait.
+func TestBatchQueueCoalescesWhileOneIsOut(t *testing.T) {
+	be := &gatedBatchBE{Backend: newBackend(t), gate: make(chan struct{}), sizes: make(chan int, 16)}
+	c := newClient(t, be, mle.LocalKeys{})
+	put := func(i int, errs chan<- error) {
+		errs <- c.putObject(ctx, "q", fmt.Sprintf("o%04d", i), []byte{byte(i)})
+	}
+	errs := make(chan error, 2*storage.BatchMaxObjects)
+	go put(0, errs)
+	if n := <-be.sizes; n != 1 {
+		t.Fatalf("first batch of %d objects, want the lone one", n)
+	}
+	const trickle = 10
+	for i := 1; i <= trickle; i++ {
+		go put(i, errs)
+	}
+	waitQueued(t, c.batch, trickle)
+	select {
+	case n := <-be.sizes:
+		t.Fatalf("a batch of %d left while one was out and no batch was full", n)
+	default:
+	}
+	be.gate <- struct{}{} // the first batch's answer sends the ten together
+	if n := <-be.sizes; n != trickle {
+		t.Fatalf("second batch of %d objects, want the %d that waited", n, trickle)
+	}
+	// While that one is out, a full batch's worth leaves at once.
+	for i := range storage.BatchMaxObjects {
+		go put(1000+i, errs)
+	}
+	if n := <-be.sizes; n != storage.BatchMaxObjects {
+		t.Fatalf("full batch of %d objects, want %d", n, storage.BatchMaxObjects)
+	}
+	close(be.gate)
+	for range 1 + trickle + storage.BatchMaxObjects {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitQueued waits until n objects wait in q.
+func waitQueued(t *testing.T, q *batchQueue, n int) {
+	t.Helper()
+	for range 1000 {
+		q.mu.Lock()
+		got := len(q.queue)
+		q.mu.Unlock()
+		if got == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%d objects never queued", n)
 }

@@ -76,10 +76,11 @@ type Client struct {
 	memSaved    chan error  // a lock-free put's root memory save, awaited at its end (under c.changing)
 	changing    sync.Mutex  // held by the command whose changes view tracks
 
-	ahead   aheadSlot[[2]string, []byte] // an object read ahead of the root lookup (startReadAhead)
-	pin     *treeRoot                    // the snapshot reads are pinned to (nil: the newest); history.go
-	putThen func(context.Context) error  // run by Put under its lock when every file was stored (Sync)
-	pinDirs map[string]map[string]bool   // pin's directories and their children
+	ahead   aheadSlot[[2]string, []byte]  // an object read ahead of the root lookup (startReadAhead)
+	draft   aheadSlot[string, *rootDraft] // a lone put's next root, drafted while its key request is out
+	pin     *treeRoot                     // the snapshot reads are pinned to (nil: the newest); history.go
+	putThen func(context.Context) error   // run by Put under its lock when every file was stored (Sync)
+	pinDirs map[string]map[string]bool    // pin's directories and their children
 }
 
 // New returns a client for the user holding master, storing on be.

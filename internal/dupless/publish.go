@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"strings"
 	"time"
 
@@ -119,14 +118,7 @@ func (c *Client) publishChanges(ctx context.Context) error {
 				base = latest
 			}
 		}
-		next := &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
-		for p, d := range delta {
-			if d == nil {
-				delete(next.Entries, p)
-			} else {
-				next.Entries[p] = *d
-			}
-		}
+		next := nextRoot(base, delta)
 		err := c.createRoot(ctx, next.Seq, c.keys.sealRoot(next))
 		if errors.Is(err, storage.ErrExists) {
 			continue // another command published this number first

@@ -107,6 +107,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	answered := false
 	if lockless {
 		conds, answered = c.loneFromRoot(locals[0], dest, dirs)
+		defer c.draft.stop() // drafted, and not taken: a put that went otherwise
 	}
 	if !answered {
 		if err := c.noFileOnPath(ctx, dest); err != nil {

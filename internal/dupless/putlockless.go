@@ -102,6 +102,7 @@ func (c *Client) loneFromRoot(local, dest string, d *dirCache) (conds []storage.
 		conds = append(conds, storage.Object{Dir: f.encDir, Name: f.objName, Absent: true})
 	}
 	_, listed := root.Entries[storage.Join(encDir, encName+keySuffix)]
+	c.startRootDraft(root, storage.Join(encDir, encName+keySuffix))
 	inside := storage.Join(encDir, encName) + "/"
 	isDir := false
 	for p := range root.Entries {
@@ -190,7 +191,7 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		return 0, fmt.Errorf("%w: %w", errNeedLock, err)
 	}
 	run.finishHeld(held, true)
-	c.log.Debug("put without the lock: one batch", "root", fr.root.Seq, "created", !had)
+	c.log.Debug("put without the lock: one batch", "root", fr.root.Seq, "created", !had, "drafted", fr.drafted)
 	// The device remembers the root in the background (one slot and its fdatasync,
 	// rootmem.go); the command's end waits for it and reports a failure.
 	c.view.mu.Lock()

@@ -2,6 +2,7 @@ package dupless
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"maps"
@@ -21,8 +22,9 @@ import (
 
 // foldedRoot is the next root prepared to go with a record.
 type foldedRoot struct {
-	root *treeRoot
-	obj  storage.Object
+	root    *treeRoot
+	obj     storage.Object
+	drafted bool // finished from a draft (rootdraft.go)
 }
 
 // nextRootWith returns the next root (the command's changes so far plus the record b about
@@ -34,31 +36,47 @@ func (c *Client) nextRootWith(path string, b []byte) *foldedRoot {
 		return nil
 	}
 	c.view.mu.Lock()
-	base, tracking := c.view.root, c.view.tracking
-	var next *treeRoot
-	if tracking && base != nil {
-		next = &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
-		if next.Entries == nil {
-			next.Entries = map[string][32]byte{}
-		}
-		for p, d := range c.view.delta {
-			if d == nil {
-				delete(next.Entries, p)
-			} else {
-				next.Entries[p] = *d
-			}
-		}
-	}
+	base, tracking, changes := c.view.root, c.view.tracking, len(c.view.delta)
 	c.view.mu.Unlock()
-	if next == nil {
+	if !tracking || base == nil {
 		return nil
 	}
-	next.Entries[path] = sha256.Sum256(b)
-	sealed := c.keys.sealRoot(next)
+	fr := &foldedRoot{}
+	var sealed []byte
+	if d := c.takeRootDraft(base, changes, path); d != nil {
+		var nonce [recordHeader - 1]byte
+		rand.Read(nonce[:])
+		fr.root, sealed = c.keys.finishDraft(d, sha256.Sum256(b), nonce[:])
+		fr.drafted = true
+	} else {
+		c.view.mu.Lock()
+		fr.root = nextRoot(c.view.root, c.view.delta)
+		c.view.mu.Unlock()
+		fr.root.Entries[path] = sha256.Sum256(b)
+		sealed = c.keys.sealRoot(fr.root)
+	}
 	if len(sealed) > storage.BatchMaxObjectSize {
 		return nil
 	}
-	return &foldedRoot{root: next, obj: storage.Object{Dir: rootsDir, Name: rootName(next.Seq), Data: sealed, Create: true}}
+	fr.obj = storage.Object{Dir: rootsDir, Name: rootName(fr.root.Seq), Data: sealed, Create: true}
+	return fr
+}
+
+// nextRoot is the root after base: its entries with delta applied (a nil hash removes
+// the path), numbered one higher.
+func nextRoot(base *treeRoot, delta map[string]*[32]byte) *treeRoot {
+	next := &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
+	if next.Entries == nil {
+		next.Entries = map[string][32]byte{}
+	}
+	for p, d := range delta {
+		if d == nil {
+			delete(next.Entries, p)
+		} else {
+			next.Entries[p] = *d
+		}
+	}
+	return next
 }
 
 // putWithRoot stores objs (chunks, then the record b at path) with the next root in one

@@ -108,7 +108,11 @@ func (k *userKeys) sealRoot(r *treeRoot) []byte {
 }
 
 func (k *userKeys) sealRootNonce(r *treeRoot, nonce []byte) []byte {
-	plain := rootEnc.EncodeAll(r.marshal(), nil)
+	return k.sealCompressed(r, rootEnc.EncodeAll(r.marshal(), nil), nonce)
+}
+
+// sealCompressed encrypts plain, r's compressed plaintext, and sets r.sum.
+func (k *userKeys) sealCompressed(r *treeRoot, plain, nonce []byte) []byte {
 	out := make([]byte, recordHeader, recordHeader+len(plain)+k.roots.Overhead())
 	out[0] = rootVersion
 	copy(out[1:], nonce)

@@ -107,7 +107,9 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, a apiReq) {
 	h.Set("Veil-Content-Length", strconv.FormatInt(e.size, 10))
 	h.Set("Last-Modified", time.Unix(0, e.modTime).UTC().Format(http.TimeFormat))
 	w.WriteHeader(http.StatusOK)
-	_, err = io.CopyBuffer(w, rc, make([]byte, 256<<10))
+	buf := copyBufs.Get().(*[]byte) // unused when rc writes itself (inline content)
+	_, err = io.CopyBuffer(w, rc, *buf)
+	copyBufs.Put(buf)
 	switch {
 	case err == nil:
 		h.Set(headerIntegrity, "ok")

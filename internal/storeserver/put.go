@@ -109,8 +109,8 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 	return got, s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil))
 }
 
-// copyBufs are putFile's 1 MiB copy buffers, reused: a fresh one per upload cost more
-// CPU (zeroing it) than the copy on a put of many chunks.
+// copyBufs are the 1 MiB copy buffers of uploads (putFile) and downloads (handleGet),
+// reused: a fresh one per request cost more CPU (zeroing it) than a small object's copy.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 // onlyReader is an io.Reader and nothing more.

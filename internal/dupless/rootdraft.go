@@ -1,0 +1,77 @@
+package dupless
+
+import "context"
+
+// A lone put's next root, drafted ahead. The next root lists every record path of the
+// namespace; compressing it is most of the CPU of sealing it, and a lone put knows all of
+// it but one hash (its record's, known once the file is encrypted, after the key request)
+// as soon as root n is read (loneFromRoot). So the draft compresses the plaintext around
+// that hash while the key request is out, as two zstd frames, and finishing it compresses
+// 32 bytes and encrypts. A zstd stream is one or more frames (RFC 8878, section 3) that a
+// reader decompresses into one plaintext: the root's format is unchanged, and any veil
+// reads it (docs/formats/key-record.md, "Tree root").
+
+// rootDraft is the next root drafted on base with the record at path added or replaced.
+type rootDraft struct {
+	base       *treeRoot
+	path       string
+	next       *treeRoot // path's hash is set by finish
+	head, tail []byte    // zstd frames of the plaintext before and after path's hash
+}
+
+// draftRoot drafts the root after base that lists path (with a hash to be given).
+func (k *userKeys) draftRoot(base *treeRoot, path string) *rootDraft {
+	next := nextRoot(base, nil)
+	next.Entries[path] = [32]byte{}
+	plain := next.marshal()
+	off := hashOffset(next.Entries, path)
+	return &rootDraft{base: base, path: path, next: next,
+		head: rootEnc.EncodeAll(plain[:off], nil), tail: rootEnc.EncodeAll(plain[off+32:], nil)}
+}
+
+// hashOffset is where path's hash starts in the marshalled root listing entries
+// (treeRoot.marshal: a 52-byte head, then sorted entries of length, path, hash).
+func hashOffset(entries map[string][32]byte, path string) int {
+	off := rootHeadSize
+	for p := range entries {
+		if p < path {
+			off += 2 + len(p) + 32
+		}
+	}
+	return off + 2 + len(path)
+}
+
+// rootHeadSize is the marshalled root's size before its entries: seq, time, parent, count.
+const rootHeadSize = 8 + 8 + 32 + 4
+
+// finish seals the draft's root with h as path's hash: the root and its object bytes.
+func (k *userKeys) finishDraft(d *rootDraft, h [32]byte, nonce []byte) (*treeRoot, []byte) {
+	d.next.Entries[d.path] = h
+	z := make([]byte, 0, len(d.head)+48+len(d.tail))
+	z = append(z, d.head...)
+	z = rootEnc.EncodeAll(h[:], z)
+	z = append(z, d.tail...)
+	return d.next, k.sealCompressed(d.next, z, nonce)
+}
+
+// startRootDraft drafts, in the background, the next root of a lone put whose record goes
+// to path, on base; nextRootWith takes it if the command has changed nothing else.
+func (c *Client) startRootDraft(base *treeRoot, path string) {
+	c.draft.start(context.Background(), path, func(context.Context) (*rootDraft, error) {
+		return c.keys.draftRoot(base, path), nil
+	})
+}
+
+// takeRootDraft returns the draft for path on base, or nil: none was started for them, or
+// the command's changes are more than that one record.
+func (c *Client) takeRootDraft(base *treeRoot, delta int, path string) *rootDraft {
+	w := c.draft.take(path)
+	if w == nil {
+		return nil
+	}
+	d, _ := w.wait(context.Background()) // CPU only: it ends
+	if d == nil || d.base != base || delta != 0 {
+		return nil
+	}
+	return d
+}

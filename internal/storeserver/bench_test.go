@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -70,5 +71,32 @@ func BenchmarkGet64MiB(b *testing.B) {
 			b.Fatal(err)
 		}
 		rc.Close()
+	}
+}
+
+// BenchmarkGetSmall measures one client's GET of a 16 KiB object, and of an absent one
+// (a 404: what a lone put's look at the next root number gets), through the HTTPS API:
+// the per-request cost on client and service together.
+func BenchmarkGetSmall(b *testing.B) {
+	t := &testing.T{}
+	s := newTestService(t, Config{})
+	_, cred := addUser(t, s, "bench")
+	rb := remoteFor(t, serve(t, s), cred)
+	if err := rb.Put(b.Context(), "", "small", bytes.NewReader(randBytes(3, 16<<10)), 16<<10); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"small", "absent"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				rc, err := rb.Get(b.Context(), "", name)
+				if err == nil {
+					_, err = io.Copy(io.Discard, rc)
+					rc.Close()
+				}
+				if err != nil && (name == "small" || !errors.Is(err, storage.ErrNotFound)) {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -167,6 +167,10 @@ type Summary struct {
 
 	mu   sync.Mutex
 	stop func(error) // ends the run early (put: the service can store nothing)
+	// hold keeps a lock-free put's progress (Events.Bytes) in held until it commits: a
+	// refused attempt is put again under the lock, which reports the bytes itself.
+	hold bool
+	held int64
 }
 
 // FallbackFiles counts the files stored under random keys.
@@ -284,6 +288,19 @@ func (c *Client) timer(phase string) func() {
 func (c *Client) bytesDone(n int64) {
 	if c.opts.Events.Bytes != nil {
 		c.opts.Events.Bytes(n)
+	}
+}
+
+// putBytes reports n plaintext bytes of a put as done, or holds them (Summary.hold).
+func (c *Client) putBytes(sum *Summary, n int64) {
+	sum.mu.Lock()
+	hold := sum.hold
+	if hold {
+		sum.held += n
+	}
+	sum.mu.Unlock()
+	if !hold {
+		c.bytesDone(n)
 	}
 }
 

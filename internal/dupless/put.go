@@ -66,7 +66,16 @@ func (c *Client) putScanned(ctx context.Context, locals []string, dest string, p
 
 func (c *Client) put(ctx context.Context, locals []string, dest string, lockless bool, pre *Prescan) (_ *Summary, err error) {
 	start := time.Now()
-	sum := &Summary{Fallback: map[string]int{}}
+	sum := &Summary{Fallback: map[string]int{}, hold: lockless}
+	if lockless {
+		defer func() {
+			if !errors.Is(err, errNeedLock) {
+				if sum.held > 0 {
+					c.bytesDone(sum.held) // committed (or failed for good): its progress, once
+				}
+			}
+		}()
+	}
 	defer func() {
 		if c.opts.Keys != nil { // without a key server (--no-keyserver) random keys are the plan, not a fallback
 			sum.FallbackN = sum.FallbackFiles()

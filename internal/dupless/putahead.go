@@ -128,7 +128,7 @@ func (fp *filePut) readBatch(sp *splitter, stop <-chan struct{}) (rooms [][]byte
 		rooms = append(rooms, room)
 		n := len(room) - mle.HeaderSize
 		size += n
-		fp.c.bytesDone(int64(n))
+		fp.c.putBytes(fp.sum, int64(n))
 	}
 	return rooms, false, nil
 }

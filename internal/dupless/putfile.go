@@ -163,7 +163,7 @@ func (c *Client) countUnchanged(sum *Summary, size uint64, chunks int) {
 		s.Chunks += chunks
 		s.ChunksKept += chunks
 	})
-	c.bytesDone(int64(size))
+	c.putBytes(sum, int64(size))
 }
 
 // reusable returns a stored (or being stored) chunk with p's message: from the previous

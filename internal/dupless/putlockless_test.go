@@ -94,8 +94,13 @@ func TestLocklessPutOneBatch(t *testing.T) {
 		}
 		kinds = append(kinds, strings.Join(k, ","))
 	}
+	var progress atomic.Int64
+	c.opts.Events.Bytes = func(n int64) { progress.Add(n) }
 	if _, err := c.Put(ctx, []string{src}, ""); err != nil {
 		t.Fatal(err)
+	}
+	if progress.Load() != 4096 {
+		t.Fatalf("progress %d bytes, want the file's 4096", progress.Load())
 	}
 	// The record is created (root n lists none), and the name is not a directory (absent):
 	// what the put assumed from root n instead of looking it up (loneFromRoot).
@@ -296,12 +301,15 @@ func TestLocklessPutRefusedReusesPrescan(t *testing.T) {
 	}
 	be.absents.Store(0)
 	be.refuseAbsent = true
+	var progress atomic.Int64 // the refused attempt's bytes are not reported: once, not twice
+	c.opts.Events.Bytes = func(n int64) { progress.Add(n) }
 	sum, err := c.PutScanned(ctx, StartPrescan([]string{src}, "", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Files != 1 || len(sum.Errors) != 0 || be.absents.Load() != 1 {
-		t.Fatalf("put: %d files, errors %v, %d lock-free batches; want 1 file, none, 1 (refused, then locked)", sum.Files, sum.Errors, be.absents.Load())
+	if sum.Files != 1 || len(sum.Errors) != 0 || be.absents.Load() != 1 || progress.Load() != 4096 {
+		t.Fatalf("put: %d files, errors %v, %d lock-free batches, progress %d bytes; want 1 file, none, 1 (refused, then locked), 4096",
+			sum.Files, sum.Errors, be.absents.Load(), progress.Load())
 	}
 	sameFile(t, dev(), src, "f")
 }

@@ -53,3 +53,31 @@ func (e *env) putFresh(ctx context.Context, b *testing.B, name string) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkPut64MiB: one 'veil put' of a new 64 MiB file through the same deployment (the
+// fig6-7 64 MiB row), for a focused profile of a large put: go test
+// ./internal/bench/dupless -run '^$' -bench Put64MiB -benchtime 10x -cpuprofile cpu.prof
+func BenchmarkPut64MiB(b *testing.B) {
+	ctx := context.Background()
+	e, err := start(ctx, b.TempDir(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.stop()
+	b.SetBytes(64 << 20)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		p, err := e.freshFile(fmt.Sprintf("big%d", i), 64<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		s, err := e.client.Put(ctx, []string{p}, "big")
+		if err == nil {
+			err = s.Err()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

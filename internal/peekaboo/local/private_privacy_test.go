@@ -73,6 +73,12 @@ func TestPrivateQueryServersLearnNothing(t *testing.T) {
 		for _, b := range kTap.got {
 			noQuery(t, "k-server", q, b)
 			rel, err := wire.ParseRelay(b)
+			if err == nil && len(rel.Items) == 1 && rel.Items[0].Kind == wire.KindPIRSync && len(b) == len(kTap.got[0]) {
+				// The V-server's table sync (the digests of its table: nothing of a
+				// query), which it retries 2 s after a start that found the K-server
+				// not yet up: on a loaded machine it can fall among the queries.
+				continue
+			}
 			if err != nil || len(rel.Items) != 1 || rel.Items[0].Kind != wire.KindPIR || len(b) != len(kTap.got[0]) {
 				t.Fatalf("k-server relay: %v (sizes %d, %d)", err, len(b), len(kTap.got[0]))
 			}

@@ -80,7 +80,13 @@ func TestPrivateQueryServersLearnNothing(t *testing.T) {
 				continue
 			}
 			if err != nil || len(rel.Items) != 1 || rel.Items[0].Kind != wire.KindPIR || len(b) != len(kTap.got[0]) {
-				t.Fatalf("k-server relay: %v (sizes %d, %d)", err, len(b), len(kTap.got[0]))
+				var kinds []uint8
+				if err == nil {
+					for _, it := range rel.Items {
+						kinds = append(kinds, it.Kind)
+					}
+				}
+				t.Fatalf("k-server relay: %v, item kinds %v (sizes %d, %d)", err, kinds, len(b), len(kTap.got[0]))
 			}
 			pq, err := wire.OpenPIRQuery(kkey, rel.Items[0].Payload)
 			if err != nil {

@@ -100,7 +100,7 @@ func (q *batchQueue) kick() {
 
 // full reports whether the objects waiting fill a batch (q.mu held).
 func (q *batchQueue) full() bool {
-	return len(q.queue) >= storage.BatchMaxObjects || q.queued > storage.BatchMaxBytes
+	return len(q.queue) >= storage.BatchMaxObjects || q.queued >= storage.BatchMaxBytes
 }
 
 // take removes the next batch from the queue, within the batch limits; objects whose

@@ -50,8 +50,13 @@ func (c *Client) nextRootWith(path string, b []byte) *foldedRoot {
 		fr.drafted = true
 	} else {
 		c.view.mu.Lock()
-		fr.root = nextRoot(c.view.root, c.view.delta)
+		if c.view.root != nil {
+			fr.root = nextRoot(c.view.root, c.view.delta)
+		}
 		c.view.mu.Unlock()
+		if fr.root == nil {
+			return nil
+		}
 		fr.root.Entries[path] = sha256.Sum256(b)
 		sealed = c.keys.sealRoot(fr.root)
 	}

@@ -1,13 +1,17 @@
 package dupless
 
-import "context"
+import (
+	"context"
+	"encoding/binary"
+	"time"
+)
 
 // A lone put's next root, drafted ahead. The next root lists every record path of the
 // namespace; compressing it is most of the CPU of sealing it, and a lone put knows all of
 // it but one hash (its record's, known once the file is encrypted, after the key request)
 // as soon as root n is read (loneFromRoot). So the draft compresses the plaintext around
 // that hash while the key request is out, as two zstd frames, and finishing it compresses
-// 32 bytes and encrypts. A zstd stream is one or more frames (RFC 8878, section 3) that a
+// the root's number and time (its time is when it is sealed) and the hash, and encrypts. A zstd stream is one or more frames (RFC 8878, section 3) that a
 // reader decompresses into one plaintext: the root's format is unchanged, and any veil
 // reads it (docs/formats/key-record.md, "Tree root").
 
@@ -15,9 +19,13 @@ import "context"
 type rootDraft struct {
 	base       *treeRoot
 	path       string
-	next       *treeRoot // path's hash is set by finish
-	head, tail []byte    // zstd frames of the plaintext before and after path's hash
+	next       *treeRoot // its time and path's hash are set by finishDraft
+	head, tail []byte    // zstd frames of the plaintext after its time up to path's hash, and after the hash
 }
+
+// rootTimeEnd is where the marshalled root's time ends (seq, then time): the draft
+// compresses from there, so that the root's time is the time it is sealed, as sealRoot's.
+const rootTimeEnd = 8 + 8
 
 // draftRoot drafts the root after base that lists path (with a hash to be given).
 func (k *userKeys) draftRoot(base *treeRoot, path string) *rootDraft {
@@ -26,7 +34,7 @@ func (k *userKeys) draftRoot(base *treeRoot, path string) *rootDraft {
 	plain := next.marshal()
 	off := hashOffset(next.Entries, path)
 	return &rootDraft{base: base, path: path, next: next,
-		head: rootEnc.EncodeAll(plain[:off], nil), tail: rootEnc.EncodeAll(plain[off+32:], nil)}
+		head: rootEnc.EncodeAll(plain[rootTimeEnd:off], nil), tail: rootEnc.EncodeAll(plain[off+32:], nil)}
 }
 
 // hashOffset is where path's hash starts in the marshalled root listing entries
@@ -44,10 +52,15 @@ func hashOffset(entries map[string][32]byte, path string) int {
 // rootHeadSize is the marshalled root's size before its entries: seq, time, parent, count.
 const rootHeadSize = 8 + 8 + 32 + 4
 
-// finish seals the draft's root with h as path's hash: the root and its object bytes.
+// finishDraft seals the draft's root, timed now, with h as path's hash: the root and its
+// object bytes (four frames: seq and time, the head, the hash, the tail).
 func (k *userKeys) finishDraft(d *rootDraft, h [32]byte, nonce []byte) (*treeRoot, []byte) {
 	d.next.Entries[d.path] = h
-	z := make([]byte, 0, len(d.head)+48+len(d.tail))
+	d.next.Time = time.Now().UnixNano()
+	var st [rootTimeEnd]byte
+	binary.BigEndian.PutUint64(st[:8], d.next.Seq)
+	binary.BigEndian.PutUint64(st[8:], uint64(d.next.Time))
+	z := rootEnc.EncodeAll(st[:], make([]byte, 0, 64+len(d.head)+len(d.tail)))
 	z = append(z, d.head...)
 	z = rootEnc.EncodeAll(h[:], z)
 	z = append(z, d.tail...)

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sort"
 	"testing"
+	"time"
 )
 
 // zstdFrames counts the zstd frames of a root object's compressed plaintext (by their
@@ -16,7 +17,8 @@ func zstdFrames(t *testing.T, k *userKeys, obj []byte, name string) int {
 }
 
 // A drafted root, finished with its record's hash, is the root sealRoot would make of the
-// same entries (opened as any root; the same plaintext), in three frames; for a path
+// same entries (opened as any root; the same plaintext), timed when it is sealed, in
+// several frames; for a path
 // first, in the middle, last, new or replacing a listed one, and in an empty root.
 func TestRootDraftFinishes(t *testing.T) {
 	k, _ := deriveUserKeys(bytes.Repeat([]byte{0x42}, MasterKeySize))
@@ -38,7 +40,11 @@ func TestRootDraftFinishes(t *testing.T) {
 			d := k.draftRoot(tc.base, tc.path)
 			var h [32]byte
 			rand.Read(h[:])
+			sealed := time.Now().UnixNano() // after the draft: the root's time is its sealing's
 			got, obj := k.finishDraft(d, h, bytes.Repeat([]byte{1}, recordHeader-1))
+			if got.Time < sealed {
+				t.Fatalf("drafted root timed %d, before it was sealed (%d)", got.Time, sealed)
+			}
 			want := maps.Clone(tc.base.Entries)
 			if want == nil {
 				want = map[string][32]byte{}
@@ -55,8 +61,8 @@ func TestRootDraftFinishes(t *testing.T) {
 			if !bytes.Equal(plain, got.marshal()) {
 				t.Fatal("drafted plaintext differs from the root's marshalling")
 			}
-			if n := zstdFrames(t, k, obj, rootName(got.Seq)); n < 2 {
-				t.Fatalf("%d zstd frames, want the draft's (head, hash and tail unless empty)", n)
+			if n := zstdFrames(t, k, obj, rootName(got.Seq)); n < 3 {
+				t.Fatalf("%d zstd frames, want the draft's (seq and time, head, hash, and tail unless empty)", n)
 			}
 		})
 	}

@@ -107,7 +107,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request, a apiReq) {
 	h.Set("Veil-Content-Length", strconv.FormatInt(e.size, 10))
 	h.Set("Last-Modified", time.Unix(0, e.modTime).UTC().Format(http.TimeFormat))
 	w.WriteHeader(http.StatusOK)
-	buf := copyBufs.Get().(*[]byte) // unused when rc writes itself (inline content)
+	buf := copyBufs.Get().(*[]byte)
 	_, err = io.CopyBuffer(w, rc, *buf)
 	copyBufs.Put(buf)
 	switch {

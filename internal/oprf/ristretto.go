@@ -50,10 +50,7 @@ const tableMin = 4
 type r255State struct {
 	inputs  [][]byte
 	blinds  []*scal
-	blinded []*element
-	// additive: blinded = HashToGroup(input) + blind*G (Blind); otherwise
-	// blind*HashToGroup(input), RFC 9497's own blinding, which its vectors pin.
-	additive bool
+	blinded []*element // HashToGroup(input) + blind*G (Blind)
 }
 
 // generateR255 derives the key from 32 bytes of rnd with RFC 9497's DeriveKeyPair
@@ -167,7 +164,7 @@ func (p *r255Public) Blind(rnd io.Reader, inputs [][]byte) (*Blinded, error) {
 	if len(inputs) == 0 || len(inputs) > maxBatch {
 		return nil, fmt.Errorf("%w: batch of %d (1 to %d)", ErrFormat, len(inputs), maxBatch)
 	}
-	st := &r255State{inputs: inputs, blinds: make([]*scal, len(inputs)), blinded: make([]*element, len(inputs)), additive: true}
+	st := &r255State{inputs: inputs, blinds: make([]*scal, len(inputs)), blinded: make([]*element, len(inputs))}
 	b := &Blinded{Elements: make([][]byte, len(inputs)), state: st}
 	for i, in := range inputs {
 		r, err := randomScalar(rnd, blindDST)
@@ -232,22 +229,14 @@ func (p *r255Public) outputs(b *Blinded, evals [][]byte, proof []byte) ([][]byte
 		return nil, fmt.Errorf("%w: proof does not verify against the pinned key", ErrVerify)
 	}
 	outs := make([][]byte, len(evals))
-	if st.additive {
-		for i, d := range dEls {
-			var rpk *element // r*pk, constant-time: r is secret
-			if tab != nil {
-				rpk = newElement().MulBasepoint(tab.table, st.blinds[i])
-			} else {
-				rpk = newElement().Mul(p.pk, st.blinds[i])
-			}
-			outs[i] = finalizeHash(st.inputs[i], rpk.Sub(d, rpk))
-		}
-		return outs, nil
-	}
-	inv := invertAll(st.blinds)
 	for i, d := range dEls {
-		n := newElement().Mul(d, inv[i])
-		outs[i] = finalizeHash(st.inputs[i], n)
+		var rpk *element // r*pk, constant-time: r is secret
+		if tab != nil {
+			rpk = newElement().MulBasepoint(tab.table, st.blinds[i])
+		} else {
+			rpk = newElement().Mul(p.pk, st.blinds[i])
+		}
+		outs[i] = finalizeHash(st.inputs[i], rpk.Sub(d, rpk))
 	}
 	return outs, nil
 }

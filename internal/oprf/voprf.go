@@ -140,26 +140,3 @@ func finalizeHash(input []byte, n *element) []byte {
 	h := sha512.Sum512(append(t, "Finalize"...))
 	return h[:]
 }
-
-// invertAll returns 1/x for every (non-zero) x with a single inversion: Montgomery's
-// batch trick, 3 multiplications per extra scalar instead of an inversion each.
-func invertAll(xs []*scal) []*scal {
-	n := len(xs)
-	out := make([]*scal, n)
-	if n == 0 {
-		return out
-	}
-	prefix := make([]*scal, n) // prefix[i] = xs[0] * ... * xs[i]
-	first := *xs[0]
-	prefix[0] = &first
-	for i := 1; i < n; i++ {
-		prefix[i] = newScalar().Mul(prefix[i-1], xs[i])
-	}
-	inv := newScalar().Invert(prefix[n-1]) // 1 / (xs[0] * ... * xs[n-1])
-	for i := n - 1; i > 0; i-- {
-		out[i] = newScalar().Mul(inv, prefix[i-1])
-		inv.Mul(inv, xs[i])
-	}
-	out[0] = inv
-	return out
-}

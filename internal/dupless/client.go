@@ -167,10 +167,9 @@ type Summary struct {
 
 	mu   sync.Mutex
 	stop func(error) // ends the run early (put: the service can store nothing)
-	// hold keeps a lock-free put's progress (Events.Bytes) in held until it commits: a
-	// refused attempt is put again under the lock, which reports the bytes itself.
-	hold bool
-	held int64
+	// quiet: a lock-free put reports its progress (Events.Bytes) once it has committed, as
+	// its Bytes: a refused attempt is put again under the lock, which reports them itself.
+	quiet bool
 }
 
 // FallbackFiles counts the files stored under random keys.
@@ -291,15 +290,9 @@ func (c *Client) bytesDone(n int64) {
 	}
 }
 
-// putBytes reports n plaintext bytes of a put as done, or holds them (Summary.hold).
+// putBytes reports n plaintext bytes of a put as done, unless the put is quiet.
 func (c *Client) putBytes(sum *Summary, n int64) {
-	sum.mu.Lock()
-	hold := sum.hold
-	if hold {
-		sum.held += n
-	}
-	sum.mu.Unlock()
-	if !hold {
+	if !sum.quiet {
 		c.bytesDone(n)
 	}
 }

@@ -66,13 +66,11 @@ func (c *Client) putScanned(ctx context.Context, locals []string, dest string, p
 
 func (c *Client) put(ctx context.Context, locals []string, dest string, lockless bool, pre *Prescan) (_ *Summary, err error) {
 	start := time.Now()
-	sum := &Summary{Fallback: map[string]int{}, hold: lockless}
+	sum := &Summary{Fallback: map[string]int{}, quiet: lockless}
 	if lockless {
 		defer func() {
-			if !errors.Is(err, errNeedLock) {
-				if sum.held > 0 {
-					c.bytesDone(sum.held) // committed (or failed for good): its progress, once
-				}
+			if !errors.Is(err, errNeedLock) && sum.Bytes > 0 {
+				c.bytesDone(sum.Bytes) // committed: its progress, once
 			}
 		}()
 	}

@@ -101,8 +101,9 @@ func (c *Client) loneFromRoot(local, dest string, d *dirCache) (conds []storage.
 		}
 		conds = append(conds, storage.Object{Dir: f.encDir, Name: f.objName, Absent: true})
 	}
-	_, listed := root.Entries[storage.Join(encDir, encName+keySuffix)]
-	c.startRootDraft(root, storage.Join(encDir, encName+keySuffix))
+	record := storage.Join(encDir, encName+keySuffix)
+	_, listed := root.Entries[record]
+	c.startRootDraft(root, record)
 	inside := storage.Join(encDir, encName) + "/"
 	isDir := false
 	for p := range root.Entries {

@@ -2,7 +2,6 @@ package dupless
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"maps"
@@ -44,9 +43,7 @@ func (c *Client) nextRootWith(path string, b []byte) *foldedRoot {
 	fr := &foldedRoot{}
 	var sealed []byte
 	if d := c.takeRootDraft(base, changes, path); d != nil {
-		var nonce [recordHeader - 1]byte
-		rand.Read(nonce[:])
-		fr.root, sealed = c.keys.finishDraft(d, sha256.Sum256(b), nonce[:])
+		fr.root, sealed = c.keys.finishDraft(d, sha256.Sum256(b))
 		fr.drafted = true
 	} else {
 		c.view.mu.Lock()

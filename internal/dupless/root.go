@@ -69,8 +69,11 @@ var (
 	rootDec, _  = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxRootBytes))
 )
 
+// rootHeadSize is the marshalled root's size before its entries: seq, time, parent, count.
+const rootHeadSize = 8 + 8 + 32 + 4
+
 func (r *treeRoot) marshal() []byte {
-	size := 52
+	size := rootHeadSize
 	for p := range r.Entries {
 		size += 34 + len(p)
 	}
@@ -102,9 +105,14 @@ func unmarshalRoot(b []byte) (*treeRoot, error) {
 
 // sealRoot encrypts r for its object name and sets r.sum.
 func (k *userKeys) sealRoot(r *treeRoot) []byte {
-	var nonce [recordHeader - 1]byte
-	rand.Read(nonce[:])
-	return k.sealRootNonce(r, nonce[:])
+	return k.sealRootNonce(r, newRootNonce())
+}
+
+// newRootNonce is a fresh random nonce for a root's XChaCha20-Poly1305.
+func newRootNonce() []byte {
+	nonce := make([]byte, recordHeader-1)
+	rand.Read(nonce)
+	return nonce
 }
 
 func (k *userKeys) sealRootNonce(r *treeRoot, nonce []byte) []byte {

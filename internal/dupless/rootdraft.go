@@ -49,12 +49,9 @@ func hashOffset(entries map[string][32]byte, path string) int {
 	return off + 2 + len(path)
 }
 
-// rootHeadSize is the marshalled root's size before its entries: seq, time, parent, count.
-const rootHeadSize = 8 + 8 + 32 + 4
-
 // finishDraft seals the draft's root, timed now, with h as path's hash: the root and its
 // object bytes (four frames: seq and time, the head, the hash, the tail).
-func (k *userKeys) finishDraft(d *rootDraft, h [32]byte, nonce []byte) (*treeRoot, []byte) {
+func (k *userKeys) finishDraft(d *rootDraft, h [32]byte) (*treeRoot, []byte) {
 	d.next.Entries[d.path] = h
 	d.next.Time = time.Now().UnixNano()
 	var st [rootTimeEnd]byte
@@ -64,7 +61,7 @@ func (k *userKeys) finishDraft(d *rootDraft, h [32]byte, nonce []byte) (*treeRoo
 	z = append(z, d.head...)
 	z = rootEnc.EncodeAll(h[:], z)
 	z = append(z, d.tail...)
-	return d.next, k.sealCompressed(d.next, z, nonce)
+	return d.next, k.sealCompressed(d.next, z, newRootNonce())
 }
 
 // startRootDraft drafts, in the background, the next root of a lone put whose record goes
@@ -77,13 +74,13 @@ func (c *Client) startRootDraft(base *treeRoot, path string) {
 
 // takeRootDraft returns the draft for path on base, or nil: none was started for them, or
 // the command's changes are more than that one record.
-func (c *Client) takeRootDraft(base *treeRoot, delta int, path string) *rootDraft {
+func (c *Client) takeRootDraft(base *treeRoot, changes int, path string) *rootDraft {
 	w := c.draft.take(path)
 	if w == nil {
 		return nil
 	}
 	d, _ := w.wait(context.Background()) // CPU only: it ends
-	if d == nil || d.base != base || delta != 0 {
+	if d == nil || d.base != base || changes != 0 {
 		return nil
 	}
 	return d

@@ -41,7 +41,7 @@ func TestRootDraftFinishes(t *testing.T) {
 			var h [32]byte
 			rand.Read(h[:])
 			sealed := time.Now().UnixNano() // after the draft: the root's time is its sealing's
-			got, obj := k.finishDraft(d, h, bytes.Repeat([]byte{1}, recordHeader-1))
+			got, obj := k.finishDraft(d, h)
 			if got.Time < sealed {
 				t.Fatalf("drafted root timed %d, before it was sealed (%d)", got.Time, sealed)
 			}

@@ -174,19 +174,20 @@ func (f *rootFile) save(seq uint64, sum [32]byte) error {
 		return err
 	}
 	cur, i, ok := newestSlot(b)
+	slot := rootSlot{gen: cur.gen + 1, seq: seq, sum: sum}.encode()
 	if !ok || len(b) != rootFileSize { // a new file (or one to replace whole): written once, renamed in
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 			return err
 		}
 		page := make([]byte, rootFileSize)
-		copy(page, rootSlot{gen: cur.gen + 1, seq: seq, sum: sum}.encode())
+		copy(page, slot)
 		return atomicfile.Write(f.path, page, 0o600, true)
 	}
 	w, err := os.OpenFile(f.path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	_, err = w.WriteAt(rootSlot{gen: cur.gen + 1, seq: seq, sum: sum}.encode(), int64(1-i)*rootSlotStride)
+	_, err = w.WriteAt(slot, int64(1-i)*rootSlotStride)
 	if err == nil {
 		err = syscall.Fdatasync(int(w.Fd()))
 	}

@@ -24,7 +24,7 @@ type batchBE struct {
 }
 
 func (b *batchBE) PutBatch(ctx context.Context, objs []storage.Object) error {
-	if err := storage.CheckBatch(objs); err != nil {
+	if err := storage.CheckBatch(objs, false); err != nil {
 		return err
 	}
 	if b.fail != nil {

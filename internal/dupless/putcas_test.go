@@ -34,7 +34,7 @@ type absentBE struct{ *condBE }
 func (b absentBE) BatchAbsents() {}
 
 func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
-	if err := storage.CheckBatch(objs); err != nil {
+	if err := storage.CheckBatch(objs, false); err != nil {
 		return err
 	}
 	plain := make([]storage.Object, 0, len(objs))

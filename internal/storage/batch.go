@@ -65,12 +65,23 @@ type AbsentBatcher interface {
 // conditional batches.
 var ErrNoConditions = errors.New("conditional objects need a backend with conditional batches")
 
-// CheckBatch checks a batch against the limits and name rules before it is sent.
-func CheckBatch(objs []Object) error {
+// LargeBatcher is a BatchPutter that also takes ONE object per batch larger than
+// BatchMaxObjectSize, up to BatchMaxBytes (the batch's whole content), stored like a Put of
+// it within the batch's commit: the storage service from session 10, where a tree root of
+// a large namespace goes with a lone file's record this way. A service older than that
+// refuses such a batch with ErrTooLarge, storing nothing.
+type LargeBatcher interface {
+	BatchPutter
+	BatchLarge()
+}
+
+// CheckBatch checks a batch against the limits and name rules before it is sent; large
+// allows one object over BatchMaxObjectSize (a LargeBatcher's batch).
+func CheckBatch(objs []Object, large bool) error {
 	if len(objs) > BatchMaxObjects {
 		return fmt.Errorf("batch of %d objects, at most %d: %w", len(objs), BatchMaxObjects, ErrTooLarge)
 	}
-	total := 0
+	total, bigs := 0, 0
 	for _, o := range objs {
 		if err := CheckPath(o.Dir, o.Name); err != nil {
 			return err
@@ -79,7 +90,10 @@ func CheckBatch(objs []Object) error {
 			return fmt.Errorf("batch object %s: a condition (absent) is neither created nor holds data: %w", Join(o.Dir, o.Name), ErrInvalidName)
 		}
 		if len(o.Data) > BatchMaxObjectSize {
-			return fmt.Errorf("batch object %s: %d bytes, at most %d: %w", Join(o.Dir, o.Name), len(o.Data), BatchMaxObjectSize, ErrTooLarge)
+			if bigs++; !large || bigs > 1 {
+				return fmt.Errorf("batch object %s: %d bytes, at most %d (but one object, on a backend that takes large ones): %w",
+					Join(o.Dir, o.Name), len(o.Data), BatchMaxObjectSize, ErrTooLarge)
+			}
 		}
 		total += len(o.Data)
 	}

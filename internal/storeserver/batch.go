@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -11,8 +12,9 @@ import (
 	"github.com/veil-project/veil/internal/storewire"
 )
 
-// PutBatch stores small objects (at most InlineMax bytes each, kept in the database) in
-// one metadata transaction (metaStore.update: with bbolt grouped with concurrent puts into
+// PutBatch stores small objects (at most InlineMax bytes each, kept in the database), and
+// at most one larger object (up to MaxBatchBytes, stored as a blob first, as a Put stores
+// it: a tree root of a large namespace), in one metadata transaction (metaStore.update: with bbolt grouped with concurrent puts into
 // one commit), so one commit makes all of them durable or none. Conditions are checked
 // first in the same transaction: a Create's name must be free, and so must an Absent's (a
 // condition only: nothing is stored under it). Every object is checked before the
@@ -27,6 +29,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	start := time.Now()
 	var total int64
+	large := -1 // the index of the object over InlineMax, if any
 	links := make([]func(metaTx) error, len(objs))
 	var names [][2]string // what the links look up: PostgreSQL reads them in one statement
 	for i, o := range objs {
@@ -41,7 +44,11 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 			continue // a condition only: nothing to link
 		}
 		if len(o.Data) > InlineMax {
-			return fmt.Errorf("batch object %d: %d bytes, at most %d: %w", i, len(o.Data), InlineMax, storage.ErrTooLarge)
+			if large >= 0 || int64(len(o.Data)) > s.cfg.MaxBatchBytes {
+				return fmt.Errorf("batch object %d: %d bytes, at most %d (but one object, up to %d): %w",
+					i, len(o.Data), InlineMax, s.cfg.MaxBatchBytes, storage.ErrTooLarge)
+			}
+			large = i
 		}
 		if total += int64(len(o.Data)); total > s.cfg.MaxBatchBytes {
 			return fmt.Errorf("batch of more than %d bytes: %w", s.cfg.MaxBatchBytes, storewire.ErrLimit)
@@ -50,8 +57,19 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		if data == nil {
 			data = []byte{} // inline, empty (nil would mean a blob file)
 		}
-		links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data)
+		if i != large {
+			links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data)
+		}
 		names = append(names, linkNames(o.Dir, o.Name)...)
+	}
+	if large >= 0 { // a blob of its own, held from gc until the transaction references it
+		o := objs[large]
+		sum, size, release, err := s.spool(ctx, bytes.NewReader(o.Data))
+		if err != nil {
+			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
+		}
+		defer release()
+		links[large] = n.link(o.Dir, o.Name, sum, size, nil)
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
 		for i, o := range objs { // conditions first, in the same transaction: all or nothing
@@ -86,11 +104,15 @@ func (n *Namespace) BatchCreates() {}
 // BatchAbsents says PutBatch honours storage.Object.Absent (storage.AbsentBatcher).
 func (n *Namespace) BatchAbsents() {}
 
+// BatchLarge says PutBatch takes one object over storage.BatchMaxObjectSize
+// (storage.LargeBatcher).
+func (n *Namespace) BatchLarge() {}
+
 // handleBatch is POST /v1/batch: the body is parsed whole (within the batch limits) before
 // anything is stored; the answer is 204 whatever was new.
 func (s *Service) handleBatch(w http.ResponseWriter, r *http.Request, a apiReq) {
 	objs, err := storewire.ReadBatch(r.Body, storewire.BatchLimits{Objects: s.cfg.MaxBatchObjects,
-		Bytes: s.cfg.MaxBatchBytes, ObjectSize: InlineMax, PathLen: s.cfg.Limits.MaxPathLen})
+		Bytes: s.cfg.MaxBatchBytes, ObjectSize: s.cfg.MaxBatchBytes, PathLen: s.cfg.Limits.MaxPathLen})
 	if err == nil {
 		err = a.ns.PutBatch(r.Context(), objs)
 	}

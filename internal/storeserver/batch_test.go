@@ -72,8 +72,8 @@ func TestBatchRefusedOverHTTP(t *testing.T) {
 	}{
 		{"not a batch", []byte("hello"), storewire.CodeBadRequest},
 		{"four objects, limit 3", storewire.AppendBatch(nil, make([]storage.Object, 4)), storewire.CodeLimit},
-		{"101 bytes, limit 100", storewire.AppendBatch(nil, []storage.Object{{Name: "ok"}, {Name: "f", Data: make([]byte, 101)}}), storewire.CodeLimit},
-		{"an object over 64 KiB", storewire.AppendBatch(nil, []storage.Object{{Name: "f", Data: make([]byte, InlineMax+1)}}), storewire.CodeTooLarge},
+		{"101 bytes, limit 100", storewire.AppendBatch(nil, []storage.Object{{Name: "ok", Data: make([]byte, 60)}, {Name: "f", Data: make([]byte, 41)}}), storewire.CodeLimit},
+		{"an object over the batch's bytes", storewire.AppendBatch(nil, []storage.Object{{Name: "f", Data: make([]byte, 101)}}), storewire.CodeTooLarge},
 		{"a bad name", storewire.AppendBatch(nil, []storage.Object{{Name: "ok"}, {Dir: "a/..", Name: "f"}}), storewire.CodeInvalidName},
 	}
 	for _, c := range cases {
@@ -86,4 +86,28 @@ func TestBatchRefusedOverHTTP(t *testing.T) {
 	if infos, _ := ns.List(t.Context(), ""); len(infos) != 0 {
 		t.Fatalf("refused batches stored %d entries", len(infos))
 	}
+}
+
+// One object over 64 KiB goes in a batch (stored as a blob, in the batch's commit); two
+// are refused with too_large and store nothing.
+func TestBatchLargeObjectsOverHTTP(t *testing.T) {
+	s := newTestService(t, Config{})
+	url := serve(t, s)
+	ns, cred := addUser(t, s, "alice")
+	big := bytes.Repeat([]byte("B"), InlineMax+1)
+	st, _, b := postBatch(t, url, cred, storewire.AppendBatch(nil, []storage.Object{{Name: "a", Data: big}, {Name: "s", Data: []byte("s")}, {Name: "b", Data: big}}))
+	var e storewire.Error
+	if json.Unmarshal(b, &e) != nil || e.Code != storewire.CodeTooLarge {
+		t.Fatalf("two large objects: %d %q, want code %s", st, b, storewire.CodeTooLarge)
+	}
+	if infos, _ := ns.List(t.Context(), ""); len(infos) != 0 {
+		t.Fatalf("a refused batch stored %d entries", len(infos))
+	}
+	if st, _, b := postBatch(t, url, cred, storewire.AppendBatch(nil, []storage.Object{{Name: "a", Data: big}, {Name: "s", Data: []byte("s")}})); st != http.StatusNoContent {
+		t.Fatalf("one large object: %d %q", st, b)
+	}
+	if got, err := getBytes(t, ns, "", "a"); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("the large object: %d bytes, %v", len(got), err)
+	}
+	fsckClean(t, s)
 }

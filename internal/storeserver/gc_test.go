@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // TestGCRacesUploads runs gc in a loop while writers keep storing, overwriting and deleting
@@ -45,7 +47,13 @@ func testGCRacesUploads(t *testing.T, newService func(*testing.T, Config) *Servi
 					}
 					continue
 				}
-				if err := ns.Put(context.Background(), dir, name, bytes.NewReader(contents[c]), int64(len(contents[c]))); err != nil {
+				var err error
+				if i%4 == 2 { // in a batch: content over 64 KiB is its one large object
+					err = ns.PutBatch(context.Background(), []storage.Object{{Dir: dir, Name: name, Data: contents[c]}})
+				} else {
+					err = ns.Put(context.Background(), dir, name, bytes.NewReader(contents[c]), int64(len(contents[c])))
+				}
+				if err != nil {
 					t.Error(err)
 					return
 				}

@@ -59,11 +59,20 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 	return nil
 }
 
-// putFile streams body into a temporary file, fsyncs it, and (with gc held off) commits
-// it to the blob store and links dir/name to it.
+// putFile stores body as a blob (spool) and links dir/name to it.
 func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
-	s := n.s
-	var sum [32]byte
+	sum, got, release, err := n.s.spool(ctx, body)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	return got, n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil))
+}
+
+// spool streams body into a temporary file, fsyncs it, and commits it to the blob store
+// as the blob named by its SHA-256. gc leaves that blob alone until release is called,
+// after the transaction that references it.
+func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got int64, release func(), err error) {
 	s.tmpMu.RLock() // gc must not see the temp file before it is marked live
 	f, err := os.CreateTemp(s.tmpDir, "up-*")
 	if err == nil {
@@ -71,7 +80,7 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 	}
 	s.tmpMu.RUnlock()
 	if err != nil {
-		return 0, err
+		return sum, 0, nil, err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -83,30 +92,30 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 	buf := copyBufs.Get().(*[]byte)
 	// onlyReader hides body's WriteTo (a MultiReader's), which would copy through a
 	// fresh 32 KiB buffer of its own in small writes.
-	got, err := io.CopyBuffer(io.MultiWriter(f, h), onlyReader{body}, *buf)
+	got, err = io.CopyBuffer(io.MultiWriter(f, h), onlyReader{body}, *buf)
 	copyBufs.Put(buf)
 	if err != nil {
-		return 0, err
+		return sum, 0, nil, err
 	}
 	if got > s.cfg.MaxObjectSize {
-		return 0, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
+		return sum, 0, nil, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
 	if err := f.Sync(); err != nil {
-		return 0, err
+		return sum, 0, nil, err
 	}
 	if err := f.Close(); err != nil {
-		return 0, err
+		return sum, 0, nil, err
 	}
 	h.Sum(sum[:0])
-	release, err := s.meta.hold(ctx, sum, got) // gc must not remove the blob until it is referenced
+	release, err = s.meta.hold(ctx, sum, got) // gc must not remove the blob until it is referenced
 	if err != nil {
-		return 0, err
+		return sum, 0, nil, err
 	}
-	defer release()
 	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
-		return 0, err
+		release()
+		return sum, 0, nil, err
 	}
-	return got, s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil))
+	return sum, got, release, nil
 }
 
 // copyBufs are the 1 MiB copy buffers of uploads (putFile) and downloads (handleGet),

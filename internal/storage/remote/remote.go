@@ -275,6 +275,11 @@ func (b *Backend) BatchCreates() {}
 // than it refuses the batch, storing nothing).
 func (b *Backend) BatchAbsents() {}
 
+// BatchLarge says PutBatch sends one object over storage.BatchMaxObjectSize when asked
+// (a service older than session 10 refuses such a batch with storage.ErrTooLarge, storing
+// nothing).
+func (b *Backend) BatchLarge() {}
+
 // PutBatch stores small objects with one request (POST /v1/batch): one round trip and one
 // commit on the service for all of them. Like Put it is not retried here (the caller
 // replays it); the batch is atomic on the service.
@@ -282,7 +287,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	if err := storage.CheckBatch(objs); err != nil {
+	if err := storage.CheckBatch(objs, true); err != nil {
 		return err
 	}
 	if err := b.stop.check(); err != nil {

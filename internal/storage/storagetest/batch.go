@@ -35,10 +35,15 @@ func testBatch(t *testing.T, b storage.Backend) {
 	}
 	testBatchCreate(t, b)
 	testBatchAbsent(t, b)
+	testBatchLarge(t, b)
 	bp, ok := b.(storage.BatchPutter)
 	if !ok {
 		t.Logf("no batch upload: PutAll stores one object at a time")
 		return
+	}
+	tooLarge := storage.BatchMaxObjectSize + 1
+	if _, ok := b.(storage.LargeBatcher); ok {
+		tooLarge = storage.BatchMaxBytes + 1
 	}
 	// Invalid anywhere: nothing of the batch is stored.
 	bad := []struct {
@@ -47,7 +52,7 @@ func testBatch(t *testing.T, b storage.Backend) {
 		want error
 	}{
 		{"a bad name", []storage.Object{{Dir: "b1", Name: "ok", Data: []byte("1")}, {Dir: "b1", Name: "..", Data: []byte("2")}}, storage.ErrInvalidName},
-		{"an object too large", []storage.Object{{Dir: "b2", Name: "ok", Data: []byte("1")}, {Dir: "b2", Name: "big", Data: fill('b', storage.BatchMaxObjectSize+1)}}, storage.ErrTooLarge},
+		{"an object too large", []storage.Object{{Dir: "b2", Name: "ok", Data: []byte("1")}, {Dir: "b2", Name: "big", Data: fill('b', tooLarge)}}, storage.ErrTooLarge},
 		{"onto a directory", []storage.Object{{Dir: "b3", Name: "ok", Data: []byte("1")}, {Dir: "", Name: "new", Data: []byte("2")}}, storage.ErrIsDir},
 		{"below a file", []storage.Object{{Dir: "b4", Name: "ok", Data: []byte("1")}, {Dir: "top", Name: "under", Data: []byte("2")}}, storage.ErrNotDir},
 	}
@@ -69,6 +74,43 @@ func testBatch(t *testing.T, b storage.Backend) {
 	}
 	if got := get(t, b, "twice", "f"); string(got) != "22" {
 		t.Fatalf("twice/f: %q", got)
+	}
+}
+
+// testBatchLarge: a LargeBatcher takes one object over storage.BatchMaxObjectSize in a
+// batch, conditional or not, atomically with the others; a batch with two such objects, or
+// whose one large object is a create of a taken name, stores nothing.
+func testBatchLarge(t *testing.T, b storage.Backend) {
+	ctx := context.Background()
+	lb, ok := b.(storage.LargeBatcher)
+	if !ok {
+		return
+	}
+	big := fill('L', storage.BatchMaxObjectSize*3+7)
+	objs := []storage.Object{{Dir: "l1", Name: "small", Data: []byte("s")}, {Dir: "l1", Name: "big", Data: big, Create: true}}
+	if err := lb.PutBatch(ctx, objs); err != nil {
+		t.Fatalf("batch with one large object: %v", err)
+	}
+	for _, o := range objs {
+		if got := get(t, b, o.Dir, o.Name); !bytes.Equal(got, o.Data) {
+			t.Fatalf("%s/%s: got %d bytes, want %d", o.Dir, o.Name, len(got), len(o.Data))
+		}
+	}
+	again := []storage.Object{{Dir: "l2", Name: "ok", Data: []byte("1")}, {Dir: "l1", Name: "big", Data: fill('M', len(big)), Create: true}}
+	if err := lb.PutBatch(ctx, again); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("large create of a taken name: %v, want ErrExists", err)
+	}
+	if got := get(t, b, "l1", "big"); !bytes.Equal(got, big) {
+		t.Fatal("a refused large create replaced the object")
+	}
+	two := []storage.Object{{Dir: "l3", Name: "ok", Data: []byte("1")}, {Dir: "l3", Name: "a", Data: big}, {Dir: "l3", Name: "b", Data: big}}
+	if err := lb.PutBatch(ctx, two); !errors.Is(err, storage.ErrTooLarge) {
+		t.Fatalf("batch with two large objects: %v, want ErrTooLarge", err)
+	}
+	for _, c := range []storage.Object{again[0], two[0]} {
+		if _, err := b.Stat(ctx, c.Dir, c.Name); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("a refused batch stored %s/%s (stat: %v)", c.Dir, c.Name, err)
+		}
 	}
 }
 

@@ -73,6 +73,7 @@ type Client struct {
 	keyChecked  atomic.Bool // the key check opened under this key
 	noCondBatch atomic.Bool // the service refused a conditional batch (older than batch version 2)
 	noAbsent    atomic.Bool // the service refused an absent condition (older than batch version 3)
+	noLarge     atomic.Bool // the service refused a batch object over 64 KiB (older than session 10)
 	memSaved    chan error  // a lock-free put's root memory save, awaited at its end (under c.changing)
 	changing    sync.Mutex  // held by the command whose changes view tracks
 

@@ -145,7 +145,7 @@ func (c *Client) publishChanges(ctx context.Context) error {
 // version 2, by writing a temporary object and moving it to its number (Move refuses an
 // existing destination).
 func (c *Client) createRoot(ctx context.Context, seq uint64, b []byte) error {
-	if cb, ok := c.be.(storage.CreateBatcher); ok && len(b) <= storage.BatchMaxObjectSize && !c.noCondBatch.Load() {
+	if cb, ok := c.be.(storage.CreateBatcher); ok && len(b) <= c.rootBatchMax() && !c.noCondBatch.Load() {
 		err := cb.PutBatch(ctx, []storage.Object{{Dir: rootsDir, Name: rootName(seq), Data: b, Create: true}})
 		if err == nil || errors.Is(err, storage.ErrExists) {
 			return err
@@ -153,7 +153,9 @@ func (c *Client) createRoot(ctx context.Context, seq uint64, b []byte) error {
 		// An older service refuses the batch (nothing stored); after a lost answer it may
 		// have been stored: then the move below finds the number taken and the caller
 		// publishes the same changes once more, as the next number.
-		c.noCondBatch.Store(true)
+		if !c.largeRefused(err, b) {
+			c.noCondBatch.Store(true)
+		}
 		c.log.Debug("conditional batch refused; publishing the root by move", "err", err)
 	}
 	var id [8]byte

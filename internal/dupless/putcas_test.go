@@ -22,6 +22,7 @@ type condBE struct {
 	mu                sync.Mutex
 	barrier           chan struct{} // closed by the second conditional batch; nil: none
 	conds, lost, held atomic.Int64
+	large             bool // takes one object over storage.BatchMaxObjectSize per batch (largeGateBE)
 }
 
 func (b *condBE) BatchCreates() {}
@@ -34,7 +35,7 @@ type absentBE struct{ *condBE }
 func (b absentBE) BatchAbsents() {}
 
 func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
-	if err := storage.CheckBatch(objs, false); err != nil {
+	if err := storage.CheckBatch(objs, b.large); err != nil {
 		return err
 	}
 	plain := make([]storage.Object, 0, len(objs))

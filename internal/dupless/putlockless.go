@@ -32,9 +32,9 @@ const pruneMark = "pruning"
 // under the lock.
 var errNeedLock = errors.New("the put needs the lock")
 
-// locklessRootMax bounds the newest root's size for a lock-free put: the next root (one
-// entry more) must fit a batch object.
-const locklessRootMax = storage.BatchMaxObjectSize - 4<<10
+// locklessRootRoom is what the next root of a lock-free put (one entry more) may add to
+// the newest root's size: it must fit a batch (rootBatchMax).
+const locklessRootRoom = 4 << 10
 
 // locklessCandidate reports whether a put of locals may go without the lock: one regular
 // file small enough to fold, to a service that takes absent conditions.
@@ -146,7 +146,7 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 		return nil, err
 	}
 	c.view.mu.Lock()
-	big := c.view.root.size > locklessRootMax
+	big := c.view.root.size > c.rootBatchMax()-locklessRootRoom
 	c.view.mu.Unlock()
 	if big || !c.keyChecked.Load() {
 		end()
@@ -185,7 +185,7 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	objs = append(objs, run.conds...)
 	if err := storage.PutAll(ctx, c.be, objs); err != nil {
 		run.dropHeld(held, errNeedLock)
-		if !errors.Is(err, storage.ErrExists) { // e.g. a service older than batch version 3
+		if !errors.Is(err, storage.ErrExists) && !c.largeRefused(err, fr.obj.Data) { // e.g. a service older than batch version 3
 			c.noAbsent.Store(true)
 		}
 		c.log.Debug("lock-free put refused; putting under the lock", "err", err)

@@ -3,6 +3,7 @@ package dupless
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,27 @@ type gateBE struct {
 	// refuseAbsent makes it a service older than batch version 3: a batch with an absent
 	// condition is refused whole.
 	refuseAbsent bool
+	// refuseLarge makes a largeGateBE a service older than large batch objects: a batch
+	// with an object over 64 KiB is refused whole; larges counts such batches.
+	refuseLarge bool
+	larges      atomic.Int64
 }
 
+// largeGateBE is gateBE that takes one large object per batch (storage.LargeBatcher), as
+// the storage service does from session 10.
+type largeGateBE struct{ *gateBE }
+
+func (b largeGateBE) BatchLarge() {}
+
 func (b *gateBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	for _, o := range objs {
+		if len(o.Data) > storage.BatchMaxObjectSize {
+			b.larges.Add(1)
+			if b.refuseLarge {
+				return fmt.Errorf("put batch of %d: batch object 3: %d bytes, at most 65536: %w", len(objs), len(o.Data), storage.ErrTooLarge)
+			}
+		}
+	}
 	for _, o := range objs {
 		if o.Absent {
 			b.absents.Add(1)
@@ -411,5 +430,45 @@ func TestUnchangedLonePutDropsEarlyRequest(t *testing.T) {
 	c.ks.mu.Unlock()
 	if !down.IsZero() {
 		t.Fatal("the key server was marked down by a cancelled early request")
+	}
+}
+
+// In a namespace whose root is past 64 KiB, a lone small put still goes without the lock
+// when the service takes a large batch object: its root is that object. A service older
+// than that refuses the batch (ErrTooLarge, nothing stored): the put goes under the lock
+// and publishes its root by move, and the client sends no large batch again.
+func TestLocklessPutLargeRoot(t *testing.T) {
+	be, _ := newGateBE(t)
+	be.large = true
+	dev := devices(t, largeGateBE{be})
+	tree := filepath.Join(t.TempDir(), "tree")
+	for i := range 1200 {
+		write(t, filepath.Join(tree, fmt.Sprintf("d%d", i%10), fmt.Sprintf("file-%04d", i)), []byte(fmt.Sprint(i)))
+	}
+	c := dev()
+	if _, err := c.Put(ctx, []string{tree}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if c.view.root.size <= storage.BatchMaxObjectSize {
+		t.Fatalf("root of %d bytes: the test needs one past 64 KiB", c.view.root.size)
+	}
+	dir := t.TempDir()
+	for i, name := range []string{"first", "second", "third"} {
+		src := filepath.Join(dir, name)
+		write(t, src, randBytes(4096, uint64(50+i)))
+		be.refuseLarge = i > 0
+		absents, larges := be.absents.Load(), be.larges.Load()
+		if _, err := c.Put(ctx, []string{src}, "tree/d3"); err != nil {
+			t.Fatal(err)
+		}
+		sameFile(t, dev(), src, "tree/d3/"+name)
+		// The first goes lock-free, its root the large object; the second is refused
+		// once; the third does not try.
+		if got, want := be.absents.Load()-absents, []int64{1, 0, 0}[i]; got != want {
+			t.Fatalf("put %d: %d lock-free batches, want %d", i, got, want)
+		}
+		if got, want := be.larges.Load()-larges, []int64{1, 1, 0}[i]; got != want {
+			t.Fatalf("put %d: %d batches with a large object, want %d", i, got, want)
+		}
 	}
 }

@@ -57,11 +57,33 @@ func (c *Client) nextRootWith(path string, b []byte) *foldedRoot {
 		fr.root.Entries[path] = sha256.Sum256(b)
 		sealed = c.keys.sealRoot(fr.root)
 	}
-	if len(sealed) > storage.BatchMaxObjectSize {
+	if len(sealed) > c.rootBatchMax() {
 		return nil
 	}
 	fr.obj = storage.Object{Dir: rootsDir, Name: rootName(fr.root.Seq), Data: sealed, Create: true}
 	return fr
+}
+
+// rootBatchMax is the largest sealed root that goes in a batch: on a service that takes
+// one large object per batch (storage.LargeBatcher), the batch's bytes less room for a
+// lone file's chunks and record beside it (a namespace of some 50,000 records); else one
+// small object's (some 1,000).
+func (c *Client) rootBatchMax() int {
+	if _, ok := c.be.(storage.LargeBatcher); ok && !c.noLarge.Load() {
+		return storage.BatchMaxBytes - 256<<10
+	}
+	return storage.BatchMaxObjectSize
+}
+
+// largeRefused notes a batch refused because it carried a large object (sealed, the root,
+// over storage.BatchMaxObjectSize) that the service does not take: a service older than
+// large batch objects. Later roots of this client go in batches only while small.
+func (c *Client) largeRefused(err error, sealed []byte) bool {
+	if !errors.Is(err, storage.ErrTooLarge) || len(sealed) <= storage.BatchMaxObjectSize {
+		return false
+	}
+	c.noLarge.Store(true)
+	return true
 }
 
 // nextRoot is the root after base: its entries with delta applied (a nil hash removes
@@ -97,8 +119,10 @@ func (c *Client) putWithRoot(ctx context.Context, objs []storage.Object, path st
 			return true, c.rootPublished(fr.root)
 		}
 		if !errors.Is(err, storage.ErrExists) {
-			// A service older than batch version 2 refuses the batch (nothing stored);
-			// whatever the cause, the objects go alone and publishChanges decides.
+			// A service older than batch version 2 refuses the batch (nothing stored), or
+			// one older than large batch objects a large root; whatever the cause, the
+			// objects go alone and publishChanges decides.
+			c.largeRefused(err, fr.obj.Data)
 			c.log.Debug("batch with the root refused; sending it without", "err", err)
 			break
 		}

@@ -110,7 +110,7 @@ func newSplitter(r io.Reader) *splitter {
 		bufp := scanBufs.Get().(*[]byte)
 		defer scanBufs.Put(bufp)
 		buf := *bufp
-		c, err := cdc.NewChunkerBuffer(chunkAlgorithm, io.MultiReader(bytes.NewReader(head), r),
+		c, err := cdc.NewChunkerBuffer(gearAlgorithm, io.MultiReader(bytes.NewReader(head), r),
 			&cdc.ChunkerOpts{MinSize: MinChunk, NormalSize: NormChunk, MaxSize: MaxChunk}, buf)
 		for err == nil {
 			var ch []byte

@@ -50,8 +50,11 @@ func (c *Client) deleteRecord(ctx context.Context, dir, name string) error {
 // beginChanges starts a command that changes the namespace (under its lock): it loads the
 // root and tracks the records the command writes and deletes. A namespace without a root
 // (written by an older veil) gets one built from its records as they are now.
-func (c *Client) beginChanges(ctx context.Context) error {
-	if err := c.refresh(ctx); err != nil {
+func (c *Client) beginChanges(ctx context.Context) error { return c.beginChangesFrom(ctx, true) }
+
+// beginChangesFrom is beginChanges; probe as fetchRoot's.
+func (c *Client) beginChangesFrom(ctx context.Context, probe bool) error {
+	if err := c.refreshFrom(ctx, probe); err != nil {
 		return err
 	}
 	c.view.mu.Lock()

@@ -141,7 +141,7 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 		c.changing.Unlock()
 		return err
 	}
-	if err := c.beginChanges(ctx); err != nil {
+	if err := c.beginChangesFrom(ctx, false); err != nil { // root n only: the batch requires n+1 free
 		end()
 		return nil, err
 	}

@@ -472,3 +472,51 @@ func TestLocklessPutLargeRoot(t *testing.T) {
 		}
 	}
 }
+
+// A lone lock-free put reads only the root its device remembers (one root GET, not n+1
+// beside it): its batch creates n+1, so when another device has published n+1 meanwhile
+// the batch is refused and the put goes under the lock, onto the newest root. Nothing of
+// either device is lost.
+func TestLocklessPutReadsRememberedRoot(t *testing.T) {
+	rr := &rootReqBE{countingBE: countingBE{Backend: newBackend(t)}}
+	be := &gateBE{absentBE: absentBE{&condBE{Backend: rr}}}
+	master := NewMasterKey()
+	device := func() func() *Client {
+		mem := RootFile(filepath.Join(t.TempDir(), "root.mem"), "")
+		return func() *Client {
+			c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			return c
+		}
+	}
+	a, b := device(), device()
+	dir := t.TempDir()
+	put := func(c *Client, name string, seed uint64) {
+		t.Helper()
+		src := filepath.Join(dir, name)
+		write(t, src, randBytes(4096, seed))
+		if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a(), "first", 61) // a new namespace: under the lock, which writes the key check
+	put(a(), "second", 62)
+	gets, absents := rr.gets.Load(), be.absents.Load()
+	put(a(), "third", 63)
+	if g, n := rr.gets.Load()-gets, be.absents.Load()-absents; g != 1 || n != 1 {
+		t.Fatalf("lone put: %d root GETs and %d lock-free batches, want 1 and 1", g, n)
+	}
+	put(b(), "other", 64)
+	lost := be.lost.Load()
+	put(a(), "fourth", 65) // a remembers the root of "third"; b published the next one
+	if got := be.lost.Load() - lost; got != 1 {
+		t.Fatalf("%d refused creates, want 1: the lock-free batch on a's remembered root", got)
+	}
+	c := a()
+	for _, name := range []string{"first", "second", "third", "other", "fourth"} {
+		sameFile(t, c, filepath.Join(dir, name), name)
+	}
+}

@@ -29,9 +29,22 @@ var errRootMark = fmt.Errorf("forgotten (gap mark): %w", storage.ErrNotFound)
 
 // fetchRoot reads and authenticates the newest root stored (nil if none); memSeq is the
 // remembered root's number when seen. Integrity errors are errors (warnings in warn mode).
-func (c *Client) fetchRoot(ctx context.Context, memSeq uint64, seen bool) (*treeRoot, error) {
+// Without probe it returns the remembered root itself when it is stored, not reading
+// n+1: for a lone lock-free put, whose batch creates n+1 and so is refused (the put going
+// under the lock, which probes) if another command published n+1 meanwhile. One request
+// fewer, a 404 in the common case.
+func (c *Client) fetchRoot(ctx context.Context, memSeq uint64, seen, probe bool) (*treeRoot, error) {
 	if !seen {
 		return c.listRoot(ctx)
+	}
+	if !probe {
+		r, err := c.fetchRootSeq(ctx, memSeq)
+		switch {
+		case errors.Is(err, ErrIntegrity):
+			return nil, c.stale(err)
+		case err == nil || !errors.Is(err, storage.ErrNotFound):
+			return r, err
+		} // dropped by forget, or rolled back: probe and list as any command
 	}
 	root, ok, err := c.probeRoot(ctx, memSeq)
 	if errors.Is(err, ErrIntegrity) {

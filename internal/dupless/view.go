@@ -47,8 +47,13 @@ func (c *Client) stale(err error) error {
 // proves the namespace is this key's as the key check does: only without one (no root, or
 // one that does not open) is .veil/keycheck read, so a foreign key is refused either way
 // before anything is written.
-func (c *Client) refresh(ctx context.Context) error {
-	root, err := c.latestRoot(ctx)
+func (c *Client) refresh(ctx context.Context) error { return c.refreshFrom(ctx, true) }
+
+// refreshFrom is refresh; without probe it reads only the remembered root when there is
+// one (a lone lock-free put, whose batch is refused if that root is no longer the newest:
+// fetchRoot).
+func (c *Client) refreshFrom(ctx context.Context, probe bool) error {
+	root, err := c.latestRootFrom(ctx, probe)
 	if !c.keyChecked.Load() && (err != nil || root == nil) { // lock's checkOwner may have done it
 		if kerr := c.checkKey(ctx); kerr != nil {
 			return kerr
@@ -87,12 +92,15 @@ func (c *Client) checkKey(ctx context.Context) error {
 
 // latestRoot returns the newest root stored (nil if none), after checking it against
 // c.mem and remembering it there if it is newer.
-func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) {
+func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) { return c.latestRootFrom(ctx, true) }
+
+// latestRootFrom is latestRoot; probe as fetchRoot's.
+func (c *Client) latestRootFrom(ctx context.Context, probe bool) (*treeRoot, error) {
 	memSeq, memSum, seen, err := c.mem.Load()
 	if err != nil {
 		return nil, err
 	}
-	root, err := c.fetchRoot(ctx, memSeq, seen)
+	root, err := c.fetchRoot(ctx, memSeq, seen, probe)
 	switch {
 	case err != nil:
 		return nil, err

@@ -241,14 +241,7 @@ func TestE2ETenThousandFiles(t *testing.T) {
 		t.Skip("-short")
 	}
 	alice := newUser(t, "alice", "--storage", t.TempDir(), "--no-keyserver")
-	src := filepath.Join(t.TempDir(), "many")
-	for i := range 10_000 {
-		p := filepath.Join(src, fmt.Sprintf("d%02d", i%100), fmt.Sprintf("file-%05d.txt", i))
-		if i < 100 {
-			os.MkdirAll(filepath.Dir(p), 0o755)
-		}
-		os.WriteFile(p, []byte(fmt.Sprintf("small file number %d\n", i)), 0o644)
-	}
+	src := smallFilesTree(t, "many", 10_000, 100)
 	s := alice.summary(t, "put", src)
 	if s["files"].(float64) != 10_000 {
 		t.Fatalf("stored %v files", s["files"])
@@ -271,14 +264,7 @@ func TestE2ELonePutLargeNamespace(t *testing.T) {
 	}
 	d := startServe(t, "alice")
 	alice := d.newUser(t, "alice")
-	src := filepath.Join(t.TempDir(), "tree")
-	for i := range 2_000 {
-		p := filepath.Join(src, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("file-%05d.txt", i))
-		if i < 20 {
-			os.MkdirAll(filepath.Dir(p), 0o755)
-		}
-		os.WriteFile(p, []byte(fmt.Sprintf("small file number %d\n", i)), 0o644)
-	}
+	src := smallFilesTree(t, "tree", 2_000, 20)
 	alice.mustRun(t, "put", "-q", src)
 	lone := filepath.Join(t.TempDir(), "lone.txt")
 	os.WriteFile(lone, []byte("one more file\n"), 0o644)
@@ -292,4 +278,18 @@ func TestE2ELonePutLargeNamespace(t *testing.T) {
 		t.Fatalf("read back %q", got)
 	}
 	alice.mustRun(t, "check")
+}
+
+// smallFilesTree writes n small files spread over dirs folders of a new tree named name,
+// and returns its path.
+func smallFilesTree(t *testing.T, name string, n, dirs int) string {
+	src := filepath.Join(t.TempDir(), name)
+	for i := range n {
+		p := filepath.Join(src, fmt.Sprintf("d%02d", i%dirs), fmt.Sprintf("file-%05d.txt", i))
+		if i < dirs {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+		}
+		os.WriteFile(p, []byte(fmt.Sprintf("small file number %d\n", i)), 0o644)
+	}
+	return src
 }

@@ -15,19 +15,20 @@ import (
 // the fig6-7 4 KiB put row measures it, without the bench's other experiments: for a
 // focused profile (-cpuprofile, -trace). It reports the median of each client phase.
 func BenchmarkLonePut4KiB(b *testing.B) {
-	ctx := context.Background()
-	e, err := start(ctx, b.TempDir(), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.stop()
+	ctx, e := startB(b)
 	for i := 0; i < 20; i++ { // a namespace that already holds files
 		e.putFresh(ctx, b, fmt.Sprintf("warm%d", i), 4<<10, "lone")
 	}
+	e.lonePuts(ctx, b, "lone")
+}
+
+// lonePuts times b.N puts of a new 4 KiB file into dest, and reports the median of each
+// client phase.
+func (e *env) lonePuts(ctx context.Context, b *testing.B, dest string) {
 	e.resetPhases()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e.putFresh(ctx, b, fmt.Sprintf("f%d", i), 4<<10, "lone")
+		e.putFresh(ctx, b, fmt.Sprintf("new%d", i), 4<<10, dest)
 	}
 	b.StopTimer()
 	e.reportPhases(b)
@@ -72,12 +73,7 @@ func (e *env) putFresh(ctx context.Context, b *testing.B, name string, size int6
 // fig6-7 64 MiB row), for a focused profile of a large put: go test
 // ./internal/bench/dupless -run '^$' -bench Put64MiB -benchtime 10x -cpuprofile cpu.prof
 func BenchmarkPut64MiB(b *testing.B) {
-	ctx := context.Background()
-	e, err := start(ctx, b.TempDir(), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.stop()
+	ctx, e := startB(b)
 	b.SetBytes(64 << 20)
 	for i := 0; i < b.N; i++ {
 		e.putFresh(ctx, b, fmt.Sprintf("big%d", i), 64<<20, "big")
@@ -89,12 +85,7 @@ func BenchmarkPut64MiB(b *testing.B) {
 // user's second device or a script adding one file to a backup sees it: what grows with the
 // namespace (the root, the put cache, the destination folder) shows here.
 func BenchmarkLonePutBigNamespace(b *testing.B) {
-	ctx := context.Background()
-	e, err := start(ctx, b.TempDir(), 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.stop()
+	ctx, e := startB(b)
 	tree := filepath.Join(e.scratch, "tree")
 	for d := 0; d < 50; d++ {
 		dir := filepath.Join(tree, fmt.Sprintf("d%02d", d))
@@ -110,11 +101,16 @@ func BenchmarkLonePutBigNamespace(b *testing.B) {
 	if s, err := e.client.Put(ctx, []string{tree}, ""); err != nil || s.Err() != nil {
 		b.Fatal(err, s.Err())
 	}
-	e.resetPhases()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		e.putFresh(ctx, b, fmt.Sprintf("new%d", i), 4<<10, "tree/d07")
+	e.lonePuts(ctx, b, "tree/d07")
+}
+
+// startB starts the deployment of a benchmark, stopped when it ends.
+func startB(b *testing.B) (context.Context, *env) {
+	ctx := context.Background()
+	e, err := start(ctx, b.TempDir(), 0)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.StopTimer()
-	e.reportPhases(b)
+	b.Cleanup(e.stop)
+	return ctx, e
 }

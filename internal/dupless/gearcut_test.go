@@ -59,7 +59,6 @@ func TestGearCutMatchesLibrary(t *testing.T) {
 	}
 }
 
-
 // BenchmarkGearCut: go test ./internal/dupless -run '^$' -bench GearCut (the library's
 // algorithm and gearCut on the same 40 MiB, through the library's buffering).
 func BenchmarkGearCut(b *testing.B) {

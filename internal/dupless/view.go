@@ -92,7 +92,9 @@ func (c *Client) checkKey(ctx context.Context) error {
 
 // latestRoot returns the newest root stored (nil if none), after checking it against
 // c.mem and remembering it there if it is newer.
-func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) { return c.latestRootFrom(ctx, true) }
+func (c *Client) latestRoot(ctx context.Context) (*treeRoot, error) {
+	return c.latestRootFrom(ctx, true)
+}
 
 // latestRootFrom is latestRoot; probe as fetchRoot's.
 func (c *Client) latestRootFrom(ctx context.Context, probe bool) (*treeRoot, error) {

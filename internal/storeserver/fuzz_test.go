@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storewire"
 )
 
@@ -34,6 +35,9 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(0x83), "/v1/users", "", "", []byte{})
 	f.Add(uint8(0x82), "/v1/users/bob", "", "", []byte{})
 	f.Add(uint8(0x84), "/v1/gc", "", "", []byte{})
+	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "a", Data: []byte("small")}}))
+	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "s", Data: []byte("s")},
+		{Dir: "d", Name: "big", Data: bytes.Repeat([]byte("L"), InlineMax+10), Create: true}})) // the one large object
 	var once sync.Once
 	var s *Service
 	var cred, admin storewire.Credential

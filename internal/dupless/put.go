@@ -171,6 +171,11 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	if run.needLock.Load() {
 		return sum, errNeedLock
 	}
+	if lockless {
+		if err := c.unbatchedStillNewest(ctx); err != nil {
+			return sum, err
+		}
+	}
 	sum.Duration = time.Since(start)
 	if cause := context.Cause(ctx); errors.Is(cause, storage.ErrCannotStore) {
 		return sum, fmt.Errorf("put stopped: %w", cause)

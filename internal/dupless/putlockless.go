@@ -204,6 +204,27 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	return int64(len(b)), nil
 }
 
+// unbatchedStillNewest ends a lock-free put that sent no batch (its file found unchanged
+// against root n): it read only root n, and without a batch nothing has checked that n is
+// still the newest. If another command published n+1 (or forget marked it), the put goes
+// under the lock, which probes: another device may have replaced or removed the file.
+func (c *Client) unbatchedStillNewest(ctx context.Context) error {
+	c.view.mu.Lock()
+	root, published := c.view.root, c.memSaved != nil
+	c.view.mu.Unlock()
+	if published || root == nil {
+		return nil // its batch committed root n+1: n was the newest
+	}
+	_, err := c.fetchRootSeq(ctx, root.Seq+1)
+	switch {
+	case errors.Is(err, errRootMark) || err == nil:
+		return errNeedLock
+	case errors.Is(err, storage.ErrNotFound):
+		return nil
+	}
+	return err
+}
+
 // dropHeld ends held uploads that will not be sent: the files waiting for them see err.
 func (r *putRun) dropHeld(held []heldUpload, err error) {
 	for _, h := range held {

@@ -480,18 +480,7 @@ func TestLocklessPutLargeRoot(t *testing.T) {
 func TestLocklessPutReadsRememberedRoot(t *testing.T) {
 	rr := &rootReqBE{countingBE: countingBE{Backend: newBackend(t)}}
 	be := &gateBE{absentBE: absentBE{&condBE{Backend: rr}}}
-	master := NewMasterKey()
-	device := func() func() *Client {
-		mem := RootFile(filepath.Join(t.TempDir(), "root.mem"), "")
-		return func() *Client {
-			c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Close)
-			return c
-		}
-	}
+	device := memDevices(t, be)
 	a, b := device(), device()
 	dir := t.TempDir()
 	put := func(c *Client, name string, seed uint64) {
@@ -518,5 +507,58 @@ func TestLocklessPutReadsRememberedRoot(t *testing.T) {
 	c := a()
 	for _, name := range []string{"first", "second", "third", "other", "fourth"} {
 		sameFile(t, c, filepath.Join(dir, name), name)
+	}
+}
+
+// memDevices returns a maker of devices of one user over be: each device remembers its
+// tree root in a file of its own and makes a fresh Client per command.
+func memDevices(t *testing.T, be storage.Backend) func() func() *Client {
+	master := NewMasterKey()
+	return func() func() *Client {
+		mem := RootFile(filepath.Join(t.TempDir(), "root.mem"), "")
+		return func() *Client {
+			c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			return c
+		}
+	}
+}
+
+// A lone put of a file that device A finds unchanged against the root it remembers sends
+// no batch, so nothing conditions it on that root being the newest: when device B has
+// since replaced the file, or removed it, A's put must not report it unchanged and leave
+// B's state; it goes under the lock and stores A's file (unbatchedStillNewest). Found by
+// review: both failed with the single root read and no such check.
+func TestLocklessUnchangedPutOnStaleRoot(t *testing.T) {
+	for _, other := range []string{"replaces", "removes"} {
+		t.Run(other, func(t *testing.T) {
+			be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
+			device := memDevices(t, be)
+			a, b := device(), device()
+			dirA, dirB := t.TempDir(), t.TempDir()
+			seed, fa, fb := filepath.Join(dirA, "seed"), filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
+			write(t, seed, []byte("seed")) // a new namespace's first put takes the lock
+			write(t, fa, randBytes(4096, 71))
+			for _, p := range []string{seed, fa} {
+				if _, err := a().Put(ctx, []string{p}, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if other == "replaces" {
+				write(t, fb, randBytes(4096, 72))
+				if _, err := b().Put(ctx, []string{fb}, ""); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := b().Remove(ctx, "f", false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a().Put(ctx, []string{fa}, ""); err != nil {
+				t.Fatal(err)
+			}
+			sameFile(t, b(), fa, "f")
+		})
 	}
 }

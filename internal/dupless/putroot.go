@@ -75,11 +75,14 @@ func (c *Client) rootBatchMax() int {
 	return storage.BatchMaxObjectSize
 }
 
-// largeRefused notes a batch refused because it carried a large object (sealed, the root,
-// over storage.BatchMaxObjectSize) that the service does not take: a service older than
-// large batch objects. Later roots of this client go in batches only while small.
+// largeRefused notes a batch refused while it carried a large object (sealed, the root,
+// over storage.BatchMaxObjectSize): a service older than large batch objects (413
+// too_large), or one whose --max-batch-bytes is below the client's (400 limit). Either
+// way the large object is what to stop sending, not conditional batches: later roots of
+// this client go in batches only while small (and the caller does not blame the batch's
+// conditions). ErrExists is not a refusal of the object.
 func (c *Client) largeRefused(err error, sealed []byte) bool {
-	if !errors.Is(err, storage.ErrTooLarge) || len(sealed) <= storage.BatchMaxObjectSize {
+	if err == nil || errors.Is(err, storage.ErrExists) || len(sealed) <= storage.BatchMaxObjectSize {
 		return false
 	}
 	c.noLarge.Store(true)

@@ -98,15 +98,15 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		stop := c.timer("unlock")
 		unlockInto(&err, unlock)
 		stop()
-		if !lone {
-			c.saveCache(cache)
-		}
 		// A lone file's put leaves the put cache as it was. Rewriting it (every entry of
 		// the namespace, sealed) for the one entry this put would add was half of a lone
 		// put's CPU, and a third of its time in a namespace of 5,000 files; the old cache
 		// stays sound: its entries count only while the root lists the same record
 		// hashes. The next put of this file reads its record once; the next put of a tree
 		// rewrites the cache.
+		if !lone {
+			c.saveCache(cache)
+		}
 	}()
 	dirs := &dirCache{m: map[string]*dirEntries{}, byStat: lockless} // one file: two names looked up, not its whole directory listed
 	var conds []storage.Object

@@ -14,8 +14,9 @@ import (
 
 // PutBatch stores small objects (at most InlineMax bytes each, kept in the database), and
 // at most one larger object (up to MaxBatchBytes, stored as a blob first, as a Put stores
-// it: a tree root of a large namespace), in one metadata transaction (metaStore.update: with bbolt grouped with concurrent puts into
-// one commit), so one commit makes all of them durable or none. Conditions are checked
+// it: a tree root of a large namespace), in one metadata transaction (metaStore.update:
+// with bbolt grouped with concurrent puts into one commit), so one commit makes all of
+// them durable or none. Conditions are checked
 // first in the same transaction: a Create's name must be free, and so must an Absent's (a
 // condition only: nothing is stored under it). Every object is checked before the
 // transaction; the answer is the same whether any content was new.

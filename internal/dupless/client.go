@@ -168,9 +168,17 @@ type Summary struct {
 
 	mu   sync.Mutex
 	stop func(error) // ends the run early (put: the service can store nothing)
-	// quiet: a lock-free put reports its progress (Events.Bytes) once it has committed, as
-	// its Bytes: a refused attempt is put again under the lock, which reports them itself.
+	// quiet: a lock-free put reports its progress (Events.Bytes) and its files
+	// (Events.File, held) once it stands: a refused attempt is put again under the lock,
+	// which reports them itself.
 	quiet bool
+	held  []fileEvent // quiet: the files' outcomes, in order
+}
+
+// fileEvent is one Events.File call held back (Summary.quiet).
+type fileEvent struct {
+	path string
+	err  error
 }
 
 // FallbackFiles counts the files stored under random keys.
@@ -267,7 +275,22 @@ func (c *Client) done(sum *Summary, path string, err error) {
 			sum.stop(err)
 		}
 	}
+	if sum.quiet {
+		sum.add(func(s *Summary) { s.held = append(s.held, fileEvent{path, err}) })
+		return
+	}
 	c.event(path, err)
+}
+
+// reportHeld reports the files a quiet (lock-free) put held back, now that it stands.
+func (c *Client) reportHeld(sum *Summary) {
+	sum.mu.Lock()
+	held := sum.held
+	sum.held = nil
+	sum.mu.Unlock()
+	for _, f := range held {
+		c.event(f.path, f.err)
+	}
 }
 
 func (c *Client) event(path string, err error) {

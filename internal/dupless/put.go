@@ -69,9 +69,13 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	sum := &Summary{Fallback: map[string]int{}, quiet: lockless}
 	if lockless {
 		defer func() {
-			if !errors.Is(err, errNeedLock) && sum.Bytes > 0 {
+			if errors.Is(err, errNeedLock) {
+				return // put again under the lock, which reports it
+			}
+			if sum.Bytes > 0 {
 				c.bytesDone(sum.Bytes) // committed: its progress, once
 			}
+			c.reportHeld(sum)
 		}()
 	}
 	defer func() {
@@ -171,14 +175,14 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	if run.needLock.Load() {
 		return sum, errNeedLock
 	}
-	if lockless {
-		if err := c.unbatchedStillNewest(ctx); err != nil {
-			return sum, err
-		}
-	}
 	sum.Duration = time.Since(start)
 	if cause := context.Cause(ctx); errors.Is(cause, storage.ErrCannotStore) {
 		return sum, fmt.Errorf("put stopped: %w", cause)
+	}
+	if lockless && ctx.Err() == nil {
+		if err := c.unbatchedStillNewest(ctx); err != nil {
+			return sum, err
+		}
 	}
 	if c.putThen != nil && ctx.Err() == nil && len(sum.Errors) == 0 {
 		return sum, c.putThen(ctx) // Sync's removals, under the same lock: one snapshot (sync.go)

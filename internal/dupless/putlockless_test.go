@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // gateBE is absentBE with hooks before each batch and each delete, to stop a command at
@@ -511,13 +513,17 @@ func TestLocklessPutReadsRememberedRoot(t *testing.T) {
 }
 
 // memDevices returns a maker of devices of one user over be: each device remembers its
-// tree root in a file of its own and makes a fresh Client per command.
-func memDevices(t *testing.T, be storage.Backend) func() func() *Client {
+// tree root in a file of its own and makes a fresh Client per command, with ev.
+func memDevices(t *testing.T, be storage.Backend, ev ...Events) func() func() *Client {
 	master := NewMasterKey()
 	return func() func() *Client {
 		mem := RootFile(filepath.Join(t.TempDir(), "root.mem"), "")
 		return func() *Client {
-			c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: mem})
+			o := Options{Keys: mle.LocalKeys{}, Roots: mem}
+			if len(ev) > 0 {
+				o.Events = ev[0]
+			}
+			c, err := New(be, master, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -531,12 +537,15 @@ func memDevices(t *testing.T, be storage.Backend) func() func() *Client {
 // no batch, so nothing conditions it on that root being the newest: when device B has
 // since replaced the file, or removed it, A's put must not report it unchanged and leave
 // B's state; it goes under the lock and stores A's file (unbatchedStillNewest). Found by
-// review: both failed with the single root read and no such check.
+// review: both failed with the single root read and no such check. The file is reported
+// once (Events.File), by the put under the lock: a second review found the refused
+// lock-free attempt reporting it too.
 func TestLocklessUnchangedPutOnStaleRoot(t *testing.T) {
 	for _, other := range []string{"replaces", "removes"} {
 		t.Run(other, func(t *testing.T) {
 			be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
-			device := memDevices(t, be)
+			var reported atomic.Int64
+			device := memDevices(t, be, Events{File: func(string, error) { reported.Add(1) }})
 			a, b := device(), device()
 			dirA, dirB := t.TempDir(), t.TempDir()
 			seed, fa, fb := filepath.Join(dirA, "seed"), filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
@@ -555,10 +564,61 @@ func TestLocklessUnchangedPutOnStaleRoot(t *testing.T) {
 			} else if _, err := b().Remove(ctx, "f", false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a().Put(ctx, []string{fa}, ""); err != nil {
+			reported.Store(0)
+			s, err := a().Put(ctx, []string{fa}, "")
+			if err != nil {
 				t.Fatal(err)
+			}
+			if n := reported.Load(); n != 1 || s.Files != 1 {
+				t.Fatalf("one file put: reported %d times, summary counts %d files", n, s.Files)
 			}
 			sameFile(t, b(), fa, "f")
 		})
+	}
+}
+
+// fillingBE is a service whose disk fills up: once full is set, storing a kept version
+// (the first write of a lone put that replaces a file) fails with ErrNoSpace. Like the
+// remote client, it fails a read whose context has ended.
+type fillingBE struct {
+	*gateBE
+	full atomic.Bool
+}
+
+func (b *fillingBE) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if b.full.Load() && strings.HasPrefix(dir, versionsDir) {
+		return storewire.ErrNoSpace
+	}
+	return b.gateBE.Put(ctx, dir, name, r, size)
+}
+
+func (b *fillingBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return b.gateBE.Get(ctx, dir, name)
+}
+
+// A lone lock-free put on a service that can store nothing stops, and says why ("put
+// stopped: ... out of disk space"), as a put under the lock does. Found by review: the
+// check that root n is still the newest (unbatchedStillNewest) ran on the stopped run's
+// cancelled context and reported "context canceled" instead.
+func TestLocklessPutOutOfSpaceSaysWhy(t *testing.T) {
+	be := &fillingBE{gateBE: &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}}
+	dev := devices(t, be)
+	dir := t.TempDir()
+	seed, f := filepath.Join(dir, "seed"), filepath.Join(dir, "f")
+	write(t, seed, []byte("seed"))
+	write(t, f, randBytes(4096, 81))
+	for _, p := range []string{seed, f} {
+		if _, err := dev().Put(ctx, []string{p}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, f, randBytes(4096, 82)) // changed: the put keeps the previous version first
+	be.full.Store(true)
+	_, err := dev().Put(ctx, []string{f}, "")
+	if !errors.Is(err, storage.ErrCannotStore) || !strings.Contains(err.Error(), "put stopped") {
+		t.Fatalf("put on a full service: %v, want put stopped: %v", err, storewire.ErrNoSpace)
 	}
 }

@@ -115,13 +115,11 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	var total int64
 	creates, absents := false, false
 	for i := 0; i < n; i++ {
-		o, err := readBatchObject(br, l, i, v)
+		o, err := readBatchObject(br, l, i, v, l.Bytes-total)
 		if err != nil {
 			return nil, err
 		}
-		if total += int64(len(o.Data)); total > l.Bytes {
-			return nil, fmt.Errorf("%w: batch of more than %d bytes", ErrLimit, l.Bytes)
-		}
+		total += int64(len(o.Data))
 		objs = append(objs, o)
 		creates, absents = creates || o.Create, absents || o.Absent
 	}
@@ -140,7 +138,10 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	return objs, nil
 }
 
-func readBatchObject(br *bufio.Reader, l BatchLimits, i int, v byte) (storage.Object, error) {
+// readBatchObject reads object i; room is what the batch's content may still take. A
+// size over it is refused before anything is allocated for it: what a request makes the
+// server hold is bounded by the content it may send (l.Bytes), not by sizes it declares.
+func readBatchObject(br *bufio.Reader, l BatchLimits, i int, v byte, room int64) (storage.Object, error) {
 	var o storage.Object
 	var b [4]byte
 	if v != BatchVersion {
@@ -177,6 +178,9 @@ func readBatchObject(br *bufio.Reader, l BatchLimits, i int, v byte) (storage.Ob
 	}
 	if size > l.ObjectSize {
 		return o, fmt.Errorf("batch object %d: %d bytes, at most %d: %w", i, size, l.ObjectSize, storage.ErrTooLarge)
+	}
+	if size > room {
+		return o, fmt.Errorf("%w: batch of more than %d bytes", ErrLimit, l.Bytes)
 	}
 	o.Data = make([]byte, size)
 	if _, err := io.ReadFull(br, o.Data); err != nil {

@@ -2,8 +2,10 @@ package storewire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -143,4 +145,28 @@ func FuzzReadBatch(f *testing.F) {
 			t.Fatalf("re-encoding differs")
 		}
 	})
+}
+
+// A batch's declared sizes cannot make the reader hold more than the batch's content
+// limit: an object declaring more than the room left is refused before anything is
+// allocated for it. Found by review: once objects could be as large as the batch, a full
+// first object and a second that only declared as much again (a few bytes sent) made the
+// server allocate twice --max-batch-bytes.
+func TestReadBatchMemoryBound(t *testing.T) {
+	const limit = 4 << 20
+	l := BatchLimits{Objects: 256, Bytes: limit, ObjectSize: limit, PathLen: 4096}
+	body := AppendBatch(nil, []storage.Object{{Name: "a", Data: make([]byte, limit-8)}, {Name: "b", Data: []byte("x")}})
+	i := bytes.LastIndex(body, []byte("b")) // the second object's path: declare 4 MiB, send nothing
+	body = binary.BigEndian.AppendUint32(body[:i+1:i+1], limit)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ReadBatch(bytes.NewReader(body), l)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrLimit) {
+		t.Fatalf("a batch declaring twice its limit: %v, want %v", err, ErrLimit)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > limit+1<<20 {
+		t.Fatalf("reading it allocated %d bytes, over the batch's %d (+1 MiB)", got, limit)
+	}
 }

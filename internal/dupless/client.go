@@ -75,6 +75,7 @@ type Client struct {
 	noAbsent    atomic.Bool // the service refused an absent condition (older than batch version 3)
 	noLarge     atomic.Bool // the service refused a batch object over 64 KiB (older than session 10)
 	memSaved    chan error  // a lock-free put's root memory save, awaited at its end (under c.changing)
+	loneRead    time.Time   // when the lock-free put read its root (loneTooOld)
 	changing    sync.Mutex  // held by the command whose changes view tracks
 
 	ahead   aheadSlot[[2]string, []byte]  // an object read ahead of the root lookup (startReadAhead)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -14,32 +15,53 @@ import (
 // (rootprobe.go); that is sound only if a present root whose successor is absent is the
 // newest. Forget keeps it so: where it drops the successor of a kept root that is not the
 // newest, it leaves an empty object under that number (a gap mark), and a reader meeting a
-// mark lists the roots instead. Marks are written before any root is deleted and roots
-// are deleted oldest first, so a probing reader never sees a root, then an absent number,
-// with a newer root above at any moment of a forget. A mark whose predecessor a later
-// forget drops is deleted (a reader remembering that predecessor finds it absent and lists).
+// mark lists the roots instead. Marks are written before any root is dropped, so a probing
+// reader never sees a root, then an absent number, with a newer root above at any moment
+// of a forget.
+//
+// A lock-free put (putlockless.go) relies on more: having read root n, it creates n+1,
+// and that create succeeding must mean n was the newest. A forget that dropped n and n+1
+// between the put's read and its batch would free n+1 under it (found by review: the put
+// then replaced a newer version of its file, which no root kept). So every root forget
+// drops becomes a gap mark, never an absent number, and a mark no kept root needs is
+// deleted only by a forget at least markGrace after it was written; a lock-free put sends
+// its batch within locklessMaxAge of reading its root, or goes under the lock.
+
+// markGrace is how long a gap mark that no kept root needs stays (by its ModTime, against
+// this machine's clock: a day absorbs any sane clock skew).
+const markGrace = 24 * time.Hour
 
 // rootNumbers lists the numbers under .veil/roots (roots and gap marks).
 func (c *Client) rootNumbers(ctx context.Context) ([]uint64, error) {
+	seqs, _, err := c.rootListing(ctx)
+	return seqs, err
+}
+
+// rootListing lists the numbers under .veil/roots with the time each was last written.
+func (c *Client) rootListing(ctx context.Context) ([]uint64, map[uint64]time.Time, error) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list tree roots: %w", err)
+		return nil, nil, fmt.Errorf("list tree roots: %w", err)
 	}
 	var out []uint64
+	mod := map[uint64]time.Time{}
 	for _, i := range infos {
 		if s, ok := parseRootName(i.Name); ok && !i.IsDir {
 			out = append(out, s)
+			mod[s] = i.ModTime
 		}
 	}
-	return out, nil
+	return out, mod, nil
 }
 
-// dropRoots deletes the snapshots (oldest first) keep does not keep, leaving gap marks
-// where needed; listed are the numbers listed before the roots were read.
-func (c *Client) dropRoots(ctx context.Context, listed []uint64, snaps []Snapshot, keep []bool) error {
+// dropRoots replaces the snapshots keep does not keep by gap marks (oldest first), after
+// the marks kept roots need; listed are the numbers listed before the roots were read, with
+// when each was written. Marks of earlier forgets that no kept root needs are deleted once
+// older than markGrace (a zero time: never).
+func (c *Client) dropRoots(ctx context.Context, listed []uint64, written map[uint64]time.Time, snaps []Snapshot, keep []bool) error {
 	if len(snaps) == 0 {
 		return nil
 	}
@@ -58,24 +80,32 @@ func (c *Client) dropRoots(ctx context.Context, listed []uint64, snaps []Snapsho
 		}
 	}
 	slices.Sort(marks)
-	for _, s := range marks {
+	mark := func(s uint64, what string) error {
 		if err := c.be.Put(ctx, rootsDir, rootName(s), bytesReader(nil), 0); err != nil {
-			return fmt.Errorf("mark forgotten snapshot %d: %w", s, err)
+			return fmt.Errorf("%s %d: %w", what, s, err)
+		}
+		return nil
+	}
+	for _, s := range marks {
+		if err := mark(s, "mark forgotten snapshot"); err != nil {
+			return err
 		}
 	}
 	for i, s := range snaps {
 		if keep[i] || need[s.Seq] {
 			continue
 		}
-		if err := c.be.Delete(ctx, rootsDir, rootName(s.Seq)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("drop snapshot %d: %w", s.Seq, err)
+		if err := mark(s.Seq, "drop snapshot"); err != nil {
+			return err
 		}
 	}
 	for _, s := range listed { // marks of earlier forgets no longer needed
-		if !held[s] && !need[s] && s < newest {
-			if err := c.be.Delete(ctx, rootsDir, rootName(s)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("drop gap mark %d: %w", s, err)
-			}
+		w := written[s]
+		if held[s] || need[s] || s >= newest || w.IsZero() || time.Since(w) < markGrace {
+			continue
+		}
+		if err := c.be.Delete(ctx, rootsDir, rootName(s)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("drop gap mark %d: %w", s, err)
 		}
 	}
 	return nil

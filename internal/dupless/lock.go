@@ -128,6 +128,43 @@ func (c *Client) checkOwner(ctx context.Context) error {
 // and the returned function publishes the next tree root before it releases the lock
 // (reporting a failure to publish). Prune (exclusive) changes no record.
 func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error) {
+	begin := c.beginChanges
+	if exclusive {
+		begin = c.refresh
+	}
+	return c.takeLock(ctx, exclusive, begin)
+}
+
+// lockRemoving is the lock of a command that removes or moves records (rm, mv, sync): it
+// changes records, as a shared lock's command, but alone: exclusive, so no put under the
+// shared lock writes a record between its read of a name and its removal of it, and with
+// prune's mark (markPruning), so no lock-free put does either. Found by review: under the
+// shared lock, mv or rm moved away or deleted the record a concurrent put had just
+// written, and the put's acknowledged file was readable in no snapshot. The mark goes
+// once the command's root is published.
+func (c *Client) lockRemoving(ctx context.Context) (func() error, error) {
+	unmark := func() {}
+	unlock, err := c.takeLock(ctx, true, func(ctx context.Context) error {
+		u, err := c.markPruning(ctx)
+		if err != nil {
+			return err
+		}
+		unmark = u
+		return c.beginChanges(ctx)
+	})
+	if err != nil {
+		unmark()
+		return nil, err
+	}
+	return func() error {
+		defer unmark()
+		return unlock()
+	}, nil
+}
+
+// takeLock takes the lock and runs begin under it; the returned function publishes the
+// command's changes (if begin tracked any) and releases the lock.
+func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(context.Context) error) (func() error, error) {
 	if c.pinned() {
 		return nil, errors.New("this client reads a snapshot (--at, --version, --snapshot): it changes nothing")
 	}
@@ -188,10 +225,6 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error)
 		}
 	}()
 	unlock := func() { close(stop); wg.Wait(); release() }
-	begin := c.beginChanges
-	if exclusive {
-		begin = c.refresh
-	}
 	// One changing command at a time per Client: the tree root tracks one command's changes.
 	c.changing.Lock()
 	if err := begin(ctx); err != nil {

@@ -166,7 +166,7 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 	sum := &Summary{}
 	raw := path
 	path = cleanPath(path)
-	unlock, err := c.lock(ctx, false)
+	unlock, err := c.lockRemoving(ctx)
 	if err != nil {
 		return sum, err
 	}
@@ -205,7 +205,7 @@ func (c *Client) Move(ctx context.Context, src, dst string) (err error) {
 	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
 		return fmt.Errorf("cannot move %s into itself", src)
 	}
-	unlock, err := c.lock(ctx, false)
+	unlock, err := c.lockRemoving(ctx)
 	if err != nil {
 		return err
 	}

@@ -87,9 +87,12 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	cached := c.startCacheRead() // read while the lock and the root are fetched
 	stop := c.timer("lock")
 	var unlock func() error
-	if lockless {
+	switch {
+	case lockless:
 		unlock, err = c.beginLockless(ctx)
-	} else {
+	case c.putThen != nil: // sync: its removals run under this lock (lockRemoving)
+		unlock, err = c.lockRemoving(ctx)
+	default:
 		unlock, err = c.lock(ctx, false)
 	}
 	stop()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -141,6 +142,7 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 		c.changing.Unlock()
 		return err
 	}
+	c.loneRead = time.Now()
 	if err := c.beginChangesFrom(ctx, false); err != nil { // root n only: the batch requires n+1 free
 		end()
 		return nil, err
@@ -180,6 +182,10 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	c.view.mu.Lock()
 	_, had := c.view.root.Entries[path] // not listed: created, or the batch is refused
 	c.view.mu.Unlock()
+	if c.loneTooOld() {
+		run.dropHeld(held, errNeedLock)
+		return 0, errNeedLock
+	}
 	objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true},
 		storage.Object{Dir: encDir, Name: objName, Data: b, Create: !had}, fr.obj)
 	objs = append(objs, run.conds...)
@@ -204,6 +210,14 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	return int64(len(b)), nil
 }
 
+// locklessMaxAge bounds the time from a lock-free put's read of root n to its batch (or
+// its check of n+1): a forget keeps every number it frees marked for markGrace, far longer
+// (forgetmarks.go), so that n+1 free still means n was the newest.
+const locklessMaxAge = 10 * time.Minute
+
+// loneTooOld reports whether the lock-free put read its root too long ago to go on.
+func (c *Client) loneTooOld() bool { return time.Since(c.loneRead) > locklessMaxAge }
+
 // unbatchedStillNewest ends a lock-free put that sent no batch (its file found unchanged
 // against root n): it read only root n, and without a batch nothing has checked that n is
 // still the newest. If another command published n+1 (or forget marked it), the put goes
@@ -214,6 +228,9 @@ func (c *Client) unbatchedStillNewest(ctx context.Context) error {
 	c.view.mu.Unlock()
 	if published || root == nil {
 		return nil // its batch committed root n+1: n was the newest
+	}
+	if c.loneTooOld() {
+		return errNeedLock
 	}
 	_, err := c.fetchRootSeq(ctx, root.Seq+1)
 	switch {

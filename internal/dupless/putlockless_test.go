@@ -622,3 +622,47 @@ func TestLocklessPutOutOfSpaceSaysWhy(t *testing.T) {
 		t.Fatalf("put on a full service: %v, want put stopped: %v", err, storewire.ErrNoSpace)
 	}
 }
+
+// A forget that drops the root a lock-free put read, and its successor, while the put's
+// batch is on its way must not free the successor under it: device A remembers root n, B
+// has published n+1 (replacing f) to n+3, A's put of f reads n, and B's forget --keep-last
+// 1 runs before A's batch arrives. Found by review: the forget deleted n+1, A's create of
+// it succeeded, A's record replaced B's without B's version kept anywhere, and the newest
+// root listed B's hash over A's record: f unreadable. Dropped roots are gap marks now, so
+// the batch is refused and the put goes under the lock.
+func TestLocklessPutRacesForget(t *testing.T) {
+	be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
+	device := memDevices(t, be)
+	a, b := device(), device()
+	dirA, dirB := t.TempDir(), t.TempDir()
+	put := func(c *Client, src string, data []byte) {
+		t.Helper()
+		write(t, src, data)
+		if _, err := c.Put(ctx, []string{src}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a(), filepath.Join(dirA, "seed"), []byte("seed"))
+	fa, fb := filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
+	put(a(), fa, randBytes(4096, 81))               // root n, remembered by a
+	put(b(), fb, randBytes(4096, 82))               // n+1: b replaces f
+	put(b(), filepath.Join(dirB, "g"), []byte("g")) // n+2
+	put(b(), filepath.Join(dirB, "h"), []byte("h")) // n+3
+	write(t, fa, randBytes(4096, 83))
+	var forgot atomic.Bool
+	be.onBatch = func(objs []storage.Object) {
+		if isLockless(objs) && forgot.CompareAndSwap(false, true) {
+			if _, err := b().Forget(ctx, Policy{Last: 1}, false); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if _, err := a().Put(ctx, []string{fa}, ""); err != nil {
+		t.Fatal(err)
+	}
+	be.onBatch = nil
+	if !forgot.Load() {
+		t.Fatal("a's put sent no lock-free batch: the race was not run")
+	}
+	sameFile(t, device()(), fa, "f")
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
@@ -196,8 +198,9 @@ func TestRootProbeForgottenRootLists(t *testing.T) {
 }
 
 // Where forget drops the successor of a kept root that is not the newest, it leaves a gap
-// mark, so a device remembering the kept root still finds the newest; a later forget
-// that drops the kept root drops the mark too.
+// mark, so a device remembering the kept root still finds the newest. Every root it drops
+// becomes a mark too (a lock-free put that read it must not find its successor free); a
+// forget at least markGrace later deletes the marks no kept root needs.
 func TestRootProbeGapMark(t *testing.T) {
 	be, dev := probeDevices(t)
 	a, b := dev(), dev()
@@ -207,11 +210,14 @@ func TestRootProbeGapMark(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := b.client()
-	forget := func(keep ...bool) {
+	forget := func(age time.Duration, keep ...bool) { // as if the marks were age older
 		t.Helper()
-		listed, err := c.rootNumbers(ctx)
+		listed, written, err := c.rootListing(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for s, w := range written {
+			written[s] = w.Add(-age)
 		}
 		roots, err := c.loadRoots(ctx)
 		if err != nil {
@@ -221,11 +227,11 @@ func TestRootProbeGapMark(t *testing.T) {
 		for i, r := range roots {
 			snaps[i] = snapshotOf(r)
 		}
-		if err := c.dropRoots(ctx, listed, snaps, keep); err != nil {
+		if err := c.dropRoots(ctx, listed, written, snaps, keep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	forget(true, false, false, true) // keeps 1 and 4: 2 becomes a mark, 3 goes
+	forget(0, true, false, false, true) // keeps 1 and 4: 2 and 3 become marks
 	numbers := func() []uint64 {
 		n, err := c.rootNumbers(ctx)
 		if err != nil {
@@ -233,8 +239,8 @@ func TestRootProbeGapMark(t *testing.T) {
 		}
 		return n
 	}
-	if n := numbers(); len(n) != 3 || n[0] != 1 || n[1] != 2 || n[2] != 4 {
-		t.Fatalf("after forget: numbers %v, want [1 2 4] (2 a gap mark)", n)
+	if n := numbers(); !slices.Equal(n, []uint64{1, 2, 3, 4}) {
+		t.Fatalf("after forget: numbers %v, want [1 2 3 4] (2 and 3 gap marks)", n)
 	}
 	snaps, err := c.Snapshots(ctx)
 	if err != nil {
@@ -257,9 +263,13 @@ func TestRootProbeGapMark(t *testing.T) {
 	if got := b.rootSeq(); got != 5 {
 		t.Fatalf("b sees root %d, want 5", got)
 	}
-	forget(false, true, true) // drops 1: the mark 2 goes too
-	if n := numbers(); len(n) != 2 || n[0] != 4 || n[1] != 5 {
-		t.Fatalf("after the second forget: numbers %v, want [4 5]", n)
+	forget(0, false, true, true) // drops 1, a mark now; the marks 2 and 3 are too young to go
+	if n := numbers(); !slices.Equal(n, []uint64{1, 2, 3, 4, 5}) {
+		t.Fatalf("after the second forget: numbers %v, want [1 2 3 4 5]", n)
+	}
+	forget(markGrace+time.Minute, true, true) // a day later: marks no kept root needs go
+	if n := numbers(); !slices.Equal(n, []uint64{4, 5}) {
+		t.Fatalf("after a forget a day later: numbers %v, want [4 5]", n)
 	}
 	// A gap left by an older veil's forget (no mark) is marked by the next forget.
 	b.put("b3", 20) // root 6
@@ -267,7 +277,7 @@ func TestRootProbeGapMark(t *testing.T) {
 	if err := be.Delete(ctx, rootsDir, rootName(6)); err != nil {
 		t.Fatal(err)
 	}
-	forget(true, true, true) // keeps 4, 5 and 7
+	forget(0, true, true, true) // keeps 4, 5 and 7
 	if n := numbers(); len(n) != 4 || n[2] != 6 {
 		t.Fatalf("after a forget over an unmarked gap: numbers %v, want [4 5 6 7]", n)
 	}

@@ -1,0 +1,111 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// hookBE runs a hook at a chosen moment of another command: before a Move, after a Put.
+type hookBE struct {
+	storage.Backend
+	onMove   func()
+	afterPut func(dir, name string)
+}
+
+func (b *hookBE) Move(ctx context.Context, d, n, td, tn string) error {
+	if f := b.onMove; f != nil {
+		f()
+	}
+	return b.Backend.Move(ctx, d, n, td, tn)
+}
+
+func (b *hookBE) Put(ctx context.Context, d, n string, r io.Reader, size int64) error {
+	err := b.Backend.Put(ctx, d, n, r, size)
+	if f := b.afterPut; f != nil && err == nil {
+		f(d, n)
+	}
+	return err
+}
+
+// mv runs alone (lockRemoving): a put of the file it moves, made while it runs, is
+// refused (ErrLocked) rather than acknowledged and lost. Found by review: under the shared
+// lock, mv moved the put's new record to the kept name of the old version (or deleted it),
+// and the put's file was readable in no snapshot, not even the one the put published.
+func TestMoveExcludesConcurrentPut(t *testing.T) {
+	be := &hookBE{Backend: newBackend(t)}
+	dev := devices(t, be)
+	fa, fb := filepath.Join(t.TempDir(), "f"), filepath.Join(t.TempDir(), "f")
+	write(t, fa, randBytes(40<<10, 91))
+	write(t, fb, randBytes(40<<10, 92))
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(fb, later, later)
+	if _, err := dev().Put(ctx, []string{fa}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var once atomic.Bool
+	var putErr error
+	be.onMove = func() {
+		if once.CompareAndSwap(false, true) {
+			_, putErr = dev().Put(ctx, []string{fb}, "")
+		}
+	}
+	if err := dev().Move(ctx, "f", "g"); err != nil {
+		t.Fatal(err)
+	}
+	be.onMove = nil
+	if !once.Load() {
+		t.Fatal("mv moved nothing: the race was not run")
+	}
+	if !errors.Is(putErr, ErrLocked) {
+		t.Fatalf("a put of f while mv f g runs: %v, want %v", putErr, ErrLocked)
+	}
+	sameFile(t, dev(), fa, "g")
+}
+
+// rm -r runs alone: made while a put into the folder has written records it has not yet
+// published, it is refused (ErrLocked) and the put's files stay readable. Found by review:
+// under the shared lock, rm -r deleted the records no root listed yet (the running
+// put's), and the put then published a root listing records that no longer existed.
+func TestRemoveTreeExcludesConcurrentPut(t *testing.T) {
+	be := &hookBE{Backend: newBackend(t)}
+	dev := devices(t, be)
+	old := filepath.Join(t.TempDir(), "sub")
+	write(t, filepath.Join(old, "old"), []byte("old"))
+	if _, err := dev().Put(ctx, []string{old}, ""); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "sub")
+	write(t, filepath.Join(src, "new1"), randBytes(40<<10, 101))
+	write(t, filepath.Join(src, "new2"), randBytes(40<<10, 102))
+	var once atomic.Bool
+	var rmErr error
+	be.afterPut = func(d, name string) {
+		if strings.HasSuffix(name, keySuffix) && !strings.HasPrefix(d, veilDir) && once.CompareAndSwap(false, true) {
+			_, rmErr = dev().Remove(ctx, "sub", true)
+		}
+	}
+	s, err := dev().Put(ctx, []string{src}, "")
+	be.afterPut = nil
+	if err != nil || s.Err() != nil {
+		t.Fatalf("put: %v %v", err, s.Err())
+	}
+	if !once.Load() {
+		t.Fatal("the put wrote no record: the race was not run")
+	}
+	if !errors.Is(rmErr, ErrLocked) {
+		t.Fatalf("rm -r sub while a put into sub runs: %v, want %v", rmErr, ErrLocked)
+	}
+	c := dev()
+	for _, n := range []string{"new1", "new2"} {
+		sameFile(t, c, filepath.Join(src, n), "sub/"+n)
+	}
+}

@@ -149,6 +149,14 @@ class Veil:
         f = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
+    def server_written(self):
+        """Bytes the veil serve process has caused to be written to disk so far (its
+        write_bytes in /proc/PID/io: data files, database pages; not the journal)."""
+        for line in open(f"/proc/{self.proc.pid}/io"):
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+        return 0
+
     def close(self):
         self.proc.terminate()
         self.proc.wait()
@@ -246,12 +254,14 @@ def main():
                 t = tool(work)
                 try:
                     times, cpu, scpu = [], [], []
+                    w0 = t.server_written() if hasattr(t, "server_written") else 0
                     for u in users:
                         s0 = t.server_cpu() if hasattr(t, "server_cpu") else 0
                         times.append(t.backup(u, src[u]))
                         cpu.append(CPU[-1])  # the backup command's own CPU (not the servers')
                         if hasattr(t, "server_cpu"):
                             scpu.append(round(t.server_cpu() - s0, 2))
+                    written = t.server_written() - w0 if hasattr(t, "server_written") else None
                     again = [round(t.backup(u, src[u]), 2) for u in users for _ in range(args.again)]
                     subprocess.run(["sync"])
                     row = {"workload": wl, "tool": tool.name, "users": len(users), "logical_bytes": logical,
@@ -262,6 +272,8 @@ def main():
                         row["again_seconds"] = again
                     if scpu:
                         row["server_cpu_seconds"] = scpu
+                    if written is not None:
+                        row["server_written_bytes"] = written  # by the first puts of every user
                     if issubclass(tool, Veil):
                         st = t.stats()
                         row["store_physical_bytes"] = st["physical_bytes"]

@@ -72,6 +72,7 @@ func (e *env) putFresh(ctx context.Context, b *testing.B, name string, size int6
 // BenchmarkPut64MiB: one 'veil put' of a new 64 MiB file through the same deployment (the
 // fig6-7 64 MiB row), for a focused profile of a large put: go test
 // ./internal/bench/dupless -run '^$' -bench Put64MiB -benchtime 10x -cpuprofile cpu.prof
+// (large_bench_test.go: the plain and split puts it compares with).
 func BenchmarkPut64MiB(b *testing.B) {
 	ctx, e := startB(b)
 	b.SetBytes(64 << 20)

@@ -109,3 +109,36 @@ func TestRemoveTreeExcludesConcurrentPut(t *testing.T) {
 		sameFile(t, c, filepath.Join(src, n), "sub/"+n)
 	}
 }
+
+// Two puts of one file under the shared lock: each writes its record at the file's path,
+// then publishes a root listing it. When the later writer publishes first, the other's
+// publish must list what is stored, not its own record, which is gone. Found by review:
+// the newest root listed the first writer's record over the second's, and the file was
+// unreadable in the newest tree (resolveConflicts).
+func TestPutsOfOneFileRaceToPublish(t *testing.T) {
+	be := &hookBE{Backend: newBackend(t)}
+	dev := devices(t, be)
+	seed := filepath.Join(t.TempDir(), "seed")
+	write(t, seed, []byte("seed"))
+	if _, err := dev().Put(ctx, []string{seed}, ""); err != nil {
+		t.Fatal(err)
+	}
+	fa, fb := filepath.Join(t.TempDir(), "f"), filepath.Join(t.TempDir(), "f")
+	write(t, fa, randBytes(40<<10, 91))
+	write(t, fb, randBytes(40<<10, 92))
+	var once atomic.Bool
+	var bErr error
+	be.afterPut = func(d, name string) { // a has written its record; b writes and publishes
+		if strings.HasSuffix(name, keySuffix) && !strings.HasPrefix(d, veilDir) && once.CompareAndSwap(false, true) {
+			_, bErr = dev().Put(ctx, []string{fb}, "")
+		}
+	}
+	if _, err := dev().Put(ctx, []string{fa}, ""); err != nil {
+		t.Fatal(err)
+	}
+	be.afterPut = nil
+	if !once.Load() || bErr != nil {
+		t.Fatalf("the race was not run (b's put: %v)", bErr)
+	}
+	sameFile(t, dev(), fb, "f") // b's record is the one stored: the later write
+}

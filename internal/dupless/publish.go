@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -111,6 +112,7 @@ func (c *Client) publishChanges(ctx context.Context) error {
 	if !tracking || len(delta) == 0 && base.Seq > 0 {
 		return nil
 	}
+	orig := base
 	for attempt := 0; attempt < 16; attempt++ {
 		if attempt > 0 {
 			latest, err := c.latestRoot(ctx)
@@ -119,6 +121,10 @@ func (c *Client) publishChanges(ctx context.Context) error {
 			}
 			if latest != nil {
 				base = latest
+				if delta, err = c.resolveConflicts(ctx, orig, base, delta); err != nil {
+					return err
+				}
+				orig = base
 			}
 		}
 		next := nextRoot(base, delta)
@@ -139,6 +145,45 @@ func (c *Client) publishChanges(ctx context.Context) error {
 		return nil
 	}
 	return errors.New("publish tree root: too many concurrent commands; run this one again")
+}
+
+// resolveConflicts takes the changes of a command that started on root orig to the newer
+// root latest that another command published meanwhile. A path both changed was written
+// by both (records live at their paths): the object stored there now is the later write,
+// so the root lists what is stored, or nothing if nothing is. Found by review: two puts of
+// one file, the first to publish listing its record after the second had overwritten it,
+// left the newest root listing a record that no longer existed (the file unreadable).
+// Reads one object per conflicting path; none when no path conflicts.
+func (c *Client) resolveConflicts(ctx context.Context, orig, latest *treeRoot, delta map[string]*[32]byte) (map[string]*[32]byte, error) {
+	var out map[string]*[32]byte
+	for p := range delta {
+		was, wasOK := orig.Entries[p]
+		now, nowOK := latest.Entries[p]
+		if wasOK == nowOK && was == now {
+			continue // nobody else changed p
+		}
+		if out == nil {
+			out = maps.Clone(delta)
+		}
+		dir, name := storage.Split(p)
+		b, err := c.getObjectNow(ctx, dir, name)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			out[p] = nil
+		case err != nil:
+			return nil, fmt.Errorf("publish tree root: %s, changed by another command too: %w", c.describe(p), err)
+		default:
+			if _, err := c.keys.openRecord(b, p); err != nil {
+				return nil, fmt.Errorf("publish tree root: %s: %w", c.describe(p), err)
+			}
+			h := sha256.Sum256(b)
+			out[p] = &h
+		}
+	}
+	if out == nil {
+		return delta, nil
+	}
+	return out, nil
 }
 
 // createRoot stores a sealed root as .veil/roots/<seq> only if that number is still free

@@ -28,7 +28,7 @@ import (
 // its batch within locklessMaxAge of reading its root, or goes under the lock.
 
 // markGrace is how long a gap mark that no kept root needs stays (by its ModTime, against
-// this machine's clock: a day absorbs any sane clock skew).
+// the storage's clock: storageNow).
 const markGrace = 24 * time.Hour
 
 // rootNumbers lists the numbers under .veil/roots (roots and gap marks).
@@ -101,7 +101,7 @@ func (c *Client) dropRoots(ctx context.Context, listed []uint64, written map[uin
 	}
 	for _, s := range listed { // marks of earlier forgets no longer needed
 		w := written[s]
-		if held[s] || need[s] || s >= newest || w.IsZero() || time.Since(w) < markGrace {
+		if held[s] || need[s] || s >= newest || w.IsZero() || c.storageNow().Sub(w) < markGrace {
 			continue
 		}
 		if err := c.be.Delete(ctx, rootsDir, rootName(s)); err != nil && !errors.Is(err, storage.ErrNotFound) {

@@ -188,8 +188,10 @@ func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(contex
 		release()
 		return nil, fmt.Errorf("list locks: %w", err)
 	}
+	now := lockClock(others, name)
+	c.skew.Store(int64(now.Sub(time.Now())))
 	for _, o := range others {
-		if o.Name == name || !o.ModTime.IsZero() && time.Since(o.ModTime) > lockStale {
+		if o.Name == name || !o.ModTime.IsZero() && now.Sub(o.ModTime) > lockStale {
 			continue
 		}
 		if c.holderGone(o.Name) {
@@ -239,6 +241,24 @@ func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(contex
 		return c.publishChanges(context.WithoutCancel(ctx))
 	}, nil
 }
+
+// lockClock is "now" for judging the locks listed: the storage's own time, as it dated the
+// lock this command just wrote (name), so that a lock is stale by the storage's clock alone;
+// this machine's clock only if the storage gives no times. Found by review: against the
+// local clock, a machine whose clock ran more than lockStale ahead took live locks for
+// abandoned ones (a prune could then delete chunks a running put was about to reference).
+func lockClock(listed []storage.Info, name string) time.Time {
+	for _, o := range listed {
+		if o.Name == name && !o.ModTime.IsZero() {
+			return o.ModTime
+		}
+	}
+	return time.Now()
+}
+
+// storageNow is the storage's clock as of the last lock taken (this machine's clock plus the
+// skew seen then): prune's grace and forget's gap marks judge the storage's times by it.
+func (c *Client) storageNow() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
 
 // unlockInto runs unlock and keeps its error in *err unless *err already holds one.
 func unlockInto(err *error, unlock func() error) {

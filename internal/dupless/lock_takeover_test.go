@@ -2,14 +2,17 @@ package dupless
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // A put killed while holding its lock no longer holds prune off for its lease: a lock of
@@ -70,5 +73,68 @@ func TestLockTakeover(t *testing.T) {
 	want := fmt.Sprintf("-%s-%d", c.hostTag(), os.Getpid())
 	if len(infos) != 1 || !bytes.HasSuffix([]byte(infos[0].Name), []byte(want)) {
 		t.Fatalf("lock names %v, want one ending %s", infos, want)
+	}
+}
+
+// skewedBE is storage whose clock runs an hour behind this machine's: every time it
+// lists is an hour before the local clock's now.
+type skewedBE struct{ storage.Backend }
+
+func (b skewedBE) List(ctx context.Context, dir string) ([]storage.Info, error) {
+	infos, err := b.Backend.List(ctx, dir)
+	for i := range infos {
+		if !infos[i].ModTime.IsZero() {
+			infos[i].ModTime = infos[i].ModTime.Add(-time.Hour)
+		}
+	}
+	return infos, err
+}
+
+// A live lock is judged by the storage's clock, not this machine's: with the storage an
+// hour behind, another command's fresh shared lock still holds prune off. Found by review:
+// against the local clock it looked an hour old, abandoned, and prune went ahead.
+func TestLockJudgedByStorageClock(t *testing.T) {
+	be := skewedBE{newBackend(t)}
+	dev := devices(t, be)
+	holder := dev()
+	if err := holder.checkOwner(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := holder.lock(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := dev().Prune(ctx, DefaultGrace, false); !errors.Is(err, ErrLocked) {
+		t.Fatalf("prune while a put holds its lock, storage clock an hour behind: %v, want %v", err, ErrLocked)
+	}
+}
+
+// Prune's grace is judged by the storage's clock too: with the storage an hour behind this
+// machine, an unreferenced chunk written a moment ago is too young to delete (a put may be
+// about to reference it), not an hour old.
+func TestPruneGraceByStorageClock(t *testing.T) {
+	be := skewedBE{newBackend(t)}
+	dev := devices(t, be)
+	src := filepath.Join(t.TempDir(), "f")
+	write(t, src, []byte("a file, so that the namespace exists"))
+	if _, err := dev().Put(ctx, []string{src}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var tag mle.Tag
+	copy(tag[:], randBytes(len(tag), 7))
+	dir, name := chunkLocation(tag)
+	if err := be.Put(ctx, dir, name, bytes.NewReader(randBytes(100, 8)), 100); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dev().Prune(ctx, DefaultGrace, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ChunksTooYoung != 1 {
+		t.Fatalf("prune: %+v, want the fresh chunk kept as too young", res)
+	}
+	if _, err := be.Stat(ctx, dir, name); err != nil {
+		t.Fatalf("the fresh chunk: %v", err)
 	}
 }

@@ -419,8 +419,8 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		return res, err
 	}
 	res.ChunksInUse = len(used)
-	c.pruneRootTemps(ctx, time.Now().Add(-grace), dryRun)
-	if err := c.pruneVersions(ctx, listed, time.Now().Add(-grace), dryRun, res); err != nil {
+	c.pruneRootTemps(ctx, c.storageNow().Add(-grace), dryRun)
+	if err := c.pruneVersions(ctx, listed, c.storageNow().Add(-grace), dryRun, res); err != nil {
 		return res, err
 	}
 	prefixes, err := c.be.List(ctx, chunkRoot)
@@ -430,7 +430,7 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 	if err != nil {
 		return res, err
 	}
-	cutoff := time.Now().Add(-grace)
+	cutoff := c.storageNow().Add(-grace)
 	for _, p := range prefixes {
 		dir := storage.Join(chunkRoot, p.Name)
 		objs, err := c.be.List(ctx, dir)

@@ -24,8 +24,8 @@ import (
 // between the put's read and its batch would free n+1 under it (found by review: the put
 // then replaced a newer version of its file, which no root kept). So every root forget
 // drops becomes a gap mark, never an absent number, and a mark no kept root needs is
-// deleted only by a forget at least markGrace after it was written; a lock-free put sends
-// its batch within locklessMaxAge of reading its root, or goes under the lock.
+// deleted only once its predecessor has been no root for at least markGrace; a lock-free
+// put sends its batch within locklessMaxAge of reading its root, or goes under the lock.
 
 // markGrace is how long a gap mark that no kept root needs stays (by its ModTime, against
 // the storage's clock: storageNow).
@@ -59,8 +59,8 @@ func (c *Client) rootListing(ctx context.Context) ([]uint64, map[uint64]time.Tim
 
 // dropRoots replaces the snapshots keep does not keep by gap marks (oldest first), after
 // the marks kept roots need; listed are the numbers listed before the roots were read, with
-// when each was written. Marks of earlier forgets that no kept root needs are deleted once
-// older than markGrace (a zero time: never).
+// when each was written. A mark of an earlier forget that no kept root needs is deleted
+// once it and its predecessor's mark (if any) are older than markGrace (a zero time: never).
 func (c *Client) dropRoots(ctx context.Context, listed []uint64, written map[uint64]time.Time, snaps []Snapshot, keep []bool) error {
 	if len(snaps) == 0 {
 		return nil
@@ -99,9 +99,19 @@ func (c *Client) dropRoots(ctx context.Context, listed []uint64, written map[uin
 			return err
 		}
 	}
+	isListed := map[uint64]bool{}
+	for _, s := range listed {
+		isListed[s] = true
+	}
+	now := c.storageNow()
+	old := func(s uint64) bool { w := written[s]; return !w.IsZero() && now.Sub(w) >= markGrace }
 	for _, s := range listed { // marks of earlier forgets no longer needed
-		w := written[s]
-		if held[s] || need[s] || s >= newest || w.IsZero() || c.storageNow().Sub(w) < markGrace {
+		// A mark goes once it is old and so is the end of its predecessor as a root: a
+		// put that read s-1 may create s only while s-1 is a root, or was until lately (a
+		// mark written when s-1 was dropped dates that; an absent number was a mark as old
+		// before it went). Its own age alone would not do: a mark a kept root needed can
+		// be old when the forget that drops that root comes (found by review).
+		if held[s] || need[s] || s >= newest || !old(s) || held[s-1] || isListed[s-1] && !old(s-1) {
 			continue
 		}
 		if err := c.be.Delete(ctx, rootsDir, rootName(s)); err != nil && !errors.Is(err, storage.ErrNotFound) {

@@ -132,7 +132,7 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error)
 	if exclusive {
 		begin = c.refresh
 	}
-	return c.takeLock(ctx, exclusive, begin)
+	return c.takeLock(ctx, exclusive, begin, func() {})
 }
 
 // lockRemoving is the lock of a command that removes or moves records (rm, mv, sync): it
@@ -141,30 +141,27 @@ func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error)
 // prune's mark (markPruning), so no lock-free put does either. Found by review: under the
 // shared lock, mv or rm moved away or deleted the record a concurrent put had just
 // written, and the put's acknowledged file was readable in no snapshot. The mark goes
-// once the command's root is published.
+// once the command's root is published, before the lock is released: deleted after, it
+// could be the mark of a prune that took the lock meanwhile (found by review).
 func (c *Client) lockRemoving(ctx context.Context) (func() error, error) {
 	unmark := func() {}
-	unlock, err := c.takeLock(ctx, true, func(ctx context.Context) error {
+	return c.takeLock(ctx, true, func(ctx context.Context) error {
 		u, err := c.markPruning(ctx)
 		if err != nil {
 			return err
 		}
+		if err := c.beginChanges(ctx); err != nil {
+			u()
+			return err
+		}
 		unmark = u
-		return c.beginChanges(ctx)
-	})
-	if err != nil {
-		unmark()
-		return nil, err
-	}
-	return func() error {
-		defer unmark()
-		return unlock()
-	}, nil
+		return nil
+	}, func() { unmark() })
 }
 
 // takeLock takes the lock and runs begin under it; the returned function publishes the
-// command's changes (if begin tracked any) and releases the lock.
-func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(context.Context) error) (func() error, error) {
+// command's changes (if begin tracked any), runs end, and releases the lock.
+func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(context.Context) error, end func()) (func() error, error) {
 	if c.pinned() {
 		return nil, errors.New("this client reads a snapshot (--at, --version, --snapshot): it changes nothing")
 	}
@@ -237,6 +234,7 @@ func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(contex
 	return func() error {
 		defer unlock()
 		defer c.changing.Unlock()
+		defer end()
 		// Publish even when the command was cancelled: what it wrote must be listed.
 		return c.publishChanges(context.WithoutCancel(ctx))
 	}, nil

@@ -149,14 +149,16 @@ func (c *Client) publishChanges(ctx context.Context) error {
 
 // resolveConflicts takes the changes of a command that started on root orig to the newer
 // root latest that another command published meanwhile. A path both changed was written
-// by both (records live at their paths): the object stored there now is the later write,
-// so the root lists what is stored, or nothing if nothing is. Found by review: two puts of
-// one file, the first to publish listing its record after the second had overwritten it,
-// left the newest root listing a record that no longer existed (the file unreadable).
-// Reads one object per conflicting path; none when no path conflicts.
+// by both (records live at their paths): the object stored there now is the later write.
+// If it is this command's record the root lists it; otherwise the root keeps what latest
+// lists (authenticated by that root), never a hash the service alone vouches for: a
+// service replaying an older record there must not get it listed (found by review). Found
+// by review too: without this, two puts of one file, the first to publish listing its
+// record after the second had overwritten it, left the newest root listing a record that
+// no longer existed (the file unreadable). One GET per conflicting path, none otherwise.
 func (c *Client) resolveConflicts(ctx context.Context, orig, latest *treeRoot, delta map[string]*[32]byte) (map[string]*[32]byte, error) {
 	var out map[string]*[32]byte
-	for p := range delta {
+	for p, mine := range delta {
 		was, wasOK := orig.Entries[p]
 		now, nowOK := latest.Entries[p]
 		if wasOK == nowOK && was == now {
@@ -165,19 +167,20 @@ func (c *Client) resolveConflicts(ctx context.Context, orig, latest *treeRoot, d
 		if out == nil {
 			out = maps.Clone(delta)
 		}
-		dir, name := storage.Split(p)
-		b, err := c.getObjectNow(ctx, dir, name)
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-			out[p] = nil
-		case err != nil:
-			return nil, fmt.Errorf("publish tree root: %s, changed by another command too: %w", c.describe(p), err)
-		default:
-			if _, err := c.keys.openRecord(b, p); err != nil {
-				return nil, fmt.Errorf("publish tree root: %s: %w", c.describe(p), err)
+		if mine != nil {
+			dir, name := storage.Split(p)
+			b, err := c.getObjectNow(ctx, dir, name)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return nil, fmt.Errorf("publish tree root: %s, changed by another command too: %w", c.describe(p), err)
 			}
-			h := sha256.Sum256(b)
-			out[p] = &h
+			if err == nil && sha256.Sum256(b) == *mine {
+				continue // this command's record is the one stored
+			}
+		}
+		if nowOK {
+			out[p] = &now
+		} else {
+			out[p] = nil
 		}
 	}
 	if out == nil {

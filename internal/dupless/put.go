@@ -75,7 +75,9 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 			if sum.Bytes > 0 {
 				c.bytesDone(sum.Bytes) // committed: its progress, once
 			}
-			c.reportHeld(sum)
+			if err == nil { // failed as a whole: the command's error says it, not its files
+				c.reportHeld(sum)
+			}
 		}()
 	}
 	defer func() {

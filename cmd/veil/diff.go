@@ -113,7 +113,9 @@ func newSyncCommand() *cobra.Command {
 folder everything that is no longer in DIR (deleted or renamed locally). Removed files
 stay in your snapshots ('veil log', 'veil get --version', 'veil get --at') until
 'veil forget'. If any file cannot be stored, nothing is removed. Entries matching
---exclude are neither stored nor removed. A sync is one snapshot.
+--exclude are neither stored nor removed. A sync is one snapshot. It runs alone, as rm
+does: beside another command of yours on the same storage (a put from cron, say), one of
+the two stops with "another veil command holds a conflicting lock".
 
 --dry-run lists what would change ("+" stored, "M" stored again, "-" removed) and changes
 nothing; it is 'veil diff --local DIR'.

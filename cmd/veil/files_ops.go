@@ -114,7 +114,9 @@ slash (NAME/) removes only a folder: never a file of that name. (Stores written 
 veil refused a file and a folder of one name may hold both; rm then asks which.)
 
 A long rm -r reports progress on stderr every 100 entries (when stderr is a terminal, or
-with --progress).
+with --progress). rm runs alone: while a put, mv, rm, sync or prune of yours runs on the
+same storage (from any device), it stops with "another veil command holds a conflicting
+lock", and so do they while it runs; try again when the other is done.
 
 Examples:
   veil rm old.txt
@@ -151,7 +153,8 @@ for their new names (records are bound to their names, so the storage service ca
 them). DEST must not exist. Each record is written under its new name before the old one
 is deleted, so an interrupted mv leaves every file readable under one of the two names.
 A long mv reports progress on stderr every 100 entries (when stderr is a terminal, or with
---progress).
+--progress). mv runs alone, as rm does: beside another command of yours on the same
+storage, one of the two stops with "another veil command holds a conflicting lock".
 
 Examples:
   veil mv notes.txt archive/notes-2025.txt

@@ -44,11 +44,18 @@ const (
 )
 
 // hostTag names this host in lock names: deterministic under the user's names key, so
-// the same host always gets the same tag and the storage service cannot read it.
+// the same host always gets the same tag and the storage service cannot read it. The host
+// is the host name with what makes a pid meaningful, when this system says: the kernel's
+// boot and the PID namespace (hostIdentity). Two machines of one host name (default
+// images, containers sharing the host's name) get different tags, so neither takes the
+// other's live lock for its own dead one (found by review: the host name alone did).
 func (c *Client) hostTag() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
-		return "unknown"
+		h = "unknown"
+	}
+	if id, ok := hostIdentity(); ok {
+		h += "\x00" + id
 	}
 	t, err := c.keys.names.EncryptDeterministically([]byte(h), []byte("veil/v1/lock-host"))
 	if err != nil {
@@ -57,11 +64,26 @@ func (c *Client) hostTag() string {
 	return hex.EncodeToString(t[:8])
 }
 
-// holderGone reports whether lock name was taken by a process of this host that no longer
-// exists (a killed command). Another host's lock, or a live (or reused) pid, is respected.
+// hostIdentity is this kernel boot and PID namespace, where a pid names one process; ok is
+// false where the system does not say (no /proc): locks are then never taken over by pid.
+var hostIdentity = func() (string, bool) {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", false
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(boot)) + " " + ns, true
+}
+
+// holderGone reports whether lock name was taken by a process of this host (this boot, this
+// PID namespace) that no longer exists (a killed command). Another host's lock, or a live
+// (or reused) pid, is respected.
 func (c *Client) holderGone(name string) bool {
 	parts := strings.Split(name, "-")
-	if len(parts) != 5 || parts[3] != c.hostTag() {
+	if _, ok := hostIdentity(); !ok || len(parts) != 5 || parts[3] != c.hostTag() {
 		return false
 	}
 	pid, err := strconv.Atoi(parts[4])

@@ -138,3 +138,33 @@ func TestPruneGraceByStorageClock(t *testing.T) {
 		t.Fatalf("the fresh chunk: %v", err)
 	}
 }
+
+// A lock whose pid is gone is taken over only if it is this host's by more than its name:
+// another machine of the same host name (another boot, or another PID namespace) may hold
+// it with a pid that means nothing here. Found by review: with the host name alone, rm -r
+// on one machine deleted a live put's lock of another and then the put's records.
+func TestLockOfSameNamedHostKept(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	if _, ok := hostIdentity(); !ok {
+		t.Skip("no /proc: no lock is taken over by pid here")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	lockOf := func() string {
+		return fmt.Sprintf("shared-%d-0011223344556677-%s-%d", time.Now().Unix(), c.hostTag(), dead.Process.Pid)
+	}
+	mine := lockOf()
+	real := hostIdentity
+	hostIdentity = func() (string, bool) { return "another boot, same host name", true }
+	other := lockOf()
+	hostIdentity = real
+	if !c.holderGone(mine) {
+		t.Fatal("a lock of this host whose process is gone is not taken over")
+	}
+	if c.holderGone(other) {
+		t.Fatal("a lock of another machine of the same host name is taken over by its pid")
+	}
+}

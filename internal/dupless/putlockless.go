@@ -215,8 +215,13 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 // (forgetmarks.go), so that n+1 free still means n was the newest.
 const locklessMaxAge = 10 * time.Minute
 
-// loneTooOld reports whether the lock-free put read its root too long ago to go on.
-func (c *Client) loneTooOld() bool { return time.Since(c.loneRead) > locklessMaxAge }
+// loneTooOld reports whether the lock-free put read its root too long ago to go on, by the
+// monotonic clock or the wall clock: the monotonic one stops while the machine sleeps (a
+// put suspended for a day would pass it; found by review), the wall one may be set back.
+func (c *Client) loneTooOld() bool {
+	now := time.Now()
+	return now.Sub(c.loneRead) > locklessMaxAge || now.Round(0).Sub(c.loneRead.Round(0)) > locklessMaxAge
+}
 
 // unbatchedStillNewest ends a lock-free put that sent no batch (its file found unchanged
 // against root n): it read only root n, and without a batch nothing has checked that n is

@@ -1,9 +1,11 @@
 package storeserver
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // pgCache makes a group of puts cost about one query each: within a write transaction,
@@ -111,6 +113,8 @@ func (t *pgTx) send(b *pgBatch) error {
 	for _, noRow := range b.check {
 		tag, err := br.Exec()
 		switch {
+		case err != nil && noRow != "" && noRow != sqlCommit && isDivisionByZero(err):
+			err = fmt.Errorf("%w: %s", errRecord, noRow) // the check's own failure (flush)
 		case err != nil:
 		case noRow == sqlCommit && tag.String() != "COMMIT":
 			err = fmt.Errorf("metadata: the transaction was rolled back (%s)", tag)
@@ -221,4 +225,11 @@ func (t *pgTx) scanDirs(rows pgx.Rows) error {
 		t.cache.dir(dirKey{owner, string(dir)}, n, false)
 	}
 	return rows.Err()
+}
+
+// isDivisionByZero reports a check statement's failure (SQLSTATE 22012), the way flush's
+// checks fail in the database.
+func isDivisionByZero(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
 }

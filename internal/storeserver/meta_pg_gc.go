@@ -3,6 +3,7 @@ package storeserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -10,9 +11,10 @@ import (
 // collect removes garbage without stopping uploads on any node:
 //  1. inline content without references: deleted with its row in one statement (a
 //     concurrent reference waits for the row lock and then records the content again);
-//  2. blob-store content without references and without a live pin: marked deleting (a
-//     pin or a reference on a deleting row is refused), removed from the blob store, then
-//     its row is deleted;
+//  2. blob-store content without references and without a live pin: marked deleting with
+//     a claim (pinned_until) that keeps other gcs off it (a pin or a reference on a
+//     deleting row is refused), removed from the blob store, then its row is deleted; a
+//     deleting row whose claim ran out is a crashed gc's, taken over;
 //  3. content in the blob store without a row (an upload that crashed before its pin
 //     commit, or a store migrated from elsewhere): claimed by inserting a deleting row,
 //     so an upload arriving meanwhile waits, then removed with its claim.
@@ -27,9 +29,14 @@ func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error)
 		rep.Blobs++
 		rep.Bytes += n
 	}
-	rows, err = m.pool.Query(ctx, `UPDATE veil_blobs SET deleting = TRUE
-		WHERE data IS NULL AND refs = 0 AND (deleting OR pins = 0 OR pinned_until < now())
-		RETURNING hash, size`)
+	// A row marked deleting is another gc's until its claim (pinned_until, set with the
+	// mark) runs out: only then is it a crashed gc's, to finish. Found by review: taking
+	// it at once, a second gc removed the blob and its row, an upload recorded the same
+	// content anew, and the first gc's late remove deleted the new upload's blob.
+	rows, err = m.pool.Query(ctx, `UPDATE veil_blobs SET deleting = TRUE, pinned_until = now() + $1 * INTERVAL '1 second'
+		WHERE data IS NULL AND refs = 0 AND (CASE WHEN deleting THEN pinned_until IS NULL OR pinned_until < now()
+			ELSE pins = 0 OR pinned_until < now() END)
+		RETURNING hash, size`, m.gcClaim())
 	dead, err := collectBlobs(rows, err)
 	if err != nil {
 		return rep, pgFault(err)
@@ -58,8 +65,9 @@ func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error)
 		return rep, err
 	}
 	for _, h := range orphans {
-		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, deleting) VALUES ($1, 0, 0, TRUE)
-			ON CONFLICT (hash) DO NOTHING`, h[:])
+		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, deleting, pinned_until)
+			VALUES ($1, 0, 0, TRUE, now() + $2 * INTERVAL '1 second')
+			ON CONFLICT (hash) DO NOTHING`, h[:], m.gcClaim())
 		if err != nil {
 			return rep, pgFault(err)
 		}
@@ -76,6 +84,10 @@ func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error)
 	}
 	return rep, nil
 }
+
+// gcClaim is how long, in seconds, a gc's mark on a blob keeps other gcs off it: the
+// request timeout (m.lease), which bounds one blob's removal as it bounds an upload.
+func (m *pgMeta) gcClaim() int64 { return int64(m.lease/time.Second) + 1 }
 
 type hashSize struct {
 	h    [32]byte

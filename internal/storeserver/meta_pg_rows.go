@@ -172,8 +172,13 @@ func (t *pgTx) flush() error {
 			run.add(h, d)
 		default:
 			run.queue(&b)
+			// The check fails in the database (division by zero when no row changed), not
+			// only here: the batch's COMMIT must not commit a transaction whose check
+			// failed (found by review: the names were committed, the caller told it had
+			// failed, and its rerun then answered success for content gc would remove).
 			b.queueCheck(fmt.Sprintf("no record of blob %x (collected before its reference committed?)", h[:8]),
-				`UPDATE veil_blobs SET refs = GREATEST(refs + $2, 0) WHERE hash = $1 AND NOT deleting`, h[:], d.refs)
+				`WITH u AS (UPDATE veil_blobs SET refs = GREATEST(refs + $2, 0) WHERE hash = $1 AND NOT deleting RETURNING 1)
+				SELECT 1 / (SELECT count(*) FROM u)::int`, h[:], d.refs)
 		}
 	}
 	run.queue(&b)

@@ -208,7 +208,7 @@ func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(contex
 		return nil, fmt.Errorf("list locks: %w", err)
 	}
 	now := lockClock(others, name)
-	c.skew.Store(int64(now.Sub(time.Now())))
+	c.skew.Store(int64(time.Until(now)))
 	for _, o := range others {
 		if o.Name == name || !o.ModTime.IsZero() && now.Sub(o.ModTime) > lockStale {
 			continue

@@ -197,7 +197,10 @@ Examples:
 			}
 			var pre *dupless.Prescan
 			if !sel.dryRun {
-				pre = dupless.StartPrescan(srcs, dest, o.exclude) // walks while the key file is unlocked
+				// The walk runs while the key file is unlocked, not while a passphrase
+				// prompt waits: a walk older than the prompt would judge a file saved
+				// meanwhile by its old lstat, unchanged (found by review).
+				o.afterPass = func() { pre = dupless.StartPrescan(srcs, dest, o.exclude) }
 			}
 			cl, done, ui, err := o.open(cmd, "storing")
 			if err != nil {

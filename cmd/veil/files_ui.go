@@ -36,6 +36,7 @@ type clientFlags struct {
 	entries      string // mv, rm: the verb of per-entry progress ("moved"), "" for none
 	progress     bool   // mv, rm --progress: progress lines even when stderr is no terminal
 	total        entryTotal
+	afterPass    func() // run by open once the passphrase is read (put: its prescan)
 }
 
 func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
@@ -90,6 +91,9 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 	pass, err := passphrase(o.passwordFile, false)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if o.afterPass != nil {
+		o.afterPass()
 	}
 	ui := &progressUI{}
 	var ev dupless.Events

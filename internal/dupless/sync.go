@@ -143,15 +143,32 @@ func (c *Client) compareLocal(ctx context.Context, root *treeRoot, local, dest s
 	return ch, false
 }
 
-// excludedStored applies Options.Exclude to a stored plain path below base.
+// excludedStored applies Options.Exclude to a stored plain path below base as the walk of
+// the local folder does: each folder on the way, with its path below base, then the entry.
+// Found by review: matching every part with the whole path, "cache/*" or "a/b" excluded
+// the local folder but not what was stored below it, and sync removed that.
 func (c *Client) excludedStored(plain, base string) bool {
 	rel := strings.TrimPrefix(strings.TrimPrefix(plain, base), "/")
-	for _, part := range strings.Split(rel, "/") {
-		if c.excluded(part, rel) {
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		if c.excluded(part, strings.Join(parts[:i+1], "/")) {
 			return true
 		}
 	}
 	return false
+}
+
+// stillGone keeps the removals whose local path (below local, which is stored as stored)
+// is still absent.
+func stillGone(gone []Change, local, stored string) []Change {
+	var out []Change
+	for _, g := range gone {
+		rel := strings.TrimPrefix(strings.TrimPrefix(g.Path, stored), "/")
+		if _, err := os.Lstat(filepath.Join(local, filepath.FromSlash(rel))); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // SyncResult reports a sync: the differences it found and, unless a dry run, the put's
@@ -186,8 +203,10 @@ func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*Sy
 		}
 	}
 	// The removals run inside Put, under its lock, once every file is stored: one snapshot.
+	// What is local again by then (its put stored it) is not removed: found by review, an
+	// editor's save by rename between the diff and the put's walk lost the file.
 	c.putThen = func(ctx context.Context) (err error) {
-		res.Removed, err = c.removeAll(ctx, gone)
+		res.Removed, err = c.removeAll(ctx, stillGone(gone, local, stored))
 		return err
 	}
 	res.Put, err = c.Put(ctx, []string{local}, dest)

@@ -134,17 +134,12 @@ func TestLocklessPutOneBatch(t *testing.T) {
 	sameFile(t, dev(), src, "one")
 }
 
-// The dangerous point for content a lock-free put sends: prune has planned (it saw no
-// record using chunk W, an old copy of which is stored) and is about to delete W, when a
-// put of a new file with the same content commits W and a record pointing to it. Without
-// the prune mark the put would commit and prune delete W under it; with it the put's batch
-// is refused, the put goes to the lock and finds prune's: it fails, stores nothing, and
-// succeeds once prune is done.
-func TestLocklessPutRefusedWhilePruneDeletes(t *testing.T) {
-	be, dev := newGateBE(t)
-	owner := dev()
-	dir := t.TempDir()
-	content := randBytes(4096, 31)
+// unreferencedChunk stores a 4 KiB file, removes it and forgets every older snapshot, so
+// that its one chunk W is stored and referenced by no record; it returns the device that
+// did it, a scratch folder and W's content.
+func unreferencedChunk(t *testing.T, dev func() *Client) (owner *Client, dir string, content []byte) {
+	t.Helper()
+	owner, dir, content = dev(), t.TempDir(), randBytes(4096, 31)
 	gone := filepath.Join(dir, "gone")
 	write(t, gone, content)
 	if _, err := owner.Put(ctx, []string{gone}, ""); err != nil {
@@ -153,9 +148,21 @@ func TestLocklessPutRefusedWhilePruneDeletes(t *testing.T) {
 	if _, err := owner.Remove(ctx, "gone", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := owner.Forget(ctx, Policy{Last: 1}, false); err != nil { // chunk W is unreferenced now
+	if _, err := owner.Forget(ctx, Policy{Last: 1}, false); err != nil {
 		t.Fatal(err)
 	}
+	return owner, dir, content
+}
+
+// The dangerous point for content a lock-free put sends: prune has planned (it saw no
+// record using chunk W, an old copy of which is stored) and is about to delete W, when a
+// put of a new file with the same content commits W and a record pointing to it. Without
+// the prune mark the put would commit and prune delete W under it; with it the put's batch
+// is refused, the put goes to the lock and finds prune's: it fails, stores nothing, and
+// succeeds once prune is done.
+func TestLocklessPutRefusedWhilePruneDeletes(t *testing.T) {
+	be, dev := newGateBE(t)
+	_, dir, content := unreferencedChunk(t, dev)
 	planned, resume := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	be.onDelete = func(d, _ string) {
@@ -633,7 +640,16 @@ func TestLocklessPutOutOfSpaceSaysWhy(t *testing.T) {
 func TestLocklessPutRacesForget(t *testing.T) {
 	be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
 	device := memDevices(t, be)
-	a, b := device(), device()
+	a, b, fa := staleByThree(t, device)
+	putRacingForget(t, be, device, a, b, fa)
+}
+
+// staleByThree sets up device a, which stored f at root n (roots 1 and n = 2 are its)
+// and remembers n, and device b, which has since replaced f (3) and published two roots
+// more (4, 5); f is then rewritten locally for a's next put, whose path it returns.
+func staleByThree(t *testing.T, device func() func() *Client) (a, b func() *Client, fa string) {
+	t.Helper()
+	a, b = device(), device()
 	dirA, dirB := t.TempDir(), t.TempDir()
 	put := func(c *Client, src string, data []byte) {
 		t.Helper()
@@ -643,12 +659,19 @@ func TestLocklessPutRacesForget(t *testing.T) {
 		}
 	}
 	put(a(), filepath.Join(dirA, "seed"), []byte("seed"))
-	fa, fb := filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
-	put(a(), fa, randBytes(4096, 81))               // root n, remembered by a
-	put(b(), fb, randBytes(4096, 82))               // n+1: b replaces f
-	put(b(), filepath.Join(dirB, "g"), []byte("g")) // n+2
-	put(b(), filepath.Join(dirB, "h"), []byte("h")) // n+3
+	fa = filepath.Join(dirA, "f")
+	put(a(), fa, randBytes(4096, 81))
+	put(b(), filepath.Join(dirB, "f"), randBytes(4096, 82))
+	put(b(), filepath.Join(dirB, "g"), []byte("g"))
+	put(b(), filepath.Join(dirB, "h"), []byte("h"))
 	write(t, fa, randBytes(4096, 83))
+	return a, b, fa
+}
+
+// putRacingForget puts fa through device a while b's 'forget --keep-last 1' runs as a's
+// lock-free batch goes out, and checks that f then reads as a's file.
+func putRacingForget(t *testing.T, be *gateBE, device func() func() *Client, a, b func() *Client, fa string) {
+	t.Helper()
 	var forgot atomic.Bool
 	be.onBatch = func(objs []storage.Object) {
 		if isLockless(objs) && forgot.CompareAndSwap(false, true) {

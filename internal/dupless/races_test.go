@@ -22,20 +22,7 @@ import (
 // Found by review of lockRemoving (it released first); this fails with that order.
 func TestRemoveKeepsPrunesMark(t *testing.T) {
 	be, dev := newGateBE(t)
-	owner := dev()
-	dir := t.TempDir()
-	content := randBytes(4096, 31)
-	gone := filepath.Join(dir, "gone")
-	write(t, gone, content)
-	if _, err := owner.Put(ctx, []string{gone}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := owner.Remove(ctx, "gone", false); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := owner.Forget(ctx, Policy{Last: 1}, false); err != nil { // chunk W unreferenced
-		t.Fatal(err)
-	}
+	owner, dir, content := unreferencedChunk(t, dev)
 	x := filepath.Join(dir, "x")
 	write(t, x, []byte("x"))
 	if _, err := owner.Put(ctx, []string{x}, ""); err != nil {
@@ -115,21 +102,7 @@ func TestOldGapMarkKeptUnderLocklessPut(t *testing.T) {
 	gbe := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
 	be := &agedBE{gateBE: gbe}
 	device := memDevices(t, be)
-	a, b := device(), device()
-	dirA, dirB := t.TempDir(), t.TempDir()
-	put := func(c *Client, src string, data []byte) {
-		t.Helper()
-		write(t, src, data)
-		if _, err := c.Put(ctx, []string{src}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put(a(), filepath.Join(dirA, "seed"), []byte("seed")) // 1
-	fa, fb := filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
-	put(a(), fa, randBytes(4096, 81))               // 2 = n, remembered by a
-	put(b(), fb, randBytes(4096, 82))               // 3: b replaces f
-	put(b(), filepath.Join(dirB, "g"), []byte("g")) // 4
-	put(b(), filepath.Join(dirB, "h"), []byte("h")) // 5
+	a, b, fa := staleByThree(t, device)
 	// A forget keeping 1, 2 and 5: 3 (needed by 2) and 4 become marks.
 	c := b()
 	if err := c.refresh(ctx); err != nil {
@@ -151,23 +124,7 @@ func TestOldGapMarkKeptUnderLocklessPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	be.age.Store(int64(markGrace + time.Hour)) // a day later
-	write(t, fa, randBytes(4096, 83))
-	var forgot atomic.Bool
-	gbe.onBatch = func(objs []storage.Object) {
-		if isLockless(objs) && forgot.CompareAndSwap(false, true) {
-			if _, err := b().Forget(ctx, Policy{Last: 1}, false); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	if _, err := a().Put(ctx, []string{fa}, ""); err != nil {
-		t.Fatal(err)
-	}
-	gbe.onBatch = nil
-	if !forgot.Load() {
-		t.Fatal("a's put sent no lock-free batch: the race was not run")
-	}
-	sameFile(t, device()(), fa, "f")
+	putRacingForget(t, gbe, device, a, b, fa)
 }
 
 // hostileBE answers a GET of one record path with bytes it kept (an older version).

@@ -27,12 +27,12 @@ func (b *slowBackend) Put(ctx context.Context, dir, name string, r io.Reader, si
 	return b.Backend.Put(ctx, dir, name, r, size)
 }
 
-// A put whose blob row gc collected before the reference committed (its pin's lease ran
-// out) must fail whole: found by review, its transaction committed although it was
-// answered with an error (flush's "no record" check was made here, on a pipelined batch
-// that already carried COMMIT); the name then pointed at content with no blob row, the
-// client's retry answered success, and the next gc removed the content.
-func TestPGFailedRefCheckCommitsNothing(t *testing.T) {
+// putOutlivingLease starts a put of 100 KiB (seeded by seed) on a PostgreSQL service whose
+// pins last 2 s, while its blob store (be, slow until told otherwise) takes 3 s to store
+// it, and runs gc once the pin's lease has run out: the put's reference then finds no blob
+// row. done gets its answer.
+func putOutlivingLease(t *testing.T, seed uint64) (*Service, *slowBackend, *Namespace, []byte, chan error) {
+	t.Helper()
 	lb, err := local.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -40,16 +40,25 @@ func TestPGFailedRefCheckCommitsNothing(t *testing.T) {
 	be := &slowBackend{Backend: lb, delay: 3 * time.Second}
 	s := newPGService(t, Config{Blobs: be, RequestTimeout: time.Second}) // pin lease: 2 s
 	ns, _ := addUser(t, s, "alice")
-	data := randBytes(7, 100<<10)
-
+	data := randBytes(seed, 100<<10)
 	be.slow.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- ns.Put(context.Background(), "", "f", bytes.NewReader(data), int64(len(data))) }()
-	time.Sleep(2500 * time.Millisecond) // the pin's lease has run out; the upload is still in S3's Put
+	time.Sleep(2500 * time.Millisecond) // the pin's lease has run out; the upload is still in its Put
 	if _, err := s.GC(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	err = <-done
+	return s, be, ns, data, done
+}
+
+// A put whose blob row gc collected before the reference committed (its pin's lease ran
+// out) must fail whole: found by review, its transaction committed although it was
+// answered with an error (flush's "no record" check was made here, on a pipelined batch
+// that already carried COMMIT); the name then pointed at content with no blob row, the
+// client's retry answered success, and the next gc removed the content.
+func TestPGFailedRefCheckCommitsNothing(t *testing.T) {
+	s, be, ns, data, done := putOutlivingLease(t, 7)
+	err := <-done
 	be.slow.Store(false)
 	t.Logf("first put: %v", err)
 	if err == nil {
@@ -77,23 +86,8 @@ func TestPGFailedRefCheckCommitsNothing(t *testing.T) {
 // was rerun alone, the failed put's rerun was net-zero on the reference count and
 // succeeded, so the put was acknowledged, and gc then removed its content.
 func TestPGGroupRerunLosesNoPut(t *testing.T) {
-	lb, err := local.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := &slowBackend{Backend: lb, delay: 3 * time.Second}
-	s := newPGService(t, Config{Blobs: be, RequestTimeout: time.Second}) // pin lease: 2 s
-	ns, _ := addUser(t, s, "alice")
-	data := randBytes(8, 100<<10)
+	s, _, ns, data, done := putOutlivingLease(t, 8)
 	pool := s.meta.(*pgMeta).pool
-
-	be.slow.Store(true)
-	done := make(chan error, 1)
-	go func() { done <- ns.Put(context.Background(), "", "f", bytes.NewReader(data), int64(len(data))) }()
-	time.Sleep(2500 * time.Millisecond) // the lease has run out
-	if _, err := s.GC(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	// Another node's group holds alice's row while the upload's commit arrives.
 	tx, err := pool.Begin(t.Context())
 	if err != nil {

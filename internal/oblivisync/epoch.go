@@ -132,6 +132,19 @@ func (w *Writer) Sync() (EpochReport, error) {
 	return pl.rep, nil
 }
 
+// stillTheWriter checks again, within the epoch, that the lease names this writer and the
+// superblock is its own. A writer stalled mid-epoch for longer than its lease's TTL
+// (suspended, stopped, a hung disk) may have been taken over meanwhile; found by review:
+// resuming, it rewrote the lease as its own and its superblock over the taker's, and the
+// taker's committed files vanished. It is checked before the epoch's backend files and
+// again before its lease and superblock (reads only: the write trace is unchanged).
+func (w *Writer) stillTheWriter() error {
+	if err := w.be.checkLeaseOurs(w.lease); err != nil {
+		return err
+	}
+	return w.be.checkSuperOurs()
+}
+
 // plan is an epoch between preparation and commit.
 type plan struct {
 	es      *epochState
@@ -144,6 +157,9 @@ type plan struct {
 // writeEpoch seals and writes the k files in parallel, fsyncs the journal, then writes
 // the superblock: a crash before the superblock leaves the previous epoch in force.
 func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
+	if err := w.stillTheWriter(); err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	done := 0
 	errs := make([]error, len(pl.es.files))
@@ -169,6 +185,9 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 	}
 	wg.Wait()
 	if err := errors.Join(append(errs, jerr)...); err != nil {
+		return err
+	}
+	if err := w.stillTheWriter(); err != nil {
 		return err
 	}
 	// Renewed every epoch, busy or idle: the lease write is part of the fixed trace.

@@ -46,8 +46,14 @@ type journal struct {
 }
 
 const (
-	segMax        = 64 << 20
-	maxRecord     = 8 << 20
+	segMax = 64 << 20
+	// maxRecord bounds one record: a whole fragment image of the largest block size init
+	// accepts (1 GiB) and its framing. Found by review: at 8 MiB, images of fragments
+	// over 8 MiB (block sizes over ~17 MiB, or compaction) were written but then read as
+	// a torn tail (dropped, with the writes in them) or as corruption (the journal
+	// unreadable). A record's length is also checked against its file before anything
+	// is allocated for it.
+	maxRecord     = 1<<30 + 1<<20
 	journalAADTag = "veil-osync-journal-v1"
 )
 
@@ -175,6 +181,9 @@ func (j *journal) readRecordFrom(f *os.File, seg uint32, off int64) ([]byte, int
 	if n < chacha20poly1305.NonceSizeX+chacha20poly1305.Overhead || n > maxRecord {
 		return nil, 0, fmt.Errorf("%w: bad record length %d", ErrIntegrity, n)
 	}
+	if st, err := f.Stat(); err == nil && off+4+n > st.Size() {
+		return nil, 0, fmt.Errorf("%w: truncated record", ErrIntegrity)
+	}
 	buf := make([]byte, 4+n)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -209,6 +218,9 @@ func (j *journal) append(plain []byte) (uint32, int64, error) {
 		}
 	}
 	rec := sealRecord(&j.key, j.seg, j.off, plain, randomBytes(chacha20poly1305.NonceSizeX))
+	if int64(len(rec)-4) > maxRecord {
+		return 0, 0, fmt.Errorf("journal append: a record of %d bytes, over %d", len(rec)-4, maxRecord)
+	}
 	if _, err := j.f.WriteAt(rec, j.off); err != nil {
 		return 0, 0, fmt.Errorf("journal append: %w", err)
 	}

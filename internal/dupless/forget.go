@@ -80,7 +80,7 @@ func (c *Client) Forget(ctx context.Context, p Policy, dryRun bool) (_ *ForgetRe
 		return nil, err
 	}
 	defer unlockInto(&err, unlock)
-	listed, written, err := c.rootListing(ctx) // before the roots are read: gap marks are what is not a root
+	written, err := c.rootListing(ctx) // before the roots are read: gap marks are what is not a root
 	if err != nil {
 		return nil, err
 	}
@@ -104,5 +104,5 @@ func (c *Client) Forget(ctx context.Context, p Policy, dryRun bool) (_ *ForgetRe
 	if dryRun {
 		return res, nil
 	}
-	return res, c.dropRoots(ctx, listed, written, snaps, keep)
+	return res, c.dropRoots(ctx, written, snaps, keep)
 }

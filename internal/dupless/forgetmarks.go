@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -31,37 +32,35 @@ import (
 // the storage's clock: storageNow).
 const markGrace = 24 * time.Hour
 
-// rootNumbers lists the numbers under .veil/roots (roots and gap marks).
+// rootNumbers lists the numbers under .veil/roots (roots and gap marks), in order.
 func (c *Client) rootNumbers(ctx context.Context) ([]uint64, error) {
-	seqs, _, err := c.rootListing(ctx)
-	return seqs, err
+	written, err := c.rootListing(ctx)
+	return slices.Sorted(maps.Keys(written)), err
 }
 
 // rootListing lists the numbers under .veil/roots with the time each was last written.
-func (c *Client) rootListing(ctx context.Context) ([]uint64, map[uint64]time.Time, error) {
+func (c *Client) rootListing(ctx context.Context) (map[uint64]time.Time, error) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("list tree roots: %w", err)
+		return nil, fmt.Errorf("list tree roots: %w", err)
 	}
-	var out []uint64
-	mod := map[uint64]time.Time{}
+	written := map[uint64]time.Time{}
 	for _, i := range infos {
 		if s, ok := parseRootName(i.Name); ok && !i.IsDir {
-			out = append(out, s)
-			mod[s] = i.ModTime
+			written[s] = i.ModTime
 		}
 	}
-	return out, mod, nil
+	return written, nil
 }
 
 // dropRoots replaces the snapshots keep does not keep by gap marks (oldest first), after
-// the marks kept roots need; listed are the numbers listed before the roots were read, with
-// when each was written. A mark of an earlier forget that no kept root needs is deleted
+// the marks kept roots need; written holds the numbers listed before the roots were read,
+// with when each was written. A mark of an earlier forget that no kept root needs is deleted
 // once it and its predecessor's mark (if any) are older than markGrace (a zero time: never).
-func (c *Client) dropRoots(ctx context.Context, listed []uint64, written map[uint64]time.Time, snaps []Snapshot, keep []bool) error {
+func (c *Client) dropRoots(ctx context.Context, written map[uint64]time.Time, snaps []Snapshot, keep []bool) error {
 	if len(snaps) == 0 {
 		return nil
 	}
@@ -99,19 +98,16 @@ func (c *Client) dropRoots(ctx context.Context, listed []uint64, written map[uin
 			return err
 		}
 	}
-	isListed := map[uint64]bool{}
-	for _, s := range listed {
-		isListed[s] = true
-	}
 	now := c.storageNow()
 	old := func(s uint64) bool { w := written[s]; return !w.IsZero() && now.Sub(w) >= markGrace }
-	for _, s := range listed { // marks of earlier forgets no longer needed
+	isListed := func(s uint64) bool { _, ok := written[s]; return ok }
+	for _, s := range slices.Sorted(maps.Keys(written)) { // marks of earlier forgets no longer needed
 		// A mark goes once it is old and so is the end of its predecessor as a root: a
 		// put that read s-1 may create s only while s-1 is a root, or was until lately (a
 		// mark written when s-1 was dropped dates that; an absent number was a mark as old
 		// before it went). Its own age alone would not do: a mark a kept root needed can
 		// be old when the forget that drops that root comes (found by review).
-		if held[s] || need[s] || s >= newest || !old(s) || held[s-1] || isListed[s-1] && !old(s-1) {
+		if held[s] || need[s] || s >= newest || !old(s) || held[s-1] || isListed(s-1) && !old(s-1) {
 			continue
 		}
 		if err := c.be.Delete(ctx, rootsDir, rootName(s)); err != nil && !errors.Is(err, storage.ErrNotFound) {

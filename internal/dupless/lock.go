@@ -66,7 +66,8 @@ func (c *Client) hostTag() string {
 
 // hostIdentity is this kernel boot and PID namespace, where a pid names one process; ok is
 // false where the system does not say (no /proc): locks are then never taken over by pid.
-var hostIdentity = func() (string, bool) {
+// Read once per process: every lock listed is checked against it.
+var hostIdentity = sync.OnceValues(func() (string, bool) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "", false
@@ -76,7 +77,7 @@ var hostIdentity = func() (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(string(boot)) + " " + ns, true
-}
+})
 
 // holderGone reports whether lock name was taken by a process of this host (this boot, this
 // PID namespace) that no longer exists (a killed command). Another host's lock, or a live

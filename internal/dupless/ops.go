@@ -419,8 +419,9 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		return res, err
 	}
 	res.ChunksInUse = len(used)
-	c.pruneRootTemps(ctx, c.storageNow().Add(-grace), dryRun)
-	if err := c.pruneVersions(ctx, listed, c.storageNow().Add(-grace), dryRun, res); err != nil {
+	cutoff := c.storageNow().Add(-grace) // what is younger may be a running put's
+	c.pruneRootTemps(ctx, cutoff, dryRun)
+	if err := c.pruneVersions(ctx, listed, cutoff, dryRun, res); err != nil {
 		return res, err
 	}
 	prefixes, err := c.be.List(ctx, chunkRoot)
@@ -430,7 +431,6 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 	if err != nil {
 		return res, err
 	}
-	cutoff := c.storageNow().Add(-grace)
 	for _, p := range prefixes {
 		dir := storage.Join(chunkRoot, p.Name)
 		objs, err := c.be.List(ctx, dir)

@@ -108,7 +108,7 @@ func TestOldGapMarkKeptUnderLocklessPut(t *testing.T) {
 	if err := c.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	listed, written, err := c.rootListing(ctx)
+	written, err := c.rootListing(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestOldGapMarkKeptUnderLocklessPut(t *testing.T) {
 	for i, r := range roots {
 		snaps[i] = snapshotOf(r)
 	}
-	if err := c.dropRoots(ctx, listed, written, snaps, []bool{true, true, false, false, true}); err != nil {
+	if err := c.dropRoots(ctx, written, snaps, []bool{true, true, false, false, true}); err != nil {
 		t.Fatal(err)
 	}
 	be.age.Store(int64(markGrace + time.Hour)) // a day later

@@ -212,7 +212,7 @@ func TestRootProbeGapMark(t *testing.T) {
 	c := b.client()
 	forget := func(age time.Duration, keep ...bool) { // as if the marks were age older
 		t.Helper()
-		listed, written, err := c.rootListing(ctx)
+		written, err := c.rootListing(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestRootProbeGapMark(t *testing.T) {
 		for i, r := range roots {
 			snaps[i] = snapshotOf(r)
 		}
-		if err := c.dropRoots(ctx, listed, written, snaps, keep); err != nil {
+		if err := c.dropRoots(ctx, written, snaps, keep); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -103,11 +103,7 @@ func (w *Writer) Sync() (EpochReport, error) {
 		return EpochReport{}, err
 	}
 	// Still the backend's one writer: the lease names it and the superblock is its own.
-	err := w.be.checkLeaseOurs(w.lease)
-	if err == nil {
-		err = w.be.checkSuperOurs()
-	}
-	if err != nil {
+	if err := w.stillTheWriter(); err != nil {
 		w.broken = err
 		w.mu.Unlock()
 		return EpochReport{}, err
@@ -136,8 +132,8 @@ func (w *Writer) Sync() (EpochReport, error) {
 // superblock is its own. A writer stalled mid-epoch for longer than its lease's TTL
 // (suspended, stopped, a hung disk) may have been taken over meanwhile; found by review:
 // resuming, it rewrote the lease as its own and its superblock over the taker's, and the
-// taker's committed files vanished. It is checked before the epoch's backend files and
-// again before its lease and superblock (reads only: the write trace is unchanged).
+// taker's committed files vanished. It is checked as the epoch starts (Sync) and again
+// before its lease and superblock (reads only: the write trace is unchanged).
 func (w *Writer) stillTheWriter() error {
 	if err := w.be.checkLeaseOurs(w.lease); err != nil {
 		return err
@@ -157,9 +153,6 @@ type plan struct {
 // writeEpoch seals and writes the k files in parallel, fsyncs the journal, then writes
 // the superblock: a crash before the superblock leaves the previous epoch in force.
 func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
-	if err := w.stillTheWriter(); err != nil {
-		return err
-	}
 	var mu sync.Mutex
 	done := 0
 	errs := make([]error, len(pl.es.files))

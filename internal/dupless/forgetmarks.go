@@ -34,26 +34,38 @@ const markGrace = 24 * time.Hour
 
 // rootNumbers lists the numbers under .veil/roots (roots and gap marks), in order.
 func (c *Client) rootNumbers(ctx context.Context) ([]uint64, error) {
-	written, err := c.rootListing(ctx)
+	written, _, err := c.rootObjects(ctx)
 	return slices.Sorted(maps.Keys(written)), err
 }
 
 // rootListing lists the numbers under .veil/roots with the time each was last written.
 func (c *Client) rootListing(ctx context.Context) (map[uint64]time.Time, error) {
+	written, _, err := c.rootObjects(ctx)
+	return written, err
+}
+
+// rootObjects lists the numbers under .veil/roots with the time each was last written,
+// and the numbers the listing shows empty: gap marks, which readers of every root
+// (loadRoots) need not fetch. A listing that hides a root (as empty or not at all) hides
+// it either way; what is fetched is still authenticated.
+func (c *Client) rootObjects(ctx context.Context) (written map[uint64]time.Time, marks map[uint64]bool, err error) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list tree roots: %w", err)
+		return nil, nil, fmt.Errorf("list tree roots: %w", err)
 	}
-	written := map[uint64]time.Time{}
+	written, marks = map[uint64]time.Time{}, map[uint64]bool{}
 	for _, i := range infos {
 		if s, ok := parseRootName(i.Name); ok && !i.IsDir {
 			written[s] = i.ModTime
+			if i.Size == 0 {
+				marks[s] = true
+			}
 		}
 	}
-	return written, nil
+	return written, marks, nil
 }
 
 // dropRoots replaces the snapshots keep does not keep by gap marks (oldest first), after

@@ -37,11 +37,18 @@ func snapshotOf(r *treeRoot) Snapshot {
 }
 
 // loadRoots reads and authenticates every root stored, oldest first. The newest root
-// refresh already read is not read again.
+// refresh already read is not read again, nor are the numbers listed empty (forget's gap
+// marks: one GET each for nothing, and forget leaves one per dropped root for a day).
 func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
-	seqs, err := c.rootNumbers(ctx)
+	written, marks, err := c.rootObjects(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var seqs []uint64
+	for s := range written {
+		if !marks[s] {
+			seqs = append(seqs, s)
+		}
 	}
 	c.view.mu.Lock()
 	newest := c.view.newest

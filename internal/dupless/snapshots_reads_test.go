@@ -120,3 +120,29 @@ func TestPinVersionReadsNewestRootOnce(t *testing.T) {
 		t.Fatalf("the newest root read %d times, want 1", n)
 	}
 }
+
+// Forget leaves a gap mark (an empty object) for every root it drops, for a day: commands
+// that read every snapshot skip the numbers the listing shows empty instead of fetching
+// each mark.
+func TestSnapshotsSkipGapMarks(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer c.Close()
+	putFileVersions(t, c, t.TempDir(), 5)
+	if _, err := c.Forget(ctx, Policy{Last: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.rootNumbers(ctx)
+	if err != nil || len(n) != 5 {
+		t.Fatalf("root numbers after forget: %v %v, want 5 (4 gap marks)", n, err)
+	}
+	c2, counting := countingClient(t, be, master, "")
+	snaps, err := c2.Snapshots(ctx)
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots: %v %v", snaps, err)
+	}
+	if n := counting.n.Load(); n != 1 {
+		t.Fatalf("%d tree root objects read for 1 snapshot beside 4 gap marks, want 1", n)
+	}
+}

@@ -74,6 +74,7 @@ type Client struct {
 	noCondBatch atomic.Bool  // the service refused a conditional batch (older than batch version 2)
 	noAbsent    atomic.Bool  // the service refused an absent condition (older than batch version 3)
 	noLarge     atomic.Bool  // the service refused a batch object over 64 KiB (older than session 10)
+	markSeen    atomic.Bool  // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark
 	memSaved    chan error   // a lock-free put's root memory save, awaited at its end (under c.changing)
 	loneRead    time.Time    // when the lock-free put read its root (loneTooOld)
 	skew        atomic.Int64 // the storage's clock minus this machine's, seen when the lock was taken (storageNow)

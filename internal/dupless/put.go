@@ -96,6 +96,9 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		unlock, err = c.lockRemoving(ctx)
 	default:
 		unlock, err = c.lock(ctx, false)
+		if err == nil && c.markSeen.Swap(false) {
+			c.clearAbandonedMark(ctx)
+		}
 	}
 	stop()
 	if err != nil {

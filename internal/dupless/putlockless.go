@@ -194,6 +194,9 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		if !errors.Is(err, storage.ErrExists) && !c.largeRefused(err, fr.obj.Data) { // e.g. a service older than batch version 3
 			c.noAbsent.Store(true)
 		}
+		if errors.Is(err, storage.ErrExists) { // the next root, or a prune's (maybe abandoned) mark
+			c.markSeen.Store(true)
+		}
 		c.log.Debug("lock-free put refused; putting under the lock", "err", err)
 		return 0, fmt.Errorf("%w: %w", errNeedLock, err)
 	}
@@ -273,4 +276,23 @@ func (c *Client) markPruning(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	return unmark, nil
+}
+
+// clearAbandonedMark deletes .veil/pruning when the command that wrote it ended without
+// deleting it (a crashed prune, rm, mv or sync, which delete it before releasing their
+// lock): until then every lock-free put went under the lock. The caller holds the shared
+// lock, which none of the commands that write the mark shares, so no live one writes it
+// meanwhile; and the mark must be older than a lock-free put may run plus a lock's
+// staleness, by the storage's clock: every lock-free put that read its root before the
+// mark's command began has gone under the lock by then (loneTooOld), and that command's
+// lock is abandoned. One Stat, made only by a put whose lock-free batch was refused.
+func (c *Client) clearAbandonedMark(ctx context.Context) {
+	i, err := c.be.Stat(ctx, veilDir, pruneMark)
+	if err != nil || i.ModTime.IsZero() || c.storageNow().Sub(i.ModTime) <= locklessMaxAge+lockStale {
+		return
+	}
+	if err := c.be.Delete(ctx, veilDir, pruneMark); err == nil {
+		c.log.Warn("removed an abandoned prune mark (a prune, rm, mv or sync ended without removing it); small puts go without the lock again",
+			"mark", storage.Join(veilDir, pruneMark), "written", i.ModTime.Format(time.DateTime))
+	}
 }

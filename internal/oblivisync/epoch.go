@@ -172,9 +172,7 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 	var jerr error
 	if jf != nil && !w.opts.UnsafeNoFsync {
 		// The superblock may commit what these records say: they must be durable first.
-		if jerr = jf.Sync(); jerr != nil {
-			jerr = fmt.Errorf("journal fsync: %w", jerr)
-		}
+		jerr = w.j.fsyncFile(jf)
 	}
 	wg.Wait()
 	if err := errors.Join(append(errs, jerr)...); err != nil {

@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/veil-project/veil/internal/atomicfile"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -38,6 +38,16 @@ type journal struct {
 	off      int64
 	unsynced bool
 	size     int64 // bytes in all segments
+
+	// failed holds the first fsync error; every later sync and append returns it. A retry
+	// cannot make the records durable: after a failed fsync Linux may drop the dirty pages
+	// and report success to the next fsync (PostgreSQL's "fsyncgate"). Only a restart,
+	// which replays the journal, recovers. syncMu serialises fsyncs: an epoch fsyncs a
+	// segment outside the writer's lock, and of two concurrent fsyncs only one may see
+	// the error. failed is atomic so that appends never wait for an fsync.
+	syncMu   sync.Mutex
+	failed   atomic.Pointer[error]
+	syncFile func(*os.File) error // (*os.File).Sync when nil; tests make it fail
 
 	readers map[uint32]*os.File
 	rcSeg   uint32
@@ -130,6 +140,9 @@ func (j *journal) replay(seg uint32, off int64, fn func(seg uint32, off int64, p
 		return err
 	}
 	j.f = f
+	// A writer killed before its fsync leaves records in the page cache only: fsync them
+	// before a checkpoint refers to them.
+	j.unsynced = j.off > 0
 	return nil
 }
 
@@ -212,6 +225,9 @@ func openRecord(key *[32]byte, seg uint32, off int64, rec []byte) ([]byte, error
 
 // append seals plain as one record and returns where it starts.
 func (j *journal) append(plain []byte) (uint32, int64, error) {
+	if err := j.err(); err != nil { // a record after a lost one could never be durable
+		return 0, 0, err
+	}
 	if j.off >= j.segMax() {
 		if err := j.rotate(); err != nil {
 			return 0, 0, err
@@ -254,18 +270,58 @@ func (j *journal) rotate() error {
 	}
 	j.f = f
 	if j.fsync { // the new segment's name must survive a power loss like its records
-		atomicfile.SyncDir(j.dir)
+		d, err := os.Open(j.dir)
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		defer d.Close()
+		return j.fsyncFile(d)
 	}
 	return nil
 }
 
+// sync makes every appended record durable, or returns the journal's first fsync error.
 func (j *journal) sync() error {
-	if !j.unsynced || !j.fsync {
+	if !j.fsync {
 		j.unsynced = false
 		return nil
 	}
+	if !j.unsynced {
+		return j.err()
+	}
+	if err := j.fsyncFile(j.f); err != nil {
+		return err
+	}
 	j.unsynced = false
-	return j.f.Sync()
+	return nil
+}
+
+// fsyncFile fsyncs f (a segment, or the journal's directory). Once an fsync has failed it
+// fails without trying again (see failed).
+func (j *journal) fsyncFile(f *os.File) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if err := j.err(); err != nil {
+		return err
+	}
+	sync := j.syncFile
+	if sync == nil {
+		sync = (*os.File).Sync
+	}
+	if err := sync(f); err != nil {
+		err = fmt.Errorf("journal fsync: %w", err)
+		j.failed.Store(&err)
+		return err
+	}
+	return nil
+}
+
+// err is the journal's first fsync error, if any.
+func (j *journal) err() error {
+	if p := j.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // record returns the plaintext of the record at (seg, off), caching the last one.

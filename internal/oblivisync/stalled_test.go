@@ -1,6 +1,7 @@
 package oblivisync
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ func TestStalledWriterStopsAfterTakeover(t *testing.T) {
 	defer a.Close()
 
 	stall, resume := make(chan struct{}), make(chan struct{})
+	var resumed sync.Once
+	release := func() { resumed.Do(func() { close(resume) }) }
 	var first atomic.Bool
 	TestOnlyAfterBackendWrite = func(epoch uint64, n int) {
 		if first.CompareAndSwap(false, true) { // only A's first epoch stalls
@@ -25,9 +28,16 @@ func TestStalledWriterStopsAfterTakeover(t *testing.T) {
 		}
 	}
 	defer func() { TestOnlyAfterBackendWrite = nil }()
+	// A failure below must not leave A stalled: the deferred a.Close waits for its epoch,
+	// and the test would hang until go test's timeout without saying what failed.
+	defer release()
 	aDone := make(chan error, 1)
 	go func() { _, err := a.Sync(); aDone <- err }()
-	<-stall
+	select {
+	case <-stall:
+	case err := <-aDone:
+		t.Fatalf("A's epoch ended before it wrote a backend file: %v", err)
+	}
 
 	// A's lease has expired meanwhile (renewed more than a TTL ago).
 	old := *a.lease
@@ -44,7 +54,7 @@ func TestStalledWriterStopsAfterTakeover(t *testing.T) {
 		t.Fatalf("B's file not committed: %v", err)
 	}
 
-	close(resume)
+	release()
 	errA := <-aDone
 	r2 := must(OpenReader(dir, testPass))
 	_, lerr := r2.Lookup(rootIno, "from-b")

@@ -274,7 +274,8 @@ func (w *Writer) comPut(ino uint64, n *node) {
 	w.com[ino], m[ino] = n, n
 }
 
-// Flush makes every acknowledged change durable in the local journal (fsync).
+// Flush makes every acknowledged change durable in the local journal (fsync). Once a
+// journal fsync has failed it keeps failing, and the writer stops (see journal.failed).
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -319,6 +320,9 @@ func (w *Writer) closeFiles() error {
 }
 
 func (w *Writer) usable() error {
+	if w.broken == nil && w.j != nil {
+		w.broken = w.j.err() // a failed journal fsync stops the writer for good
+	}
 	if w.broken != nil {
 		return fmt.Errorf("writer stopped after an earlier failure (restart to recover from the journal): %w", w.broken)
 	}

@@ -142,18 +142,31 @@ func TestSecondWriterDetected(t *testing.T) {
 }
 
 // writeEpoch ignored the journal's fsync error and wrote the superblock anyway, so a
-// machine crash could leave the backend committing changes the journal had lost.
+// machine crash could leave the backend committing changes the journal had lost. The
+// failure also stays: a later fsync of the journal (Flush) may succeed although the
+// records are lost, so it fails too (TestJournalFsyncFailureIsSticky).
 func TestJournalFsyncFailureStopsEpoch(t *testing.T) {
 	dir := newBackend(t, 8, 8192, 2)
 	w, err := OpenWriter(dir, testPass, Options{StateDir: t.TempDir()}) // fsync on
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer w.Close()
 	must(w.Mkdir(rootIno, "d", 0o755, 0, 0)) // metadata only: the epoch reads no journal data
 	epoch := w.sb.Epoch
-	w.j.f.Close() // the next fsync of the journal fails
+	fail := true // the next fsync of the journal fails; a retry would succeed
+	w.j.syncFile = func(f *os.File) error {
+		if fail {
+			fail = false
+			return errors.New("injected fsync failure")
+		}
+		return f.Sync()
+	}
 	if _, err := w.Sync(); err == nil || !strings.Contains(err.Error(), "journal fsync") {
 		t.Fatalf("got %v, want a journal fsync error", err)
+	}
+	if err := w.Flush(); err == nil || !strings.Contains(err.Error(), "journal fsync") {
+		t.Fatalf("flush after the epoch's journal fsync failed: got %v, want the fsync error", err)
 	}
 	r, err := OpenReader(dir, testPass)
 	if err != nil {

@@ -59,18 +59,18 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 			data = []byte{} // inline, empty (nil would mean a blob file)
 		}
 		if i != large {
-			links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data)
+			links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data, 0)
 		}
 		names = append(names, linkNames(o.Dir, o.Name)...)
 	}
 	if large >= 0 { // a blob of its own, held from gc until the transaction references it
 		o := objs[large]
-		sum, size, release, err := s.spool(ctx, bytes.NewReader(o.Data))
+		sum, size, pin, err := s.spool(ctx, bytes.NewReader(o.Data))
 		if err != nil {
 			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
 		}
-		defer release()
-		links[large] = n.link(o.Dir, o.Name, sum, size, nil)
+		defer pin.release()
+		links[large] = n.link(o.Dir, o.Name, sum, size, nil, pin.gen)
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
 		for i, o := range objs { // conditions first, in the same transaction: all or nothing

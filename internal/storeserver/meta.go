@@ -28,10 +28,10 @@ type metaStore interface {
 	updateNames(ctx context.Context, user string, names [][2]string, fn func(metaTx) error) error
 	// view runs fn in a read-only transaction.
 	view(ctx context.Context, fn func(metaTx) error) error
-	// hold keeps gc from removing blob h (size bytes, kept in the blob store) until
-	// release is called: an upload holds it from before it makes the blob durable until
-	// its reference is committed.
-	hold(ctx context.Context, h [32]byte, size int64) (release func(), err error)
+	// hold keeps gc from removing blob h (size bytes, kept in the blob store) until the
+	// pin's release is called: an upload holds it from before it makes the blob durable
+	// until its reference (incref with the pin's generation) is committed.
+	hold(ctx context.Context, h [32]byte, size int64) (blobPin, error)
 	// readHold keeps gc from removing blobs between a lookup and the open of the content.
 	readHold() (release func())
 	// collect removes unreferenced blob records and their content, and content without a
@@ -41,6 +41,15 @@ type metaStore interface {
 	// be re-read on a miss).
 	shared() bool
 	close() error
+}
+
+// blobPin is an upload's hold on a blob (metaStore.hold).
+type blobPin struct {
+	// gen identifies the blob record the pin is on (PostgreSQL: veil_blobs.gen; 0 on
+	// bbolt, where a hold is a lock and a record outlives it).
+	gen int64
+	// release drops the pin (once), after the transaction that references the blob.
+	release func()
 }
 
 // metaTx is one transaction. Methods taking a user operate on that user's namespace and
@@ -75,8 +84,11 @@ type metaTx interface {
 	// blob returns h's record and, for inline content, the content.
 	blob(h [32]byte) (blobRec, []byte, bool, error)
 	// incref adds a reference to h, recording it first when new (inline is the content
-	// when it is kept in the database, nil otherwise).
-	incref(h [32]byte, size int64, inline []byte) error
+	// when it is kept in the database, nil otherwise). Content in the blob store is
+	// referenced by the upload that holds it: gen is its pin's generation, and the
+	// transaction fails if the record is no longer the one pinned (gc collected it and
+	// another upload recorded it anew).
+	incref(h [32]byte, size int64, inline []byte, gen int64) error
 	// decref drops a reference; a blob at zero stays recorded until gc removes it.
 	decref(h [32]byte) error
 	// blobs calls fn for every blob record.

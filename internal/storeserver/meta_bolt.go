@@ -49,9 +49,9 @@ func (m *boltMeta) view(_ context.Context, fn func(metaTx) error) error {
 	return m.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (m *boltMeta) hold(context.Context, [32]byte, int64) (func(), error) {
+func (m *boltMeta) hold(context.Context, [32]byte, int64) (blobPin, error) {
 	m.gcMu.RLock()
-	return m.gcMu.RUnlock, nil
+	return blobPin{release: m.gcMu.RUnlock}, nil
 }
 
 func (m *boltMeta) readHold() func() {
@@ -285,7 +285,9 @@ func (t boltTx) blob(h [32]byte) (blobRec, []byte, bool, error) {
 	return r, data, true, nil
 }
 
-func (t boltTx) incref(h [32]byte, size int64, inline []byte) error {
+// incref ignores gen: gc waits for every hold (gcMu), so the record an upload holds is
+// the one it references.
+func (t boltTx) incref(h [32]byte, size int64, inline []byte, _ int64) error {
 	b := t.tx.Bucket(bucketBlobs)
 	r := blobRec{size: size, inline: inline != nil}
 	if v := b.Get(h[:]); v != nil {

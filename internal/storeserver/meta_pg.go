@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -30,7 +31,10 @@ import (
 //     pinned_until of Config.RequestTimeout for a node that dies holding it) before making
 //     it durable and unpins it once its reference is committed; gc marks a blob deleting
 //     only when it has no reference and no live pin, and a pin or a reference is refused
-//     on a blob marked deleting (meta_pg_gc.go).
+//     on a blob marked deleting (meta_pg_gc.go). A pin, its release and the upload's
+//     reference name the row's generation (gen, random per row recorded): after gc
+//     collected a row whose pin had run out, they never apply to the row another upload
+//     records anew for the same content (hold).
 type pgMeta struct {
 	pool   *pgxpool.Pool
 	commit *committer
@@ -188,35 +192,54 @@ func (m *pgMeta) view(ctx context.Context, fn func(metaTx) error) error {
 // back (one blob store delete).
 const holdWait = 30 * time.Second
 
-func (m *pgMeta) hold(ctx context.Context, h [32]byte, size int64) (func(), error) {
+// hold pins blob h: pins+1 on its row, recorded with a new random generation if absent,
+// and pinned_until at least now + the lease (a lease never shortens another node's). The
+// pin is on that row's generation: its release drops a pin of that generation only, and
+// the upload's reference (incref, flush) must find it. Found by review: the release was
+// by hash alone, so an upload whose lease had run out, whose row gc had collected and
+// which then failed, dropped the pin of a later upload of the same content on the row
+// recorded anew, and gc collected the blob under that upload (TestPGStaleReleaseKeepsNewPin);
+// and the reference of such an upload, once its blob store write came back, counted on
+// the new row, whose blob was still being written (the one it had written was collected),
+// and was acknowledged for content that never arrived (TestPGStaleHoldTakesNoNewRecord).
+func (m *pgMeta) hold(ctx context.Context, h [32]byte, size int64) (blobPin, error) {
 	deadline := time.Now().Add(holdWait)
 	for {
-		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, pins, pinned_until)
-			VALUES ($1, $2, 0, 1, now() + $3 * INTERVAL '1 second')
-			ON CONFLICT (hash) DO UPDATE SET pins = veil_blobs.pins + 1, pinned_until = EXCLUDED.pinned_until
-			WHERE NOT veil_blobs.deleting`, h[:], size, int64(m.lease/time.Second)+1)
-		if err != nil {
-			return nil, pgFault(err)
-		}
-		if tag.RowsAffected() == 1 {
-			return func() {
+		var gen int64
+		err := m.pool.QueryRow(ctx, `INSERT INTO veil_blobs (hash, size, refs, pins, pinned_until, gen)
+			VALUES ($1, $2, 0, 1, now() + $3 * INTERVAL '1 second', $4)
+			ON CONFLICT (hash) DO UPDATE SET pins = veil_blobs.pins + 1,
+				pinned_until = CASE WHEN veil_blobs.pinned_until > EXCLUDED.pinned_until
+					THEN veil_blobs.pinned_until ELSE EXCLUDED.pinned_until END
+			WHERE NOT veil_blobs.deleting
+			RETURNING gen`, h[:], size, int64(m.lease/time.Second)+1, newBlobGen()).Scan(&gen)
+		if err == nil {
+			return blobPin{gen: gen, release: func() {
 				ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 				defer cancel()
 				// A release lost with the database leaves the pin to its lease.
-				m.pool.Exec(ctx, `UPDATE veil_blobs SET pins = pins - 1 WHERE hash = $1 AND pins > 0`, h[:])
-			}, nil
+				m.pool.Exec(ctx, `UPDATE veil_blobs SET pins = pins - 1 WHERE hash = $1 AND gen = $2 AND pins > 0`, h[:], gen)
+			}}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return blobPin{}, pgFault(err)
 		}
 		// gc is removing the blob: wait until it is gone, then record it again.
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: blob %x is being collected", storewire.ErrUnavailable, h[:8])
+			return blobPin{}, fmt.Errorf("%w: blob %x is being collected", storewire.ErrUnavailable, h[:8])
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return blobPin{}, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
+
+// newBlobGen is the generation of a blob row hold records: random, so that rows recorded
+// by any node for the same content differ (no sequence needed), and not 0, the generation
+// of rows recorded before there were generations (pgMigrations) and of inline content.
+func newBlobGen() int64 { return rand.Int64N(math.MaxInt64) + 1 }
 
 // readHold does nothing: gc removes only blobs without references, and a read that loses
 // a race with a delete and a gc of the same name fails as the content being gone.

@@ -153,8 +153,9 @@ func (t *pgTx) writeBack() error {
 // in one round trip; reference counts change in hash order
 // (so that transactions sharing blobs lock them in one order): new inline content is
 // inserted with its record (a run of them in hash order is one statement); a blob in the
-// blob store was recorded by hold, and a record marked deleting (gc is removing it) takes
-// no reference (one statement each).
+// blob store was recorded by hold, and a record marked deleting (gc is removing it), or
+// of another generation than the one a reference's upload pinned (gc collected that one
+// and another upload recorded the content anew), takes no reference (one statement each).
 func (t *pgTx) flush() error {
 	var b pgBatch
 	t.queueWrites(&b)
@@ -176,9 +177,15 @@ func (t *pgTx) flush() error {
 			// only here: the batch's COMMIT must not commit a transaction whose check
 			// failed (found by review: the names were committed, the caller told it had
 			// failed, and its rerun then answered success for content gc would remove).
-			b.queueCheck(fmt.Sprintf("no record of blob %x (collected before its reference committed?)", h[:8]),
-				`WITH u AS (UPDATE veil_blobs SET refs = GREATEST(refs + $2, 0) WHERE hash = $1 AND NOT deleting RETURNING 1)
-				SELECT 1 / (SELECT count(*) FROM u)::int`, h[:], d.refs)
+			// gen = ALL(gens): each pinned generation is the row's (true for none).
+			gens := d.gens
+			if gens == nil {
+				gens = []int64{} // NULL would fail the check
+			}
+			b.queueCheck(fmt.Sprintf("no record of blob %x as pinned (collected before its reference committed?)", h[:8]),
+				`WITH u AS (UPDATE veil_blobs SET refs = GREATEST(refs + $2, 0)
+					WHERE hash = $1 AND NOT deleting AND gen = ALL($3::bigint[]) RETURNING 1)
+				SELECT 1 / (SELECT count(*) FROM u)::int`, h[:], d.refs, gens)
 		}
 	}
 	run.queue(&b)

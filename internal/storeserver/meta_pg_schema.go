@@ -12,8 +12,13 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// pgSchemaVersion is the version of the tables below, recorded in veil_schema.
-const pgSchemaVersion = 1
+// pgSchemaVersion is the version of the tables below, recorded in veil_schema:
+//   - 1: first version;
+//   - 2: veil_blobs.gen, the generation of a blob row, so that an upload's pin and
+//     reference apply to the row it pinned and not to one recorded anew after gc
+//     collected it (meta_pg.go, hold). A database of version 1 is migrated when a node
+//     opens it (pgMigrations).
+const pgSchemaVersion = 2
 
 // pgSchema creates the tables (docs/design-store.md, "Several nodes"). Plain SQL types
 // only (TEXT, BYTEA, BIGINT, SMALLINT, BOOLEAN, TIMESTAMPTZ), primary keys and no
@@ -50,7 +55,18 @@ var pgSchema = []string{
 		data BYTEA,
 		pins BIGINT NOT NULL DEFAULT 0,
 		pinned_until TIMESTAMPTZ,
-		deleting BOOLEAN NOT NULL DEFAULT FALSE)`,
+		deleting BOOLEAN NOT NULL DEFAULT FALSE,
+		gen BIGINT NOT NULL DEFAULT 0)`,
+}
+
+// pgMigrations[v] take the tables from version v to v+1. Each statement can run again
+// (a node that dies part way, or two nodes opening the database at once), and the
+// version is advanced after them: nodes still running the older version keep working
+// meanwhile (their statements name no new column), and refuse the database once they
+// restart. From 1: rows recorded before have generation 0, a row recorded anew gets a
+// random one (hold), so an older row is told from its successor all the same.
+var pgMigrations = map[int][]string{
+	1: {`ALTER TABLE veil_blobs ADD COLUMN IF NOT EXISTS gen BIGINT NOT NULL DEFAULT 0`},
 }
 
 // pgTuning are PostgreSQL storage settings for the content column, which holds encrypted
@@ -100,17 +116,31 @@ func createSchema(ctx context.Context, dsn string) error {
 	return nil
 }
 
-// checkSchema refuses a database without the tables or with another version of them.
+// checkSchema refuses a database without the tables or with a newer version of them,
+// and migrates an older version (pgMigrations).
 func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	var v int
-	err := pool.QueryRow(ctx, `SELECT version FROM veil_schema`).Scan(&v)
-	if err != nil {
-		return fmt.Errorf("metadata database: no veil schema (%w): %w", ErrNotInitialized, pgFault(err))
+	for {
+		var v int
+		err := pool.QueryRow(ctx, `SELECT version FROM veil_schema`).Scan(&v)
+		if err != nil {
+			return fmt.Errorf("metadata database: no veil schema (%w): %w", ErrNotInitialized, pgFault(err))
+		}
+		if v == pgSchemaVersion {
+			return nil
+		}
+		steps, ok := pgMigrations[v]
+		if !ok || v > pgSchemaVersion {
+			return fmt.Errorf("metadata database: schema version %d, this veil reads %d", v, pgSchemaVersion)
+		}
+		for _, q := range steps {
+			if _, err := pool.Exec(ctx, q); err != nil {
+				return fmt.Errorf("metadata database: migrating schema version %d to %d (needs a user allowed to alter the tables): %w", v, v+1, pgFault(err))
+			}
+		}
+		if _, err := pool.Exec(ctx, `UPDATE veil_schema SET version = $2 WHERE version = $1`, v, v+1); err != nil {
+			return fmt.Errorf("metadata database: migrating schema version %d to %d: %w", v, v+1, pgFault(err))
+		}
 	}
-	if v != pgSchemaVersion {
-		return fmt.Errorf("metadata database: schema version %d, this veil reads %d", v, pgSchemaVersion)
-	}
-	return nil
 }
 
 // checkDB accepts a postgres:// URL without a password (the data directory records it:

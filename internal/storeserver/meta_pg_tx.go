@@ -36,7 +36,8 @@ type pgQuerier interface {
 type blobDelta struct {
 	refs   int64
 	size   int64
-	inline []byte // the content, when it is kept in the database and this tx adds it
+	inline []byte  // the content, when it is kept in the database and this tx adds it
+	gens   []int64 // the generations the references added to content in the blob store were pinned on
 }
 
 var errReadOnly = errors.New("metadata: write in a read-only transaction")
@@ -309,7 +310,7 @@ func (t *pgTx) delta(h [32]byte) (*blobDelta, error) {
 	return d, nil
 }
 
-func (t *pgTx) incref(h [32]byte, size int64, inline []byte) error {
+func (t *pgTx) incref(h [32]byte, size int64, inline []byte, gen int64) error {
 	d, err := t.delta(h)
 	if err != nil {
 		return err
@@ -318,6 +319,8 @@ func (t *pgTx) incref(h [32]byte, size int64, inline []byte) error {
 	d.size = size
 	if inline != nil {
 		d.inline = inline
+	} else if !slices.Contains(d.gens, gen) {
+		d.gens = append(d.gens, gen)
 	}
 	return nil
 }

@@ -145,7 +145,7 @@ func TestPGHoldKeepsGCAway(t *testing.T) {
 	if err := ns.Delete(t.Context(), "", "f"); err != nil {
 		t.Fatal(err)
 	}
-	release, err := s.meta.hold(t.Context(), h, int64(len(data)))
+	pin, err := s.meta.hold(t.Context(), h, int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPGHoldKeepsGCAway(t *testing.T) {
 	if _, _, err := s.blobs.open(t.Context(), h); err != nil {
 		t.Fatalf("held content removed: %v", err)
 	}
-	release()
+	pin.release()
 	if rep, err := s.GC(t.Context()); err != nil || rep.Blobs != 1 {
 		t.Fatalf("gc after release: %+v %v", rep, err)
 	}

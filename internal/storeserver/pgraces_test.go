@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -172,5 +173,154 @@ func TestPGTwoGCsKeepReuploadedBlob(t *testing.T) {
 	got, err := getBytes(t, nsB, "", "g")
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("acknowledged put lost to a concurrent gc: %v", err)
+	}
+}
+
+// gateBackend stops each blob Put at a gate the test opens: before writing (before) or
+// after writing and before answering (after), whichever is set when the Put starts.
+// Reaching the gate is signalled on reached; what the test sends through the gate is the
+// Put's answer (an error before writing fails the Put without writing anything).
+type gateBackend struct {
+	storage.Backend
+	before, after chan error
+	reached       chan struct{}
+}
+
+func newGate(b storage.Backend) *gateBackend {
+	return &gateBackend{Backend: b, reached: make(chan struct{}, 1)}
+}
+
+func (b *gateBackend) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if before := b.before; before != nil {
+		b.reached <- struct{}{}
+		if err := <-before; err != nil {
+			return err
+		}
+	}
+	if err := b.Backend.Put(ctx, dir, name, r, size); err != nil {
+		return err
+	}
+	if after := b.after; after != nil {
+		b.reached <- struct{}{}
+		return <-after
+	}
+	return nil
+}
+
+// errAbandoned fails a gated Put as its request's end would (not an outage: the blob
+// store's circuit breaker stays closed).
+var errAbandoned = fmt.Errorf("upload abandoned: %w", context.Canceled)
+
+// gatedNodes are two PostgreSQL nodes sharing one blob directory, each through its own
+// gate, with pins that last 2 s.
+func gatedNodes(t *testing.T) (a, b *Service, ga, gb *gateBackend) {
+	t.Helper()
+	dir := t.TempDir()
+	la, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, gb = newGate(la), newGate(lb)
+	a = newPGService(t, Config{Blobs: ga, RequestTimeout: time.Second}) // pin lease: 2 s
+	b = secondNode(t, a, Config{Blobs: gb, RequestTimeout: time.Second})
+	return a, b, ga, gb
+}
+
+// An upload whose pin's lease ran out (a slow blob store) and whose blob row gc then
+// collected must not, when it is finally abandoned, release the pin of a later upload of the
+// same content, which recorded the blob anew. Found by review: the release was
+// "pins - 1 WHERE hash = $1", which dropped the new upload's pin; gc then collected the
+// blob under that upload, whose put failed ("no record of blob") although nothing was
+// wrong with it. A release now only drops a pin of the record it pinned (its generation).
+func TestPGStaleReleaseKeepsNewPin(t *testing.T) {
+	a, b, ga, gb := gatedNodes(t)
+	addUser(t, a, "alice")
+	nsA, nsB := mustNS(t, a, "alice"), mustNS(t, b, "alice")
+	data := randBytes(12, 100<<10)
+
+	// Node A's upload pins the blob and hangs in the blob store past its lease.
+	ga.before = make(chan error)
+	errA := make(chan error, 1)
+	go func() { errA <- nsA.Put(context.Background(), "", "a", bytes.NewReader(data), int64(len(data))) }()
+	<-ga.reached
+	time.Sleep(2500 * time.Millisecond)
+	if rep, err := a.GC(t.Context()); err != nil || rep.Blobs != 1 {
+		t.Fatalf("gc after the lease ran out: %+v %v (want the stale blob row collected)", rep, err)
+	}
+	// Node B uploads the same content: a new record, pinned, its blob store write pending.
+	gb.before = make(chan error)
+	errB := make(chan error, 1)
+	go func() { errB <- nsB.Put(context.Background(), "", "b", bytes.NewReader(data), int64(len(data))) }()
+	<-gb.reached
+	// A's upload is abandoned (its client gone): A fails and releases its pin.
+	ga.before <- errAbandoned
+	if err := <-errA; err == nil {
+		t.Fatal("A's put succeeded although its blob store write was abandoned")
+	}
+	// B's pin is live (well within its lease): gc must leave its record alone.
+	if rep, err := b.GC(t.Context()); err != nil || rep.Blobs != 0 {
+		t.Errorf("gc collected a blob pinned by an upload in flight: %+v %v", rep, err)
+	}
+	gb.before <- nil
+	if err := <-errB; err != nil {
+		t.Fatalf("B's put failed: %v", err)
+	}
+	if _, err := a.GC(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := getBytes(t, nsA, "", "b")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("acknowledged put lost after gc: %v", err)
+	}
+	fsckClean(t, a)
+}
+
+// An upload whose pin's lease ran out wrote its blob, gc then removed that blob and its
+// row, and a second upload of the same content recorded it anew and is still writing it.
+// The first upload's reference must not be taken by the new record: the blob it wrote is
+// gone, and the new one may never arrive (here the second upload is abandoned).
+// Found by review: the reference check matched the hash only, so the first put was
+// acknowledged and its name pointed at content that no longer existed. A reference now
+// must match the generation of the record its upload pinned.
+func TestPGStaleHoldTakesNoNewRecord(t *testing.T) {
+	a, b, ga, gb := gatedNodes(t)
+	addUser(t, a, "alice")
+	nsA, nsB := mustNS(t, a, "alice"), mustNS(t, b, "alice")
+	data := randBytes(13, 100<<10)
+
+	// Node A's upload pins the blob, writes it, and hangs before its answer past its lease.
+	ga.after = make(chan error)
+	errA := make(chan error, 1)
+	go func() { errA <- nsA.Put(context.Background(), "", "a", bytes.NewReader(data), int64(len(data))) }()
+	<-ga.reached
+	time.Sleep(2500 * time.Millisecond)
+	if rep, err := a.GC(t.Context()); err != nil || rep.Blobs != 1 {
+		t.Fatalf("gc after the lease ran out: %+v %v (want the stale blob collected)", rep, err)
+	}
+	// Node B uploads the same content: a new record, pinned, its blob store write pending.
+	gb.before = make(chan error)
+	errB := make(chan error, 1)
+	go func() { errB <- nsB.Put(context.Background(), "", "b", bytes.NewReader(data), int64(len(data))) }()
+	<-gb.reached
+	ga.after <- nil // A's blob store answers at last
+	putA := <-errA
+	gb.before <- errAbandoned
+	if err := <-errB; err == nil {
+		t.Fatal("B's put succeeded although its blob store write was abandoned")
+	}
+	t.Logf("A's put: %v", putA)
+	if putA != nil {
+		if _, err := nsA.Stat(t.Context(), "", "a"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("a put answered %v is stored anyway (stat: %v)", putA, err)
+		}
+		return // refused: the client sends it again
+	}
+	got, err := getBytes(t, nsA, "", "a")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("acknowledged put's content missing: %v", err)
 	}
 }

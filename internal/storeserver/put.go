@@ -42,7 +42,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		switch {
 		case err == io.EOF: // the whole body fits inline
 			sum := sha256.Sum256(head)
-			if err := s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, int64(k), head)); err != nil {
+			if err := s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, int64(k), head, 0)); err != nil {
 				return fmt.Errorf("put %s: %w", what, err)
 			}
 			s.metrics.observe("put", int64(k), start)
@@ -61,18 +61,18 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 
 // putFile stores body as a blob (spool) and links dir/name to it.
 func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
-	sum, got, release, err := n.s.spool(ctx, body)
+	sum, got, pin, err := n.s.spool(ctx, body)
 	if err != nil {
 		return 0, err
 	}
-	defer release()
-	return got, n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil))
+	defer pin.release()
+	return got, n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil, pin.gen))
 }
 
 // spool streams body into a temporary file, fsyncs it, and commits it to the blob store
-// as the blob named by its SHA-256. gc leaves that blob alone until release is called,
-// after the transaction that references it.
-func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got int64, release func(), err error) {
+// as the blob named by its SHA-256. gc leaves that blob alone until pin.release is
+// called, after the transaction that references it (with pin.gen).
+func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got int64, pin blobPin, err error) {
 	s.tmpMu.RLock() // gc must not see the temp file before it is marked live
 	f, err := os.CreateTemp(s.tmpDir, "up-*")
 	if err == nil {
@@ -80,7 +80,7 @@ func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got 
 	}
 	s.tmpMu.RUnlock()
 	if err != nil {
-		return sum, 0, nil, err
+		return sum, 0, pin, err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -95,27 +95,27 @@ func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got 
 	got, err = io.CopyBuffer(io.MultiWriter(f, h), onlyReader{body}, *buf)
 	copyBufs.Put(buf)
 	if err != nil {
-		return sum, 0, nil, err
+		return sum, 0, pin, err
 	}
 	if got > s.cfg.MaxObjectSize {
-		return sum, 0, nil, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
+		return sum, 0, pin, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
 	if err := f.Sync(); err != nil {
-		return sum, 0, nil, err
+		return sum, 0, pin, err
 	}
 	if err := f.Close(); err != nil {
-		return sum, 0, nil, err
+		return sum, 0, pin, err
 	}
 	h.Sum(sum[:0])
-	release, err = s.meta.hold(ctx, sum, got) // gc must not remove the blob until it is referenced
+	pin, err = s.meta.hold(ctx, sum, got) // gc must not remove the blob until it is referenced
 	if err != nil {
-		return sum, 0, nil, err
+		return sum, 0, blobPin{}, err
 	}
 	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
-		release()
-		return sum, 0, nil, err
+		pin.release()
+		return sum, 0, blobPin{}, err
 	}
-	return sum, got, release, nil
+	return sum, got, pin, nil
 }
 
 // copyBufs are the 1 MiB copy buffers of uploads (putFile) and downloads (handleGet),
@@ -138,8 +138,9 @@ func linkNames(dir, name string) [][2]string {
 	return append(out, [2]string{dir, name})
 }
 
-// link is the transaction that points dir/name at blob sum (recording the blob if new).
-func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []byte) func(metaTx) error {
+// link is the transaction that points dir/name at blob sum (recording the blob if new):
+// inline content, or content in the blob store held by a pin of generation gen (spool).
+func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []byte, gen int64) func(metaTx) error {
 	now := time.Now().UnixNano()
 	return func(t metaTx) error {
 		if err := n.ensureDirs(t, dir, now); err != nil {
@@ -161,7 +162,7 @@ func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []by
 		} else if err := n.addEntry(t, dir, name); err != nil {
 			return err
 		}
-		if err := t.incref(sum, size, inline); err != nil {
+		if err := t.incref(sum, size, inline, gen); err != nil {
 			return err
 		}
 		if err := charge(t, n.user, delta, 0); err != nil {

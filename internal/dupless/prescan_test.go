@@ -30,6 +30,7 @@ func (d *device) putScanned(t *testing.T, be storage.Backend, master []byte, pre
 // A put from a prescan stores what Put stores, skips the unchanged files through the put
 // cache, and still sees a file changed before the walk.
 func TestPutScannedAsPut(t *testing.T) {
+	putLongAfter(t)
 	be := &recordReads{Backend: newBackend(t)}
 	master, dev := NewMasterKey(), newDevice(t, "/srv/a")
 	src, n := cacheTree(t)

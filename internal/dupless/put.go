@@ -114,7 +114,8 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		// the namespace, sealed) for the one entry this put would add was half of a lone
 		// put's CPU, and a third of its time in a namespace of 5,000 files; the old cache
 		// stays sound: its entries count only while the root lists the same record
-		// hashes. The next put of this file reads its record once; the next put of a tree
+		// hashes. The next put of this file reads its record and the file once (racy clean:
+		// putfile.go, previous); the next put of a tree
 		// rewrites the cache.
 		if !lone {
 			c.saveCache(cache)

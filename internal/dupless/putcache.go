@@ -17,7 +17,8 @@ import (
 // record object and what put compares (kind, size, mtime, mode, target), plus the local
 // file's ctime, inode and device. A put skips an entry without reading its record when the
 // newest tree root still lists that very record (same hash) and the local entry is as
-// remembered. The root is authenticated and the cache is authenticated under a key of the
+// remembered (and, for a file, was not read within a timestamp tick of a change: racy,
+// putcache_run.go). The root is authenticated and the cache is authenticated under a key of the
 // user's master key bound to the location, so neither the service nor another profile's
 // file can make put skip a changed file; a cache that fails its check, is of another
 // version, or does not match the root is rebuilt (as put reads records), never trusted.

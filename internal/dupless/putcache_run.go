@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -24,10 +25,42 @@ type runCache struct {
 type cacheVerdict int
 
 const (
-	cacheUnknown cacheVerdict = iota // no usable entry: decide from the record, as without a cache
+	cacheUnknown cacheVerdict = iota // no usable entry: decide from the record (a file it matches is read: previous)
 	cacheSame                        // the stored record describes this very file: skip it
-	cacheSuspect                     // the record was stored from this path, but the file's ctime or inode changed: read it
+	cacheSuspect                     // the record was stored from this path, but the file's ctime or inode changed, or its entry is racy: read it
 )
+
+// Racy clean (git's name; docs/design.md, "Put cache"). A file system stamps a write with
+// its coarse clock: ext2/3 and HFS+ to the second, FAT's mtime to 2 s, ext4 before Linux
+// 6.13 to the jiffy (1-10 ms); a network file system with its server's clock. A write
+// within the same tick as put's read of the file leaves size, mtime, ctime and inode as
+// put saw them, so an entry noted from that read would make every later put skip the
+// changed file. So an entry is trusted only when the file's mtime and ctime were older
+// than the moment put began to read it by more than racyMargin: any later write then
+// stamps a time after the remembered ones. Otherwise the entry is noted racy (its ctime
+// set to racyCTime, which no file has): the next put reads the file (no record is written
+// if the content is the same) and notes it anew, trusted if that read was late enough.
+// 3 s covers FAT's 2 s mtime steps, the 1 s of ext2/3, and a second of difference
+// between this clock and the one that stamps the file (the kernel's coarse clock lags by
+// up to a jiffy; an NFS server's clock by its skew). The cost is one more read of the
+// files changed in the 3 s before a put read them.
+const (
+	racyMargin = 3 * time.Second
+	racyCTime  = 0 // cacheEntry.CTime of a racy file entry: never a file's ctime, so it is read
+)
+
+// putClock is the clock read when put starts reading a file (a test seam: a put run long
+// after the files were written).
+var putClock = time.Now
+
+// racy reports whether a file as fi describes it (stat before its content was read) may
+// change later without its mtime or ctime moving: one of them is not older than started,
+// the moment its reading began, by racyMargin. Unknown stat fields count as racy.
+func racy(fi fs.FileInfo, started time.Time) bool {
+	ctime, _, _, known := statIDs(fi)
+	edge := started.Add(-racyMargin).UnixNano()
+	return !known || started.IsZero() || fi.ModTime().UnixNano() >= edge || ctime >= edge
+}
 
 // cacheRead is the put cache file being read (readCache) in the background.
 type cacheRead struct {
@@ -199,8 +232,8 @@ func (rc *runCache) file(c *Client, encDir, encName string, fi fs.FileInfo) (cac
 	switch {
 	case e.Size != uint64(fi.Size()) || e.MTime != fi.ModTime().UnixNano() || e.Mode != unixMode(fi.Mode()):
 		return cacheUnknown, e // changed as the record tells: stored anew, its chunks reused
-	case !known || e.CTime != ctime || e.Ino != ino || e.Dev != dev:
-		return cacheSuspect, e
+	case !known || e.CTime == racyCTime || e.CTime != ctime || e.Ino != ino || e.Dev != dev:
+		return cacheSuspect, e // changed unseen, or read within a timestamp tick of a change
 	case e.Flags&cacheRandomKey != 0 && c.ks.kd != nil:
 		return cacheUnknown, e // stored under random keys: stored again for dedup
 	case rc.rootHasDir(c, storage.Join(encDir, encName)):
@@ -232,9 +265,18 @@ func (rc *runCache) linkSame(c *Client, encDir, encName string, r *record) bool 
 	return rc.same(c, storage.Join(encDir, encName+keySuffix), r) && !rc.rootHasDir(c, storage.Join(encDir, encName))
 }
 
-// note remembers that the record at path (as this command sees it) is r, stored from the
-// local entry fi (nil: not a regular file).
+// note remembers that the record at path (as this command sees it) is r, a directory or
+// symlink record (fi nil), or a file's from the local file fi whose content was not read
+// (noted racy: the next put reads it).
 func (rc *runCache) note(c *Client, path string, r *record, fi fs.FileInfo) {
+	rc.noteRead(c, path, r, fi, time.Time{})
+}
+
+// noteRead remembers that the record at path (as this command sees it) is r, stored from
+// the local entry fi (nil: not a regular file), whose content this command began to read
+// at read (after fi was taken). A file entry is noted racy unless fi's mtime and ctime are
+// older than read by racyMargin (racy): the next put reads the file again.
+func (rc *runCache) noteRead(c *Client, path string, r *record, fi fs.FileInfo, read time.Time) {
 	if rc == nil || r.Type != typeFile && r.Type != typeDir && r.Type != typeSymlink {
 		return
 	}
@@ -253,6 +295,9 @@ func (rc *runCache) note(c *Client, path string, r *record, fi fs.FileInfo) {
 		var known bool
 		if e.CTime, e.Ino, e.Dev, known = statIDs(fi); !known {
 			return
+		}
+		if racy(fi, read) {
+			e.CTime = racyCTime
 		}
 	}
 	rc.mu.Lock()

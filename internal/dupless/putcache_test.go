@@ -111,6 +111,7 @@ func cacheTree(t *testing.T) (string, int) {
 }
 
 func TestPutCacheSkipsRecordReads(t *testing.T) {
+	putLongAfter(t)
 	be := &recordReads{Backend: newBackend(t)}
 	master, dev := NewMasterKey(), newDevice(t, "/srv/a")
 	src, n := cacheTree(t)
@@ -158,6 +159,7 @@ func TestPutCacheCorruptIsRebuilt(t *testing.T) {
 	}
 	for name, spoil := range cases {
 		t.Run(name, func(t *testing.T) {
+			putLongAfter(t)
 			be := &recordReads{Backend: newBackend(t)}
 			master, dev := NewMasterKey(), newDevice(t, "/srv/a")
 			src, n := cacheTree(t)
@@ -183,6 +185,7 @@ func TestPutCacheCorruptIsRebuilt(t *testing.T) {
 // remembers, so put reads that record (only that one), sees it differs from the local
 // file, and stores the local file again. A cache trusted without the root would skip it.
 func TestPutCacheStaleAfterAnotherDevice(t *testing.T) {
+	putLongAfter(t)
 	be := &recordReads{Backend: newBackend(t)}
 	master := NewMasterKey()
 	a, b := newDevice(t, "/srv/a"), newDevice(t, "/srv/a")
@@ -323,6 +326,7 @@ func FuzzOpenPutCache(f *testing.F) {
 // skips every file without a read, and the lone file, put again unchanged, is found
 // unchanged from its record.
 func TestLocklessPutLeavesCache(t *testing.T) {
+	putLongAfter(t)
 	rr := &recordReads{Backend: newBackend(t)}
 	be := &gateBE{absentBE: absentBE{&condBE{Backend: rr}}}
 	master, dev := NewMasterKey(), newDevice(t, "/srv/a")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
@@ -33,8 +34,9 @@ type filePut struct {
 	kept     int                     // chunks reused rather than sent (counted if it commits)
 	owned    []*keyFuture            // keys this file derives for the whole run
 	fallback error                   // why some chunks have random keys (nil: none do)
-	suspect  bool                    // the put cache knew this file, but its ctime or inode changed: read it
-	old      *record                 // the stored record, when it matched by size, mtime and mode (suspect only)
+	suspect  bool                    // the put cache knew this file, but its ctime or inode changed or its entry is racy: read it
+	old      *record                 // the stored record, when it matched by size, mtime and mode (then read to compare)
+	readAt   time.Time               // putClock just before the file was opened (fi) and read: is its entry racy?
 }
 
 // putFile chunks, compresses, derives keys for, encrypts and uploads one file, then writes
@@ -81,6 +83,7 @@ func (c *Client) startFile(ctx context.Context, t putTask, sum *Summary, run *pu
 	}
 	fp := &filePut{c: c, ctx: ctx, run: run, sum: sum, t: t, encDir: encDir, encName: encName,
 		release: release, prev: map[mle.Digest]chunkRef{}, mine: map[mle.Digest]pending{}, suspect: verdict == cacheSuspect}
+	fp.readAt = putClock()
 	unchanged, err := false, fp.open()
 	if err == nil {
 		unchanged, err = fp.previous()
@@ -121,7 +124,13 @@ func openNoFollow(path string) (*os.File, fs.FileInfo, error) {
 }
 
 // previous reads the record of the file's stored version. When it already describes the
-// local file, the file is counted as unchanged and not read. Otherwise its chunks are
+// local file (size, mtime, mode), the file is counted as unchanged and not read if there
+// is no put cache; with one, it is read and compared (commit: no record is written if the
+// content is the same), since the record cannot tell whether the put that wrote it read
+// the file within a timestamp tick of a change (racy clean, putcache_run.go): an entry of
+// the put cache (noted by that read or this one) says so, and a file without a usable
+// entry (stored by a put of one file, which leaves the cache as it was; by another
+// device; or the cache was lost) is read once. Otherwise its chunks are
 // reused whole (no key request, no encryption, no upload), except fallback chunks while a
 // key server is configured (retried there) and version 1 references, which do not name
 // their chunk's suite and scheme (encrypted anew; the service dedups them).
@@ -139,9 +148,8 @@ func (fp *filePut) previous() (unchanged bool, err error) {
 		return false, nil
 	}
 	if c.unchanged(old, fp.fi) {
-		if !fp.suspect {
+		if !fp.suspect && fp.run.cache == nil { // size, mtime and mode decide, as rclone does
 			c.countUnchanged(fp.sum, old.Size, len(old.Chunks))
-			fp.run.cache.note(c, storage.Join(fp.encDir, objName), old, fp.fi)
 			return true, nil
 		}
 		fp.old = old // read it: if its content is the same too, the record stays (commit)
@@ -191,12 +199,12 @@ func (fp *filePut) commit() {
 			err = fp.run.awaitAll(fp.ctx, uploads)
 			if err == nil {
 				c.countUnchanged(fp.sum, fp.old.Size, len(fp.old.Chunks))
-				fp.run.cache.note(c, path, fp.old, fp.fi)
+				fp.run.cache.noteRead(c, path, fp.old, fp.fi, fp.readAt)
 			}
 		} else {
 			err = c.commitFile(fp.ctx, fp.run, fp.encDir, fp.encName, fp.rec, uploads, fp.fallback, fp.kept, fp.sum)
 			if err == nil {
-				fp.run.cache.note(c, path, fp.rec, fp.fi)
+				fp.run.cache.noteRead(c, path, fp.rec, fp.fi, fp.readAt)
 			}
 		}
 		if errors.Is(err, errNeedLock) { // a lock-free put refused: Put runs it again under the lock

@@ -6,6 +6,7 @@ import (
 
 	"github.com/veil-project/veil/internal/metal/elgamal"
 	"github.com/veil-project/veil/internal/metal/oram"
+	"github.com/veil-project/veil/internal/metal/twopc"
 )
 
 // Params fix a deployment: both servers must use the same.
@@ -44,8 +45,19 @@ func (p Params) Check() error {
 		return fmt.Errorf("access: block size %d is not a multiple of %d up to 1 MiB", p.BlockSize, elgamal.ChunkLen)
 	case p.FilesPerAccount == 0:
 		return fmt.Errorf("access: files per account must be at least 1")
+	case p.linkMessage() > twopc.MaxMessage:
+		return fmt.Errorf("access: blocks of %d bytes at depth %d need messages of %d bytes between the servers, over the 2PC link's %d: use smaller blocks", p.BlockSize, p.D, p.linkMessage(), twopc.MaxMessage)
 	}
 	return nil
+}
+
+// linkMessage is the largest message one access sends on the 2PC link (twopc.SendMessage):
+// SS-DOT's (8 bytes, then per offered block a sealed zero block and the sealed block, 48
+// bytes of GCM overhead in all) or the distributed permutation's region (largest when the
+// two eviction paths share only the root). Only valid parameters otherwise.
+func (p Params) linkMessage() int {
+	dot := 8 + (p.Slots()+1)*(32+p.CTSize()+16)
+	return max(dot, region{p: p, shared: 1}.size()*p.CTSize())
 }
 
 // Encode is the 16-byte form both servers compare at session start.

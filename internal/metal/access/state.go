@@ -157,34 +157,11 @@ func (s *State) Marshal() []byte {
 // UnmarshalState is the inverse of Marshal: the trees come back empty (all-zero shares)
 // for the Store to fill from their nodes.
 func UnmarshalState(b []byte) (*State, error) {
-	if len(b) > 0 && b[0] != stateVersion {
-		return nil, fmt.Errorf("access: state is version %d, this veil reads version %d (re-initialize both servers)", b[0], stateVersion)
-	}
-	if len(b) < stateHeader || (b[1] != 1 && b[1] != 2) {
-		return nil, fmt.Errorf("access: state is not a version-%d state", stateVersion)
-	}
-	p, err := DecodeParams(b[2 : 2+ParamsLen])
+	s, o, err := unmarshalHeader(b)
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Role: twopc.Role(b[1]), P: p}
-	o := 2 + ParamsLen
-	s.Calls = binary.LittleEndian.Uint64(b[o:])
-	s.Evicts = binary.LittleEndian.Uint64(b[o+8:])
-	o += 16
-	copy(s.AC.KeyShare[:], b[o:o+16])
-	copy(s.AC.NextShare[:], b[o+16:o+24])
-	o += 24
-	if s.Key, err = elgamal.UnmarshalKeyShare(b[o : o+elgamal.KeyShareLen]); err != nil {
-		return nil, err
-	}
-	o += elgamal.KeyShareLen
-	var px [32]byte
-	copy(px[:], b[o:o+32])
-	if !s.PeerX.SetBytes(&px) {
-		return nil, fmt.Errorf("access: peer public key share is not a point")
-	}
-	o += 32
+	p := s.P
 	if s.Tree, err = oram.NewShare(p.Layout()); err != nil {
 		return nil, err
 	}
@@ -206,4 +183,37 @@ func UnmarshalState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("access: state encoding is not canonical")
 	}
 	return s, nil
+}
+
+// unmarshalHeader reads the fixed-size header of a Marshal'd state (no trees, no base
+// map) and returns the offset of what follows it.
+func unmarshalHeader(b []byte) (*State, int, error) {
+	if len(b) > 0 && b[0] != stateVersion {
+		return nil, 0, fmt.Errorf("access: state is version %d, this veil reads version %d (re-initialize both servers)", b[0], stateVersion)
+	}
+	if len(b) < stateHeader || (b[1] != 1 && b[1] != 2) {
+		return nil, 0, fmt.Errorf("access: state is not a version-%d state", stateVersion)
+	}
+	p, err := DecodeParams(b[2 : 2+ParamsLen])
+	if err != nil {
+		return nil, 0, err
+	}
+	s := &State{Role: twopc.Role(b[1]), P: p}
+	o := 2 + ParamsLen
+	s.Calls = binary.LittleEndian.Uint64(b[o:])
+	s.Evicts = binary.LittleEndian.Uint64(b[o+8:])
+	o += 16
+	copy(s.AC.KeyShare[:], b[o:o+16])
+	copy(s.AC.NextShare[:], b[o+16:o+24])
+	o += 24
+	if s.Key, err = elgamal.UnmarshalKeyShare(b[o : o+elgamal.KeyShareLen]); err != nil {
+		return nil, 0, err
+	}
+	o += elgamal.KeyShareLen
+	var px [32]byte
+	copy(px[:], b[o:o+32])
+	if !s.PeerX.SetBytes(&px) {
+		return nil, 0, fmt.Errorf("access: peer public key share is not a point")
+	}
+	return s, o + 32, nil
 }

@@ -2,8 +2,10 @@ package access
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
+	ristretto "github.com/bwesterb/go-ristretto"
 	"go.etcd.io/bbolt"
 
 	"github.com/veil-project/veil/internal/metal/oram"
@@ -62,6 +64,27 @@ func (s *Store) LoadState() (*State, error) {
 		})
 	})
 	return st, err
+}
+
+// PublicInfo returns what a server tells clients about its stored state (its /v1/info):
+// the parameters and the two DataORAM public key shares (the other server's is the
+// identity until the servers first met). It reads the state's header only: loading the
+// trees' shares (hundreds of MB at 2^20 files) for every unauthenticated request would let
+// any client exhaust a server's memory.
+func (s *Store) PublicInfo() (p Params, x, peerX ristretto.Point, err error) {
+	var st *State
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketState).Get(keyState)
+		if v == nil {
+			return errors.New("access: server state not initialized")
+		}
+		st, _, err = unmarshalHeader(v)
+		return err
+	})
+	if err != nil {
+		return Params{}, x, peerX, err
+	}
+	return st.P, st.Key.X, st.PeerX, nil
 }
 
 // putNodes writes the tree nodes st's accesses touched since the last commit; with undo,

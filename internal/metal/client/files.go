@@ -97,7 +97,7 @@ func writeFile(ctx context.Context, b blocks, caps CapabilityFunc, first uint64,
 	for k := range n { // segments 1..n-1, then the head
 		i := (k + 1) % n
 		if err := b.Write(ctx, capsOf[i], first+uint64(i), segs[i]); err != nil {
-			return s, writeErr(s, k, i, err)
+			return s, padFailed(ctx, b, capsOf[0], first, k+1, total, o, writeErr(s, k, i, err))
 		}
 		progress(o, k+1, total)
 	}
@@ -126,53 +126,59 @@ func readFile(ctx context.Context, b blocks, caps CapabilityFunc, first uint64, 
 	if err != nil {
 		return nil, s, err
 	}
-	if _, err := accesses(1, o.Pad); err != nil {
+	total, err := accesses(1, o.Pad)
+	if err != nil {
 		return nil, s, err
+	}
+	// From the head's access on, a failure (a refusal, a malformed or foreign file) still
+	// makes the read total accesses when padded: the servers must not learn it from the count.
+	fail := func(done int, err error) ([]byte, Span, error) {
+		return nil, s, padFailed(ctx, b, c0, first, done, total, o, err)
 	}
 	head, err := b.Read(ctx, c0, first)
 	if err != nil {
-		return nil, s, accessErr(first, err)
+		return fail(1, accessErr(first, err))
 	}
 	j, err := segment.NewJoiner(head)
 	var nh *segment.NotHeadError
 	switch {
 	case errors.Is(err, segment.ErrEmpty):
-		total, _ := accesses(1, o.Pad)
 		progress(o, 1, total)
 		return []byte{}, s, pad(ctx, b, c0, first, 1, total, o)
 	case errors.As(err, &nh):
-		return nil, s, fmt.Errorf("file id %d is not the start of a file: it holds segment %d of %d of the file at id %d", first, nh.Index+1, nh.Count, first-uint64(nh.Index))
+		return fail(1, fmt.Errorf("file id %d is not the start of a file: it holds segment %d of %d of the file at id %d", first, nh.Index+1, nh.Count, first-uint64(nh.Index)))
 	case err != nil:
-		return nil, s, fmt.Errorf("file id %d: %w", first, err)
+		return fail(1, fmt.Errorf("file id %d: %w", first, err))
 	}
 	h := j.Head()
 	s.Segments, s.Size = h.Count, h.Length
 	if first+uint64(h.Count)-1 < first {
-		return nil, s, fmt.Errorf("file id %d: a head of %d segments runs past the last file id", first, h.Count)
+		return fail(1, fmt.Errorf("file id %d: a head of %d segments runs past the last file id", first, h.Count))
 	}
-	total, err := accesses(int(h.Count), o.Pad)
+	n, err := accesses(int(h.Count), o.Pad)
 	if err != nil {
-		return nil, s, err
+		return fail(1, err)
 	}
+	total = n
 	capsOf, err := capabilities(caps, s)
 	if err != nil {
-		return nil, s, err
+		return fail(1, err)
 	}
 	progress(o, 1, total)
 	for i := 1; i < int(h.Count); i++ {
 		id := first + uint64(i)
 		blk, err := b.Read(ctx, capsOf[i], id)
 		if err != nil {
-			return nil, s, accessErr(id, err)
+			return fail(i+1, accessErr(id, err))
 		}
 		if err := j.Add(blk); err != nil {
-			return nil, s, fmt.Errorf("file id %d: %w (an interrupted or overlapping write: write the file at id %d again)", id, err, first)
+			return fail(i+1, fmt.Errorf("file id %d: %w (an interrupted or overlapping write: write the file at id %d again)", id, err, first))
 		}
 		progress(o, i+1, total)
 	}
 	data, err := j.Bytes()
 	if err != nil {
-		return nil, s, err
+		return fail(int(h.Count), err)
 	}
 	return data, s, pad(ctx, b, c0, first, int(h.Count), total, o)
 }
@@ -190,8 +196,10 @@ func accesses(n, padTo int) (int, error) {
 
 // capabilities finds a capability for every id of s before any access is made.
 func capabilities(caps CapabilityFunc, s Span) ([][]byte, error) {
-	out := make([][]byte, s.Segments)
-	for i := range out {
+	// s.Segments may come from a head another user wrote: allocate as capabilities are
+	// found (the first id without one ends the loop), not for the count it claims.
+	out := make([][]byte, 0, min(s.Segments, 1024))
+	for i := uint32(0); i < s.Segments; i++ {
 		c, err := caps(s.First + uint64(i))
 		if err != nil {
 			if s.Segments > 1 {
@@ -199,7 +207,7 @@ func capabilities(caps CapabilityFunc, s Span) ([][]byte, error) {
 			}
 			return nil, err
 		}
-		out[i] = c
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -213,6 +221,24 @@ func pad(ctx context.Context, b blocks, capability []byte, first uint64, done, t
 		progress(o, k+1, total)
 	}
 	return nil
+}
+
+// padFailed ends a padded operation that failed after done accesses with err: it makes
+// the accesses up to total (reads of the head, their answers ignored) so that the servers
+// see the count --pad promised whatever the verdicts and the content were, then returns
+// err. It stops early only at an error other than a refusal (the servers unreachable).
+// Without --pad the count already follows the file's size and nothing is added.
+func padFailed(ctx context.Context, b blocks, capability []byte, first uint64, done, total int, o FileOptions, err error) error {
+	if o.Pad <= 0 {
+		return err
+	}
+	for k := done; k < total; k++ {
+		if _, e := b.Read(ctx, capability, first); e != nil && !errors.Is(e, access.ErrRefused) {
+			break
+		}
+		progress(o, k+1, total)
+	}
+	return err
 }
 
 func progress(o FileOptions, done, total int) {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 )
 
+// maxReserve bounds what NewJoiner allocates up front for the file the head announces.
+const maxReserve = 64 << 20
+
 // ErrMixed reports segments of one file that do not belong to the same write.
 var ErrMixed = errors.New("segments of different writes")
 
@@ -27,7 +30,10 @@ func NewJoiner(head []byte) (*Joiner, error) {
 	if h.Index != 0 {
 		return nil, &NotHeadError{Index: h.Index, Count: h.Count}
 	}
-	j := &Joiner{head: h, data: make([]byte, 0, h.Length)}
+	// h.Length is what the head claims (up to 2^32-1 segments' worth): data written by
+	// whoever holds a write capability. Reserve a bounded amount; append grows the rest as
+	// segments actually arrive.
+	j := &Joiner{head: h, data: make([]byte, 0, min(h.Length, maxReserve))}
 	return j, j.Add(head)
 }
 

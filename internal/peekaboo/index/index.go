@@ -52,17 +52,38 @@ func (x *Index) Put(it *wire.KeyItem) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.deleteLocked(it.ID)
+	x.addLocked(doc{id: it.ID, key: it.Key, pseud: it.Pseudonyms, alive: true})
+}
+
+func (x *Index) addLocked(d doc) {
 	n := uint32(len(x.docs))
-	x.docs = append(x.docs, doc{id: it.ID, key: it.Key, pseud: it.Pseudonyms, alive: true})
-	x.byID[it.ID] = n
-	x.exact[it.Key] = append(x.exact[it.Key], n)
-	for i := 0; i+3 <= len(it.Key); i++ {
-		t := trigram(it.Key[i:])
+	x.docs = append(x.docs, d)
+	x.byID[d.id] = n
+	x.exact[d.key] = append(x.exact[d.key], n)
+	for i := 0; i+3 <= len(d.key); i++ {
+		t := trigram(d.key[i:])
 		if p := x.tri[t]; len(p) == 0 || p[len(p)-1] != n {
 			x.tri[t] = append(p, n)
 		}
 	}
 	x.live++
+}
+
+// compactLocked rebuilds the index from its live docs once the dead ones (kept so that
+// postings stay append-only) outnumber them, so churn does not grow it without bound.
+// Amortised over the deletes that made the dead docs, it costs O(1) per delete.
+func (x *Index) compactLocked() {
+	if dead := len(x.docs) - x.live; dead < 1024 || dead < x.live {
+		return
+	}
+	old := x.docs
+	x.docs, x.byID, x.live = make([]doc, 0, x.live), make(map[wire.ID]uint32, x.live), 0
+	x.exact, x.tri = map[string][]uint32{}, map[uint32][]uint32{}
+	for _, d := range old {
+		if d.alive {
+			x.addLocked(d)
+		}
+	}
 }
 
 // Delete removes a pair; it reports whether it was there.
@@ -93,6 +114,7 @@ func (x *Index) deleteLocked(id wire.ID) bool {
 		x.exact[d.key] = ex
 	}
 	x.live--
+	x.compactLocked()
 	return true
 }
 

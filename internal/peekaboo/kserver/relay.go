@@ -115,13 +115,19 @@ func (s *Server) query(sealed []byte) ([]byte, uint8) {
 		return nil, st
 	}
 	hits := Lookup(s.idx, q)
-	ms := make([]wire.Matched, len(hits))
-	for i, h := range hits {
-		key := ""
-		if q.Advanced {
-			key = h.Key
+	ms := make([]wire.Matched, 0, len(hits))
+	nonces := make(map[[12]byte]bool, len(hits))
+	for _, h := range hits {
+		// A record's nonce is id[:12]: never seal two under one (publication refuses such
+		// ids; this guards state stored before it did).
+		if n := [12]byte(h.ID[:12]); !nonces[n] {
+			nonces[n] = true
+			key := ""
+			if q.Advanced {
+				key = h.Key
+			}
+			ms = append(ms, wire.Matched{ID: h.ID, Record: wire.SealMatch(q, h.ID, key)})
 		}
-		ms[i] = wire.Matched{ID: h.ID, Record: wire.SealMatch(q, h.ID, key)}
 	}
 	return wire.MarshalMatches(ms), wire.StatusOK
 }

@@ -1,6 +1,7 @@
 package kserver
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/veil-project/veil/internal/server"
 	"time"
@@ -54,6 +55,14 @@ func (s *Server) store(items []wire.KeyItem) ([]wire.PIREntry, error) {
 	placed, err := s.update(changes, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketKeys)
 		for i := range items {
+			// The V-server checks who owns the id it reads in the clear; the id sealed in
+			// the item is read here only, so a client could name another owner's pair in
+			// it. Owners draw fresh random ids, so an id held already is refused (whole
+			// chunk), never replaced. So is an id sharing its first 12 bytes (a match
+			// record's nonce) with one held: two records of one reply must not share it.
+			if k, _ := b.Cursor().Seek(items[i].ID[:12]); k != nil && bytes.HasPrefix(k, items[i].ID[:12]) {
+				return fmt.Errorf("%w: publication item %d: pair id %x collides with one held", wire.ErrMalformed, i, items[i].ID[:4])
+			}
 			if err := b.Put(items[i].ID[:], wire.MarshalKeyRecord(&items[i])); err != nil {
 				return err
 			}

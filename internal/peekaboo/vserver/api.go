@@ -41,16 +41,23 @@ type userHandler func(w http.ResponseWriter, r *http.Request, user string, body 
 // the handler's error to a one-line text reply.
 func (s *Server) user(op string, h userHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+		// Authenticate before reading the body: an unknown caller must not make the
+		// server buffer up to MaxBody bytes.
+		name, ok := s.authenticate(r)
+		var body []byte
+		var err error
+		if ok {
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+		}
 		if s.cfg.TestTap != nil {
 			s.cfg.TestTap("request", tapRequest(r, body))
 		}
 		code := http.StatusOK
-		switch name, ok := s.authenticate(r); {
-		case err != nil:
-			code, err = http.StatusRequestEntityTooLarge, fmt.Errorf("request body: %v", err)
+		switch {
 		case !ok:
 			code, err = http.StatusUnauthorized, errors.New("unknown user or wrong secret")
+		case err != nil:
+			code, err = http.StatusRequestEntityTooLarge, fmt.Errorf("request body: %v", err)
 		default:
 			code, err = h(w, r, name, body)
 		}
@@ -153,7 +160,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		return relayErr(err)
 	}
 	if res.Status != wire.StatusOK {
-		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, or altered", res.Status)
+		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, altered, or naming pair ids it holds", res.Status)
 	}
 	ack, err := wire.ParsePublishAck(res.Payload)
 	if err != nil || int(ack.N) != len(req.Pairs) {
@@ -172,12 +179,15 @@ func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user st
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	gone, err := s.removePairs(user, req.IDs)
+	// The K-server removes first: if its relay fails, this server still lists the pairs,
+	// so the owner's retry reaches the K-server again (removing here first would leave the
+	// key on the K-server with nothing left to name it by).
+	owned, err := ownedPairs(s.db, user, req.IDs)
 	if err != nil {
 		return http.StatusInternalServerError, err
 	}
-	if len(gone) > 0 {
-		res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindUnpublish, Payload: (&wire.IDs{IDs: gone}).Marshal()})
+	if len(owned) > 0 {
+		res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindUnpublish, Payload: (&wire.IDs{IDs: owned}).Marshal()})
 		if err != nil {
 			s.needSync() // the K-server may have removed them, or not
 			return relayErr(err)
@@ -186,6 +196,11 @@ func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user st
 			s.needSync()
 			return http.StatusBadGateway, fmt.Errorf("k-server refused the removal (status %d)", res.Status)
 		}
+	}
+	gone, err := s.removePairs(user, owned)
+	if err != nil {
+		s.needSync() // the K-server removed them: this table still holds their entries
+		return http.StatusInternalServerError, err
 	}
 	writeBin(w, (&wire.Count{N: uint32(len(gone))}).Marshal())
 	return http.StatusOK, nil

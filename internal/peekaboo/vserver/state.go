@@ -105,6 +105,23 @@ func (s *Server) removePairs(owner string, ids []wire.ID) ([]wire.ID, error) {
 	return gone, err
 }
 
+// ownedPairs returns the ids among ids that owner holds, each once.
+func ownedPairs(db *bbolt.DB, owner string, ids []wire.ID) ([]wire.ID, error) {
+	var out []wire.ID
+	seen := map[wire.ID]bool{}
+	err := db.View(func(tx *bbolt.Tx) error {
+		ob := tx.Bucket(bucketOwners)
+		for _, id := range ids {
+			if !seen[id] && ob.Get(ownerKey(owner, id)) != nil {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // listPairs returns the owner's pairs.
 func listPairs(db *bbolt.DB, owner string) (*wire.List, error) {
 	out := &wire.List{}

@@ -60,6 +60,8 @@ func (s *Server) evaluate(ctx context.Context, client, transport string, body []
 		return nil, &evalError{http.StatusTooManyRequests, kswire.CodeRateLimited, "rate_limited", err}
 	case errors.Is(err, ErrBusy):
 		return nil, &evalError{http.StatusTooManyRequests, 0, "in_flight", err}
+	case err != nil && ctx.Err() != nil: // the client gave up (or the server is stopping) during the delay
+		return nil, &evalError{http.StatusServiceUnavailable, 0, "cancelled", err}
 	case err != nil:
 		return nil, &evalError{http.StatusServiceUnavailable, 0, "limiter", err}
 	}

@@ -77,8 +77,14 @@ func (s *boltStore) Take(_ context.Context, client string, epoch, n, limit int64
 		}
 		s.counts[client] = c
 	}
-	if c.epoch != epoch {
+	switch {
+	case epoch > c.epoch:
 		c.epoch, c.count, c.reserved = epoch, 0, 0
+	case epoch < c.epoch:
+		// A request that computed its epoch before a boundary but reached the store after
+		// one of the next epoch (or a clock stepped back): it counts against the newer
+		// epoch; resetting would hand the newer epoch's budget out twice.
+		epoch = c.epoch
 	}
 	if c.count+n > limit {
 		return false, nil

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +20,11 @@ import (
 type redisStore struct {
 	c      *redis.Client
 	prefix string
-	mu     sync.Mutex
-	tokens map[string]string
+	// countTTL keeps an epoch's count at least until the epoch ends: 60 days, or two
+	// epochs if that is longer (Open sets it from the rate limit).
+	countTTL time.Duration
+	mu       sync.Mutex
+	tokens   map[string]string
 }
 
 var takeScript = redis.NewScript(`
@@ -47,24 +53,29 @@ end
 redis.call('HSET', KEYS[1], 'e', epoch, 'd', cur)
 return total`)
 
-func openRedisStore(ctx context.Context, url string) (*redisStore, error) {
-	opt, err := redis.ParseURL(url)
+func openRedisStore(ctx context.Context, rawURL string) (*redisStore, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil { // url.Parse's error quotes the whole URL, password included
+		return nil, errors.New("ratelimit store: not a valid redis:// URL")
+	}
+	shown := u.Redacted() // errors name the store without its password
+	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("ratelimit store %q: %w", url, err)
+		return nil, fmt.Errorf("ratelimit store %q: %s", shown, strings.ReplaceAll(err.Error(), rawURL, shown))
 	}
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("ratelimit store %q: %w", url, err)
+		return nil, fmt.Errorf("ratelimit store %q: %w", shown, err)
 	}
-	return &redisStore{c: c, prefix: "veil:ks:", tokens: map[string]string{}}, nil
+	return &redisStore{c: c, prefix: "veil:ks:", countTTL: 60 * 24 * time.Hour, tokens: map[string]string{}}, nil
 }
 
 func (s *redisStore) Take(ctx context.Context, client string, epoch, n, limit int64) (bool, error) {
 	key := s.prefix + "count:" + client + ":" + strconv.FormatInt(epoch, 10)
-	// Counts expire long after their epoch; the epoch length is not known here, so keep
-	// them a generous 60 days (longer epochs simply restart their count in Redis memory).
-	r, err := takeScript.Run(ctx, s.c, []string{key}, n, limit, int64(60*24*time.Hour/time.Millisecond)).Int()
+	// Counts expire after their epoch has ended (countTTL from the last charge); an
+	// earlier expiry would give the client a fresh budget within the epoch.
+	r, err := takeScript.Run(ctx, s.c, []string{key}, n, limit, s.countTTL.Milliseconds()).Int()
 	return r == 1, err
 }
 

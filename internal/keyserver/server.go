@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/veil-project/veil/internal/kswire"
 	"github.com/veil-project/veil/internal/server"
 )
 
@@ -65,8 +66,14 @@ func (c *Config) defaults() {
 	if c.UDPAddr == "-" {
 		c.UDPAddr = ""
 	}
-	if c.RateLimit.Mode == "" {
-		c.RateLimit = d.RateLimit
+	if c.RateLimit.Mode == "" { // the default mode; fields the caller set are kept
+		rl := &c.RateLimit
+		rl.Mode = d.RateLimit.Mode
+		setDefault(&rl.Q, d.RateLimit.Q)
+		setDefault(&rl.Epoch, d.RateLimit.Epoch)
+		setDefault(&rl.Delay, d.RateLimit.Delay)
+		setDefault(&rl.Start, d.RateLimit.Start)
+		setDefault(&rl.Max, d.RateLimit.Max)
 	}
 	setDefault(&c.MaxBatch, d.MaxBatch)
 	setDefault(&c.MaxBody, d.MaxBody)
@@ -143,6 +150,11 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	if err := s.reload(true); err != nil {
 		return nil, err
 	}
+	for _, k := range s.state.Load().ring.keys { // one element and its answer must fit a datagram
+		if need := kswire.MinDatagram - 1 + k.Public().ElementSize() + k.Public().ProofSize(); cfg.MaxDatagram < need {
+			return nil, fmt.Errorf("max datagram %d bytes: key %s needs at least %d for one element", cfg.MaxDatagram, k.ID(), need)
+		}
+	}
 	caPEM, err := os.ReadFile(filepath.Join(dir, fileCACert))
 	if err != nil {
 		return nil, err
@@ -155,7 +167,11 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	}
 	var st RateStore
 	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {
-		st, err = openRedisStore(ctx, cfg.RateLimitStore)
+		var rs *redisStore
+		if rs, err = openRedisStore(ctx, cfg.RateLimitStore); err == nil {
+			rs.countTTL = max(rs.countTTL, 2*cfg.RateLimit.Epoch) // a count outlives its epoch
+			st = rs
+		}
 	} else if cfg.RateLimitStore == "" {
 		st, err = openBoltStore(filepath.Join(dir, fileRateDB))
 	} else {

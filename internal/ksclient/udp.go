@@ -29,7 +29,11 @@ type udpSession struct {
 	seq     uint64
 	pending map[uint64]chan reply
 	stale   bool
+	renewAt time.Time // replaced from then on: 30 s before expiry, or a quarter of a shorter life
 }
+
+// renewMargin is how long before its expiry a session is replaced.
+const renewMargin = 30 * time.Second
 
 type reply struct {
 	typ  byte
@@ -65,7 +69,7 @@ func (u *udpTransport) session(ctx context.Context) (*udpSession, error) {
 	defer u.mu.Unlock()
 	if s := u.s; s != nil {
 		s.mu.Lock()
-		ok := !s.stale && time.Until(s.g.Expiry) > 30*time.Second
+		ok := !s.stale && time.Now().Before(s.renewAt)
 		s.mu.Unlock()
 		if ok {
 			return s, nil
@@ -90,7 +94,8 @@ func (u *udpTransport) session(ctx context.Context) (*udpSession, error) {
 		return nil, errRetry{err}
 	}
 	conn.SetReadBuffer(4 << 20)
-	s := &udpSession{g: g, conn: conn, pending: map[uint64]chan reply{}}
+	margin := max(0, min(renewMargin, time.Until(g.Expiry)/4)) // a short --session-ttl is used, not renewed per request
+	s := &udpSession{g: g, conn: conn, pending: map[uint64]chan reply{}, renewAt: g.Expiry.Add(-margin)}
 	go s.read()
 	u.s = s
 	return s, nil

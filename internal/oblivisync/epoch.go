@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -247,8 +248,13 @@ func (w *Writer) prepare() (*plan, error) {
 		}
 		es.plain = append(es.plain, nw)
 	}
-	pl := &plan{es: es, comRefs: comRefs, rep: EpochReport{Epoch: w.sb.Epoch + 1}, commits: map[uint64]*node{}}
-	pl.sb = &superblock{Epoch: w.sb.Epoch + 1, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{}}
+	epoch := w.nextEpoch()
+	pl := &plan{es: es, comRefs: comRefs, rep: EpochReport{Epoch: epoch}, commits: map[uint64]*node{}}
+	pl.sb = &superblock{Epoch: epoch, NextIno: w.nextIno, Written: append([]uint64(nil), w.sb.Written...), Pages: map[uint32]pageLoc{},
+		LastChange: w.sb.LastChange, HasChange: true}
+	if !w.sb.HasChange { // a superblock from before the field: assume its epoch changed something
+		pl.sb.LastChange = w.sb.Epoch
+	}
 	for p, loc := range w.sb.Pages {
 		pl.sb.Pages[p] = loc
 	}
@@ -260,6 +266,9 @@ func (w *Writer) prepare() (*plan, error) {
 		return pl, err
 	}
 	w.packPages(es, pl.sb, pl.commits)
+	if len(pl.commits) > 0 { // a page was written or dropped
+		pl.sb.LastChange = epoch
+	}
 	inflight := map[uint32][]byte{}
 	for i, f := range es.files {
 		binary.BigEndian.PutUint64(es.plain[i], pl.sb.Epoch)
@@ -272,6 +281,30 @@ func (w *Writer) prepare() (*plan, error) {
 	return pl, nil
 }
 
+// nextEpoch numbers the epoch being prepared. Readers holding a file open trust a backend
+// file written at most two epochs (by number) after the newest epoch at which they saw the
+// file's version committed (reader_pin.go), so the writer never overwrites a location
+// that the superblock of epoch X references with a file numbered X+2 or less: each epoch
+// keeps the fragments of the previous two committed states (committedRefs and prevRefs).
+// A writer that has just started (a restart, a take-over, `veil osync sync`) knows only
+// the backend's current state, not the one before it (prevRefs is kept in memory only;
+// found by review in session 11: the first epoch after a restart reused the previous
+// version's space one epoch early, and a reader that still trusted it read the new
+// version's bytes). If the backend's last epoch e changed the committed state (its
+// superblock's LastChange is e, or it does not say), the first epoch is numbered e+2
+// instead of e+1: every location the state before e referenced and e's does not was last
+// committed at e-1 or earlier, and e+2 >= (e-1)+3, so readers that saw it committed at
+// e-1 distrust the files this epoch writes (ErrStale) instead of reading new bytes. The
+// skipped number is never used; what the backend sees per epoch is unchanged. An
+// unchanged state (idle epochs) needs no gap: the state before e is e's own.
+func (w *Writer) nextEpoch() uint64 {
+	e := w.sb.Epoch
+	if !w.prevKnown && e > 0 && (!w.sb.HasChange || w.sb.LastChange == e) {
+		return e + 2
+	}
+	return e + 1
+}
+
 // finish applies a written epoch: commits become the committed state.
 func (w *Writer) finish(pl *plan) error {
 	for ino, n := range pl.commits {
@@ -280,7 +313,7 @@ func (w *Writer) finish(pl *plan) error {
 		w.markIfDirty(ino) // changed again while the epoch was being written
 	}
 	pl.rep.Committed = len(pl.commits)
-	w.sb, w.prevRefs = pl.sb, pl.comRefs
+	w.sb, w.prevRefs, w.prevKnown = pl.sb, pl.comRefs, true
 	// An idle epoch (nothing placed, nothing committed) changes no frontend state: its
 	// checkpoint is skipped, so a backend may be a few idle epochs ahead of it.
 	if pl.rep.FragsSynced > 0 || len(pl.commits) > 0 {
@@ -394,7 +427,16 @@ func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*n
 		}
 		for _, ino := range byPage[p] {
 			if n := w.cur.get(ino); n != nil {
-				content[ino] = n.clone()
+				c := n.clone()
+				// The version identity readers pin by: kept while the content is the
+				// committed one (a rename, chmod or touch), the committing epoch otherwise.
+				// Equal references are equal content: a location the committed record
+				// references is live, so nothing new was written there.
+				c.Ver = sb.Epoch
+				if o := w.com[ino]; o != nil && o.Ver != 0 && o.Size == c.Size && slices.Equal(o.Frags, c.Frags) {
+					c.Ver = o.Ver
+				}
+				content[ino] = c
 			} else {
 				delete(content, ino)
 			}

@@ -58,7 +58,7 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 			return err
 		}
 	}
-	sb := &superblock{Epoch: 0, NextIno: rootIno + 1, Written: make([]uint64, p.Files), Pages: map[uint32]pageLoc{}}
+	sb := &superblock{Epoch: 0, NextIno: rootIno + 1, Written: make([]uint64, p.Files), Pages: map[uint32]pageLoc{}, HasChange: true}
 	if err := be.writeSuper(sb, randomBytes(superNonceLen)); err != nil {
 		return err
 	}

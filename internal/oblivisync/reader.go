@@ -27,6 +27,9 @@ func loadCommitted(be *backend, sb *superblock) (map[uint64]*node, error) {
 			return nil, err
 		}
 		for _, n := range nodes {
+			if n.Ver > sb.Epoch { // a newer copy of the page, written since: reload
+				return nil, fmt.Errorf("%w: metadata page %d: inode %d committed at epoch %d, after the superblock's %d", errStale, p, n.Ino, n.Ver, sb.Epoch)
+			}
 			out[n.Ino] = n
 		}
 	}

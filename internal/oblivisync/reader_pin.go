@@ -12,11 +12,21 @@ import (
 // 1): reads through the handle use that version's fragment references, whatever epochs
 // come later, so an open descriptor keeps reading what it opened and one read never mixes
 // two versions. The fragments stay where they are while the version is committed and for
-// two more epochs after (the writer keeps the previous two committed states live), so a
-// read is valid if every backend file it uses was written at most two epochs after the
-// newest epoch at which this reader saw the version still committed (liveAt). A file
-// newer than that makes the reader reload and, if the version is still committed, move
-// liveAt on; otherwise the version may be overwritten and the read fails with ErrStale.
+// two more epochs after: the writer never overwrites a location the superblock of epoch X
+// references with a backend file numbered X+2 or less (nextEpoch in epoch.go). So a read
+// is valid if every backend file it uses was written at most two epochs after the newest
+// epoch at which this reader saw the version still committed (liveAt). A file newer than
+// that makes the reader reload and, if the version is still committed, move liveAt on;
+// otherwise the version may be overwritten and the read fails with ErrStale.
+//
+// "Still committed" is decided by the version's identity, the record's Ver (the epoch that
+// committed that content, page version 2), not by where its fragments are: once the
+// writer may reuse the space, a later version can be written exactly where the pinned one
+// was, with the same references (found by review in session 11: the reader took it for
+// the pinned version and read its bytes). Records without a Ver (version 1 pages) and a
+// Ver that changed with the references not (a writer that re-stamped unchanged content)
+// count as the same version only if seen at most two epochs after liveAt: nothing can
+// have been written at those locations by then, so they still hold the pinned bytes.
 
 // Files up to PinCopyMax bytes are read whole at open and served from memory, so their
 // descriptors keep their version however long they stay open and however far the reader
@@ -29,7 +39,12 @@ type pin struct {
 	n       *node    // the version opened (reader nodes are never modified)
 	written []uint64 // the superblock's written[] at open (rollback check)
 	liveAt  uint64   // newest epoch at which this version was seen committed
+	ver     uint64   // the version's identity (node.Ver; 0: unknown)
 	data    []byte   // the whole version, for files up to PinCopyMax
+}
+
+func (r *Reader) newPin(n *node) *pin {
+	return &pin{n: n, written: r.sb.Written, liveAt: r.sb.Epoch, ver: n.Ver}
 }
 
 // Open pins the current version of a regular file and returns a handle for ReadHandle.
@@ -45,7 +60,7 @@ func (r *Reader) Open(ino uint64) (uint64, Attr, error) {
 	case n.isDir():
 		return 0, Attr{}, ErrIsDir
 	}
-	p := &pin{n: n, written: r.sb.Written, liveAt: r.sb.Epoch}
+	p := r.newPin(n)
 	if n.isReg() && n.Size <= r.copyMax {
 		var err error
 		if p, err = r.copyVersion(p); err != nil {
@@ -82,7 +97,7 @@ func (r *Reader) copyVersion(p *pin) (*pin, error) {
 			if n == nil || !n.isReg() || !r.t.reachable(n.Ino) {
 				return nil, fmt.Errorf("%w: inode %d is not in epoch %d", ErrStale, p.n.Ino, r.sb.Epoch)
 			}
-			p = &pin{n: n, written: r.sb.Written, liveAt: r.sb.Epoch}
+			p = r.newPin(n)
 			if n.Size > r.copyMax {
 				return p, nil // grew: read in place
 			}
@@ -188,8 +203,17 @@ func (r *Reader) advancePins(t *tree, epoch uint64) {
 		if p.data != nil {
 			continue
 		}
-		if n := t.get(p.n.Ino); n != nil && n.Size == p.n.Size && slices.Equal(n.Frags, p.n.Frags) {
-			p.liveAt = epoch
+		n := t.get(p.n.Ino)
+		if n == nil || n.Size != p.n.Size || !slices.Equal(n.Frags, p.n.Frags) {
+			continue
 		}
+		switch {
+		case p.ver != 0 && n.Ver == p.ver: // the same version, still committed
+		case epoch <= p.liveAt+2: // the same bytes: see the comment at the top
+			p.ver = n.Ver
+		default: // maybe another version where the pinned one was: not trusted
+			continue
+		}
+		p.liveAt = epoch
 	}
 }

@@ -17,13 +17,20 @@ type node struct {
 	Atime, Mtime, Ctime int64 // unix nanoseconds
 	Target              string
 	Frags               []ref // one per C bytes of Size (regular files)
+	// Ver identifies the version of the content (Size and Frags) in committed records:
+	// the epoch that committed it. A record committed again with the same content keeps
+	// it; any other change of Size or Frags gets the committing epoch. 0: unknown (a
+	// record from a version 1 page). Stored in pages only (page version 2), not in the
+	// journal or checkpoint, and not compared by markIfDirty (appendNode omits it).
+	Ver uint64
 }
 
 const (
-	pageVersion = 1
-	maxNameLen  = 255
-	maxTarget   = 4095
-	recFixed    = 8 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 2 + 2 + 4
+	pageVersion   = 2 // written; version 1 pages (records without Ver) are still read
+	pageVersionV1 = 1
+	maxNameLen    = 255
+	maxTarget     = 4095
+	recFixed      = 8 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 2 + 2 + 4
 )
 
 func (n *node) isDir() bool  { return n.Mode&syscall.S_IFMT == syscall.S_IFDIR }
@@ -128,22 +135,32 @@ func validName(s string) bool {
 
 func fragCount(size uint64, c int) int { return int((size + uint64(c) - 1) / uint64(c)) }
 
-// encodePage serialises the records of page p (nodes sorted by inode number).
-func encodePage(p uint32, nodes []*node) []byte {
-	b := []byte{pageVersion}
+// encodePage serialises the records of page p (nodes sorted by inode number), in the
+// current page version.
+func encodePage(p uint32, nodes []*node) []byte { return encodePageV(pageVersion, p, nodes) }
+
+// encodePageV serialises a page in the given version (1 only for test vectors): a
+// version 2 record is the version 1 record followed by its Ver.
+func encodePageV(v byte, p uint32, nodes []*node) []byte {
+	b := []byte{v}
 	b = binary.BigEndian.AppendUint32(b, p)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(nodes)))
 	for _, n := range nodes {
 		b = appendNode(b, n)
+		if v >= 2 {
+			b = binary.BigEndian.AppendUint64(b, n.Ver)
+		}
 	}
 	return b
 }
 
-// decodePage parses a metadata page and checks every record belongs to page p.
+// decodePage parses a metadata page (version 1 or 2) and checks every record belongs to
+// page p.
 func decodePage(p uint32, b []byte, g geometry, nfiles int) ([]*node, error) {
-	if len(b) < 9 || b[0] != pageVersion {
+	if len(b) < 9 || (b[0] != pageVersion && b[0] != pageVersionV1) {
 		return nil, fmt.Errorf("%w: metadata page %d: bad header", ErrFormat, p)
 	}
+	v2 := b[0] == pageVersion
 	if got := binary.BigEndian.Uint32(b[1:]); got != p {
 		return nil, fmt.Errorf("%w: metadata page %d claims to be page %d", ErrIntegrity, p, got)
 	}
@@ -158,6 +175,13 @@ func decodePage(p uint32, b []byte, g geometry, nfiles int) ([]*node, error) {
 		n, used, err := decodeNode(b, g, nfiles)
 		if err != nil {
 			return nil, fmt.Errorf("metadata page %d: %w", p, err)
+		}
+		if v2 {
+			if len(b) < used+8 {
+				return nil, fmt.Errorf("%w: metadata page %d: inode %d: truncated record", ErrFormat, p, n.Ino)
+			}
+			n.Ver = binary.BigEndian.Uint64(b[used:])
+			used += 8
 		}
 		if pageOf(n.Ino) != p || (i > 0 && n.Ino <= last) {
 			return nil, fmt.Errorf("%w: metadata page %d: inode %d out of place", ErrFormat, p, n.Ino)

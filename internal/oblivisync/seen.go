@@ -17,7 +17,8 @@ import (
 //
 // The next nonce is chosen (and recorded, fsynced) before the superblock that uses it is
 // written, so on open the writer accepts exactly two backend superblocks: the one it
-// recorded, or the next one it was about to write when it crashed. Anything else newer
+// recorded, or the next one it was about to write when it crashed (numbered one or, as a
+// writer's first epoch may be, two past the recorded one: see nextEpoch). Anything else newer
 // was written by another writer (a second machine, or this machine with another state
 // directory): this state is behind the backend, and syncing it would revert that
 // writer's data. The writer then refuses to start (ErrBehind) until `veil osync adopt`.
@@ -109,8 +110,10 @@ func checkSeen(backendDir, stateDir string, epoch uint64, nonce []byte) error {
 		return fmt.Errorf("%w: the backend's superblock of epoch %d is not the one this machine's writer wrote (replaced by another writer or a copy)", ErrIntegrity, epoch)
 	case epoch == se:
 		return nil
-	case rec.V2 && epoch == se+1 && bytes.Equal(nonce, rec.Next):
-		return nil // this writer wrote it and crashed before recording it
+	case rec.V2 && (epoch == se+1 || epoch == se+2) && bytes.Equal(nonce, rec.Next):
+		// This writer wrote it and crashed before recording it. A writer's first epoch
+		// may skip a number (nextEpoch).
+		return nil
 	}
 	return fmt.Errorf("%w: the backend is at epoch %d, written by another writer after this state directory (%s) last synced epoch %d; starting would revert that writer's changes. To continue from the backend, run 'veil osync adopt --backend %s --state %s' (this state's unsynced changes are set aside, not applied)", ErrBehind, epoch, stateDir, se, backendDir, stateDir)
 }

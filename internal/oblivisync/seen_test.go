@@ -184,3 +184,57 @@ func TestReaderRemembersNewestEpoch(t *testing.T) {
 	_, err = OpenReaderWith(dir, testPass, ReaderOptions{Remember: true, StateDir: filepath.Join(dir, "st")})
 	wantErr(t, err, ErrInvalid, "inside the synced backend folder")
 }
+
+// A writer's first epoch is numbered two past the backend's when the backend's last
+// epoch changed the committed state (the writer does not know the state before it:
+// nextEpoch), one past otherwise. A crash between such an epoch's superblock and `seen`
+// is still recognised as this writer's own on the next start.
+func TestWriterFirstEpochNumber(t *testing.T) {
+	dir, state := newBackend(t, 8, 16<<10, 2), t.TempDir()
+	w := openW(t, dir, state)
+	f := must(w.Create(rootIno, "f", 0o644, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("hello")))
+	drain(t, w, 50)
+	busy := w.sb.Epoch
+	if !w.sb.HasChange || w.sb.LastChange != busy {
+		t.Fatalf("epoch %d committed f but the superblock says last change %d (%v)", busy, w.sb.LastChange, w.sb.HasChange)
+	}
+	if got := must(w.Sync()).Epoch; got != busy+1 { // a running writer: no gap
+		t.Fatalf("running writer's epoch after %d: %d", busy, got)
+	}
+	w.Close()
+	// The backend's last epoch (busy+1) changed nothing: no gap.
+	w = openW(t, dir, state)
+	if got := must(w.Sync()).Epoch; got != busy+2 {
+		t.Fatalf("first epoch after an idle one (%d): %d, want %d", busy+1, got, busy+2)
+	}
+	must(w.Write(f.Ino, 0, []byte("world")))
+	last := busy + 2 + uint64(drain(t, w, 50))
+	if w.sb.Epoch != last || w.sb.LastChange != last {
+		t.Fatalf("at epoch %d (want %d), last change %d", w.sb.Epoch, last, w.sb.LastChange)
+	}
+	w.Close()
+	// The backend's last epoch changed the state: a gap. Then a crash before `seen`.
+	w = openW(t, dir, state)
+	seen := must(os.ReadFile(filepath.Join(state, seenName)))
+	if got := must(w.Sync()).Epoch; got != last+2 {
+		t.Fatalf("first epoch after a busy one (%d): %d, want %d", last, got, last+2)
+	}
+	w.Close()
+	os.WriteFile(filepath.Join(state, seenName), seen, 0o600) // as if the crash came before `seen`
+	w = openW(t, dir, state)
+	if w.sb.Epoch != last+2 {
+		t.Fatalf("reopened at epoch %d, want %d", w.sb.Epoch, last+2)
+	}
+	// A superblock without the field (an older writer's): assume it changed the state.
+	w.sb.HasChange, w.sb.LastChange = false, 0
+	if got := w.nextEpoch(); got != last+4 {
+		t.Fatalf("first epoch after a superblock without last change (%d): %d, want %d", last+2, got, last+4)
+	}
+	w.Close()
+	r := must(OpenReader(dir, testPass))
+	buf := make([]byte, 10)
+	if n, err := r.Read(f.Ino, 0, buf); err != nil || string(buf[:n]) != "world" {
+		t.Fatalf("reader: %q %v", buf[:n], err)
+	}
+}

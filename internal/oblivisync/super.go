@@ -12,7 +12,20 @@ type superblock struct {
 	NextIno uint64
 	Written []uint64 // epoch each backend file was last written at (0: never)
 	Pages   map[uint32]pageLoc
+	// LastChange is the newest epoch <= Epoch whose superblock changed the committed
+	// state (wrote or dropped a metadata page). It is an optional field after the page
+	// table (HasChange); older writers' superblocks lack it, and older readers never look
+	// past the page table. A starting writer needs it (nextEpoch in epoch.go).
+	LastChange uint64
+	HasChange  bool
 }
+
+// The optional superblock extension after the page table: a version byte (zero padding
+// means absent) and LastChange.
+const (
+	superExtVersion = 1
+	superExtLen     = 1 + 8
+)
 
 // pageLoc locates a metadata page object.
 type pageLoc struct {
@@ -46,6 +59,13 @@ func (s *superblock) encode(g geometry) ([]byte, error) {
 	if len(b) > g.plain {
 		return nil, fmt.Errorf("%w: page table (%d bytes) exceeds the superblock (%d bytes)", ErrNoSpace, len(b), g.plain)
 	}
+	// The writer keeps room for the extension (size counts it); a superblock full to the
+	// byte from before it existed goes without, which a starting writer reads as "the
+	// last epoch may have changed the committed state".
+	if s.HasChange && len(b)+superExtLen <= g.plain {
+		b = append(b, superExtVersion)
+		b = binary.BigEndian.AppendUint64(b, s.LastChange)
+	}
 	return b[:g.plain], nil
 }
 
@@ -54,6 +74,9 @@ func (s *superblock) size() int {
 	n := 8 + 8 + 4 + 8*len(s.Written) + 4
 	for _, pl := range s.Pages {
 		n += 12 + refLen*len(pl.Frags)
+	}
+	if s.HasChange {
+		n += superExtLen
 	}
 	return n
 }
@@ -103,6 +126,14 @@ func decodeSuper(b []byte, g geometry, nfiles int) (*superblock, error) {
 			p += refLen
 		}
 		s.Pages[pg] = pl
+	}
+	// The extension; anything else after the page table (zero padding, or an extension
+	// version this reader does not know) is ignored.
+	if len(b) >= p+superExtLen && b[p] == superExtVersion {
+		s.LastChange, s.HasChange = be.Uint64(b[p+1:]), true
+		if s.LastChange > s.Epoch {
+			return nil, fmt.Errorf("%w: superblock: last change at epoch %d, after epoch %d", ErrFormat, s.LastChange, s.Epoch)
+		}
 	}
 	return s, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -89,10 +91,18 @@ func makeVectors() []vector {
 	sin := map[string]string{"files": "4", "file_size": "4096"}
 	bad := append([]byte(nil), sbb...)
 	bad[20+8] = 9 // file 1 written "in the future"
+	// With the extension after the page table (last change at epoch 6); readers that do
+	// not know it stop at the page table.
+	sb.LastChange, sb.HasChange = 6, true
+	sbx, _ := sb.encode(vectorGeometry)
+	future := append([]byte(nil), sbx...)
+	future[sb.size()-1] = 8 // last change (its last byte) at epoch 8, after the epoch
 	vs = append(vs,
 		vector{"superblock plaintext", "superblock", sin, hx(sbb), "ok"},
 		vector{"superblock, file written after the epoch", "superblock", sin, hx(bad), "format"},
 		vector{"superblock, truncated", "superblock", sin, hx(sbb[:40]), "format"},
+		vector{"superblock with last change", "superblock", sin, hx(sbx), "ok"},
+		vector{"superblock, last change after the epoch", "superblock", sin, hx(future), "format"},
 	)
 	// Metadata page.
 	nodes := []*node{
@@ -101,13 +111,23 @@ func makeVectors() []vector {
 			Atime: 4, Mtime: 5, Ctime: 6, Frags: []ref{{File: 3, Side: 1, Off: 0, Stored: 22, Valid: 22}}},
 		{Ino: 3, Parent: 1, Name: "link", Mode: syscall.S_IFLNK | 0o777, Size: 9, Target: "notes.txt"},
 	}
-	pg := encodePage(0, nodes)
+	pg := encodePageV(1, 0, nodes) // version 1: what older writers wrote, still read
 	pin := map[string]string{"page": "0", "files": "4", "file_size": "4096"}
 	vs = append(vs,
 		vector{"metadata page", "page", pin, hx(pg), "ok"},
 		vector{"metadata page, claims page 1", "page", pin, hx(flip(pg, 4)), "integrity"},
 		vector{"metadata page, trailing byte", "page", pin, hx(append(append([]byte(nil), pg...), 0)), "format"},
 		vector{"metadata page, fragment beyond the backend", "page", pin, hx(bytes.Replace(pg, []byte{0, 0, 0, 3, 1}, []byte{0, 0, 0, 4, 1}, 1)), "format"},
+	)
+	// Version 2: every record is followed by its version (the epoch that committed it).
+	nodes[0].Ver, nodes[1].Ver, nodes[2].Ver = 3, 0x0102030405060708, 5
+	pg2 := encodePage(0, nodes)
+	pin2 := map[string]string{"page": "0", "files": "4", "file_size": "4096", "versions": "3 72623859790382856 5"}
+	vs = append(vs,
+		vector{"metadata page v2", "page", pin2, hx(pg2), "ok"},
+		vector{"metadata page v2, claims page 1", "page", pin2, hx(flip(pg2, 4)), "integrity"},
+		vector{"metadata page v2, last version cut short", "page", pin2, hx(pg2[:len(pg2)-1]), "format"},
+		vector{"metadata page v2, unknown version 3", "page", pin2, hx(append([]byte{3}, pg2[1:]...)), "format"},
 	)
 	// Journal record: a write of 5 bytes at offset 0 of inode 2.
 	var jk [32]byte
@@ -184,6 +204,9 @@ func checkVector(t *testing.T, v vector) error {
 		return err
 	case "superblock":
 		sb, err := decodeSuper(b, vectorGeometry, 4)
+		if err == nil && (sb.HasChange != (v.Name == "superblock with last change") || sb.HasChange && sb.LastChange != 6) {
+			t.Fatalf("last change %d (present %v)", sb.LastChange, sb.HasChange)
+		}
 		if err == nil {
 			re, _ := sb.encode(vectorGeometry)
 			if !bytes.Equal(re, b) {
@@ -193,8 +216,17 @@ func checkVector(t *testing.T, v vector) error {
 		return err
 	case "page":
 		nodes, err := decodePage(0, b, vectorGeometry, 4)
-		if err == nil && !bytes.Equal(encodePage(0, nodes), b) {
+		if err == nil && !bytes.Equal(encodePageV(b[0], 0, nodes), b) {
 			t.Fatal("page does not re-encode byte for byte")
+		}
+		if want := in["versions"]; err == nil && want != "" {
+			var got []string
+			for _, n := range nodes {
+				got = append(got, strconv.FormatUint(n.Ver, 10))
+			}
+			if strings.Join(got, " ") != want {
+				t.Fatalf("versions %q, want %q", got, want)
+			}
 		}
 		return err
 	case "journal":

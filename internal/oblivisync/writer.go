@@ -61,10 +61,13 @@ type Writer struct {
 	nextIno  uint64
 	seq      uint64
 	prevRefs []ref // committed refs one epoch back (readers may still use them)
-	broken   error
-	changed  bool                     // state changed since the last checkpoint
-	opens    map[uint64]int           // open file handles per inode (FUSE)
-	detached map[uint64]*detachedFile // open files whose last name is gone
+	// prevKnown: prevRefs holds the committed state before w.sb's (false until this
+	// writer's first epoch: it is not persisted; see nextEpoch).
+	prevKnown bool
+	broken    error
+	changed   bool                     // state changed since the last checkpoint
+	opens     map[uint64]int           // open file handles per inode (FUSE)
+	detached  map[uint64]*detachedFile // open files whose last name is gone
 }
 
 type fragKey struct {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Write replaces path with data (mode perm). It refuses to replace anything but a regular
@@ -84,4 +85,30 @@ func SyncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// MkdirAll is os.MkdirAll that makes each directory it creates durable: a new directory's
+// entry lives in its parent, so every parent that gained one is fsync'ed (a crash after
+// MkdirAll returns cannot lose the directory, nor the files later written and synced in it).
+func MkdirAll(path string, perm os.FileMode) error {
+	path = filepath.Clean(path)
+	if fi, err := os.Stat(path); err == nil {
+		if !fi.IsDir() {
+			return &os.PathError{Op: "mkdir", Path: path, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	parent := filepath.Dir(path)
+	if parent != path {
+		if err := MkdirAll(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(path, perm); err != nil {
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return nil // made meanwhile by someone else (who syncs it)
+		}
+		return err
+	}
+	return SyncDir(parent)
 }

@@ -48,3 +48,24 @@ func TestIsTemp(t *testing.T) {
 		}
 	}
 }
+
+func TestMkdirAll(t *testing.T) {
+	base := t.TempDir()
+	p := filepath.Join(base, "a", "b", "c")
+	for range 2 { // and again: existing is fine
+		if err := MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("%v %v", fi, err)
+	}
+	f := filepath.Join(base, "file")
+	os.WriteFile(f, nil, 0o600)
+	if err := MkdirAll(f, 0o700); err == nil {
+		t.Fatal("a file taken for a directory")
+	}
+	if err := MkdirAll(filepath.Join(f, "x"), 0o700); err == nil {
+		t.Fatal("a directory made below a file")
+	}
+}

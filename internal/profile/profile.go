@@ -133,7 +133,7 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")

@@ -12,9 +12,10 @@ var ErrSizeMismatch = errors.New("body length differs from the declared size")
 
 // ExactReader returns a reader that yields r's bytes and fails unless r yields exactly size
 // bytes (any count when size < 0), or once ctx is done. The size check happens on the Read
-// that delivers the last expected byte, so a consumer that stops reading after size bytes
-// still sees the error of an over-long r. Backends wrap Put's reader with it to honour the
-// size contract.
+// that would deliver the last expected byte, and a failing Read returns none of its bytes,
+// so a consumer that stops reading after size bytes (or drops an error that comes with a
+// full buffer) never sees a whole body from an over-long or broken r. Backends wrap Put's
+// reader with it to honour the size contract.
 func ExactReader(ctx context.Context, r io.Reader, size int64) io.Reader {
 	return &exactReader{ctx: ctx, r: r, size: size}
 }
@@ -44,6 +45,9 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	}
 	e.n += int64(n)
 	if e.size < 0 {
+		if err != nil && err != io.EOF {
+			return 0, e.fail(err)
+		}
 		if err != nil {
 			e.err = err
 		}
@@ -69,8 +73,24 @@ func (e *exactReader) Read(p []byte) (int, error) {
 			err = perr
 		}
 	}
+	if err != nil && err != io.EOF {
+		return 0, e.fail(err)
+	}
 	if err != nil {
 		e.err = err
 	}
 	return n, err
+}
+
+// fail records a failed body. The bytes of the failing Read are withheld (it returns 0 of
+// them): a consumer that drops an error coming with a full buffer (io.ReadFull, minio-go's
+// part reader) would otherwise take the declared count as a whole body. A bare
+// io.ErrUnexpectedEOF is wrapped, since such readers take it for the end of a short last
+// part; errors.Is still finds it.
+func (e *exactReader) fail(err error) error {
+	if err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("the body's stream broke: %w", err)
+	}
+	e.err = err
+	return err
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -33,7 +35,7 @@ func New(dir string) (*Backend, error) {
 		return nil, fmt.Errorf("local backend %q: %w", dir, err)
 	}
 	tmp := filepath.Join(root, TempDirName)
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("local backend: %w", err)
 	}
 	ents, err := os.ReadDir(tmp)
@@ -41,9 +43,49 @@ func New(dir string) (*Backend, error) {
 		return nil, fmt.Errorf("local backend: %w", err)
 	}
 	for _, e := range ents {
-		os.Remove(filepath.Join(tmp, e.Name()))
+		removeStale(filepath.Join(tmp, e.Name()))
 	}
 	return &Backend{root: root, tmp: tmp}, nil
+}
+
+// removeStale removes a temporary file that a crashed Put left behind. A Put in flight
+// (of this process or another one opening the same store) holds an flock on its file until
+// the rename, so its file is left alone.
+func removeStale(p string) {
+	f, err := os.Open(p)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return // a Put in flight
+	}
+	os.Remove(p)
+}
+
+// createTemp creates a Put's temporary file and flocks it (removeStale skips it then). A
+// file that removeStale took between the creation and the lock is gone: make another.
+func (b *Backend) createTemp() (*os.File, error) {
+	for {
+		f, err := os.CreateTemp(b.tmp, "put-*")
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		named, err2 := os.Stat(f.Name())
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return f, nil
+		}
+		f.Close()
+		if err1 != nil {
+			return nil, err1
+		}
+	}
 }
 
 // Root returns the backend's root directory.
@@ -86,35 +128,32 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(b.tmp, "put-*")
+	f, err := b.createTemp()
 	if err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
 	}
 	tmp := f.Name()
 	committed := false
 	defer func() {
 		if !committed {
-			f.Close()
 			os.Remove(tmp)
 		}
+		f.Close() // the flock goes with it: after the rename, or after the removal
 	}()
 	if _, err := io.Copy(f, storage.ExactReader(ctx, r, size)); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
 	}
 	if err := b.ensureDir(dir); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
 	}
 	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 		return fmt.Errorf("put %s: %w", storage.Join(dir, name), storage.ErrIsDir)
 	}
 	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), mapErr(err))
+		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(mapErr(err)))
 	}
 	committed = true
 	return atomicfile.SyncDir(filepath.Dir(p))
@@ -161,6 +200,16 @@ func info(dir string, fi fs.FileInfo) storage.Info {
 		i.Size = fi.Size()
 	}
 	return i
+}
+
+// noSpace marks a full disk (ENOSPC, EDQUOT) as storage.ErrCannotStore, keeping the cause:
+// no later Put can succeed either, so a client stops its run instead of failing (and
+// retrying) every file in turn, as it does on the storage service's 507 no_space.
+func noSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", storage.ErrCannotStore, err)
+	}
+	return err
 }
 
 // mapErr turns filesystem errors into storage's error classes. A missing path, or a path

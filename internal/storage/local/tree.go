@@ -146,7 +146,7 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 		return err
 	}
 	if err := b.ensureDir(dir); err != nil {
-		return fmt.Errorf("create %q: %w", dir, err)
+		return fmt.Errorf("create %q: %w", dir, noSpace(err))
 	}
 	return nil
 }

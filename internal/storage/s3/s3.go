@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -164,7 +165,7 @@ func (b *Backend) walkDirs(ctx context.Context, dir string, write bool) error {
 
 // Put uploads r as one object (multipart of PartSize parts when size is unknown or large).
 func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := checkPath(dir, name); err != nil {
 		return err
 	}
 	p := storage.Join(dir, name)
@@ -188,7 +189,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 
 // Get streams the object.
 func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := checkPath(dir, name); err != nil {
 		return nil, err
 	}
 	p := storage.Join(dir, name)
@@ -213,7 +214,7 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 
 // Stat describes a file or a directory.
 func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, error) {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := checkPath(dir, name); err != nil {
 		return storage.Info{}, err
 	}
 	p := storage.Join(dir, name)
@@ -230,4 +231,31 @@ func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, err
 		return storage.Info{Dir: dir, Name: name, IsDir: true}, nil
 	}
 	return storage.Info{}, fmt.Errorf("stat %s: %w", p, storage.ErrNotFound)
+}
+
+// checkDir is storage.CheckDir plus S3's own rule: keys are UTF-8, so a path that is not
+// is storage.ErrInvalidName here, not an S3 client error a caller would take for a
+// transient failure and retry.
+func checkDir(dir string) error {
+	if err := storage.CheckDir(dir); err != nil {
+		return err
+	}
+	if !utf8.ValidString(dir) {
+		return fmt.Errorf("%w: directory %q is not valid UTF-8 (S3 keys must be)", storage.ErrInvalidName, dir)
+	}
+	return nil
+}
+
+// checkPath is storage.CheckPath with checkDir's UTF-8 rule.
+func checkPath(dir, name string) error {
+	if err := checkDir(dir); err != nil {
+		return err
+	}
+	if err := storage.CheckName(name); err != nil {
+		return err
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %q is not valid UTF-8 (S3 keys must be)", storage.ErrInvalidName, name)
+	}
+	return nil
 }

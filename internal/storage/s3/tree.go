@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -45,7 +46,7 @@ func (b *Backend) keys(ctx context.Context, path string, recursive bool, fn func
 
 // List returns the entries directly in dir, sorted by name.
 func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) {
-	if err := storage.CheckDir(dir); err != nil {
+	if err := checkDir(dir); err != nil {
 		return nil, err
 	}
 	if dir != "" {
@@ -86,7 +87,7 @@ func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) 
 
 // Delete removes a file, or an empty directory's marker.
 func (b *Backend) Delete(ctx context.Context, dir, name string) error {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := checkPath(dir, name); err != nil {
 		return err
 	}
 	p := storage.Join(dir, name)
@@ -123,7 +124,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 
 // Search lists every file or directory named name in dir or below, sorted by path.
 func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info, error) {
-	if err := storage.CheckPath(dir, name); err != nil {
+	if err := checkPath(dir, name); err != nil {
 		return nil, err
 	}
 	var out []storage.Info
@@ -160,7 +161,7 @@ func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info,
 
 // Create writes the markers of dir and its parents.
 func (b *Backend) Create(ctx context.Context, dir string) error {
-	if err := storage.CheckDir(dir); err != nil {
+	if err := checkDir(dir); err != nil {
 		return err
 	}
 	if err := b.ensureDirs(ctx, dir); err != nil {
@@ -171,16 +172,19 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 
 // Move copies then deletes (see the package comment for what an interruption leaves).
 func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
-	if err := storage.CheckPath(srcDir, srcName); err != nil {
+	if err := checkPath(srcDir, srcName); err != nil {
 		return err
 	}
-	if err := storage.CheckPath(dstDir, dstName); err != nil {
+	if err := checkPath(dstDir, dstName); err != nil {
 		return err
 	}
 	src, dst := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	what := fmt.Sprintf("move %s to %s", src, dst)
 	if _, err := b.Stat(ctx, dstDir, dstName); err == nil {
 		return fmt.Errorf("%s: %w", what, storage.ErrExists)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		// A failed check is not an absent destination: copying now could replace it.
+		return fmt.Errorf("%s: checking the destination: %w", what, err)
 	}
 	info, err := b.Stat(ctx, srcDir, srcName)
 	if err != nil {

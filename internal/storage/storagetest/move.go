@@ -1,11 +1,14 @@
 package storagetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -102,6 +105,16 @@ func testFailingReader(t *testing.T, b storage.Backend) {
 	wantErr(t, "stat after failed put", err, storage.ErrNotFound)
 	if err := b.Put(ctx, "fail", "new", &failingReader{n: 10}, 10); err == nil {
 		t.Fatal("put whose reader fails right after the declared size succeeded")
+	}
+	// A stream that breaks as an aborted HTTP body or a cut compressed stream does
+	// (io.ErrUnexpectedEOF), which some consumers take for the end of a short last part.
+	for _, size := range []int64{-1, 300 << 10} {
+		broken := io.MultiReader(bytes.NewReader(fill('b', 300<<10)), iotest.ErrReader(io.ErrUnexpectedEOF))
+		if err := b.Put(ctx, "fail", "broken", broken, size); err == nil {
+			t.Fatalf("put (size %d) of a stream that broke (unexpected EOF) succeeded", size)
+		}
+		_, err := b.Stat(ctx, "fail", "broken")
+		wantErr(t, "stat after a broken put", err, storage.ErrNotFound)
 	}
 
 	put(t, b, "", "old", []byte("old bytes"))

@@ -32,6 +32,9 @@ type Backend struct {
 
 var _ storage.Backend = (*Backend)(nil)
 
+// answerTimeout bounds the wait for the service's answer to a request once it is sent.
+var answerTimeout = 5 * time.Minute
+
 // New connects to the service at endpoint ("https://host:port", or "http://..." for a
 // service started with --insecure-http) as cred's user. For https the service's
 // certificate must chain to cred.CA when the credential carries one (the CA is pinned:
@@ -72,8 +75,14 @@ func NewMulti(endpointList []string, cred storewire.Credential) (*Backend, error
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
-		WriteBufferSize:     256 << 10,
-		ReadBufferSize:      256 << 10,
+		// A node that takes a request and never answers (a stopped process: its kernel
+		// still acknowledges the connection and keepalives) fails the request, which then
+		// moves to another node or is retried, instead of hanging the command forever.
+		// Long: a put is answered once its blob is durable and committed, and waits out a
+		// gc sweep on a one-node store (found by review: no timeout at all).
+		ResponseHeaderTimeout: answerTimeout,
+		WriteBufferSize:       256 << 10,
+		ReadBufferSize:        256 << 10,
 		// HTTP/1.1: one stream per connection moves large objects fastest.
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}

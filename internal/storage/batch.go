@@ -19,6 +19,11 @@ type Object struct {
 	// the whole batch fails with ErrExists and stores nothing; nothing is stored under it
 	// (Data must be empty). Only an AbsentBatcher honours it.
 	Absent bool
+	// Match makes the object conditional on what is stored under its name now: a file
+	// whose content hashes (SHA-256) to *Match, else the whole batch fails with ErrChanged
+	// and stores nothing (a compare-and-swap on content). Only a MatchBatcher honours it;
+	// it goes with neither Create nor Absent.
+	Match *[32]byte
 }
 
 // Batch limits every BatchPutter accepts: objects of at most BatchMaxObjectSize bytes, at
@@ -61,7 +66,15 @@ type AbsentBatcher interface {
 	BatchAbsents()
 }
 
-// ErrNoConditions is a conditional object (Object.Create, Object.Absent) sent to a backend without
+// MatchBatcher is an AbsentBatcher that also honours Object.Match within the batch's
+// transaction (the storage service from batch version 4, session 12; an older one refuses
+// such a batch, storing nothing).
+type MatchBatcher interface {
+	AbsentBatcher
+	BatchMatches()
+}
+
+// ErrNoConditions is a conditional object (Object.Create, Object.Absent, Object.Match) sent to a backend without
 // conditional batches.
 var ErrNoConditions = errors.New("conditional objects need a backend with conditional batches")
 
@@ -89,6 +102,9 @@ func CheckBatch(objs []Object, large bool) error {
 		if o.Absent && (o.Create || len(o.Data) > 0) {
 			return fmt.Errorf("batch object %s: a condition (absent) is neither created nor holds data: %w", Join(o.Dir, o.Name), ErrInvalidName)
 		}
+		if o.Match != nil && (o.Create || o.Absent) {
+			return fmt.Errorf("batch object %s: a match condition goes with neither create nor absent: %w", Join(o.Dir, o.Name), ErrInvalidName)
+		}
 		if len(o.Data) > BatchMaxObjectSize {
 			if bigs++; !large || bigs > 1 {
 				return fmt.Errorf("batch object %s: %d bytes, at most %d (but one object, on a backend that takes large ones): %w",
@@ -109,18 +125,22 @@ func PutAll(ctx context.Context, be Backend, objs []Object) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	absent := false
+	absent, match := false, false
 	for _, o := range objs {
 		absent = absent || o.Absent
+		match = match || o.Match != nil
 	}
-	if ab, ok := be.(AbsentBatcher); ok {
+	if mb, ok := be.(MatchBatcher); ok {
+		return mb.PutBatch(ctx, objs)
+	}
+	if ab, ok := be.(AbsentBatcher); ok && !match {
 		return ab.PutBatch(ctx, objs)
 	}
-	if cb, ok := be.(CreateBatcher); ok && !absent {
+	if cb, ok := be.(CreateBatcher); ok && !absent && !match {
 		return cb.PutBatch(ctx, objs)
 	}
 	for _, o := range objs {
-		if o.Create || o.Absent {
+		if o.Create || o.Absent || o.Match != nil {
 			return fmt.Errorf("%s: %w", Join(o.Dir, o.Name), ErrNoConditions)
 		}
 	}

@@ -11,8 +11,11 @@ import (
 
 // Errors that callers branch on. Backends wrap them with context; test with errors.Is.
 var (
-	ErrNotFound    = errors.New("not found")
-	ErrExists      = errors.New("already exists")
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	// ErrChanged is a batch refused because an object's Match condition failed: what is
+	// stored under its name is not the content it names (or nothing is).
+	ErrChanged     = errors.New("stored object changed")
 	ErrNotEmpty    = errors.New("directory not empty")
 	ErrIsDir       = errors.New("is a directory")
 	ErrNotDir      = errors.New("not a directory")

@@ -157,14 +157,14 @@ Examples:
 				fmt.Fprintf(out, "%d changes (dry run: nothing changed)\n", len(res.Changes))
 				return nil
 			}
-			if rerr := o.report(out, "stored", res.Put, nil); rerr != nil {
-				return rerr
-			}
+			rerr := o.report(out, "stored", res.Put, nil)
 			if err != nil {
-				return exitError{err.Error(), 3}
+				return exitError{err.Error(), 3} // says "nothing removed" when files failed
 			}
-			fmt.Fprintf(out, "removed %d entries no longer in %s (kept in snapshots)\n", res.Removed, args[0])
-			return nil
+			if !o.quiet {
+				fmt.Fprintf(out, "removed %d entries no longer in %s (kept in snapshots)\n", res.Removed, args[0])
+			}
+			return rerr // exit 4: stored (and removed), some files without deduplication
 		},
 	}
 	o.addFlags(c, true)

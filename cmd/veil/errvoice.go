@@ -67,6 +67,9 @@ func errorLines(err error) string {
 	if strings.HasPrefix(msg, "unknown command") {
 		return fmt.Sprintf("veil: %s (see 'veil --help')\n", msg)
 	}
+	if strings.HasSuffix(msg, ": connection refused") {
+		msg += " (nothing listens there: is the server running?)"
+	}
 	return fmt.Sprintf("veil: %s\n", msg)
 }
 

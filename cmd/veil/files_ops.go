@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/veil-project/veil/internal/dupless"
-	"text/tabwriter"
+	"io/fs"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +62,12 @@ Examples:
 					}
 					return failed()
 				}
-				tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+				// Names are printed as they are, outside any column layout: text/tabwriter
+				// would turn a tab in a name into padding and treat a 0xff byte (invalid
+				// UTF-8 names) as its escape character, garbling every later line.
+				type row struct{ mode, size, when, name string }
+				rows := make([]row, 0, len(es))
+				var w [3]int
 				for _, e := range es {
 					name := lastElem(e.Path)
 					if e.IsDir {
@@ -71,26 +76,34 @@ Examples:
 					if e.Symlink != "" {
 						name += " -> " + e.Symlink
 					}
-					if !long && e.Err != "" {
-						fmt.Fprintf(tw, "%s (%s)\n", name, e.Err)
-						continue
-					}
 					if !long {
-						fmt.Fprintln(tw, name)
+						if e.Err != "" {
+							name += " (" + e.Err + ")"
+						}
+						fmt.Fprintln(out, name)
 						continue
 					}
-					if e.Err != "" {
-						fmt.Fprintf(tw, "?\t?\t?\t %s (%s)\n", name, e.Err)
-						continue
+					r := row{"?", "?", "?", " " + name + " (" + e.Err + ")"}
+					if e.Err == "" {
+						mark := " "
+						if e.Fallback {
+							mark = "*"
+						}
+						mode := e.Mode.String()
+						if e.Mode&fs.ModeSymlink != 0 {
+							mode = "l" + mode[1:] // as ls(1) shows a link, not Go's "L"
+						}
+						r = row{mode, fmt.Sprint(e.Size), e.ModTime.Format(time.DateTime), mark + name}
 					}
-					mark := " "
-					if e.Fallback {
-						mark = "*"
+					for i, f := range []string{r.mode, r.size, r.when} {
+						w[i] = max(w[i], len(f))
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s%s\n", e.Mode, e.Size, e.ModTime.Format(time.DateTime), mark, name)
+					rows = append(rows, r)
 				}
-				if err := tw.Flush(); err != nil {
-					return err
+				for _, r := range rows {
+					if _, err := fmt.Fprintf(out, "%-*s %-*s %-*s %s\n", w[0], r.mode, w[1], r.size, w[2], r.when, r.name); err != nil {
+						return err
+					}
 				}
 				return failed()
 			})

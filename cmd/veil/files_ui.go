@@ -114,11 +114,13 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		if n := ui.files.Add(1); every != nil {
 			every(n)
 		}
-		if err != nil && !o.json {
+		// After Ctrl-C every file in flight fails with "context canceled": main says
+		// "interrupted" once instead of a line per file.
+		if err != nil && !o.json && cmd.Context().Err() == nil {
 			if ui.bar != nil {
 				ui.bar.Clear()
 			}
-			fmt.Fprintf(os.Stderr, "veil: %s: %v\n", path, err)
+			fmt.Fprintf(os.Stderr, "veil: %s: %s\n", path, oneLine(plainNetErrors(err)))
 		}
 	}
 	if every != nil {

@@ -85,12 +85,18 @@ func main() {
 	root := newRootCommand()
 	markUsageErrors(root)
 	err := root.ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil // before stop(), which cancels ctx too
 	stop()
 	// Stopped here, not in a PostRun: cobra skips that when a command fails, and `veil
 	// serve` ends with an error (interrupted) — its profile would stay empty.
 	pprof.StopCPUProfile()
 	trace.Stop()
 	if err != nil {
+		if interrupted && !isUsage(err) {
+			// Ctrl-C or SIGTERM: say so, not "context canceled" or a transport error
+			// about it (put, get: run the same command again to finish).
+			err = errors.New("interrupted")
+		}
 		fmt.Fprint(os.Stderr, errorLines(err))
 		var ec interface{ ExitCode() int }
 		if errors.As(err, &ec) {

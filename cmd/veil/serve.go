@@ -39,6 +39,9 @@ Examples:
   veil serve --dir ~/veil-server --user alice --user bob
   veil serve adduser carol --dir ~/veil-server   (running or not)
   veil serve stats --dir ~/veil-server           (logical vs physical bytes)
+  veil store gc --url https://127.0.0.1:7480 --credential ~/veil-server/store/admin.cred
+                                                 (reclaim the space users' 'veil prune' freed;
+                                                  or 'veil store gc --dir ~/veil-server/store' stopped)
   veil serve --dir ~/veil-server --metal         (also Metal's two servers; users run
                                                   'veil metal join <dir>/metal/1/deployment.json')`,
 		Args: cobra.NoArgs,

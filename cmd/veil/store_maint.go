@@ -144,8 +144,12 @@ func printStoreStats(w io.Writer, st storeserver.Stats, jsonOut bool) error {
 	if jsonOut {
 		return json.NewEncoder(w).Encode(st)
 	}
+	hint := "" // 'veil serve' never collects garbage itself: say which command does
+	if st.GarbageBlobs > 0 {
+		hint = "; 'veil store gc' reclaims them"
+	}
 	_, err := fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
-		"garbage         %s (%d blobs; run gc)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
-		humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, st.DedupRatio)
+		"garbage         %s (%d blobs%s)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
+		humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, hint, st.DedupRatio)
 	return err
 }

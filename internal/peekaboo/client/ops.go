@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
@@ -175,17 +176,34 @@ type SearchResult struct {
 	ReplyBytes int // size of the padded reply
 }
 
-// Search runs one query. A query refused as stale (a K-server restarted after it was
-// sealed) is resealed and sent once more.
+// Search runs one query. A query refused as stale (the K-server restarted after it was
+// sealed, or crashed just after answering a query stamped up to a second later) is
+// resealed and sent once more, after staleRetryWait.
 func (c *Client) Search(ctx context.Context, text string, o SearchOptions) (*SearchResult, error) {
 	r, err := c.search(ctx, text, o)
-	if errors.Is(err, errStale) {
+	if errors.Is(err, errStale) && waitStale(ctx) {
 		r, err = c.search(ctx, text, o)
 	}
 	return r, err
 }
 
-var errStale = fmt.Errorf("%w: timestamp outside the K-server's window (check this machine's clock)", ErrRejected)
+var errStale = fmt.Errorf("%w: query time refused: this machine's clock is more than %s ahead of the K-server's or more than its replay window (default 10 min) behind (check this machine's clock)", ErrRejected, wire.MaxAhead)
+
+// staleRetryWait is how long a client waits before resealing a query refused as stale:
+// after a crash the K-server refuses stamps up to about a second past its last answer.
+const staleRetryWait = 1500 * time.Millisecond
+
+// waitStale waits staleRetryWait; false if ctx ended first.
+func waitStale(ctx context.Context) bool {
+	t := time.NewTimer(staleRetryWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
 
 // NewQuery builds a fresh query (one-time key, nonce, time, proofs).
 func (c *Client) NewQuery(text string, o SearchOptions) (*wire.Query, error) {

@@ -125,10 +125,14 @@ func (c *Client) PrivateSearch(ctx context.Context, key string, o SearchOptions)
 	case o.Limit < 0 || o.Limit > wire.MaxLimit:
 		return nil, fmt.Errorf("limit %d: want 1..%d", o.Limit, wire.MaxLimit)
 	}
-	// A stale query is resealed once; a bucket that fails its checks is asked again twice
-	// (a publication between the two servers' commits makes their tables differ briefly).
+	// A stale query is resealed (after staleRetryWait, as Search does); a bucket that
+	// fails its checks is asked again (a publication between the two servers' commits
+	// makes their tables differ briefly); two retries in all.
 	r, err := c.privateSearch(ctx, key, o)
 	for tries := 0; tries < 2 && (errors.Is(err, errStale) || errors.Is(err, errBucket)); tries++ {
+		if errors.Is(err, errStale) && !waitStale(ctx) {
+			break
+		}
 		r, err = c.privateSearch(ctx, key, o)
 	}
 	return r, err

@@ -101,5 +101,10 @@ func Init(dir string, o InitOptions) error {
 	if err != nil {
 		return err
 	}
-	return db.Close()
+	// A new K-server has answered nothing: its replay high-water mark is 0.
+	_, ok, err := readMark(db)
+	if err == nil && !ok {
+		err = dbReplay{db}.mark(0)
+	}
+	return errors.Join(err, db.Close())
 }

@@ -112,8 +112,9 @@ func (k *kserv) publish(t *testing.T, items []wire.KeyItem) *wire.PublishAck {
 	return ack
 }
 
-// stamp is a query time the K-server takes even just after it started: it refuses times
-// not after its start (restart replay protection), and this may be the same millisecond.
+// stamp is a query time the K-server takes even just after a restart: it refuses times
+// at or before the last one it answered (restart replay protection), and this may be the
+// same millisecond.
 func stamp() uint64 { return uint64(time.Now().Add(2 * time.Millisecond).UnixMilli()) }
 
 func newQuery(text string) *wire.Query {

@@ -14,8 +14,9 @@ import (
 )
 
 const (
-	statusStale  = wire.StatusStale
-	statusReplay = wire.StatusReplay
+	statusStale    = wire.StatusStale
+	statusReplay   = wire.StatusReplay
+	statusInternal = wire.StatusInternal
 )
 
 var kindNames = map[uint8]string{wire.KindQuery: "query", wire.KindPublish: "publish", wire.KindUnpublish: "unpublish", wire.KindPIR: "pir", wire.KindPIRSync: "pirsync"}
@@ -111,7 +112,7 @@ func (s *Server) query(sealed []byte) ([]byte, uint8) {
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	if st := s.replay.check(q.Nonce, q.Time, s.cfg.now()); st != 0 {
+	if st := s.fresh(q.Nonce, q.Time); st != 0 {
 		return nil, st
 	}
 	hits := Lookup(s.idx, q)
@@ -181,3 +182,22 @@ func (s *Server) unpublish(payload []byte) ([]byte, error) {
 	}
 	return wire.MarshalN(uint32(n)), nil
 }
+
+// fresh runs the replay check and logs why a query was refused (at most one line per
+// refusalLogEvery, with the number of refusals not logged since).
+func (s *Server) fresh(nonce [16]byte, stamp uint64) uint8 {
+	st, err := s.replay.verdict(nonce, stamp, s.cfg.now())
+	if st == 0 {
+		return 0
+	}
+	now := time.Now().UnixNano()
+	last := s.lastRefusal.Load()
+	if now-last < int64(refusalLogEvery) || !s.lastRefusal.CompareAndSwap(last, now) {
+		s.quietRefusals.Add(1)
+		return st
+	}
+	s.log.Warn("query refused", "status", st, "reason", err.Error(), "unlogged_refusals", s.quietRefusals.Swap(0))
+	return st
+}
+
+const refusalLogEvery = 10 * time.Second

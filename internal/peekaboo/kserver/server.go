@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -23,7 +24,7 @@ import (
 
 // Config configures a running K-server. Zero values take the documented defaults.
 type Config struct {
-	ReplayWindow    time.Duration // accepted query clock skew and replay memory (default 10m)
+	ReplayWindow    time.Duration // how far behind this clock a query may be stamped, and how long its nonce is remembered (default 10m; ahead: at most wire.MaxAhead)
 	MaxBody         int64         // largest relay batch (default 64 MiB)
 	MaxConns        int           // simultaneous connections (default 1024)
 	Workers         int           // relay items opened in parallel (default 4)
@@ -79,6 +80,9 @@ type Server struct {
 	table  *pir.Table // private-query table (nil: off)
 	tls    *tls.Config
 	m      *metrics
+
+	lastRefusal   atomic.Int64 // unix ns of the last refusal logged
+	quietRefusals atomic.Int64 // refusals not logged since
 }
 
 // Open loads dir (made by Init), rebuilds the index and prepares TLS.
@@ -118,7 +122,11 @@ func Open(dir string, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("private-query table: %w", err)
 	}
 	s := &Server{table: table, dir: dir, cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-kserver"), key: key, db: db, idx: idx,
-		replay: newReplayCache(cfg.ReplayWindow, cfg.now()), tls: tc, m: newMetrics()}
+		tls: tc, m: newMetrics()}
+	if s.replay, err = s.openReplay(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s.m.pairs.Set(float64(idx.Len()))
 	s.log.Info("k-server opened", "dir", dir, "pairs", idx.Len())
 	return s, nil
@@ -145,5 +153,12 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	return err
 }
 
-// Close closes the state file.
-func (s *Server) Close() error { return s.db.Close() }
+// Close records the replay high-water mark of this run (so a restart refuses only what
+// was answered) and closes the state file. Call it after Serve has returned.
+func (s *Server) Close() error {
+	err := s.replay.shutdown()
+	if err != nil {
+		err = fmt.Errorf("record the replay high-water mark: %w", err)
+	}
+	return errors.Join(err, s.db.Close())
+}

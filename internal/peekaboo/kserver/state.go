@@ -2,9 +2,11 @@ package kserver
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
-	"github.com/veil-project/veil/internal/server"
 	"time"
+
+	"github.com/veil-project/veil/internal/server"
 
 	"go.etcd.io/bbolt"
 
@@ -15,10 +17,14 @@ import (
 
 var (
 	bucketKeys = []byte("keys")
+	bucketMeta = []byte("meta")
+	keyReplay  = []byte("replay") // in meta: u64 unix ms, the replay high-water mark
+	// bucketReplay holds the queries answered above the mark: u64 stamp || nonce.
+	bucketReplay = []byte("replay")
 )
 
 func openDB(path string) (*bbolt.DB, error) {
-	return server.OpenState(path, "K-server", "1", 2*time.Second, bucketKeys, pir.BucketName)
+	return server.OpenState(path, "K-server", "1", 2*time.Second, bucketKeys, pir.BucketName, bucketReplay)
 }
 
 // load rebuilds the index from the keys bucket.
@@ -126,4 +132,93 @@ func (s *Server) Has(id wire.ID) bool {
 		return nil
 	})
 	return found
+}
+
+// readMark returns the replay high-water mark (ok false: none stored).
+func readMark(db *bbolt.DB) (mark int64, ok bool, err error) {
+	err = db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(keyReplay)
+		if v == nil {
+			return nil
+		}
+		if len(v) != 8 || v[0]&0x80 != 0 {
+			return fmt.Errorf("meta/replay: %x, want a u64 of unix milliseconds", v)
+		}
+		mark, ok = int64(binary.BigEndian.Uint64(v)), true
+		return nil
+	})
+	return mark, ok, err
+}
+
+func putMark(tx *bbolt.Tx, mark int64) error {
+	return tx.Bucket(bucketMeta).Put(keyReplay, binary.BigEndian.AppendUint64(nil, uint64(mark)))
+}
+
+// dbReplay is the replay cache's store in kserver.db: meta/replay holds the mark, bucket
+// replay one key per query answered above it (u64 stamp || nonce, value empty).
+type dbReplay struct{ db *bbolt.DB }
+
+func (d dbReplay) mark(ms int64) error {
+	return d.db.Update(func(tx *bbolt.Tx) error { return putMark(tx, ms) })
+}
+
+func (d dbReplay) ahead(nonce [16]byte, stamp, expired int64) error {
+	return d.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketReplay)
+		if err := forgetBefore(b, expired); err != nil {
+			return err
+		}
+		return b.Put(append(binary.BigEndian.AppendUint64(nil, uint64(stamp)), nonce[:]...), nil)
+	})
+}
+
+// forgetBefore deletes the replay records stamped before ms (keys sort by stamp).
+func forgetBefore(b *bbolt.Bucket, ms int64) error {
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && int64(binary.BigEndian.Uint64(k)) < ms; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openReplay resumes the replay cache from kserver.db: the mark and the nonces stored
+// above it (those the window or the mark refuse anyway are deleted). State without a
+// mark was written by a veil that kept none and took queries stamped up to a replay
+// window ahead of its clock: this start refuses stamps up to that, once, and stores it.
+func (s *Server) openReplay() (*replayCache, error) {
+	mark, ok, err := readMark(s.db)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FileDB, err)
+	}
+	now := s.cfg.now()
+	ahead := map[[16]byte]int64{}
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		if !ok {
+			mark = now.Add(s.cfg.ReplayWindow).UnixMilli()
+			if err := putMark(tx, mark); err != nil {
+				return err
+			}
+		}
+		b := tx.Bucket(bucketReplay)
+		if err := forgetBefore(b, max(mark+1, now.Add(-s.cfg.ReplayWindow).UnixMilli())); err != nil {
+			return err
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			if len(k) != 8+16 || k[0]&0x80 != 0 {
+				return fmt.Errorf("replay record %x: want u64 stamp || 16-byte nonce", k)
+			}
+			ahead[[16]byte(k[8:])] = int64(binary.BigEndian.Uint64(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: replay records: %w", FileDB, err)
+	}
+	if !ok {
+		s.log.Warn("state has no replay high-water mark (written by an older veil, which took queries stamped up to the replay window ahead): refusing queries stamped before the mark, so none answered before this start is answered again",
+			"mark", time.UnixMilli(mark).UTC().Format(time.RFC3339))
+	}
+	return newStoredReplayCache(s.cfg.ReplayWindow, mark, ahead, dbReplay{s.db}), nil
 }

@@ -186,3 +186,44 @@ func TestSIGTERMDrainsAndKeepsState(t *testing.T) {
 		t.Fatalf("after restart: %v", err)
 	}
 }
+
+// TestSearchRightAfterKServerCrash: a K-server killed just after answering refuses, once
+// restarted, stamps up to about a second past its last answer (it may have answered
+// them); a client searching right after the restart still gets its answer (Search and
+// PrivateSearch reseal a query refused as stale after a short wait).
+func TestSearchRightAfterKServerCrash(t *testing.T) {
+	dir := t.TempDir()
+	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	if err := Init(dir, kaddr, vaddr); err != nil {
+		t.Fatal(err)
+	}
+	child := startChild(t, dir, vaddr)
+	admin, _ := os.ReadFile(filepath.Join(dir, "vserver", vserver.FileAdminCred))
+	cred, err := client.AddUser(context.Background(), admin, "ivy")
+	if err == nil {
+		cred, err = client.Join(cred)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client.New(cred)
+	if _, err := c.Publish(context.Background(), []client.Pair{{Key: "kept", Value: []byte("v")}}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Search(context.Background(), "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
+		t.Fatalf("before the crash: %v", err)
+	}
+	c.Close()
+	child.Kill()
+	startChild(t, dir, vaddr)
+	c, _ = client.New(cred)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if r, err := c.Search(ctx, "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
+		t.Fatalf("search right after the restart: %v", err)
+	}
+	if r, err := c.PrivateSearch(ctx, "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
+		t.Fatalf("private search right after the restart: %v", err)
+	}
+}

@@ -125,6 +125,9 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, user strin
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
+	if n := len(req.Sealed); n != wire.SealedQuerySize() {
+		return http.StatusBadRequest, fmt.Errorf("sealed query of %d bytes, want %d (a client whose veil is older or newer than this server's?)", n, wire.SealedQuerySize())
+	}
 	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindQuery, Payload: req.Sealed})
 	if err != nil {
 		return relayErr(err)
@@ -147,6 +150,11 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	req, err := wire.ParsePublish(body)
 	if err != nil {
 		return http.StatusBadRequest, err
+	}
+	for i, p := range req.Pairs { // checked before storing: the K-server would refuse the chunk
+		if n := len(p.Sealed); n != wire.SealedItemSize() {
+			return http.StatusBadRequest, fmt.Errorf("pair %d: sealed item of %d bytes, want %d (a client whose veil is older or newer than this server's?)", i, n, wire.SealedItemSize())
+		}
 	}
 	if err := storePairs(s.db, user, req.Pairs); err != nil {
 		if errors.Is(err, errNotYours) {

@@ -9,7 +9,8 @@ import (
 // ErrMalformed is wrapped by every parse error.
 var ErrMalformed = errors.New("malformed peekaboo message")
 
-// Version is the format version byte of every message and record.
+// Version is the format version byte of every message and record but the two plaintexts
+// sealed to the K-server, which carry their own (QueryVersion, KeyItemVersion).
 const Version = 1
 
 // IDSize is the size of a pair id.
@@ -63,6 +64,15 @@ func (w *writer) padTo(m int) {
 	if r := len(w.b) % m; r != 0 {
 		w.b = append(w.b, make([]byte, m-r)...)
 	}
+}
+
+// fill appends zeros up to exactly n bytes (a fixed-size format). The content must fit:
+// callers check the limits that make it fit first, so more is a bug in this package.
+func (w *writer) fill(n int) {
+	if len(w.b) > n {
+		panic(fmt.Sprintf("wire: %d bytes of content exceed the fixed size %d", len(w.b), n))
+	}
+	w.b = append(w.b, make([]byte, n-len(w.b))...)
 }
 
 // reader consumes a message; the first error sticks and later reads return zero values.
@@ -207,8 +217,4 @@ func (r *reader) endPadded(padded func(int) int) error {
 		r.fail("%d bytes, want %d for its content", r.total, padded(used))
 	}
 	return r.end(true)
-}
-
-func multipleOf(m int) func(int) int {
-	return func(n int) int { return (n + m - 1) / m * m }
 }

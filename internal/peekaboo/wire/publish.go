@@ -7,10 +7,21 @@ import (
 	"unicode/utf8"
 )
 
-const (
-	publishPad = 512  // a sealed publication item's plaintext is a multiple of this
-	MaxChunk   = 4096 // pairs per publication chunk (one HPKE context)
-)
+// MaxChunk is the number of pairs per publication chunk (one HPKE context).
+const MaxChunk = 4096
+
+// KeyItemVersion is the version byte of a publication item plaintext. Version 1 padded to
+// a multiple of 512 bytes, so a long key with many pseudonyms sealed to a larger item than
+// a short one; version 2 is always KeyItemSize bytes.
+const KeyItemVersion = 2
+
+// KeyItemSize is the length of every publication item plaintext: the largest content (a
+// MaxQuery-byte key and MaxPseudonyms pseudonyms) fits, and every item is zero-padded to
+// it, so a sealed item's size says nothing of its key or of how many pseudonyms it allows.
+const KeyItemSize = 1 + IDSize + 2 + MaxQuery + 1 + MaxPseudonyms*32 // 532
+
+// SealedItemSize is the size of every sealed publication item: KeyItemSize and the AEAD tag.
+func SealedItemSize() int { return KeyItemSize + 16 }
 
 // KeyItem is what the K-server learns of one pair: its id, its key, and the pseudonym
 // public keys allowed to match it (none: every querier).
@@ -31,7 +42,8 @@ func CheckKey(k string) error {
 	return nil
 }
 
-// MarshalKeyItem encodes the padded plaintext of one publication item.
+// MarshalKeyItem encodes the plaintext of one publication item, zero-padded to exactly
+// KeyItemSize bytes.
 func MarshalKeyItem(it *KeyItem) ([]byte, error) {
 	if err := CheckKey(it.Key); err != nil {
 		return nil, err
@@ -39,26 +51,26 @@ func MarshalKeyItem(it *KeyItem) ([]byte, error) {
 	if len(it.Pseudonyms) > MaxPseudonyms {
 		return nil, fmt.Errorf("%d pseudonyms: at most %d", len(it.Pseudonyms), MaxPseudonyms)
 	}
-	w := &writer{}
-	w.u8(Version)
+	w := &writer{b: make([]byte, 0, KeyItemSize)}
+	w.u8(KeyItemVersion)
 	w.raw(it.ID[:])
 	w.b16([]byte(it.Key))
 	w.u8(uint8(len(it.Pseudonyms)))
 	for _, p := range it.Pseudonyms {
 		w.raw(p[:])
 	}
-	w.padTo(publishPad)
+	w.fill(KeyItemSize)
 	return w.b, nil
 }
 
-// ParseKeyItem decodes a publication item plaintext.
+// ParseKeyItem decodes a publication item plaintext: exactly KeyItemSize bytes, zero-padded.
 func ParseKeyItem(b []byte) (*KeyItem, error) {
 	r := newReader("publication item", b)
-	if len(b)%publishPad != 0 {
-		r.fail("%d bytes, not a multiple of %d", len(b), publishPad)
+	if v := r.u8("version"); r.err == nil && v != KeyItemVersion {
+		r.fail("version %d, want %d (sealed by an older or newer veil)", v, KeyItemVersion)
 	}
-	if v := r.u8("version"); r.err == nil && v != Version {
-		r.fail("version %d, want %d", v, Version)
+	if r.err == nil && len(b) != KeyItemSize {
+		r.fail("%d bytes, want exactly %d", len(b), KeyItemSize)
 	}
 	it := &KeyItem{ID: r.id("id"), Key: string(r.b16("key"))}
 	n := int(r.u8("pseudonyms"))
@@ -70,7 +82,7 @@ func ParseKeyItem(b []byte) (*KeyItem, error) {
 		copy(p[:], r.take(32, "pseudonym"))
 		it.Pseudonyms = append(it.Pseudonyms, p)
 	}
-	if err := r.endPadded(multipleOf(publishPad)); err != nil {
+	if err := r.end(true); err != nil {
 		return nil, err
 	}
 	if err := CheckKey(it.Key); err != nil {
@@ -111,7 +123,7 @@ func SealChunk(pub *KServerPub, items []KeyItem) (*SealedChunk, error) {
 }
 
 // OpenChunk opens every item in order; any altered, dropped or reordered item fails the
-// whole chunk with ErrOpen.
+// whole chunk with ErrOpen, an item not SealedItemSize bytes long with ErrMalformed.
 func OpenChunk(k *KServerKey, c *SealedChunk) ([]KeyItem, error) {
 	if len(c.Enc) != encLen() || len(c.Items) == 0 || len(c.Items) > MaxChunk {
 		return nil, fmt.Errorf("%w: publication chunk header", ErrMalformed)
@@ -121,7 +133,10 @@ func OpenChunk(k *KServerKey, c *SealedChunk) ([]KeyItem, error) {
 		return nil, ErrOpen
 	}
 	out := make([]KeyItem, 0, len(c.Items))
-	for _, ct := range c.Items {
+	for i, ct := range c.Items {
+		if len(ct) != SealedItemSize() {
+			return nil, fmt.Errorf("%w: publication item %d: %d bytes sealed, want %d", ErrMalformed, i, len(ct), SealedItemSize())
+		}
 		pt, err := rc.Open(nil, ct)
 		if err != nil {
 			return nil, ErrOpen

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -20,8 +21,24 @@ const (
 	MaxQuery      = 256  // bytes of a query or key
 	MaxLimit      = 1000 // results per search
 	MaxPseudonyms = 8    // pseudonym proofs per query, pseudonyms per pair
-	queryPad      = 1024 // a sealed query's plaintext is a multiple of this
 )
+
+// MaxAhead is how far ahead of the K-server's clock a query's time may be; the K-server
+// refuses it as stale beyond (docs/design-peekaboo.md, "Threat model").
+const MaxAhead = 30 * time.Second
+
+// QueryVersion is the version byte of a query plaintext. Version 1 padded to a multiple
+// of 1024 bytes, so a long query with many proofs sealed to a larger size than a short
+// one; version 2 is always QuerySize bytes.
+const QueryVersion = 2
+
+// QuerySize is the length of every query plaintext: the largest content (MaxQuery bytes
+// of text and MaxPseudonyms proofs) fits, and every query is zero-padded to it, so the
+// size of a sealed query says nothing of its text or of how many pseudonyms it proves.
+const QuerySize = 1 + 1 + 1 + 2 + 32 + 16 + 8 + 2 + MaxQuery + 1 + MaxPseudonyms*(32+64) // 1088
+
+// SealedQuerySize is the size of every sealed query: enc, QuerySize, the AEAD tag.
+func SealedQuerySize() int { return encLen() + QuerySize + 16 }
 
 // ErrOpen is returned when a sealed message does not open: altered, or sealed to another key.
 var ErrOpen = errors.New("sealed message does not open (altered or wrong key)")
@@ -62,13 +79,14 @@ func (q *Query) Check() error {
 	return nil
 }
 
-// MarshalQuery encodes the padded plaintext (docs/formats/peekaboo-wire.md, "Query").
+// MarshalQuery encodes the plaintext, zero-padded to exactly QuerySize bytes
+// (docs/formats/peekaboo-wire.md, "Sealed query").
 func MarshalQuery(q *Query) ([]byte, error) {
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
-	w := &writer{}
-	w.u8(Version)
+	w := &writer{b: make([]byte, 0, QuerySize)}
+	w.u8(QueryVersion)
 	w.u8(q.Mode)
 	var flags uint8
 	if q.Advanced {
@@ -85,18 +103,18 @@ func MarshalQuery(q *Query) ([]byte, error) {
 		w.raw(p.Pub[:])
 		w.raw(p.Sig[:])
 	}
-	w.padTo(queryPad)
+	w.fill(QuerySize)
 	return w.b, nil
 }
 
-// ParseQuery decodes a query plaintext.
+// ParseQuery decodes a query plaintext: exactly QuerySize bytes, zero-padded.
 func ParseQuery(b []byte) (*Query, error) {
 	r := newReader("query", b)
-	if len(b)%queryPad != 0 {
-		r.fail("%d bytes, not a multiple of %d", len(b), queryPad)
+	if v := r.u8("version"); r.err == nil && v != QueryVersion {
+		r.fail("version %d, want %d (sealed by an older or newer veil)", v, QueryVersion)
 	}
-	if v := r.u8("version"); r.err == nil && v != Version {
-		r.fail("version %d, want %d", v, Version)
+	if r.err == nil && len(b) != QuerySize {
+		r.fail("%d bytes, want exactly %d", len(b), QuerySize)
 	}
 	q := &Query{Mode: r.u8("mode")}
 	flags := r.u8("flags")
@@ -119,7 +137,7 @@ func ParseQuery(b []byte) (*Query, error) {
 		copy(p.Sig[:], r.take(64, "signature"))
 		q.Proofs = append(q.Proofs, p)
 	}
-	if err := r.endPadded(multipleOf(queryPad)); err != nil {
+	if err := r.end(true); err != nil {
 		return nil, err
 	}
 	if err := q.Check(); err != nil {
@@ -137,10 +155,11 @@ func SealQuery(pub *KServerPub, q *Query) ([]byte, error) {
 	return hpke.Seal(pub.pub, kdf(), aead(), []byte(infoQuery), pt)
 }
 
-// OpenQuery opens a sealed query. ErrOpen means altered or not for this key.
+// OpenQuery opens a sealed query (exactly SealedQuerySize bytes). ErrOpen means altered
+// or not for this key.
 func OpenQuery(k *KServerKey, sealed []byte) (*Query, error) {
-	if len(sealed) < encLen()+queryPad+16 {
-		return nil, fmt.Errorf("%w: sealed query of %d bytes", ErrMalformed, len(sealed))
+	if len(sealed) != SealedQuerySize() {
+		return nil, fmt.Errorf("%w: sealed query of %d bytes, want %d", ErrMalformed, len(sealed), SealedQuerySize())
 	}
 	pt, err := hpke.Open(k.priv, kdf(), aead(), []byte(infoQuery), sealed)
 	if err != nil {

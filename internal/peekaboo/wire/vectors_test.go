@@ -215,13 +215,26 @@ func generate(t testing.TB) func() any {
 func mustFail() []failVec {
 	q, _ := MarshalQuery(sampleQuery())
 	qv := bytes.Clone(q)
-	qv[0] = 2
+	qv[0] = 3
+	qv1 := bytes.Clone(q[:1024]) // the version 1 layout: a multiple of 1024 bytes
+	qv1[0] = 1
 	qpad := bytes.Clone(q)
 	qpad[len(qpad)-1] = 1
+	item, _ := MarshalKeyItem(&KeyItem{ID: sampleID(1), Key: "holiday.jpg", Pseudonyms: [][32]byte{{7}}})
+	iv1 := bytes.Clone(item[:512])
+	iv1[0] = 1
+	ipad := bytes.Clone(item)
+	ipad[len(ipad)-1] = 1
 	return []failVec{
-		{"query version 2", "query", hex.EncodeToString(qv)},
+		{"query version 3", "query", hex.EncodeToString(qv)},
+		{"query version 1 (padded to 1024)", "query", hex.EncodeToString(qv1)},
 		{"query nonzero padding", "query", hex.EncodeToString(qpad)},
 		{"query truncated", "query", hex.EncodeToString(q[:1000])},
+		{"query padded past its size", "query", hex.EncodeToString(append(bytes.Clone(q), make([]byte, 1024)...))},
+		{"key item version 1 (padded to 512)", "key_item", hex.EncodeToString(iv1)},
+		{"key item nonzero padding", "key_item", hex.EncodeToString(ipad)},
+		{"key item truncated", "key_item", hex.EncodeToString(item[:KeyItemSize-1])},
+		{"key item padded past its size", "key_item", hex.EncodeToString(append(bytes.Clone(item), make([]byte, 512)...))},
 		{"results not a size class", "results", "010b000000"},
 		{"count trailing byte", "count", "01130000000700"},
 		{"ids forged count", "ids", "0114ffffffff"},

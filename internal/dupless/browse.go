@@ -49,6 +49,7 @@ type Node struct {
 	Mode    fs.FileMode // permission bits (and ModeDir / ModeSymlink)
 	ModTime time.Time
 	Target  string // symlink
+	Rdev    uint64 // device number of a device (Mode has ModeDevice)
 	rec     *record
 
 	mu       sync.Mutex // the last chunk read, for reads in small pieces
@@ -79,10 +80,14 @@ func (v *View) Lookup(ctx context.Context, dir, name string) (*Node, error) {
 		return nil, fmt.Errorf("%s: %w", joinPath(dir, name), err)
 	}
 	n := &Node{Name: name, Size: int64(r.Size), Mode: goMode(r.Mode), ModTime: time.Unix(0, r.MTime), Target: r.Target, rec: r}
-	if r.Type == typeSymlink {
+	switch r.Type {
+	case typeFile:
+	case typeSymlink:
 		n.Mode |= fs.ModeSymlink
 		n.Size = int64(len(r.Target))
-	} else if r.Type != typeFile {
+	case typeSpecial: // a FIFO or device: metadata only, as get restores it
+		n.Mode, n.Rdev = specialGoMode(r.Mode), r.Rdev
+	default:
 		return nil, fmt.Errorf("%s: %w: record type %d where a file was expected", joinPath(dir, name), ErrRecord, r.Type)
 	}
 	return n, nil
@@ -110,7 +115,7 @@ type DirEntry struct {
 
 // Entries lists the entries of directory dir, sorted by name: names and whether each is a
 // directory (Lookup reads the rest).
-func (v *View) Entries(dir string) ([]DirEntry, error) {
+func (v *View) Entries(ctx context.Context, dir string) ([]DirEntry, error) {
 	encDir, err := v.c.keys.encPath(dir)
 	if err != nil {
 		return nil, err
@@ -121,6 +126,9 @@ func (v *View) Entries(dir string) ([]DirEntry, error) {
 	}
 	out := make([]DirEntry, 0, len(kids))
 	for enc, isDir := range kids {
+		if err := v.c.preloadLongName(ctx, enc); err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		base := enc
 		if !isDir {
 			var ok bool

@@ -40,9 +40,14 @@ func (c *Client) Cat(ctx context.Context, path string, w io.Writer) error {
 	}
 	switch r.Type {
 	case typeFile:
-		return c.fetchChunks(ctx, r, w)
+		if err := c.fetchChunks(ctx, r, w); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
 	case typeSymlink:
 		return fmt.Errorf("%s is a symlink (to %s): cat prints files", path, r.Target)
+	case typeSpecial:
+		return fmt.Errorf("%s is a %s: cat prints files ('veil get %s DEST' recreates it)", path, specialKind(r.Mode), path)
 	}
 	return fmt.Errorf("%s: %w: record type %d where a file was expected", path, ErrRecord, r.Type)
 }

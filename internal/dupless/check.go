@@ -77,7 +77,11 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		seen[storage.Join(encDir, objName)] = true
 		if isDir {
 			res.Dirs++
-			if _, err := c.readRecord(ctx, encDir, objName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			_, err := c.readRecord(ctx, encDir, objName)
+			if errors.Is(err, storage.ErrNotFound) {
+				err = c.missing(storage.Join(encDir, objName)) // nil unless the root lists it
+			}
+			if err != nil {
 				problem(rel+"/", err)
 			}
 			return nil

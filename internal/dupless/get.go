@@ -2,6 +2,8 @@ package dupless
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -96,6 +98,9 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			if kind, err = c.kindOf(ctx, src); err != nil {
 				return sum, err
 			}
+			if kind == typeFile { // its record is named but could not be read (gone meanwhile)
+				return sum, fmt.Errorf("%s: its record is listed but cannot be read: %w", src, storage.ErrNotFound)
+			}
 		default:
 			return sum, fmt.Errorf("%s: %w", src, err)
 		}
@@ -171,8 +176,10 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	}
 	// Directory modes and times last, deepest first, so writing files does not undo them.
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if _, err := os.Lstat(dirs[i].local); dirs[i].lazy && err != nil {
-			continue // nothing selected below it
+		if dirs[i].lazy {
+			if _, err := os.Lstat(dirs[i].local); err != nil || safeDir(dirs[i].root, dirs[i].local) != nil {
+				continue // nothing selected below it, or not a real directory below DEST (never followed)
+			}
 		}
 		if err := c.restoreDir(ctx, dirs[i]); err != nil {
 			sum.addErr(dirs[i].src, err)
@@ -230,6 +237,9 @@ func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel 
 			if isInternal(e.Name) {
 				continue
 			}
+			if err := c.preloadLongName(ctx, e.Name); err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
 			plain, isDir, err := c.plainName(e)
 			if errors.Is(err, ErrLongNameMissing) {
 				return fmt.Errorf("%s: %w", storage.Join(encDir, e.Name), err)
@@ -282,6 +292,10 @@ func cutSuffix(s, suffix string) (string, bool) {
 }
 
 func (c *Client) restoreDir(ctx context.Context, t getTask) error {
+	// Chmod and Chtimes follow links: every component must be a real directory.
+	if err := safeDir(t.root, t.local); err != nil {
+		return err
+	}
 	r, err := c.readRecord(ctx, t.encDir, dirMetaName)
 	if errors.Is(err, storage.ErrNotFound) {
 		// Created by mkdir -p of a parent or by another tool: keep defaults, unless the
@@ -372,9 +386,8 @@ func (c *Client) restoreLink(t getTask, r *record, sum *Summary) (restored bool,
 	} else if err != nil {
 		return false, err
 	}
-	tmp := t.local + ".veil-tmp-link"
-	os.Remove(tmp)
-	if err := os.Symlink(r.Target, tmp); err != nil {
+	tmp, err := makeTemp(filepath.Dir(t.local), func(p string) error { return os.Symlink(r.Target, p) })
+	if err != nil {
 		return false, err
 	}
 	ts := unix.NsecToTimespec(r.MTime)
@@ -418,4 +431,20 @@ func safeDir(root, dir string) error {
 		}
 	}
 	return nil
+}
+
+// makeTemp creates an entry under a new random name in dir with create (which must fail
+// with fs.ErrExist when the name is taken) and returns its path. The name is short, so an
+// entry of the longest name veil stores (255 bytes) can be made beside its final name and
+// renamed onto it; an existing entry is never removed or reused.
+func makeTemp(dir string, create func(path string) error) (string, error) {
+	for range 100 {
+		var b [8]byte
+		rand.Read(b[:])
+		p := filepath.Join(dir, ".veil-get-"+hex.EncodeToString(b[:]))
+		if err := create(p); !errors.Is(err, fs.ErrExist) {
+			return p, err
+		}
+	}
+	return "", fmt.Errorf("no free temporary name in %s", dir)
 }

@@ -110,7 +110,28 @@ func (k *userKeys) openLongName(tag string, b []byte) (string, error) {
 
 // loadLongName is the loader of the client's long names.
 func (c *Client) loadLongName(tag string) error {
-	ctx := context.Background()
+	return c.loadLongNameCtx(context.Background(), tag)
+}
+
+// preloadLongName fetches, with ctx, the name object of the listed entry enc (a
+// directory's or a record's name) if it is a long name not yet cached, so that a walk or a
+// listing that then decrypts it ends with its context (decName's loader cannot).
+func (c *Client) preloadLongName(ctx context.Context, enc string) error {
+	tag, _ := cutSuffix(enc, keySuffix)
+	if !isLongTag(tag) {
+		return nil
+	}
+	l := c.keys.long
+	l.mu.Lock()
+	_, ok := l.names[tag]
+	l.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return c.loadLongNameCtx(ctx, tag)
+}
+
+func (c *Client) loadLongNameCtx(ctx context.Context, tag string) error {
 	b, err := c.getObject(ctx, namesDir, tag)
 	if errors.Is(err, storage.ErrNotFound) {
 		return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)

@@ -50,15 +50,13 @@ func (c *Client) restoreSpecial(t getTask, r *record, sum *Summary) error {
 	} else if err != nil {
 		return err
 	}
-	tmp := t.local + ".veil-tmp-special"
-	os.Remove(tmp)
 	perm := r.Mode & 0o7777
-	var err error
-	if r.Mode&modeTypeMask == modeFIFO {
-		err = unix.Mkfifo(tmp, perm)
-	} else {
-		err = unix.Mknod(tmp, r.Mode&(modeTypeMask|0o7777), int(r.Rdev))
-	}
+	tmp, err := makeTemp(filepath.Dir(t.local), func(p string) error {
+		if r.Mode&modeTypeMask == modeFIFO {
+			return unix.Mkfifo(p, perm)
+		}
+		return unix.Mknod(p, r.Mode&(modeTypeMask|0o7777), int(r.Rdev))
+	})
 	if err != nil {
 		return fmt.Errorf("recreate %s: %w", specialKind(r.Mode), err)
 	}

@@ -9,8 +9,8 @@ func TestParseWhen(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	cases := map[string]time.Time{
 		"2026-11-20T10:00:00Z": time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC),
-		"2026-11-20 10:30":     time.Date(2026, 11, 20, 10, 30, 0, 0, time.Local),
-		"2026-11-20 10:30:05":  time.Date(2026, 11, 20, 10, 30, 5, 0, time.Local),
+		"2026-11-20 10:30":     time.Date(2026, 11, 20, 10, 31, 0, 0, time.Local).Add(-1),
+		"2026-11-20 10:30:05":  time.Date(2026, 11, 20, 10, 30, 6, 0, time.Local).Add(-1),
 		"2026-11-20":           time.Date(2026, 11, 21, 0, 0, 0, 0, time.Local).Add(-1),
 		"90m":                  now.Add(-90 * time.Minute),
 		"2d":                   now.AddDate(0, 0, -2),

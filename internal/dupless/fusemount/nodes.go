@@ -31,6 +31,17 @@ type file struct {
 	log  *slog.Logger
 }
 
+// special is a stored FIFO or device.
+type special struct {
+	gofs.Inode
+	node *dupless.Node
+}
+
+func (s *special) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(s.node, &out.Attr)
+	return 0
+}
+
 // link is a stored symlink.
 type link struct {
 	gofs.Inode
@@ -46,6 +57,7 @@ var (
 	_ gofs.NodeGetattrer  = (*file)(nil)
 	_ gofs.NodeReadlinker = (*link)(nil)
 	_ gofs.NodeGetattrer  = (*link)(nil)
+	_ gofs.NodeGetattrer  = (*special)(nil)
 )
 
 // errno maps a dupless error to what the kernel gets: absent names are ENOENT, anything
@@ -58,17 +70,28 @@ func errno(log *slog.Logger, what string, err error) syscall.Errno {
 	return syscall.EIO
 }
 
+// fileType is the S_IFMT bits of n.
+func fileType(n *dupless.Node) uint32 {
+	switch {
+	case n.IsDir:
+		return syscall.S_IFDIR
+	case n.Mode&fs.ModeSymlink != 0:
+		return syscall.S_IFLNK
+	case n.Mode&fs.ModeNamedPipe != 0:
+		return syscall.S_IFIFO
+	case n.Mode&fs.ModeCharDevice != 0:
+		return syscall.S_IFCHR
+	case n.Mode&fs.ModeDevice != 0:
+		return syscall.S_IFBLK
+	}
+	return syscall.S_IFREG
+}
+
 func fillAttr(n *dupless.Node, out *fuse.Attr) {
 	out.Size = uint64(n.Size)
 	out.Mode = uint32(n.Mode.Perm())
-	switch {
-	case n.IsDir:
-		out.Mode |= syscall.S_IFDIR
-	case n.Mode&fs.ModeSymlink != 0:
-		out.Mode |= syscall.S_IFLNK
-	default:
-		out.Mode |= syscall.S_IFREG
-	}
+	out.Mode |= fileType(n)
+	out.Rdev = uint32(n.Rdev)
 	out.Mode &^= 0o222 // read-only
 	out.SetTimes(nil, &n.ModTime, &n.ModTime)
 	out.Blocks = (out.Size + 511) / 512
@@ -90,20 +113,22 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	fillAttr(n, &out.Attr)
 	var child gofs.InodeEmbedder
-	mode := uint32(syscall.S_IFREG)
-	switch {
-	case n.IsDir:
-		child, mode = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, log: d.log}, syscall.S_IFDIR
-	case n.Mode&fs.ModeSymlink != 0:
-		child, mode = &link{node: n}, syscall.S_IFLNK
-	default:
+	mode := fileType(n)
+	switch mode {
+	case syscall.S_IFDIR:
+		child = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, log: d.log}
+	case syscall.S_IFLNK:
+		child = &link{node: n}
+	case syscall.S_IFREG:
 		child = &file{v: d.v, node: n, log: d.log}
+	default: // a FIFO or device: attributes only (the kernel never asks this file system to open it)
+		child = &special{node: n}
 	}
 	return d.NewInode(ctx, child, gofs.StableAttr{Mode: mode}), 0
 }
 
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	es, err := d.v.Entries(d.path)
+	es, err := d.v.Entries(ctx, d.path)
 	if err != nil {
 		return nil, errno(d.log, d.path, err)
 	}

@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
 
@@ -48,13 +49,16 @@ func counts(tx *bolt.Tx, user string) (*bolt.Bucket, error) {
 }
 
 // charge adjusts the user's content bytes and metadata bytes; when either grows, the sum
-// must stay within the quota.
-func charge(t metaTx, user string, data, meta int64) error {
+// must stay within the quota. Every write of a namespace calls it, in its transaction: it
+// fails with storage.ErrPermission unless the user record is still the account n was
+// opened for (not removed, nor removed and created again under the same name).
+func (n *Namespace) charge(t metaTx, data, meta int64) error {
+	user := n.user
 	u, m, ok, err := t.account(user)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if !ok || subtle.ConstantTimeCompare(u.secretHash[:], n.secret[:]) != 1 {
 		return fmt.Errorf("user %q: %w", user, storage.ErrPermission)
 	}
 	m = max(m+meta, 0)
@@ -86,7 +90,7 @@ func (n *Namespace) addEntry(t metaTx, dir, name string) error {
 	if err := t.setDirCount(n.user, dir, have+1); err != nil {
 		return err
 	}
-	return charge(t, n.user, 0, metaCost(dir, name))
+	return n.charge(t, 0, metaCost(dir, name))
 }
 
 // removeEntry undoes addEntry; isDir also drops the removed directory's own count.
@@ -103,7 +107,7 @@ func (n *Namespace) removeEntry(t metaTx, dir, name string, isDir bool) error {
 			return err
 		}
 	}
-	return charge(t, n.user, 0, -metaCost(dir, name))
+	return n.charge(t, 0, -metaCost(dir, name))
 }
 
 // MetaUsage returns a user's metadata bytes (what names and directories cost against the

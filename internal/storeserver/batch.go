@@ -18,8 +18,10 @@ import (
 // with bbolt grouped with concurrent puts into one commit), so one commit makes all of
 // them durable or none. Conditions are checked
 // first in the same transaction: a Create's name must be free, and so must an Absent's (a
-// condition only: nothing is stored under it). Every object is checked before the
-// transaction; the answer is the same whether any content was new.
+// condition only: nothing is stored under it); a Match's name must hold a file whose
+// content hash is *Match (storage.ErrChanged otherwise). They are checked against what was
+// stored before the batch, whatever its other objects write. Every object is checked
+// before the transaction; the answer is the same whether any content was new.
 func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	s := n.s
 	if len(objs) == 0 {
@@ -38,11 +40,14 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 			return fmt.Errorf("batch object %d: %w", i, err)
 		}
 		if o.Absent {
-			if o.Create || len(o.Data) > 0 {
-				return fmt.Errorf("batch object %d: an absent condition holds no data: %w", i, storewire.ErrBadBatch)
+			if o.Create || o.Match != nil || len(o.Data) > 0 {
+				return fmt.Errorf("batch object %d: an absent condition holds no data and has no other condition: %w", i, storewire.ErrBadBatch)
 			}
 			names = append(names, linkNames(o.Dir, o.Name)...)
 			continue // a condition only: nothing to link
+		}
+		if o.Match != nil && o.Create {
+			return fmt.Errorf("batch object %d: a match condition is not also a create: %w", i, storewire.ErrBadBatch)
 		}
 		if len(o.Data) > InlineMax {
 			if large >= 0 || int64(len(o.Data)) > s.cfg.MaxBatchBytes {
@@ -65,7 +70,12 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	if large >= 0 { // a blob of its own, held from gc until the transaction references it
 		o := objs[large]
-		sum, size, pin, err := s.spool(ctx, bytes.NewReader(o.Data))
+		release, err := n.reserve(ctx, o.Dir, o.Name, int64(len(o.Data)), true)
+		if err != nil {
+			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
+		}
+		defer release()
+		sum, size, pin, err := s.spool(ctx, bytes.NewReader(o.Data), nil)
 		if err != nil {
 			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
 		}
@@ -74,11 +84,17 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
 		for i, o := range objs { // conditions first, in the same transaction: all or nothing
-			if !o.Create && !o.Absent {
+			if !o.Create && !o.Absent && o.Match == nil {
 				continue
 			}
-			if _, ok, err := t.entry(n.user, o.Dir, o.Name); err != nil || ok {
-				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), firstErr(err, storage.ErrExists))
+			e, ok, err := t.entry(n.user, o.Dir, o.Name)
+			switch {
+			case err != nil:
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), err)
+			case o.Match == nil && ok:
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), storage.ErrExists)
+			case o.Match != nil && (!ok || e.isDir() || e.hash != *o.Match):
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), storage.ErrChanged)
 			}
 		}
 		for i, link := range links {
@@ -104,6 +120,11 @@ func (n *Namespace) BatchCreates() {}
 
 // BatchAbsents says PutBatch honours storage.Object.Absent (storage.AbsentBatcher).
 func (n *Namespace) BatchAbsents() {}
+
+// BatchMatches says PutBatch honours storage.Object.Match (storage.MatchBatcher).
+func (n *Namespace) BatchMatches() {}
+
+var _ storage.MatchBatcher = (*Namespace)(nil)
 
 // BatchLarge says PutBatch takes one object over storage.BatchMaxObjectSize
 // (storage.LargeBatcher).

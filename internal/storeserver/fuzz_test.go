@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,6 +39,9 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "a", Data: []byte("small")}}))
 	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "s", Data: []byte("s")},
 		{Dir: "d", Name: "big", Data: bytes.Repeat([]byte("L"), InlineMax+10), Create: true}})) // the one large object
+	small := sha256.Sum256([]byte("small"))
+	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "m", Absent: true},
+		{Dir: "d", Name: "a", Data: []byte("new"), Match: &small}})) // version 4: holds after the first batch
 	var once sync.Once
 	var s *Service
 	var cred, admin storewire.Credential

@@ -1,10 +1,12 @@
 package storeserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -178,7 +180,7 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request, a apiReq)
 const maxJSONBody = 64 << 10
 
 func (s *Service) handleMove(w http.ResponseWriter, r *http.Request, a apiReq) {
-	m, err := decodeMove(io.LimitReader(r.Body, maxJSONBody))
+	m, err := decodeMove(r.Body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: err.Error()})
 		return
@@ -190,15 +192,25 @@ func (s *Service) handleMove(w http.ResponseWriter, r *http.Request, a apiReq) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// decodeMove parses a move request body strictly: one JSON object, known fields only.
+// decodeMove parses a move request body strictly: one JSON object, known fields only,
+// nothing but white space after it, at most maxJSONBody bytes in all. (json.Decoder.More
+// is no test for trailing data: it is false before a ']' or '}', and a body cut at the
+// limit hid whatever followed.)
 func decodeMove(r io.Reader) (storewire.MoveRequest, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxJSONBody+1))
+	switch {
+	case err != nil:
+		return storewire.MoveRequest{}, errors.New("move: reading the body: " + err.Error())
+	case len(b) > maxJSONBody:
+		return storewire.MoveRequest{}, fmt.Errorf("move: body longer than %d bytes", maxJSONBody)
+	}
 	var m storewire.MoveRequest
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return storewire.MoveRequest{}, errors.New("move: body is not a JSON move request: " + err.Error())
 	}
-	if dec.More() {
+	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) != 0 {
 		return storewire.MoveRequest{}, errors.New("move: trailing data after the JSON object")
 	}
 	return m, nil

@@ -93,7 +93,7 @@ func (n *Namespace) moveAccounting(t metaTx, srcDir, srcName, dstDir, dstName st
 	if err := n.addEntry(t, dstDir, dstName); err != nil {
 		return err
 	}
-	return charge(t, n.user, 0, below*int64(len(dst)-len(src)))
+	return n.charge(t, 0, below*int64(len(dst)-len(src)))
 }
 
 func firstErr(errs ...error) error {

@@ -15,6 +15,11 @@ import (
 type Namespace struct {
 	s    *Service
 	user string
+	// secret is the SHA-256 of the secret of the account this namespace was opened for:
+	// a write commits only while the user record still has it (charge), so a request
+	// authenticated before its user was removed cannot write into the namespace of a new
+	// user given the same name meanwhile.
+	secret [32]byte
 }
 
 var _ storage.Backend = (*Namespace)(nil)
@@ -28,7 +33,7 @@ func (s *Service) Namespace(user string) (*Namespace, error) {
 	if !ok || u.admin {
 		return nil, fmt.Errorf("namespace %q: %w", user, storage.ErrNotFound)
 	}
-	return &Namespace{s: s, user: user}, nil
+	return &Namespace{s: s, user: user, secret: u.secretHash}, nil
 }
 
 // lookup returns the entry dir/name (ErrNotFound if absent).
@@ -193,7 +198,7 @@ func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
 			if err := t.decref(e.hash); err != nil {
 				return err
 			}
-			if err := charge(t, n.user, -e.size, 0); err != nil {
+			if err := n.charge(t, -e.size, 0); err != nil {
 				return err
 			}
 		}

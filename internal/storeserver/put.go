@@ -32,6 +32,11 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 	if size > s.cfg.MaxObjectSize {
 		return fmt.Errorf("put %s: %d bytes, limit %d: %w", what, size, s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
+	if size > InlineMax { // refused before reading: nothing written, nothing left behind
+		if _, err := n.reserve(ctx, dir, name, size, false); err != nil {
+			return fmt.Errorf("put %s: %w", what, err)
+		}
+	}
 	start := time.Now()
 	body := storage.ExactReader(ctx, io.LimitReader(r, s.cfg.MaxObjectSize+1), size)
 	var head []byte
@@ -61,7 +66,12 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 
 // putFile stores body as a blob (spool) and links dir/name to it.
 func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
-	sum, got, pin, err := n.s.spool(ctx, body)
+	release := func() {}
+	defer func() { release() }() // after the transaction: its bytes are in the user's usage
+	sum, got, pin, err := n.s.spool(ctx, body, func(size int64) (err error) {
+		release, err = n.reserve(ctx, dir, name, size, true)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -70,9 +80,10 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 }
 
 // spool streams body into a temporary file, fsyncs it, and commits it to the blob store
-// as the blob named by its SHA-256. gc leaves that blob alone until pin.release is
-// called, after the transaction that references it (with pin.gen).
-func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got int64, pin blobPin, err error) {
+// as the blob named by its SHA-256, unless fits (if not nil) refuses its size. gc leaves
+// that blob alone until pin.release is called, after the transaction that references it
+// (with pin.gen).
+func (s *Service) spool(ctx context.Context, body io.Reader, fits func(size int64) error) (sum [32]byte, got int64, pin blobPin, err error) {
 	s.tmpMu.RLock() // gc must not see the temp file before it is marked live
 	f, err := os.CreateTemp(s.tmpDir, "up-*")
 	if err == nil {
@@ -100,6 +111,11 @@ func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got 
 	if got > s.cfg.MaxObjectSize {
 		return sum, 0, pin, fmt.Errorf("more than %d bytes: %w", s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
+	if fits != nil {
+		if err := fits(got); err != nil {
+			return sum, 0, pin, err
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return sum, 0, pin, err
 	}
@@ -116,6 +132,53 @@ func (s *Service) spool(ctx context.Context, body io.Reader) (sum [32]byte, got 
 		return sum, 0, blobPin{}, err
 	}
 	return sum, got, pin, nil
+}
+
+// reserve refuses, before any content reaches the blob store, a put of size bytes to
+// dir/name that the user's quota cannot take, counting the bytes reserved by the user's
+// other uploads between this check and their transaction; it reserves the bytes until
+// release (after the transaction). A put the transaction refuses only after its content
+// was committed leaves that content behind, an orphan until gc: without this check a user
+// past their quota could fill the service's disk. The transaction still checks exactly
+// (this check leaves out the names of new directories); the answer depends on the user's
+// own usage only. keep false checks without reserving.
+func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, keep bool) (release func(), err error) {
+	s := n.s
+	if u, ok := s.users.get(n.user); ok && u.quota == 0 {
+		return func() {}, nil // no quota (a quota is set when the user is created)
+	}
+	s.quotaMu.Lock() // held over the read: a commit then release cannot slip between them
+	defer s.quotaMu.Unlock()
+	var need int64
+	err = s.meta.view(ctx, func(t metaTx) error {
+		u, m, ok, err := t.account(n.user)
+		if err != nil || !ok || u.quota == 0 {
+			return err // a missing user: the transaction answers
+		}
+		need = size
+		if old, ok, err := t.entry(n.user, dir, name); err == nil && ok && !old.isDir() {
+			need -= old.size // a replacement frees the old content's bytes
+		}
+		if inflight := s.inflight[n.user]; need > 0 && u.used+m+inflight+need > u.quota {
+			return fmt.Errorf("user %q would store %d more bytes, %d of %d in use or being stored: %w",
+				n.user, need, u.used+m+inflight, u.quota, storage.ErrQuota)
+		}
+		return nil
+	})
+	if err != nil || need <= 0 || !keep {
+		return func() {}, err
+	}
+	s.inflight[n.user] += need
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.quotaMu.Lock()
+			defer s.quotaMu.Unlock()
+			if s.inflight[n.user] -= need; s.inflight[n.user] <= 0 {
+				delete(s.inflight, n.user)
+			}
+		})
+	}, nil
 }
 
 // copyBufs are the 1 MiB copy buffers of uploads (putFile) and downloads (handleGet),
@@ -165,7 +228,7 @@ func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []by
 		if err := t.incref(sum, size, inline, gen); err != nil {
 			return err
 		}
-		if err := charge(t, n.user, delta, 0); err != nil {
+		if err := n.charge(t, delta, 0); err != nil {
 			return err
 		}
 		return t.putEntry(n.user, dir, name, entry{kind: kindFile, size: size, modTime: now, hash: sum})

@@ -69,7 +69,7 @@ func (s *Service) Handler() http.Handler {
 	server.Mount(mux, s.metrics.reg, guard)
 	routes := s.routes()
 	return s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.EscapedPath()
+		p := requestPath(r)
 		switch {
 		case p == "/healthz" || p == "/metrics":
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -137,7 +137,7 @@ func (s *Service) serveAPI(w http.ResponseWriter, r *http.Request, routes map[st
 	}
 	a := apiReq{}
 	if !rt.admin {
-		a.ns = &Namespace{s: s, user: u.name}
+		a.ns = &Namespace{s: s, user: u.name, secret: u.secret}
 	}
 	var err error
 	switch rt.tail {
@@ -154,6 +154,18 @@ func (s *Service) serveAPI(w http.ResponseWriter, r *http.Request, routes map[st
 		return
 	}
 	h(w, r, a)
+}
+
+// requestPath is the request's path exactly as the client sent it (escaped). URL.EscapedPath
+// is not: when the raw path holds a byte Go would have escaped ('|', '{', a raw UTF-8 byte)
+// it re-escapes the decoded path, turning an escaped '/' ("a%2Fb|") into a separator, so
+// a request refused as sent would store under a name the client did not send. RawPath,
+// when set, is the path as sent; when empty, the path as sent is the default escaping.
+func requestPath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.EscapedPath()
 }
 
 // unescapeUser decodes a user name route segment (one segment, no '/').

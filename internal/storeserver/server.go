@@ -53,8 +53,9 @@ func (s *Service) Serve(ctx context.Context, ls server.Listeners) error {
 
 // authUser is an authenticated caller.
 type authUser struct {
-	name  string
-	admin bool
+	name   string
+	admin  bool
+	secret [32]byte // the account's secret hash (Namespace.secret)
 }
 
 // authenticate checks the request's HTTP Basic credential.
@@ -67,7 +68,7 @@ func (s *Service) authenticate(r *http.Request) (authUser, bool) {
 			u, ok = s.users.authenticate(name, secret)
 		}
 	}
-	return authUser{name: name, admin: u.admin}, ok
+	return authUser{name: name, admin: u.admin, secret: u.secretHash}, ok
 }
 
 // adminOnly guards a handler outside the API (/metrics): the admin only, 401 without a

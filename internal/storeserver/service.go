@@ -102,6 +102,11 @@ type Service struct {
 	tmpMu  sync.RWMutex
 	active sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
 
+	// quotaMu guards inflight: user -> bytes reserved by uploads between their quota
+	// check and their transaction (Namespace.reserve).
+	quotaMu  sync.Mutex
+	inflight map[string]int64
+
 	users   *userCache
 	metrics *metrics
 	stop    context.CancelFunc // ends the blob store probe
@@ -131,7 +136,7 @@ func Open(dir string, cfg Config) (*Service, error) {
 	if err := matchLocation(dir, cfg); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Service{dir: dir, cfg: cfg, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics()}
+	s := &Service{dir: dir, cfg: cfg, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics(), inflight: map[string]int64{}}
 	if s.meta, err = openMeta(dir, dsn, cfg, func(n int) { s.metrics.group.Observe(float64(n)) }); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}

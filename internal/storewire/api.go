@@ -70,6 +70,7 @@ type Error struct {
 const (
 	CodeNotFound     = "not_found"
 	CodeExists       = "exists"
+	CodeChanged      = "changed"
 	CodeNotEmpty     = "not_empty"
 	CodeIsDir        = "is_dir"
 	CodeNotDir       = "not_dir"
@@ -122,6 +123,7 @@ var codes = []struct {
 }{
 	{CodeNotFound, http.StatusNotFound, storage.ErrNotFound},
 	{CodeExists, http.StatusConflict, storage.ErrExists},
+	{CodeChanged, http.StatusPreconditionFailed, storage.ErrChanged},
 	{CodeNotEmpty, http.StatusConflict, storage.ErrNotEmpty},
 	{CodeIsDir, http.StatusConflict, storage.ErrIsDir},
 	{CodeNotDir, http.StatusConflict, storage.ErrNotDir},

@@ -25,41 +25,48 @@ import (
 // a condition only, no object of that name may exist; its size is 0 and it is not also a
 // create). It is sent when some object is absent.
 //
-// big-endian, nothing after the last object. A version 2 body without a create flag, or a
-// version 3 body without an absent flag, is not canonical (a lower version says the same)
-// and is refused.
+// Version 4 adds the flag 0x04 match (storage.Object.Match: the object is stored only if
+// a file is stored under its name now whose content's SHA-256 is the one given; not with
+// create or absent), followed by that SHA-256. It is sent when some object has a match:
+//
+//	version (1) = 0x04 | count (2) | count objects
+//	object: flags (1) | [SHA-256 (32), when flags is 0x04] | path length (2) | path | size (4) | size bytes
+//
+// big-endian, nothing after the last object. A version 2 body without a create flag, a
+// version 3 body without an absent flag, or a version 4 body without a match flag, is not
+// canonical (a lower version says the same) and is refused.
 
 // BatchVersion is the first byte of a batch body without conditions; BatchVersionCond of
 // one with some.
-// BatchVersionAbsent is the first byte of one with some absent condition.
+// BatchVersionAbsent is the first byte of one with some absent condition, and
+// BatchVersionMatch of one with some match condition.
 const (
 	BatchVersion       = 0x01
 	BatchVersionCond   = 0x02
 	BatchVersionAbsent = 0x03
+	BatchVersionMatch  = 0x04
 )
 
-// flagCreate marks a version 2 or 3 object that must not exist yet; flagAbsent a version 3
-// object that is only a condition (no object of that name may exist).
+// flagCreate marks a version 2 or later object that must not exist yet; flagAbsent a
+// version 3 or 4 object that is only a condition (no object of that name may exist);
+// flagMatch a version 4 object stored only over a file of the given content (its SHA-256
+// follows the flags byte).
 const (
 	flagCreate = 0x01
 	flagAbsent = 0x02
+	flagMatch  = 0x04
 )
 
 // ErrBadBatch is a batch body that does not parse (400 bad_request).
 var ErrBadBatch = errors.New("malformed batch body")
 
-// AppendBatch appends the batch encoding of objs to b: version 3 when some object is an
-// absent condition, else version 2 when some is a create, else version 1.
+// AppendBatch appends the batch encoding of objs to b, in the lowest version that says
+// it: version 4 when some object has a match condition, else version 3 when some is an
+// absent condition, else version 2 when some is a create, else version 1. (An object with
+// more than one condition, which storage.CheckBatch refuses, is encoded with all its
+// flags, which ReadBatch refuses.)
 func AppendBatch(b []byte, objs []storage.Object) []byte {
-	v := byte(BatchVersion)
-	for _, o := range objs {
-		switch {
-		case o.Absent:
-			v = BatchVersionAbsent
-		case o.Create && v == BatchVersion:
-			v = BatchVersionCond
-		}
-	}
+	v := BatchVersionFor(objs)
 	b = append(b, v)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(objs)))
 	for _, o := range objs {
@@ -71,7 +78,13 @@ func AppendBatch(b []byte, objs []storage.Object) []byte {
 			if o.Absent {
 				f |= flagAbsent
 			}
+			if o.Match != nil {
+				f |= flagMatch
+			}
 			b = append(b, f)
+			if o.Match != nil {
+				b = append(b, o.Match[:]...)
+			}
 		}
 		p := storage.Join(o.Dir, o.Name)
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
@@ -80,6 +93,23 @@ func AppendBatch(b []byte, objs []storage.Object) []byte {
 		b = append(b, o.Data...)
 	}
 	return b
+}
+
+// BatchVersionFor is the version AppendBatch encodes objs in: the lowest that can express
+// them, so a batch without a newer condition is still taken by an older service.
+func BatchVersionFor(objs []storage.Object) byte {
+	v := byte(BatchVersion)
+	for _, o := range objs {
+		switch {
+		case o.Match != nil:
+			v = BatchVersionMatch
+		case o.Absent && v < BatchVersionAbsent:
+			v = BatchVersionAbsent
+		case o.Create && v < BatchVersionCond:
+			v = BatchVersionCond
+		}
+	}
+	return v
 }
 
 // BatchLimits bound what ReadBatch accepts.
@@ -101,8 +131,8 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 		return nil, fmt.Errorf("%w: header: %w", ErrBadBatch, err)
 	}
 	v := hdr[0]
-	if v != BatchVersion && v != BatchVersionCond && v != BatchVersionAbsent {
-		return nil, fmt.Errorf("%w: version %d, want %d to %d", ErrBadBatch, v, BatchVersion, BatchVersionAbsent)
+	if v < BatchVersion || v > BatchVersionMatch {
+		return nil, fmt.Errorf("%w: version %d, want %d to %d", ErrBadBatch, v, BatchVersion, BatchVersionMatch)
 	}
 	n := int(binary.BigEndian.Uint16(hdr[1:]))
 	switch {
@@ -113,7 +143,7 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 	}
 	objs := make([]storage.Object, 0, n)
 	var total int64
-	creates, absents := false, false
+	creates, absents, matches := false, false, false
 	for i := 0; i < n; i++ {
 		o, err := readBatchObject(br, l, i, v, l.Bytes-total)
 		if err != nil {
@@ -121,13 +151,16 @@ func ReadBatch(r io.Reader, l BatchLimits) ([]storage.Object, error) {
 		}
 		total += int64(len(o.Data))
 		objs = append(objs, o)
-		creates, absents = creates || o.Create, absents || o.Absent
+		creates, absents, matches = creates || o.Create, absents || o.Absent, matches || o.Match != nil
 	}
 	if v == BatchVersionCond && !creates {
 		return nil, fmt.Errorf("%w: version %d without a conditional object (send version %d)", ErrBadBatch, BatchVersionCond, BatchVersion)
 	}
 	if v == BatchVersionAbsent && !absents {
 		return nil, fmt.Errorf("%w: version %d without an absent condition (send a lower version)", ErrBadBatch, BatchVersionAbsent)
+	}
+	if v == BatchVersionMatch && !matches {
+		return nil, fmt.Errorf("%w: version %d without a match condition (send a lower version)", ErrBadBatch, BatchVersionMatch)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		if err == nil {
@@ -150,13 +183,22 @@ func readBatchObject(br *bufio.Reader, l BatchLimits, i int, v byte, room int64)
 			return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
 		}
 		known := byte(flagCreate)
-		if v == BatchVersionAbsent {
+		if v >= BatchVersionAbsent {
 			known |= flagAbsent
 		}
-		if f&^known != 0 || f == flagCreate|flagAbsent {
+		if v >= BatchVersionMatch {
+			known |= flagMatch
+		}
+		if f&^known != 0 || f&(f-1) != 0 { // an unknown bit, or more than one condition
 			return o, fmt.Errorf("%w: object %d: flags %#x", ErrBadBatch, i, f)
 		}
 		o.Create, o.Absent = f == flagCreate, f == flagAbsent
+		if f == flagMatch {
+			o.Match = new([32]byte)
+			if _, err := io.ReadFull(br, o.Match[:]); err != nil {
+				return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)
+			}
+		}
 	}
 	if _, err := io.ReadFull(br, b[:2]); err != nil {
 		return o, fmt.Errorf("%w: object %d: %w", ErrBadBatch, i, err)

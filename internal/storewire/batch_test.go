@@ -2,10 +2,15 @@ package storewire
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net/http"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -19,6 +24,15 @@ type batchObjectVector struct {
 	Data   string `json:"data"` // hex
 	Create bool   `json:"create,omitempty"`
 	Absent bool   `json:"absent,omitempty"`
+	Match  string `json:"match,omitempty"` // hex SHA-256
+}
+
+func vectorObject(o storage.Object) batchObjectVector {
+	v := batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data), Create: o.Create, Absent: o.Absent}
+	if o.Match != nil {
+		v.Match = hex.EncodeToString(o.Match[:])
+	}
+	return v
 }
 
 type batchVector struct {
@@ -49,11 +63,19 @@ func genBatchVectors() []batchVector {
 	for _, o := range aobjs {
 		oka.Objects = append(oka.Objects, batchObjectVector{Path: storage.Join(o.Dir, o.Name), Data: hex.EncodeToString(o.Data), Create: o.Create, Absent: o.Absent})
 	}
-	out := []batchVector{ok, okc, oka}
+	h := sha256.Sum256([]byte("old root"))
+	mobjs := []storage.Object{{Dir: "r", Name: "head", Data: []byte("new root"), Match: &h}, {Dir: "p", Name: "m", Absent: true},
+		{Dir: "r", Name: "9", Data: []byte("root"), Create: true}, {Dir: "k", Name: "h.key", Data: []byte("rec")}}
+	match := AppendBatch(nil, mobjs)
+	okm := batchVector{Comment: "version 4: a match condition, an absent condition, a create and a plain object", Body: hex.EncodeToString(match), Result: "ok"}
+	for _, o := range mobjs {
+		okm.Objects = append(okm.Objects, vectorObject(o))
+	}
+	out := []batchVector{ok, okc, oka, okm}
 	bad := func(comment string, body []byte, code string) {
 		out = append(out, batchVector{Comment: comment, Body: hex.EncodeToString(body), Result: code})
 	}
-	bad("unknown version", append([]byte{4}, good[1:]...), CodeBadRequest)
+	bad("unknown version", append([]byte{BatchVersionMatch + 1}, good[1:]...), CodeBadRequest)
 	unknownFlag := bytes.Clone(cond)
 	unknownFlag[3] = 0x03
 	bad("version 2: an unknown flag bit", unknownFlag, CodeBadRequest)
@@ -73,6 +95,22 @@ func genBatchVectors() []batchVector {
 	v3Unknown[3] = 0x06
 	bad("version 3: an unknown flag bit", v3Unknown, CodeBadRequest)
 	bad("version 3: an absent condition with content", []byte{3, 0, 1, flagAbsent, 0, 1, 'm', 0, 0, 0, 1, 'x'}, CodeBadRequest)
+	v3Match := bytes.Clone(absent)
+	v3Match[3] = flagMatch
+	bad("version 3: the match flag (version 4 only)", v3Match, CodeBadRequest)
+	// The match object is the first: its flags are byte 3, its SHA-256 bytes 4 to 35.
+	noMatch := slices.Concat(match[:3], []byte{0}, match[36:])
+	bad("version 4 without a match condition (not canonical: version 3)", noMatch, CodeBadRequest)
+	matchCreate := bytes.Clone(match)
+	matchCreate[3] = flagMatch | flagCreate
+	bad("version 4: match and create on one object", matchCreate, CodeBadRequest)
+	matchAbsent := bytes.Clone(match)
+	matchAbsent[3] = flagMatch | flagAbsent
+	bad("version 4: match and absent on one object", matchAbsent, CodeBadRequest)
+	v4Unknown := bytes.Clone(match)
+	v4Unknown[3] = 0x08
+	bad("version 4: an unknown flag bit", v4Unknown, CodeBadRequest)
+	bad("version 4: a match condition cut short in its SHA-256", match[:20], CodeBadRequest)
 	bad("no objects", []byte{1, 0, 0}, CodeBadRequest)
 	bad("truncated in the last object", good[:len(good)-1], CodeBadRequest)
 	bad("a byte after the last object", append(bytes.Clone(good), 0), CodeBadRequest)
@@ -104,7 +142,7 @@ func TestBatchVectors(t *testing.T) {
 			t.Fatalf("%s: %d objects, %v", v.Comment, len(objs), err)
 		}
 		for i, o := range objs {
-			if storage.Join(o.Dir, o.Name) != v.Objects[i].Path || !bytes.Equal(o.Data, testutil.Unhex(t, v.Objects[i].Data)) || o.Create != v.Objects[i].Create || o.Absent != v.Objects[i].Absent {
+			if vectorObject(o) != v.Objects[i] {
 				t.Errorf("%s: object %d differs", v.Comment, i)
 			}
 		}
@@ -168,5 +206,52 @@ func TestReadBatchMemoryBound(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > limit+1<<20 {
 		t.Fatalf("reading it allocated %d bytes, over the batch's %d (+1 MiB)", got, limit)
+	}
+}
+
+// A batch is sent in the lowest version that says it: one without a match condition is
+// still version 3 or lower (taken by a service older than version 4), and a match makes
+// it version 4 whatever else it holds.
+func TestBatchLowestVersion(t *testing.T) {
+	h := sha256.Sum256(nil)
+	cases := []struct {
+		objs []storage.Object
+		want byte
+	}{
+		{[]storage.Object{{Name: "a"}}, BatchVersion},
+		{[]storage.Object{{Name: "a", Create: true}, {Name: "b"}}, BatchVersionCond},
+		{[]storage.Object{{Name: "a", Create: true}, {Name: "m", Absent: true}}, BatchVersionAbsent},
+		{[]storage.Object{{Name: "m", Absent: true}, {Name: "a", Create: true}}, BatchVersionAbsent},
+		{[]storage.Object{{Name: "a", Match: &h}}, BatchVersionMatch},
+		{[]storage.Object{{Name: "m", Absent: true}, {Name: "a", Match: &h}, {Name: "c", Create: true}}, BatchVersionMatch},
+	}
+	for i, c := range cases {
+		body := AppendBatch(nil, c.objs)
+		if body[0] != c.want || BatchVersionFor(c.objs) != c.want {
+			t.Errorf("case %d: version %d, want %d", i, body[0], c.want)
+		}
+		objs, err := ReadBatch(bytes.NewReader(body), vectorLimits)
+		if err != nil || len(objs) != len(c.objs) {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		for j, o := range objs {
+			if vectorObject(o) != vectorObject(c.objs[j]) {
+				t.Errorf("case %d: object %d read back as %+v", i, j, o)
+			}
+		}
+	}
+}
+
+// ErrChanged travels as 412 changed and comes back as storage.ErrChanged, with the
+// service's message naming the batch object.
+func TestChangedErrorRoundTrip(t *testing.T) {
+	err := fmt.Errorf("put batch: batch object 2 (r/head): %w", storage.ErrChanged)
+	code, status := Classify(err)
+	if code != CodeChanged || status != http.StatusPreconditionFailed {
+		t.Fatalf("classified as %s %d", code, status)
+	}
+	back := Error{Code: code, Message: err.Error()}.AsError()
+	if !errors.Is(back, storage.ErrChanged) || !strings.Contains(back.Error(), "batch object 2 (r/head)") {
+		t.Fatalf("decoded as %v", back)
 	}
 }

@@ -284,6 +284,13 @@ func (b *Backend) BatchCreates() {}
 // than it refuses the batch, storing nothing).
 func (b *Backend) BatchAbsents() {}
 
+// BatchMatches says PutBatch sends storage.Object.Match (batch version 4; a service older
+// than it refuses the batch, storing nothing, and PutBatch returns an error that wraps
+// storage.ErrNoConditions, as well as storewire.ErrBadBatch, the service's answer).
+func (b *Backend) BatchMatches() {}
+
+var _ storage.MatchBatcher = (*Backend)(nil)
+
 // BatchLarge says PutBatch sends one object over storage.BatchMaxObjectSize when asked
 // (a service older than session 10 refuses such a batch with storage.ErrTooLarge, storing
 // nothing).
@@ -305,11 +312,20 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 	size := 3
 	for _, o := range objs {
 		size += 1 + 2 + len(o.Dir) + 1 + len(o.Name) + 4 + len(o.Data)
+		if o.Match != nil {
+			size += len(o.Match)
+		}
 	}
 	body := storewire.AppendBatch(make([]byte, 0, size), objs)
 	err := b.call1(ctx, http.MethodPost, b.base.String()+"/"+storewire.Version+"/batch", body, nil)
 	if err != nil {
 		b.stop.note(err)
+		if body[0] == storewire.BatchVersionMatch && errors.Is(err, storewire.ErrBadBatch) {
+			// The body is canonical (FuzzReadBatch), so a service that cannot parse it
+			// is one older than version 4: it stored nothing.
+			return fmt.Errorf("put batch of %d: the service has no match conditions (older than batch version %d): %w: %w",
+				len(objs), storewire.BatchVersionMatch, storage.ErrNoConditions, err)
+		}
 		return fmt.Errorf("put batch of %d: %w", len(objs), err)
 	}
 	return nil

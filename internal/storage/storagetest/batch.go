@@ -3,8 +3,11 @@ package storagetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -35,6 +38,7 @@ func testBatch(t *testing.T, b storage.Backend) {
 	}
 	testBatchCreate(t, b)
 	testBatchAbsent(t, b)
+	testBatchMatch(t, b)
 	testBatchLarge(t, b)
 	bp, ok := b.(storage.BatchPutter)
 	if !ok {
@@ -213,6 +217,158 @@ func testBatchAbsent(t *testing.T, b storage.Backend) {
 		case (werr == nil) != (ea == nil):
 			t.Fatalf("round %d: the absent batch's object stored %v, its batch answered %v", round, werr == nil, ea)
 		}
+	}
+}
+
+// testBatchMatch: a match condition (Match) stores its object only over a file whose
+// content hashes to *Match, as found before the batch; else (other content, no object, a
+// directory) the whole batch fails with ErrChanged and stores nothing. A match goes with
+// neither Create nor Absent. Of two batches racing to replace the same content exactly one
+// wins. A backend without match conditions refuses them.
+func testBatchMatch(t *testing.T, b storage.Backend) {
+	ctx := context.Background()
+	sum := func(s string) *[32]byte { h := sha256.Sum256([]byte(s)); return &h }
+	if _, ok := b.(storage.MatchBatcher); !ok {
+		put(t, b, "m0", "f", []byte("v1"))
+		err := storage.PutAll(ctx, b, []storage.Object{{Dir: "m0", Name: "x", Data: []byte("1")}, {Dir: "m0", Name: "f", Data: []byte("v2"), Match: sum("v1")}})
+		if !errors.Is(err, storage.ErrNoConditions) {
+			t.Fatalf("match condition on a backend without it: %v", err)
+		}
+		if _, err := b.Stat(ctx, "m0", "x"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("a refused match batch stored its object (stat: %v)", err)
+		}
+		if got := get(t, b, "m0", "f"); string(got) != "v1" {
+			t.Fatalf("a refused match batch replaced its object: %q", got)
+		}
+		return
+	}
+	notStored := func(what string, objs ...storage.Object) {
+		t.Helper()
+		for _, o := range objs {
+			if _, err := b.Stat(ctx, o.Dir, o.Name); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("%s: the refused batch stored %s/%s (stat: %v)", what, o.Dir, o.Name, err)
+			}
+		}
+	}
+	put(t, b, "m1", "f", []byte("v1"))
+	held := []storage.Object{{Dir: "m1", Name: "other", Data: []byte("o1")}, {Dir: "m1", Name: "f", Data: []byte("v2"), Match: sum("v1")}}
+	if err := storage.PutAll(ctx, b, held); err != nil {
+		t.Fatalf("a match that holds: %v", err)
+	}
+	for _, o := range held {
+		if got := get(t, b, o.Dir, o.Name); !bytes.Equal(got, o.Data) {
+			t.Fatalf("a match that holds: %s/%s is %q, want %q", o.Dir, o.Name, got, o.Data)
+		}
+	}
+	b.Create(ctx, "m1/dir")
+	put(t, b, "m1/dir", "inner", []byte("v1"))
+	put(t, b, "m1", "empty", nil)
+	failing := []struct {
+		what string
+		obj  storage.Object
+	}{
+		{"a match on changed content", storage.Object{Dir: "m1", Name: "f", Data: []byte("v3"), Match: sum("v1")}},
+		{"a match on a missing object", storage.Object{Dir: "m1", Name: "missing", Data: []byte("v3"), Match: sum("v1")}},
+		{"a match below a file", storage.Object{Dir: "m1/f", Name: "under", Data: []byte("v3"), Match: sum("v2")}},
+		{"a match on a directory", storage.Object{Dir: "m1", Name: "dir", Data: []byte("v3"), Match: sum("")}},
+		{"a match of no hash (zeros) on a directory", storage.Object{Dir: "m1", Name: "dir", Data: []byte("v3"), Match: new([32]byte)}},
+		{"a match of other content on an empty file", storage.Object{Dir: "m1", Name: "empty", Data: []byte("v3"), Match: sum("v1")}},
+		// Conditions hold on what is stored before the batch, whatever the batch writes.
+		{"a match on what the batch itself writes", storage.Object{Dir: "m1", Name: "f", Data: []byte("v3"), Match: sum("mine")}},
+	}
+	for i, c := range failing {
+		before := storage.Object{Dir: "m1/none", Name: fmt.Sprintf("before%d", i), Data: []byte("b")}
+		after := storage.Object{Dir: "m1", Name: fmt.Sprintf("after%d", i), Data: []byte("a")}
+		objs := []storage.Object{before, {Dir: "m1", Name: "f", Data: []byte("mine")}, c.obj, after}
+		err := storage.PutAll(ctx, b, objs)
+		if !errors.Is(err, storage.ErrChanged) {
+			t.Fatalf("%s: %v, want ErrChanged", c.what, err)
+		}
+		if !strings.Contains(err.Error(), "batch object 2 ") {
+			t.Errorf("%s: the error does not name the object (batch object 2): %v", c.what, err)
+		}
+		notStored(c.what, before, after)
+		if got := get(t, b, "m1", "f"); string(got) != "v2" {
+			t.Fatalf("%s: a refused batch replaced m1/f: %q", c.what, got)
+		}
+	}
+	if infos, err := b.List(ctx, "m1/dir"); err != nil || len(infos) != 1 {
+		t.Fatalf("a refused match on a directory changed it: %v %v", infos, err)
+	}
+	notStored("a match on a missing object", storage.Object{Dir: "m1", Name: "missing"})
+	// Every match of a batch must hold: two that do, and the same with one that does not.
+	two := []storage.Object{{Dir: "m1", Name: "f", Data: []byte("v3"), Match: sum("v2")}, {Dir: "m1", Name: "empty", Data: []byte("e2"), Match: sum("")}}
+	if err := storage.PutAll(ctx, b, two); err != nil {
+		t.Fatalf("two matches that hold: %v", err)
+	}
+	two = []storage.Object{{Dir: "m1", Name: "f", Data: []byte("v4"), Match: sum("v3")}, {Dir: "m1", Name: "empty", Data: []byte("e3"), Match: sum("")}}
+	if err := storage.PutAll(ctx, b, two); !errors.Is(err, storage.ErrChanged) {
+		t.Fatalf("two matches, one failing: %v, want ErrChanged", err)
+	}
+	if got := get(t, b, "m1", "f"); string(got) != "v3" {
+		t.Fatalf("a refused batch replaced m1/f with the other match holding: %q", got)
+	}
+	// Content past the inline size (kept as a blob by the service) matches its SHA-256 too,
+	// as does a large replacement.
+	big := fill('B', storage.BatchMaxObjectSize+1000)
+	put(t, b, "m1", "big", big)
+	bigSum := sha256.Sum256(big)
+	if err := storage.PutAll(ctx, b, []storage.Object{{Dir: "m1", Name: "big", Data: []byte("small now"), Match: &bigSum}}); err != nil {
+		t.Fatalf("a match on content over %d bytes: %v", storage.BatchMaxObjectSize, err)
+	}
+	if _, ok := b.(storage.LargeBatcher); ok {
+		big2 := fill('C', storage.BatchMaxObjectSize+2000)
+		if err := storage.PutAll(ctx, b, []storage.Object{{Dir: "m1", Name: "big", Data: big2, Match: sum("small now")}}); err != nil {
+			t.Fatalf("a large object with a match: %v", err)
+		}
+		if got := get(t, b, "m1", "big"); !bytes.Equal(got, big2) {
+			t.Fatal("a large object with a match was not stored")
+		}
+	}
+	// A match goes with neither create nor absent: refused before anything is stored.
+	for _, o := range []storage.Object{
+		{Dir: "m1", Name: "f", Data: []byte("v9"), Match: sum("v3"), Create: true},
+		{Dir: "m1", Name: "f", Match: sum("v3"), Absent: true},
+	} {
+		objs := []storage.Object{{Dir: "m1", Name: "mixed", Data: []byte("x")}, o}
+		if err := storage.CheckBatch(objs, true); err == nil {
+			t.Fatalf("CheckBatch took a match with create %v, absent %v", o.Create, o.Absent)
+		}
+		if err := storage.PutAll(ctx, b, objs); err == nil {
+			t.Fatalf("a match with create %v, absent %v was accepted", o.Create, o.Absent)
+		}
+		notStored("a match with another condition", objs[0])
+		if got := get(t, b, "m1", "f"); string(got) != "v3" {
+			t.Fatalf("a refused batch replaced m1/f: %q", got)
+		}
+	}
+	// Two batches replacing the same content at once: exactly one wins, and nothing of
+	// the other is stored.
+	for round := 0; round < 5; round++ {
+		name := fmt.Sprintf("race%d", round)
+		put(t, b, "m2", name, []byte("base"))
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = storage.PutAll(ctx, b, []storage.Object{{Dir: "m2", Name: fmt.Sprintf("%s-%d", name, i), Data: []byte{byte(i)}},
+					{Dir: "m2", Name: name, Data: []byte{'w', byte(i)}, Match: sum("base")}})
+			}()
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) || !errors.Is(firstNonNil(errs...), storage.ErrChanged) {
+			t.Fatalf("two matches on %s: %v and %v, want exactly one ErrChanged", name, errs[0], errs[1])
+		}
+		won := 0
+		if errs[0] != nil {
+			won = 1
+		}
+		if got := get(t, b, "m2", name); !bytes.Equal(got, []byte{'w', byte(won)}) {
+			t.Fatalf("round %d: %s is %q, want the winner's (%d)", round, name, got, won)
+		}
+		notStored("the losing match", storage.Object{Dir: "m2", Name: fmt.Sprintf("%s-%d", name, 1-won)})
 	}
 }
 

@@ -68,6 +68,34 @@ func (c *Client) putObject(ctx context.Context, dir, name string, data []byte) e
 	}
 }
 
+// putObjectCond is putObject of obj, which may carry a condition (recordcas.go): through
+// the batch queue, or alone as a batch of one (a larger object); without the condition if
+// no batch can carry it.
+func (c *Client) putObjectCond(ctx context.Context, obj storage.Object) error {
+	if obj.Match == nil && !obj.Create {
+		return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
+	}
+	q := c.batch
+	if q == nil || q.disabled() || len(obj.Data) > storage.BatchMaxObjectSize {
+		if _, large := c.be.(storage.LargeBatcher); !large || len(obj.Data) > storage.BatchMaxBytes {
+			return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
+		}
+		return storage.PutAll(ctx, c.be, []storage.Object{obj})
+	}
+	it := &batchItem{ctx: ctx, obj: obj, done: make(chan error, 1)}
+	q.mu.Lock()
+	q.queue = append(q.queue, it)
+	q.queued += len(obj.Data)
+	q.kick()
+	q.mu.Unlock()
+	select {
+	case err := <-it.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // batched reports whether putObject sends an object of n bytes through the batch queue.
 func (c *Client) batched(n int) bool {
 	return c.batch != nil && n <= storage.BatchMaxObjectSize && !c.batch.disabled()
@@ -154,7 +182,8 @@ func (q *batchQueue) send(batch []*batchItem) {
 	q.mu.Unlock()
 }
 
-// alone sends each object of a failed batch with its own Put (8 at a time).
+// alone sends each object of a failed batch with its own Put (8 at a time); a conditional
+// one as a batch of one, so that its caller learns whether its own condition held.
 func (q *batchQueue) alone(batch []*batchItem) {
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -164,6 +193,10 @@ func (q *batchQueue) alone(batch []*batchItem) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			o := it.obj
+			if o.Match != nil || o.Create {
+				it.done <- q.bp.PutBatch(it.ctx, []storage.Object{o})
+				return
+			}
 			it.done <- q.be.Put(it.ctx, o.Dir, o.Name, bytes.NewReader(o.Data), int64(len(o.Data)))
 		}()
 	}

@@ -74,6 +74,7 @@ type Client struct {
 	noCondBatch atomic.Bool  // the service refused a conditional batch (older than batch version 2)
 	noAbsent    atomic.Bool  // the service refused an absent condition (older than batch version 3)
 	noLarge     atomic.Bool  // the service refused a batch object over 64 KiB (older than session 10)
+	noMatch     atomic.Bool  // the service refused a match condition (older than batch version 4): records unconditional
 	markSeen    atomic.Bool  // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark
 	memSaved    chan error   // a lock-free put's root memory save, awaited at its end (under c.changing)
 	loneRead    time.Time    // when the lock-free put read its root (loneTooOld)
@@ -380,17 +381,34 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 	if err := c.keepBeforeWrite(ctx, path); err != nil {
 		return 0, err
 	}
-	if len(with) > 0 {
-		// The command's next root goes with them when it can (putroot.go).
-		published, err := c.putWithRoot(ctx, append(with, storage.Object{Dir: encDir, Name: objName, Data: b}), path, b)
-		if err != nil || published {
-			return int64(len(b)), err
+	for try := 1; ; try++ {
+		obj := c.conditioned(storage.Object{Dir: encDir, Name: objName, Data: b}, path)
+		published, err := false, error(nil)
+		if len(with) > 0 {
+			// The command's next root goes with them when it can (putroot.go).
+			published, err = c.putWithRoot(ctx, append(with[:len(with):len(with)], obj), path, b)
+		} else {
+			err = c.putObjectCond(ctx, obj)
 		}
-	} else if err := c.putObject(ctx, encDir, objName, b); err != nil {
-		return 0, err
+		switch {
+		case err == nil && published:
+			c.setExpect(path, nil, false)
+			return int64(len(b)), nil
+		case err == nil:
+			c.noteRecord(path, b)
+			c.setExpect(path, nil, false)
+			return int64(len(b)), nil
+		case c.noMatchService(err, obj):
+			continue // written again without the condition
+		case !lostRecordRace(err, obj) || try == recordTries:
+			return 0, err
+		}
+		// Another command wrote the record meanwhile (recordcas.go): keep its version and
+		// write over it.
+		if err := c.keepOthers(ctx, path); err != nil {
+			return 0, err
+		}
 	}
-	c.noteRecord(path, b)
-	return int64(len(b)), nil
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

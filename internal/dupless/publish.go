@@ -69,7 +69,7 @@ func (c *Client) beginChangesFrom(ctx context.Context, probe bool) error {
 		root = &treeRoot{Entries: entries} // number 0: published as 1
 	}
 	c.view.mu.Lock()
-	c.view.root, c.view.delta, c.view.tracking = root, map[string]*[32]byte{}, true
+	c.view.root, c.view.delta, c.view.tracking, c.view.expect = root, map[string]*[32]byte{}, true, nil
 	c.view.mu.Unlock()
 	return nil
 }
@@ -107,7 +107,7 @@ func (c *Client) scanRecords(ctx context.Context) (map[string][32]byte, error) {
 func (c *Client) publishChanges(ctx context.Context) error {
 	c.view.mu.Lock()
 	base, delta, tracking := c.view.root, c.view.delta, c.view.tracking
-	c.view.tracking, c.view.delta, c.view.read = false, nil, nil
+	c.view.tracking, c.view.delta, c.view.read, c.view.expect = false, nil, nil, nil
 	c.view.mu.Unlock()
 	if !tracking || len(delta) == 0 && base.Seq > 0 {
 		return nil

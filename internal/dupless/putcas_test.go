@@ -2,8 +2,10 @@ package dupless
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -34,6 +36,13 @@ type absentBE struct{ *condBE }
 
 func (b absentBE) BatchAbsents() {}
 
+// matchBE is absentBE that also honours match conditions (storage.MatchBatcher), as the
+// storage service does from batch version 4: records are written as compare-and-swaps
+// (recordcas.go).
+type matchBE struct{ absentBE }
+
+func (b matchBE) BatchMatches() {}
+
 func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if err := storage.CheckBatch(objs, b.large); err != nil {
 		return err
@@ -41,9 +50,9 @@ func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 	plain := make([]storage.Object, 0, len(objs))
 	cond := false
 	for _, o := range objs {
-		cond = cond || o.Create || o.Absent
+		cond = cond || o.Create || o.Absent || o.Match != nil
 		if !o.Absent {
-			o.Create = false
+			o.Create, o.Match = false, nil
 			plain = append(plain, o)
 		}
 	}
@@ -61,6 +70,25 @@ func (b *condBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 		b.conds.Add(1)
 	}
 	for _, o := range objs {
+		if o.Match != nil {
+			rc, err := b.Backend.Get(ctx, o.Dir, o.Name)
+			if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrIsDir) {
+				return fmt.Errorf("%s: %w", storage.Join(o.Dir, o.Name), storage.ErrChanged)
+			}
+			if err != nil {
+				return err
+			}
+			data, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				return err
+			}
+			if sha256.Sum256(data) != *o.Match {
+				b.lost.Add(1)
+				return fmt.Errorf("%s: %w", storage.Join(o.Dir, o.Name), storage.ErrChanged)
+			}
+			continue
+		}
 		if !o.Create && !o.Absent {
 			continue
 		}

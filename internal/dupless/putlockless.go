@@ -137,7 +137,7 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 			c.memSaved = nil
 		}
 		c.view.mu.Lock()
-		c.view.tracking, c.view.delta, c.view.read = false, nil, nil
+		c.view.tracking, c.view.delta, c.view.read, c.view.expect = false, nil, nil, nil
 		c.view.mu.Unlock()
 		c.changing.Unlock()
 		return err
@@ -180,18 +180,23 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		return 0, err
 	}
 	c.view.mu.Lock()
-	_, had := c.view.root.Entries[path] // not listed: created, or the batch is refused
+	listed, had := c.view.root.Entries[path] // not listed: created, or the batch is refused
 	c.view.mu.Unlock()
 	if c.loneTooOld() {
 		run.dropHeld(held, errNeedLock)
 		return 0, errNeedLock
 	}
-	objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true},
-		storage.Object{Dir: encDir, Name: objName, Data: b, Create: !had}, fr.obj)
+	recObj := storage.Object{Dir: encDir, Name: objName, Data: b, Create: !had}
+	if _, ok := c.be.(storage.MatchBatcher); ok && had && !c.noMatch.Load() {
+		recObj.Match = &listed // replaced only if it is what root n lists (recordcas.go)
+	}
+	objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true}, recObj, fr.obj)
 	objs = append(objs, run.conds...)
 	if err := storage.PutAll(ctx, c.be, objs); err != nil {
 		run.dropHeld(held, errNeedLock)
-		if !errors.Is(err, storage.ErrExists) && !c.largeRefused(err, fr.obj.Data) { // e.g. a service older than batch version 3
+		switch {
+		case c.noMatchService(err, recObj): // the put under the lock writes it unconditionally
+		case !errors.Is(err, storage.ErrExists) && !errors.Is(err, storage.ErrChanged) && !c.largeRefused(err, fr.obj.Data): // e.g. a service older than batch version 3
 			c.noAbsent.Store(true)
 		}
 		if errors.Is(err, storage.ErrExists) { // the next root, or a prune's (maybe abandoned) mark

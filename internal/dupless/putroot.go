@@ -121,6 +121,9 @@ func (c *Client) putWithRoot(ctx context.Context, objs []storage.Object, path st
 		if err == nil {
 			return true, c.rootPublished(fr.root)
 		}
+		if errors.Is(err, storage.ErrChanged) {
+			return false, err // the record's own condition (recordcas.go): writeRecordWith resolves it
+		}
 		if !errors.Is(err, storage.ErrExists) {
 			// A service older than batch version 2 refuses the batch (nothing stored), or
 			// one older than large batch objects a large root; whatever the cause, the

@@ -18,7 +18,7 @@ var uploadBackoff = []time.Duration{250 * time.Millisecond, time.Second}
 var permanent = []error{
 	storage.ErrExists, storage.ErrNotEmpty, storage.ErrIsDir, storage.ErrNotDir,
 	storage.ErrInvalidName, storage.ErrIntegrity, storage.ErrPermission,
-	storage.ErrTooLarge, storage.ErrQuota, storage.ErrSizeMismatch,
+	storage.ErrTooLarge, storage.ErrQuota, storage.ErrSizeMismatch, storage.ErrChanged,
 }
 
 // transient reports whether err may go away if the operation is tried again.

@@ -28,6 +28,7 @@ type treeView struct {
 	newest   *treeRoot            // the newest root refresh read and checked (root unless pinned)
 	delta    map[string]*[32]byte // storage path -> hash of the record written (nil: deleted)
 	read     map[string][]byte    // records read that root lists, kept if the command replaces them
+	expect   map[string]*[32]byte // storage path -> the record another command wrote there, kept (nil: none): what the next write replaces (recordcas.go)
 	tracking bool
 	warned   bool // "no root yet" said once
 }

@@ -82,6 +82,9 @@ func (e exitError) ExitCode() int { return e.code }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C cancels the command, which finishes what it must (the writes in
+	// flight, the tree root of what it stored); a second one ends the process at once.
+	go func() { <-ctx.Done(); stop() }()
 	root := newRootCommand()
 	markUsageErrors(root)
 	err := root.ExecuteContext(ctx)

@@ -366,6 +366,9 @@ func (c *Client) readRecord(ctx context.Context, encDir, objName string) (*recor
 
 const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
 
+// recordWriteTimeout bounds a record write that goes on after its command was interrupted.
+const recordWriteTimeout = 2 * time.Minute
+
 func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
 	return c.writeRecordWith(ctx, encDir, objName, r, nil)
 }
@@ -381,6 +384,13 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 	if err := c.keepBeforeWrite(ctx, path); err != nil {
 		return 0, err
 	}
+	// Once the record is being written, the write is finished even if the command is
+	// interrupted: a request cut off in flight may still be committed by the service, and
+	// a record stored but not listed by the command's root reads as damage until the
+	// command runs again (found by a user's Ctrl-C during a put). Bounded, and a second
+	// Ctrl-C ends the process.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
+	defer cancel()
 	for try := 1; ; try++ {
 		obj := c.conditioned(storage.Object{Dir: encDir, Name: objName, Data: b}, path)
 		published, err := false, error(nil)

@@ -170,8 +170,9 @@ type Summary struct {
 	Errors         []FileError    `json:"errors,omitempty"`
 	Duration       time.Duration  `json:"duration_ns"`
 
-	mu   sync.Mutex
-	stop func(error) // ends the run early (put: the service can store nothing)
+	mu     sync.Mutex
+	stop   func(error) // ends the run early (put: the service can store nothing, or is down)
+	halted atomic.Bool // stop was called: files failing because of it are not reported one by one
 	// quiet: a lock-free put reports its progress (Events.Bytes) and its files
 	// (Events.File, held) once it stands: a refused attempt is put again under the lock,
 	// which reports them itself.
@@ -275,8 +276,11 @@ func (c *Client) transfer(ctx context.Context, size int64) (func(), error) {
 func (c *Client) done(sum *Summary, path string, err error) {
 	if err != nil {
 		sum.addErr(path, err)
-		if sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {
-			sum.stop(err)
+		if sum.halted.Load() && (stopsRun(err) || errors.Is(err, context.Canceled)) {
+			return // the run's error says it once ("put stopped: ...")
+		}
+		if sum.stop != nil && stopsRun(err) {
+			sum.halt(err)
 		}
 	}
 	if sum.quiet {
@@ -284,6 +288,13 @@ func (c *Client) done(sum *Summary, path string, err error) {
 		return
 	}
 	c.event(path, err)
+}
+
+// halt stops the run with err, once.
+func (s *Summary) halt(err error) {
+	if s.halted.CompareAndSwap(false, true) {
+		s.stop(err)
+	}
 }
 
 // reportHeld reports the files a quiet (lock-free) put held back, now that it stands.

@@ -185,7 +185,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		return sum, errNeedLock
 	}
 	sum.Duration = time.Since(start)
-	if cause := context.Cause(ctx); errors.Is(cause, storage.ErrCannotStore) {
+	if cause := context.Cause(ctx); cause != nil && stopsRun(cause) {
 		return sum, fmt.Errorf("put stopped: %w", cause)
 	}
 	if lockless && ctx.Err() == nil {

@@ -249,8 +249,8 @@ func (r *putRun) send(ctx context.Context, u *upload, dir, name string, n int64)
 	err := retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
 	if err != nil {
 		u.err = fmt.Errorf("upload chunk: %w", err)
-		if r.sum.stop != nil && errors.Is(err, storage.ErrCannotStore) {
-			r.sum.stop(u.err) // no later upload can succeed: stop the run now
+		if r.sum.stop != nil && stopsRun(err) {
+			r.sum.halt(u.err) // no later upload can succeed: stop the run now
 		}
 		r.forget(ref, u)
 		return

@@ -104,7 +104,7 @@ func printChanges(out io.Writer, asJSON bool, chs []dupless.Change) error {
 
 func newSyncCommand() *cobra.Command {
 	var o clientFlags
-	var dry bool
+	var dry, allowEmpty bool
 	c := &cobra.Command{
 		Use:   "sync DIR [DEST]",
 		Short: "Make a stored folder exactly a local one (files deleted or renamed locally are removed)",
@@ -115,7 +115,9 @@ stay in your snapshots ('veil log', 'veil get --version', 'veil get --at') until
 'veil forget'. If any file cannot be stored, nothing is removed. Entries matching
 --exclude are neither stored nor removed. A sync is one snapshot. It runs alone, as rm
 does: beside another command of yours on the same storage (a put from cron, say), one of
-the two stops with "another veil command holds a conflicting lock".
+the two stops with "another veil command holds a conflicting lock". An empty DIR with
+something stored under it is refused (a mount that failed, a disk not plugged in, looks
+empty): --allow-empty removes what is stored then.
 
 --dry-run lists what would change ("+" stored, "M" stored again, "-" removed) and changes
 nothing; it is 'veil diff --local DIR'.
@@ -139,7 +141,7 @@ Examples:
 				return err
 			}
 			defer done()
-			res, err := cl.Sync(cmd.Context(), args[0], dest, dry)
+			res, err := cl.SyncWith(cmd.Context(), args[0], dest, dupless.SyncOptions{DryRun: dry, AllowEmpty: allowEmpty})
 			ui.finish()
 			if err != nil && (res == nil || res.Put == nil) {
 				return err
@@ -169,6 +171,7 @@ Examples:
 	}
 	o.addFlags(c, true)
 	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "list what would change, change nothing")
+	c.Flags().BoolVar(&allowEmpty, "allow-empty", false, "sync an empty DIR: remove everything stored under it (refused without: a mount that failed looks empty)")
 	c.Flags().StringArrayVar(&o.exclude, "exclude", nil, "neither store nor remove entries matching this pattern (name or path below DIR; repeatable)")
 	return c
 }

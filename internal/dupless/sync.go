@@ -180,12 +180,29 @@ type SyncResult struct {
 	DryRun  bool     `json:"dry_run"`
 }
 
+// ErrSyncEmpty is a sync refused because its local folder is empty (a mount that failed,
+// a disk not there) while something is stored under it: found by a user walkthrough, such
+// a sync removed everything. SyncOptions.AllowEmpty allows it.
+var ErrSyncEmpty = errors.New("refusing to sync an empty folder (--allow-empty to remove what is stored)")
+
 // Sync makes the stored folder dest/<name of local> exactly the local folder local: it
 // stores what is new or changed (Put) and then removes what is stored but no longer local
 // (deleted or renamed there), under the same lock, so the sync is one snapshot; removed
 // entries stay in the snapshots. If any file fails to be stored, nothing is removed. With
 // dryRun it only reports the differences.
 func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*SyncResult, error) {
+	return c.SyncWith(ctx, local, dest, SyncOptions{DryRun: dryRun})
+}
+
+// SyncOptions tune SyncWith.
+type SyncOptions struct {
+	DryRun     bool // list what would change, change nothing
+	AllowEmpty bool // an empty local folder may remove everything stored under it (else ErrSyncEmpty)
+}
+
+// SyncWith is Sync with options.
+func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions) (*SyncResult, error) {
+	dryRun := o.DryRun
 	start := time.Now()
 	stored := joinPath(cleanPath(dest), filepath.Base(filepath.Clean(local)))
 	changes, err := c.DiffLocal(ctx, local, stored)
@@ -200,6 +217,12 @@ func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*Sy
 	for _, ch := range changes {
 		if ch.Kind == "removed" && !coveredBy(ch.Path, gone) {
 			gone = append(gone, ch)
+		}
+	}
+	if len(gone) > 0 && !o.AllowEmpty {
+		if ents, err := os.ReadDir(local); err == nil && len(ents) == 0 {
+			return res, fmt.Errorf("%w: %s is empty; syncing it would remove everything stored under %s (%d entries)",
+				ErrSyncEmpty, local, stored, len(gone))
 		}
 	}
 	// The removals run inside Put, under its lock, once every file is stored: one snapshot.

@@ -71,7 +71,7 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 	}
 	kdef := kserver.DefaultConfig()
 	serve.Flags().StringVar(&listen, "listen", kserver.DefaultListen, "listen address")
-	serve.Flags().DurationVar(&cfg.ReplayWindow, "replay-window", kdef.ReplayWindow, "accepted query clock skew and replay memory")
+	serve.Flags().DurationVar(&cfg.ReplayWindow, "replay-window", kdef.ReplayWindow, "how far behind this server's clock a query may be stamped, and how long its nonce is remembered (a query stamped over 30 s ahead is refused)")
 	serve.Flags().Int64Var(&cfg.MaxBody, "max-body", kdef.MaxBody, "largest relay batch in bytes")
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", kdef.MaxConns, "simultaneous connections")
 	serve.Flags().IntVar(&cfg.Workers, "workers", kdef.Workers, "relay items opened in parallel")

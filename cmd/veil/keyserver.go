@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,6 +68,11 @@ Examples:
   veil keyserver init --dir ks --host ks.example.org --url https://ks.example.org:7443 --udp ks.example.org:7444`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Clients verify the certificate for the URL's host: it must be named (found by
+			// review: --url without a matching --host made a key server no client accepted).
+			if u, err := url.Parse(o.URL); err == nil && u.Hostname() != "" && !slices.Contains(o.Hosts, u.Hostname()) {
+				o.Hosts = append(slices.Clone(o.Hosts), u.Hostname())
+			}
 			if err := keyserver.Init(dir, o); err != nil {
 				return err
 			}
@@ -78,7 +85,7 @@ Examples:
 	d := keyserver.DefaultConfig()
 	f.StringVar(&o.Suite, "suite", keyserver.DefaultSuite, "OPRF suite: ristretto255 or rsa")
 	f.IntVar(&o.RSABits, "rsa-bits", keyserver.DefaultRSABits, fmt.Sprintf("RSA modulus size for --suite rsa (at least %d)", keyserver.DefaultRSABits))
-	f.StringSliceVar(&o.Hosts, "host", keyserver.DefaultHosts, "host names/IPs for the server certificate")
+	f.StringSliceVar(&o.Hosts, "host", keyserver.DefaultHosts, "host names/IPs for the server certificate (--url's host is added)")
 	f.StringVar(&o.URL, "url", "", "HTTPS URL clients use (default https://"+d.HTTPSAddr+")")
 	f.StringVar(&o.UDP, "udp", "", "UDP address clients use (default "+d.UDPAddr+"; '-' for none)")
 	return c

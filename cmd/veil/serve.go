@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,7 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/allinone"
+	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/keyserver"
 	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 func init() { register(newServeCommand) }
@@ -29,11 +35,13 @@ and veil's deduplicating storage service (TLS), with all data in one directory (
 first run creates everything; later runs reuse it (its addresses are fixed at the first
 run: a different --ks-listen, --metal-files-log2 etc. later is refused, not ignored; a first run that cannot
 listen, say on a taken port, removes what it created). It listens on loopback unless
-told otherwise, and stops cleanly on Ctrl-C or SIGTERM.
+told otherwise, and stops cleanly on Ctrl-C or SIGTERM. The addresses are written into the
+invitations: give a host name or IP address clients reach, not a wildcard (:7480, 0.0.0.0).
 
 --user NAME (repeatable) registers a user and writes an invitation to
-<dir>/invites/NAME.invite once the servers listen; give that file to the user, who runs
-'veil init --invite FILE' (once: a second init from the same invitation is refused).
+<dir>/invites/NAME.invite once the servers listen (complete when it appears); give that
+file to the user, who runs 'veil init --invite FILE' (once: a second init from the same
+invitation is refused). A user registered by an earlier run is not registered again.
 
 Examples:
   veil serve --dir ~/veil-server --user alice --user bob
@@ -76,6 +84,15 @@ Examples:
 			// Invitations once the servers listen: a script that waits for the file can use it.
 			for _, u := range users {
 				path, err := writeInvite(dir, u)
+				if errors.Is(err, storage.ErrExists) || errors.Is(err, keyserver.ErrExists) {
+					// Registered by an earlier run whose invitation is gone (handed over and
+					// deleted): a restart with the same --user list serves on (found by review:
+					// it stopped, "already exists").
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s is already registered and %s is gone: no new invitation "+
+						"('veil store user remove' and 'veil keyserver client revoke' to withdraw the old one)\n",
+						u, filepath.Join(dir, "invites", u+".invite"))
+					continue
+				}
 				if err != nil {
 					d.Stop()
 					return err
@@ -140,26 +157,37 @@ Examples:
 }
 
 func writeInvite(dir, user string) (string, error) {
+	if err := storewire.CheckUser(user); err != nil { // before the name becomes a path
+		return "", fmt.Errorf("add user: %w", err)
+	}
+	if user == storeserver.AdminUser { // taken by the store, not an earlier invitation
+		return "", fmt.Errorf("add user: %q is the store's administrator", user)
+	}
 	path := filepath.Join(dir, "invites", user+".invite")
-	if _, err := os.Stat(path); err == nil {
-		return path, nil // already registered
-	}
-	b, err := allinone.AddUser(dir, user)
-	if err != nil {
-		return "", fmt.Errorf("add user %s: %w", user, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	pkbPath := filepath.Join(dir, "invites", user+".peekaboo")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil { // before registering anyone
 		return "", err
 	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return "", err
+	if _, err := os.Stat(path); err != nil { // else already registered
+		b, err := allinone.AddUser(dir, user)
+		if err != nil {
+			return "", fmt.Errorf("add user %s: %w", user, err)
+		}
+		// Atomically: a script waits for the file to appear and reads it at once (README).
+		if err := atomicfile.Write(path, b, 0o600, true); err != nil {
+			return "", err
+		}
 	}
-	// Peekaboo: the user's credential beside the invitation ('veil peekaboo join FILE').
+	// Peekaboo: the user's credential beside the invitation ('veil peekaboo join FILE'),
+	// also when an earlier run stopped between the two files.
+	if _, err := os.Stat(pkbPath); err == nil {
+		return path, nil
+	}
 	pkb, err := allinone.AddPeekabooUser(context.Background(), dir, user)
 	if err != nil {
 		return "", fmt.Errorf("add peekaboo user %s: %w", user, err)
 	}
-	return path, os.WriteFile(filepath.Join(dir, "invites", user+".peekaboo"), pkb, 0o600)
+	return path, atomicfile.Write(pkbPath, pkb, 0o600, true)
 }
 
 // metalExplicit is the Metal flags the user gave (a later run refuses different ones).

@@ -170,23 +170,38 @@ directory; while it runs, its URL and the admin credential.
 				}
 				q = n
 			}
-			var cred storewire.Credential
-			err := tgt.run(func(s *storeserver.Service) (err error) {
-				cred, err = s.AddUser(args[0], storeserver.WithQuota(q))
-				return err
-			}, func(a *remote.Admin) (err error) {
-				cred, err = a.AddUser(cmd.Context(), args[0], q)
-				return err
+			// The credential is the only copy of the secret: a user whose credential could
+			// not be delivered is removed again, so the name can be added once more (found by
+			// review: a failed --out left the name taken by a secret nobody had).
+			deliver := func(cred storewire.Credential, remove func() error) error {
+				cred.Endpoint = endpoint
+				var err error
+				if out == "" {
+					_, err = cmd.OutOrStdout().Write(cred.Marshal())
+				} else {
+					err = atomicfile.Write(out, cred.Marshal(), 0o600, true)
+				}
+				if err != nil {
+					if rerr := remove(); rerr != nil {
+						return fmt.Errorf("write credential: %w (and removing the user again failed: %v)", err, rerr)
+					}
+					return fmt.Errorf("write credential: %w (the user was not added)", err)
+				}
+				return nil
+			}
+			return tgt.run(func(s *storeserver.Service) error {
+				cred, err := s.AddUser(args[0], storeserver.WithQuota(q))
+				if err != nil {
+					return err
+				}
+				return deliver(cred, func() error { return s.RemoveUser(args[0]) })
+			}, func(a *remote.Admin) error {
+				cred, err := a.AddUser(cmd.Context(), args[0], q)
+				if err != nil {
+					return err
+				}
+				return deliver(cred, func() error { return a.RemoveUser(context.WithoutCancel(cmd.Context()), args[0]) })
 			})
-			if err != nil {
-				return err
-			}
-			cred.Endpoint = endpoint
-			if out == "" {
-				_, err = cmd.OutOrStdout().Write(cred.Marshal())
-				return err
-			}
-			return atomicfile.Write(out, cred.Marshal(), 0o600, true)
 		},
 	}
 	tgt.flags(add)

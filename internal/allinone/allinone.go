@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/keyserver"
 	"github.com/veil-project/veil/internal/server"
@@ -50,36 +51,65 @@ func Init(dir string, cfg Config) (Config, error) {
 		cfg = DefaultConfig
 	}
 	// Check every address before creating anything, so a typo leaves nothing half made.
-	host, _, err := net.SplitHostPort(cfg.KSAddr)
+	host, err := clientHost("key server", cfg.KSAddr)
 	if err != nil {
-		return cfg, fmt.Errorf("key server address %q: %w", cfg.KSAddr, err)
+		return cfg, err
 	}
-	if _, _, err := net.SplitHostPort(cfg.KSUDP); err != nil {
-		return cfg, fmt.Errorf("key server UDP address %q: %w", cfg.KSUDP, err)
+	if _, err := clientHost("key server UDP", cfg.KSUDP); err != nil {
+		return cfg, err
 	}
-	shost, _, err := net.SplitHostPort(cfg.StoreAddr)
+	shost, err := clientHost("store", cfg.StoreAddr)
 	if err != nil {
-		return cfg, fmt.Errorf("store address %q: %w", cfg.StoreAddr, err)
+		return cfg, err
+	}
+	for _, a := range []struct{ what, addr string }{{"peekaboo K-server", cfg.PkbKAddr}, {"peekaboo V-server", cfg.PkbVAddr}} {
+		if a.addr != "" {
+			if _, err := clientHost(a.what, a.addr); err != nil {
+				return cfg, err
+			}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return cfg, err
 	}
-	// A run that failed half way left one part: create only what is missing.
-	if _, err := os.Stat(ksDir(dir)); err != nil {
+	// A run that failed (or crashed) half way left one part: create only what is missing.
+	// A part is complete once the file its init writes last exists (the key server's
+	// ks.json, the store's admin.cred); one without it is what a crash left, and is made
+	// again (no user was added: that needs allinone.json, written below).
+	if _, err := keyserver.ListClients(ksDir(dir)); errors.Is(err, keyserver.ErrNotInit) {
+		os.RemoveAll(ksDir(dir))
 		if err := keyserver.Init(ksDir(dir), keyserver.InitOptions{Hosts: []string{host, "127.0.0.1", "::1", "localhost"},
 			URL: "https://" + cfg.KSAddr, UDP: cfg.KSUDP}); err != nil {
 			os.RemoveAll(ksDir(dir))
 			return cfg, fmt.Errorf("key server: %w", err)
 		}
 	}
-	if _, err := os.Stat(storeDir(dir)); err != nil {
+	if _, err := os.Stat(filepath.Join(storeDir(dir), storeserver.AdminCredentialFile)); err != nil {
+		os.RemoveAll(storeDir(dir))
 		if err := storeserver.Init(storeDir(dir), shost); err != nil {
 			os.RemoveAll(storeDir(dir))
 			return cfg, fmt.Errorf("store: %w", err)
 		}
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
-	return cfg, os.WriteFile(filepath.Join(dir, configFile), b, 0o600)
+	// Atomically and durably: it marks the deployment complete and every command reads it.
+	return cfg, atomicfile.Write(filepath.Join(dir, configFile), b, 0o600, true)
+}
+
+// clientHost is addr's host, refusing one clients cannot dial: the address is written into
+// the credentials every invitation carries ("https://" + addr), and a wildcard there
+// (":7480", "0.0.0.0:7480", "[::]:7480") names no server (found by review: such
+// invitations failed every TLS handshake, and 'veil serve --user' failed adding users).
+func clientHost(what, addr string) (string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s address %q: %w", what, addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return "", fmt.Errorf("%s address %q: give the host name or IP address clients reach it at, not a wildcard "+
+			"(the address is written into every invitation)", what, addr)
+	}
+	return host, nil
 }
 
 // LoadConfig reads the configuration of an initialised deployment.

@@ -37,8 +37,18 @@ type MetalExplicit struct {
 // parameters are fixed at the first run: for existing servers an explicit setting that
 // differs from theirs is refused instead of silently ignored.
 func InitMetal(dir, addr1, addr2 string, p access.Params, explicit MetalExplicit) error {
-	if _, err := os.Stat(MetalDeploymentFile(dir)); err == nil {
+	if metalComplete(dir) {
 		return metalDiffers(dir, explicit)
+	}
+	for _, a := range []struct{ what, addr string }{{"metal server 1", addr1}, {"metal server 2", addr2}} {
+		if _, err := clientHost(a.what, a.addr); err != nil {
+			return err
+		}
+	}
+	// A first --metal run that crashed left part of it (found by review: every later run
+	// was refused, or failed to start): nobody joined servers that never ran, start over.
+	if err := os.RemoveAll(filepath.Join(dir, "metal")); err != nil {
+		return err
 	}
 	if err := mserver.Init(metalDir(dir, 2), mserver.InitOptions{Role: 2, Endpoint: "https://" + addr2, Params: p}); err != nil {
 		return err
@@ -52,7 +62,7 @@ func InitMetal(dir, addr1, addr2 string, p access.Params, explicit MetalExplicit
 
 // addMetal opens both Metal servers, if the deployment has them, and adds them to g.
 func addMetal(g *server.Group, dir string, log *slog.Logger) error {
-	if _, err := os.Stat(MetalDeploymentFile(dir)); err != nil {
+	if !metalComplete(dir) {
 		return nil
 	}
 	for role := 2; role >= 1; role-- {
@@ -72,6 +82,13 @@ func addMetal(g *server.Group, dir string, log *slog.Logger) error {
 		g.Add("metal server "+string(rune('0'+role)), s, ls)
 	}
 	return nil
+}
+
+// metalComplete reports whether both Metal servers were made: Server 1's configuration is
+// the last file InitMetal writes (after deployment.json).
+func metalComplete(dir string) bool {
+	_, err := os.Stat(filepath.Join(metalDir(dir, 1), mserver.FileConfig))
+	return err == nil
 }
 
 // metalDiffers refuses explicit Metal settings that are not the existing servers'.

@@ -3,8 +3,10 @@ package keyserver
 import (
 	"encoding/base64"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/kswire"
@@ -33,6 +35,23 @@ type AddOptions struct {
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// lockRegistry takes the registry's lock (an exclusive flock on clients.lock) for a
+// read-modify-write of clients.json: without it, concurrent 'client add', 'revoke' and
+// 'veil serve' user additions each wrote back what they had read, and lost the others'
+// updates (found by review: 8 parallel adds left 1-2 clients; a revoke beside an add could
+// be undone). The returned function releases it.
+func lockRegistry(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "clients.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock the client registry: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the client registry: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
 
 func readRegistry(dir string) (*registry, error) {
 	var r registry
@@ -70,6 +89,11 @@ func addClient(dir, name string, opts AddOptions, deliver func([]byte) error) er
 	if err != nil {
 		return err
 	}
+	unlock, err := lockRegistry(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	reg, err := readRegistry(dir)
 	if err != nil {
 		return err
@@ -145,6 +169,11 @@ func RevokeClient(dir, name string) error {
 	if _, err := readMeta(dir); err != nil {
 		return err
 	}
+	unlock, err := lockRegistry(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	reg, err := readRegistry(dir)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/veil-project/veil/internal/testutil"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,11 +59,23 @@ func TestE2EServiceDowngradesChunkScheme(t *testing.T) {
 }
 
 func TestE2EWrongKeyReadsFail(t *testing.T) {
-	d := startServe(t, "alice")
+	d := startServe(t, "alice", "bob")
 	alice := d.newUser(t, "alice")
-	// The same storage account, a new key: a second 'veil init' made before anything was
-	// stored (afterwards init refuses it: TestE2ESecondInitFromOneInvitation).
-	other := d.newUser(t, "alice")
+	// The same storage account, another key: alice's profile with bob's key file (a second
+	// 'veil init' from one invitation is refused since init claims the location:
+	// TestE2ESecondInitFromOneInvitation).
+	bob := d.newUser(t, "bob")
+	other := &user{name: "alice", config: filepath.Join(t.TempDir(), "profile"), passFile: bob.passFile}
+	if out, err := exec.Command("cp", "-a", alice.config, other.config).CombinedOutput(); err != nil {
+		t.Fatalf("copy the profile: %v: %s", err, out)
+	}
+	kf, err := os.ReadFile(filepath.Join(bob.config, profile.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other.config, profile.KeyFile), kf, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	src := t.TempDir()
 	randomFile(t, filepath.Join(src, "f.bin"), 3000, 1)
 	alice.mustRun(t, "put", filepath.Join(src, "f.bin"))

@@ -127,6 +127,13 @@ var ErrForeignKey = errors.New("this storage location belongs to another veil ke
 // ErrLocked reports a conflicting command running on the same namespace.
 var ErrLocked = errors.New("another veil command holds a conflicting lock on this storage")
 
+// Claim makes the storage location this key's at once, as the first command that changes
+// it would: it writes the key check if there is none, and fails with ErrForeignKey if
+// another key wrote it. 'veil init' claims its location, so that a second init from the
+// same invitation is refused even before anything is stored (found by review: until the
+// first put, a second key was accepted and then each key found the other's location).
+func (c *Client) Claim(ctx context.Context) error { return c.checkOwner(ctx) }
+
 // checkOwner verifies (or, on first use, writes) the namespace's key check, once per client.
 func (c *Client) checkOwner(ctx context.Context) error {
 	c.ownerOnce.Do(func() {

@@ -46,28 +46,28 @@ func existingLocal(location string) error {
 // checkStorage opens the storage location with the credential init was given and asks it
 // one question (list the root), so that init fails now, naming the location, rather than
 // at the first put. A local location is created.
-func checkStorage(ctx context.Context, location string, storeCred []byte, cred open.Credentials) error {
+func checkStorage(ctx context.Context, location string, storeCred []byte, cred open.Credentials) (storage.Backend, error) {
 	if storeCred != nil {
 		var sc storewire.Credential
 		if err := json.Unmarshal(storeCred, &sc); err != nil {
-			return fmt.Errorf("store credential: %w", err)
+			return nil, fmt.Errorf("store credential: %w", err)
 		}
 		cred.Store = &sc
 	}
 	be, err := open.Open(ctx, location, cred)
 	if err != nil {
-		return fmt.Errorf("storage %s: %w", location, err)
+		return nil, fmt.Errorf("storage %s: %w", location, err)
 	}
 	if _, err := be.List(ctx, ""); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("storage %s does not answer: %w", location, err)
+		return nil, fmt.Errorf("storage %s does not answer: %w", location, err)
 	}
 	if used, err := dupless.InUse(ctx, be); err != nil {
-		return fmt.Errorf("storage %s: %w", location, err)
+		return nil, fmt.Errorf("storage %s: %w", location, err)
 	} else if used {
-		return fmt.Errorf("storage %s already holds files of another veil key (a second init from the same invitation?): "+
+		return nil, fmt.Errorf("storage %s already holds files of another veil key (a second init from the same invitation?): "+
 			"a new key could read none of them; use the profile directory that stored them, or ask for a new account", location)
 	}
-	return nil
+	return be, nil
 }
 
 // CheckPassphrase fails unless passphrase opens the key file in dir (and says so before

@@ -126,10 +126,12 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 			return nil, fmt.Errorf("key server credential: %w", err)
 		}
 	}
-	if err := checkStorage(ctx, cfg.Storage, storeCred, o.Credentials); err != nil {
+	be, err := checkStorage(ctx, cfg.Storage, storeCred, o.Credentials)
+	if err != nil {
 		return nil, err
 	}
-	kf, err := dupless.SealKeyFile(dupless.NewMasterKey(), passphrase)
+	master := dupless.NewMasterKey()
+	kf, err := dupless.SealKeyFile(master, passphrase)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +150,21 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 		if err := atomicfile.Write(filepath.Join(dir, f.name), f.data, 0o600, true); err != nil {
 			return nil, err
 		}
+	}
+	// The location is this key's from now on (dupless.Claim): after the key is written,
+	// so that a claim never names a key that was lost. Another key's claim (a second init
+	// racing this one) undoes this profile; a claim that cannot be written now is made by
+	// the first command that changes the location, as before.
+	c, err := dupless.New(be, master, dupless.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.Claim(ctx); errors.Is(err, dupless.ErrForeignKey) {
+		for _, f := range files {
+			os.Remove(filepath.Join(dir, f.name))
+		}
+		return nil, fmt.Errorf("storage %s: %w", cfg.Storage, err)
 	}
 	return cfg, nil
 }

@@ -61,3 +61,22 @@ func TestInitOpenAndOverrides(t *testing.T) {
 		t.Fatalf("missing profile: %v", err)
 	}
 }
+
+// A second 'veil init' on a location the first init owns is refused even before the first
+// profile stored anything: init claims the location (its key check). Found by review: the
+// second key was accepted, and each key then found the other's location foreign.
+func TestSecondInitOnOneLocationRefusedBeforeAnyPut(t *testing.T) {
+	dupless.TestOnlyUseLowCostKDF()
+	store := t.TempDir()
+	first, second := filepath.Join(t.TempDir(), "p1"), filepath.Join(t.TempDir(), "p2")
+	if _, err := Init(context.Background(), first, []byte("pw"), InitOptions{Storage: store, NoKS: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Init(context.Background(), second, []byte("pw"), InitOptions{Storage: store, NoKS: true})
+	if err == nil || !strings.Contains(err.Error(), "another veil key") {
+		t.Fatalf("a second init on a location the first init owns: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(second, KeyFile)); err == nil {
+		t.Fatal("the refused init left a key file")
+	}
+}

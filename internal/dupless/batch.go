@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -76,11 +77,24 @@ func (c *Client) putObjectCond(ctx context.Context, obj storage.Object) error {
 		return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
 	}
 	q := c.batch
-	if q == nil || q.disabled() || len(obj.Data) > storage.BatchMaxObjectSize {
-		if _, large := c.be.(storage.LargeBatcher); !large || len(obj.Data) > storage.BatchMaxBytes {
+	if q != nil && q.disabled() {
+		// The service has no batch route (an older veil): no batch carries the condition.
+		return fmt.Errorf("%s: the service takes no batches: %w", storage.Join(obj.Dir, obj.Name), storage.ErrNoConditions)
+	}
+	if q == nil || len(obj.Data) > storage.BatchMaxObjectSize {
+		if _, large := c.be.(storage.LargeBatcher); !large || len(obj.Data) > storage.BatchMaxBytes || c.noLarge.Load() {
 			return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
 		}
-		return storage.PutAll(ctx, c.be, []storage.Object{obj})
+		err := storage.PutAll(ctx, c.be, []storage.Object{obj})
+		if errors.Is(err, storage.ErrTooLarge) {
+			// Refused for its size as a batch object (a service whose --max-batch-bytes is
+			// lower), nothing stored: written as a record too large for any batch is,
+			// without the condition; large batch objects stop (largeRefused).
+			c.noLarge.Store(true)
+			c.log.Debug("large record refused as a batch object; written without its condition", "err", err)
+			return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
+		}
+		return err
 	}
 	it := &batchItem{ctx: ctx, obj: obj, done: make(chan error, 1)}
 	q.mu.Lock()
@@ -194,6 +208,10 @@ func (q *batchQueue) alone(batch []*batchItem) {
 			defer func() { <-sem; wg.Done() }()
 			o := it.obj
 			if o.Match != nil || o.Create {
+				if q.disabled() { // the batch found no batch route: no condition can be carried
+					it.done <- fmt.Errorf("%s: the service takes no batches: %w", storage.Join(o.Dir, o.Name), storage.ErrNoConditions)
+					return
+				}
 				it.done <- q.bp.PutBatch(it.ctx, []storage.Object{o})
 				return
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
@@ -77,6 +78,8 @@ func (b *downBE) Put(ctx context.Context, dir, name string, r io.Reader, size in
 // user walkthrough: 23 s and a line per file).
 func TestPutStopsWhenServiceIsDown(t *testing.T) {
 	fastRetries(t)
+	defer func(d time.Duration) { outageGrace = d }(outageGrace)
+	outageGrace = 0 // down from the second failure on (a real outage: 5 s)
 	be := &downBE{Backend: newBackend(t)}
 	c, err := New(be, NewMasterKey(), Options{Keys: mle.LocalKeys{}, Jobs: 2})
 	if err != nil {

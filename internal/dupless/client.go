@@ -170,9 +170,10 @@ type Summary struct {
 	Errors         []FileError    `json:"errors,omitempty"`
 	Duration       time.Duration  `json:"duration_ns"`
 
-	mu     sync.Mutex
-	stop   func(error) // ends the run early (put: the service can store nothing, or is down)
-	halted atomic.Bool // stop was called: files failing because of it are not reported one by one
+	mu        sync.Mutex
+	stop      func(error)  // ends the run early (put: the service can store nothing, or is down)
+	halted    atomic.Bool  // stop was called: files failing because of it are not reported one by one
+	downSince atomic.Int64 // unix ns of the first upload that found nothing listening, since one succeeded (0: none)
 	// quiet: a lock-free put reports its progress (Events.Bytes) and its files
 	// (Events.File, held) once it stands: a refused attempt is put again under the lock,
 	// which reports them itself.
@@ -279,7 +280,7 @@ func (c *Client) done(sum *Summary, path string, err error) {
 		if sum.halted.Load() && (stopsRun(err) || errors.Is(err, context.Canceled)) {
 			return // the run's error says it once ("put stopped: ...")
 		}
-		if sum.stop != nil && stopsRun(err) {
+		if sum.stop != nil && sum.shouldHalt(err) {
 			sum.halt(err)
 		}
 	}
@@ -288,6 +289,36 @@ func (c *Client) done(sum *Summary, path string, err error) {
 		return
 	}
 	c.event(path, err)
+}
+
+// outageGrace is how long a storage service may refuse connections before a put stops
+// (shouldHalt): a restart of the service fails no file, as retries and the files' resends
+// ride it out, while a service that is down stops the run instead of failing every file
+// in turn.
+var outageGrace = 5 * time.Second
+
+// shouldHalt reports whether err stops the run: at once if the service can store nothing,
+// and if nothing accepted a connection (stopsRun) only once that has lasted outageGrace
+// since the first such failure with no upload succeeding in between (reachable).
+func (s *Summary) shouldHalt(err error) bool {
+	if errors.Is(err, storage.ErrCannotStore) {
+		return true
+	}
+	if !stopsRun(err) {
+		return false
+	}
+	now := time.Now().UnixNano()
+	if s.downSince.CompareAndSwap(0, now) {
+		return false
+	}
+	return time.Duration(now-s.downSince.Load()) >= outageGrace
+}
+
+// reachable notes that the service answered an upload: an outage, if any, is over.
+func (s *Summary) reachable() {
+	if s.downSince.Load() != 0 {
+		s.downSince.Store(0)
+	}
 }
 
 // halt stops the run with err, once.

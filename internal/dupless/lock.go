@@ -243,7 +243,9 @@ func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(contex
 			select {
 			case <-t.C:
 				next := lockRefresh
-				if err := put(); err != nil {
+				// Not under the command's context: an interrupted command still finishes
+				// its writes and publishes under the lock (found by review).
+				if err := c.be.Put(context.WithoutCancel(ctx), locksDir, name, bytes.NewReader(nil), 0); err != nil {
 					c.log.Warn("refreshing the storage lock failed; retrying", "err", err)
 					next = lockRetry
 				}

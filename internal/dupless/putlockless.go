@@ -190,9 +190,19 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	if _, ok := c.be.(storage.MatchBatcher); ok && had && !c.noMatch.Load() {
 		recObj.Match = &listed // replaced only if it is what root n lists (recordcas.go)
 	}
-	objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true}, recObj, fr.obj)
-	objs = append(objs, run.conds...)
-	if err := storage.PutAll(ctx, c.be, objs); err != nil {
+	batch := func() error {
+		objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true}, recObj, fr.obj)
+		return storage.PutAll(ctx, c.be, append(objs, run.conds...))
+	}
+	err := batch()
+	if err != nil && recObj.Match != nil && c.noMatchService(err, recObj) {
+		// A service older than match conditions refused the batch whole (nothing stored,
+		// nothing learned about other commands): the same batch without the match, as
+		// before batch version 4, rather than the lock in every such command.
+		recObj.Match = nil
+		err = batch()
+	}
+	if err != nil {
 		run.dropHeld(held, errNeedLock)
 		switch {
 		case c.noMatchService(err, recObj): // the put under the lock writes it unconditionally

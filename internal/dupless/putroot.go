@@ -133,9 +133,15 @@ func (c *Client) putWithRoot(ctx context.Context, objs []storage.Object, path st
 			break
 		}
 		c.log.Debug("another command published the next root first; building on the newest", "root", fr.obj.Name)
+		refused := err
 		latest, err := c.latestRoot(ctx)
 		if err != nil {
 			return false, err
+		}
+		if (latest == nil || latest.Seq+1 == fr.root.Seq) && recordCreate(objs, path) {
+			// No root was published since the batch's: the name refused is the record's,
+			// a create over what another command wrote (recordcas.go resolves it).
+			return false, refused
 		}
 		if latest != nil {
 			c.view.mu.Lock()
@@ -144,6 +150,16 @@ func (c *Client) putWithRoot(ctx context.Context, objs []storage.Object, path st
 		}
 	}
 	return false, storage.PutAll(ctx, c.be, objs)
+}
+
+// recordCreate reports whether the record at path among objs is a create.
+func recordCreate(objs []storage.Object, path string) bool {
+	for _, o := range objs {
+		if o.Create && storage.Join(o.Dir, o.Name) == path {
+			return true
+		}
+	}
+	return false
 }
 
 // foldTries bounds the batches a record sends with a root, racing other commands.

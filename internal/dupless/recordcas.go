@@ -35,8 +35,8 @@ func (c *Client) recordCond(path string) (match *[32]byte, create bool) {
 	if c.noMatch.Load() || strings.HasPrefix(path, veilDir+"/") {
 		return nil, false
 	}
-	if _, ok := c.be.(storage.MatchBatcher); !ok {
-		return nil, false
+	if _, ok := c.be.(storage.MatchBatcher); !ok || c.batch == nil || c.batch.disabled() {
+		return nil, false // no batch carries a condition (a service without the batch route)
 	}
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()

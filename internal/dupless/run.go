@@ -246,16 +246,22 @@ func (r *putRun) send(ctx context.Context, u *upload, dir, name string, n int64)
 		r.bytes.Release(n)
 		close(u.done)
 	}()
-	err := retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
+	// An upload that waited for its slot while the run was stopped (the service found
+	// full or down, or the command interrupted) is not sent: retry always makes one try.
+	err := ctx.Err()
+	if err == nil {
+		err = retry(ctx, func() error { return r.putObj(ctx, dir, name, ct) })
+	}
 	if err != nil {
 		u.err = fmt.Errorf("upload chunk: %w", err)
-		if r.sum.stop != nil && stopsRun(err) {
+		if r.sum.stop != nil && r.sum.shouldHalt(err) {
 			r.sum.halt(u.err) // no later upload can succeed: stop the run now
 		}
 		r.forget(ref, u)
 		return
 	}
 	u.ct = nil
+	r.sum.reachable()
 	r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
 }
 

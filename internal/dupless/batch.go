@@ -55,10 +55,15 @@ func (c *Client) putObject(ctx context.Context, dir, name string, data []byte) e
 	if q == nil || len(data) > storage.BatchMaxObjectSize || q.disabled() {
 		return c.be.Put(ctx, dir, name, bytes.NewReader(data), int64(len(data)))
 	}
-	it := &batchItem{ctx: ctx, obj: storage.Object{Dir: dir, Name: name, Data: data}, done: make(chan error, 1)}
+	return q.put(ctx, storage.Object{Dir: dir, Name: name, Data: data})
+}
+
+// put queues obj and waits for its answer.
+func (q *batchQueue) put(ctx context.Context, obj storage.Object) error {
+	it := &batchItem{ctx: ctx, obj: obj, done: make(chan error, 1)}
 	q.mu.Lock()
 	q.queue = append(q.queue, it)
-	q.queued += len(data)
+	q.queued += len(obj.Data)
 	q.kick()
 	q.mu.Unlock()
 	select {
@@ -96,18 +101,7 @@ func (c *Client) putObjectCond(ctx context.Context, obj storage.Object) error {
 		}
 		return err
 	}
-	it := &batchItem{ctx: ctx, obj: obj, done: make(chan error, 1)}
-	q.mu.Lock()
-	q.queue = append(q.queue, it)
-	q.queued += len(obj.Data)
-	q.kick()
-	q.mu.Unlock()
-	select {
-	case err := <-it.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return q.put(ctx, obj)
 }
 
 // batched reports whether putObject sends an object of n bytes through the batch queue.

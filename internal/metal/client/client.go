@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -152,6 +153,25 @@ func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (
 	<-done
 	<-done
 	return out, errors.Join(errs[0], errs[1])
+}
+
+// stream is do for a reply read as it arrives, by read: no limit on its length (read
+// bounds what it keeps). A reply other than 200 is an error, its text cut at 64 KiB.
+func (c *Client) stream(ctx context.Context, i int, method, path string, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base[i]+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.h[i].Do(req)
+	if err != nil {
+		return fmt.Errorf("metal server %d: %w", i+1, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("metal server %d: %s: %s", i+1, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return read(bufio.NewReaderSize(resp.Body, 64<<10))
 }
 
 func (c *Client) do(ctx context.Context, i int, method, path string, body io.Reader) ([]byte, error) {

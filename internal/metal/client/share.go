@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 
 	"github.com/veil-project/veil/internal/metal/paillier"
 	"github.com/veil-project/veil/internal/metal/share"
@@ -55,29 +56,46 @@ func (c *Client) SendCapability(ctx context.Context, req share.SendRequest, pk1,
 }
 
 // ReceiveCapabilities downloads Server 1's broadcast list from epoch from on and returns
-// the entries that open under bk, with the list's cursors.
+// the entries that open under bk, with the list's cursors and every entry (Entries).
+// Receive is the same without keeping the entries.
 func (c *Client) ReceiveCapabilities(ctx context.Context, bk [16]byte, from uint64) ([]share.Received, share.ListReply, error) {
-	b, err := c.do(ctx, 0, "GET", fmt.Sprintf("/v1/share/list?from=%d", from), nil)
+	var all []byte
+	got, lr, _, err := c.receiveList(ctx, bk, from, func(e []byte) { all = append(all, e...) })
 	if err != nil {
 		return nil, share.ListReply{}, err
 	}
-	lr, err := share.ParseListReply(b)
-	if err != nil {
-		return nil, share.ListReply{}, err
-	}
-	o, err := share.NewOpener(bk)
-	if err != nil {
-		return nil, share.ListReply{}, err
-	}
-	var got []share.Received
-	for _, e := range lr.Entries {
-		r, ok, err := o.Open(e)
-		if err != nil {
-			return nil, share.ListReply{}, err
-		}
-		if ok {
-			got = append(got, r)
-		}
+	for i := 0; i < len(all); i += share.EntryLen {
+		lr.Entries = append(lr.Entries, all[i:i+share.EntryLen:i+share.EntryLen])
 	}
 	return got, lr, nil
+}
+
+// receiveList downloads the list from epoch from on and tries every entry under bk as it
+// arrives (keep, if not nil, sees each entry too). The list is linear in the sends of the
+// retention period (paper §6.2), so it is neither read whole into memory nor cut at
+// Client.do's reply limit: a receive needs the memory of one entry, whatever its length.
+// n is the number of entries.
+func (c *Client) receiveList(ctx context.Context, bk [16]byte, from uint64, keep func([]byte)) (got []share.Received, lr share.ListReply, n uint64, err error) {
+	o, err := share.NewOpener(bk)
+	if err != nil {
+		return nil, share.ListReply{}, 0, err
+	}
+	err = c.stream(ctx, 0, "GET", fmt.Sprintf("/v1/share/list?from=%d", from), func(r io.Reader) error {
+		var err error
+		lr, n, err = share.ReadListReply(r, func(e []byte) error {
+			if keep != nil {
+				keep(e)
+			}
+			rc, ok, err := o.Open(e)
+			if ok {
+				got = append(got, rc)
+			}
+			return err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, share.ListReply{}, 0, err
+	}
+	return got, lr, n, nil
 }

@@ -75,16 +75,35 @@ func (p *Profile) ShareKeys() (share.UserKeys, *paillier.PublicKey, *paillier.Pu
 	return k, pk1, pk2, nil
 }
 
-// AddReceived records a received capability (replacing an older one for the same file).
+// AddReceived records a received capability. One capability is kept per file: the new
+// one replaces the recorded one unless the recorded one already grants everything the new
+// one does and more (capabilities are bearer tokens, so a narrower share revokes nothing,
+// and the entries of one download come in shuffled order: a read-only entry must not
+// discard a read+write capability for the same file).
 func (p *Profile) AddReceived(r share.Received) {
 	rec := ReceivedRecord{Capability: hex.EncodeToString(r.Capability), File: r.File, Perm: PermString(r.Perm), Anonym: r.Index}
 	for i, old := range p.Received {
 		if old.File == r.File {
-			p.Received[i] = rec
+			if op := permOf(old.Perm); op&r.Perm != r.Perm || op == r.Perm {
+				p.Received[i] = rec
+			}
 			return
 		}
 	}
 	p.Received = append(p.Received, rec)
+}
+
+// permOf is PermString's inverse (0 for anything else).
+func permOf(s string) ac.Perm {
+	switch s {
+	case "r":
+		return ac.Read
+	case "w":
+		return ac.Write
+	case "rw":
+		return ac.Read | ac.Write
+	}
+	return 0
 }
 
 // receivedFor returns the received capability for file id, if any.
@@ -122,7 +141,7 @@ func (c *Client) Receive(ctx context.Context, p *Profile) (got []share.Received,
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	got, lr, err := c.ReceiveCapabilities(ctx, k.BK, p.Share.Cursor)
+	got, lr, n, err := c.receiveList(ctx, k.BK, p.Share.Cursor, nil)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -133,7 +152,7 @@ func (c *Client) Receive(ctx context.Context, p *Profile) (got []share.Received,
 		p.AddReceived(r)
 	}
 	p.Share.Cursor = lr.Next
-	return got, len(lr.Entries), expired, nil
+	return got, int(n), expired, nil
 }
 
 // EnrollProfile stores in p the sharing keys of account capability and both servers' Paillier

@@ -146,28 +146,24 @@ func toNat(v *big.Int, size int, m *bigmod.Modulus) (*bigmod.Nat, error) {
 	return bigmod.NewNat().SetBytes(v.FillBytes(make([]byte, size)), m)
 }
 
-// encrypt returns (1 + mN) r^N mod N^2 for m reduced mod N and a fresh unit r. r is
-// drawn by crypto/rand.Int; a draw that is not a unit (0, or sharing a factor with N,
-// which would factor N) gives a ciphertext that is not a unit, checked on the public
-// result, and is drawn again.
+// encrypt returns (1 + mN) r^N mod N^2 for m reduced mod N and a fresh r drawn by
+// crypto/rand.Int. A draw that is not a unit (0, or sharing a factor with N, which would
+// factor N) gives a result that is not a unit: the callers check the value they publish
+// (Encrypt this one, AddPlain its product with the input ciphertext, a unit iff this is)
+// and draw again. The result itself is not checked here: in AddPlain it is secret (it is
+// c'/c, the link between an anonym and its rerandomization), and the check is math/big.
 func (pk *PublicKey) encrypt(rnd io.Reader, m *bigmod.Nat) (*bigmod.Nat, error) {
 	gm := bigmod.NewNat().Mod(m, pk.n2) // m < N, so m mod N^2 is m
 	gm.Mul(pk.nIn2, pk.n2).Add(pk.oneIn2, pk.n2)
-	for {
-		r, err := rand.Int(rnd, pk.N)
-		if err != nil {
-			return nil, err
-		}
-		rn, err := toNat(r, CiphertextLen, pk.n2)
-		if err != nil {
-			return nil, err
-		}
-		c := bigmod.NewNat().Exp(rn, pk.nBytes, pk.n2)
-		c.Mul(gm, pk.n2)
-		if pk.checkCiphertext(natInt(c, pk.n2)) == nil {
-			return c, nil
-		}
+	r, err := rand.Int(rnd, pk.N)
+	if err != nil {
+		return nil, err
 	}
+	rn, err := toNat(r, CiphertextLen, pk.n2)
+	if err != nil {
+		return nil, err
+	}
+	return bigmod.NewNat().Exp(rn, pk.nBytes, pk.n2).Mul(gm, pk.n2), nil
 }
 
 // natInt is x (an element mod m) as a big.Int: for values that leave the package.
@@ -179,11 +175,15 @@ func (pk *PublicKey) Encrypt(rnd io.Reader, m *big.Int) (*big.Int, error) {
 	if err != nil {
 		return nil, errors.New("paillier: plaintext out of range [0, N)")
 	}
-	c, err := pk.encrypt(rnd, mn)
-	if err != nil {
-		return nil, err
+	for {
+		c, err := pk.encrypt(rnd, mn)
+		if err != nil {
+			return nil, err
+		}
+		if ci := natInt(c, pk.n2); pk.checkCiphertext(ci) == nil { // public: the ciphertext
+			return ci, nil
+		}
 	}
-	return natInt(c, pk.n2), nil
 }
 
 // AddPlain returns an encryption of Dec(c) + m mod N with fresh randomness: c (1 + mN) r^N.
@@ -203,15 +203,20 @@ func (pk *PublicKey) AddPlain(rnd io.Reader, c, m *big.Int) (*big.Int, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := pk.encrypt(rnd, mn)
-	if err != nil {
-		return nil, err
-	}
 	cn, err := toNat(c, CiphertextLen, pk.n2)
 	if err != nil {
 		return nil, err
 	}
-	return natInt(e.Mul(cn, pk.n2), pk.n2), nil
+	for {
+		e, err := pk.encrypt(rnd, mn)
+		if err != nil {
+			return nil, err
+		}
+		// Only the product is checked (it is public; e, which is c'/c, is not).
+		if out := natInt(e.Mul(cn, pk.n2), pk.n2); pk.checkCiphertext(out) == nil {
+			return out, nil
+		}
+	}
 }
 
 // checkCiphertext is on public values: math/big is fine here.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"time"
 
@@ -188,25 +189,71 @@ type ListReply struct {
 	Entries     [][]byte
 }
 
+// parseListHeader checks a download's ListHeaderLen-byte header and returns its epochs and
+// entry count.
+func parseListHeader(b []byte) (first, next, n uint64, err error) {
+	if b[0] != listVersion {
+		return 0, 0, 0, fmt.Errorf("share list: version %d, want %d", b[0], listVersion)
+	}
+	first, next = binary.LittleEndian.Uint64(b[1:]), binary.LittleEndian.Uint64(b[9:])
+	if first > next {
+		return 0, 0, 0, errors.New("share list: first epoch after the next one")
+	}
+	return first, next, uint64(binary.LittleEndian.Uint32(b[17:])), nil
+}
+
 // ParseListReply reads an EncodeListReply'd download (untrusted bytes from Server 1).
 func ParseListReply(b []byte) (ListReply, error) {
 	if len(b) < ListHeaderLen {
 		return ListReply{}, fmt.Errorf("share list: %d bytes, shorter than its header", len(b))
 	}
-	if b[0] != listVersion {
-		return ListReply{}, fmt.Errorf("share list: version %d, want %d", b[0], listVersion)
+	first, next, n, err := parseListHeader(b)
+	if err != nil {
+		return ListReply{}, err
 	}
-	r := ListReply{First: binary.LittleEndian.Uint64(b[1:]), Next: binary.LittleEndian.Uint64(b[9:])}
-	n := uint64(binary.LittleEndian.Uint32(b[17:]))
+	r := ListReply{First: first, Next: next}
 	body := b[ListHeaderLen:]
 	if uint64(len(body)) != n*EntryLen {
 		return ListReply{}, fmt.Errorf("share list: %d entries announced, %d bytes follow", n, len(body))
-	}
-	if r.First > r.Next {
-		return ListReply{}, errors.New("share list: first epoch after the next one")
 	}
 	for i := uint64(0); i < n; i++ {
 		r.Entries = append(r.Entries, body[i*EntryLen:(i+1)*EntryLen])
 	}
 	return r, nil
+}
+
+// ReadListReply reads a download from rd as it arrives (untrusted bytes from Server 1),
+// calling each on every entry in turn (the slice is reused: copy what must be kept), so
+// that a receive of any length needs no more memory than one entry. It returns the
+// reply's epochs (Entries nil) and the number of entries; the reply must end after them.
+func ReadListReply(rd io.Reader, each func(entry []byte) error) (ListReply, uint64, error) {
+	var h [ListHeaderLen]byte
+	if k, err := io.ReadFull(rd, h[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return ListReply{}, 0, fmt.Errorf("share list: %d bytes, shorter than its header", k)
+		}
+		return ListReply{}, 0, err
+	}
+	first, next, n, err := parseListHeader(h[:])
+	if err != nil {
+		return ListReply{}, 0, err
+	}
+	e := make([]byte, EntryLen)
+	for i := uint64(0); i < n; i++ {
+		if k, err := io.ReadFull(rd, e); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return ListReply{}, 0, fmt.Errorf("share list: %d entries announced, %d bytes follow", n, i*EntryLen+uint64(k))
+			}
+			return ListReply{}, 0, err
+		}
+		if err := each(e); err != nil {
+			return ListReply{}, 0, err
+		}
+	}
+	if k, err := io.ReadFull(rd, e[:1]); k != 0 {
+		return ListReply{}, 0, fmt.Errorf("share list: more than the %d entries announced", n)
+	} else if err != io.EOF {
+		return ListReply{}, 0, err
+	}
+	return ListReply{First: first, Next: next}, n, nil
 }

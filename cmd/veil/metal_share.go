@@ -108,8 +108,10 @@ func newMetalShare(o *metalFlags) *cobra.Command {
 SendCapability): your client rerandomizes the anonym, the servers check your capability,
 open the anonym and grant the capability inside 2PC, and append it, encrypted under the
 receiver's broadcast key, to Server 1's broadcast list. Neither server learns who you
-shared with, which file, or whether the servers granted it. ANONYM is the text
-'veil metal anonym new' printed, or @FILE holding it.
+shared with, which file, or whether the servers granted it. You learn whether your own
+capability allowed the share, not whether ANONYM was genuine: a forged or altered anonym
+gets nobody anything, silently (an answer would let a sender work out who made the
+anonym). ANONYM is the text 'veil metal anonym new' printed, or @FILE holding it.
 
   veil metal share 1 --to @bob.anonym
   veil metal share 1 --to veil-anonym-AQ... --write`,

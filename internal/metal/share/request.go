@@ -14,9 +14,10 @@ import (
 	"github.com/veil-project/veil/internal/metal/paillier"
 )
 
-// ErrRefused is a 2PC verdict of "no": the capability does not allow it, or the anonym is
-// not authentic.
-var ErrRefused = errors.New("refused by the servers: the capability does not allow sharing this file, or the anonym is not authentic")
+// ErrRefused is a 2PC verdict of "no": the capability does not allow it (or the
+// permission asked is invalid). Whether the anonym is authentic is not part of the
+// verdict: that would be an oracle on its owner's secret (sendCircuit).
+var ErrRefused = errors.New("refused by the servers: the capability does not allow sharing this file")
 
 // xorSplit returns fresh XOR shares of p.
 func xorSplit(p []byte, rnd io.Reader) (s1, s2 []byte, err error) {

@@ -88,6 +88,11 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		}
 		res.Files++
 		r, h, err := c.readCurrent(ctx, encDir, objName)
+		if errors.Is(err, ErrStale) { // an unfinished command's record: check the root's version
+			if lr, lh, lerr := c.readListed(ctx, encDir, objName); lerr == nil {
+				r, h, err = lr, lh, nil
+			}
+		}
 		if err != nil {
 			problem(rel, err)
 			return nil
@@ -100,7 +105,11 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		return res, err
 	}
 	seen[dirMetaName] = true
-	for _, p := range c.unseen("", seen) {
+	gone, err := c.unseenGone(ctx, seen)
+	if err != nil {
+		return res, err
+	}
+	for _, p := range gone {
 		problem(p, fmt.Errorf("deleted: %w", ErrStale))
 	}
 	if err := c.checkSnapshots(ctx, current, res, addChunks, problem); err != nil {
@@ -121,10 +130,17 @@ func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte
 		return err
 	}
 	res.Snapshots = len(roots)
+	c.view.mu.Lock()
+	walked := c.view.root // the root the walk checked the newest tree against
+	c.view.mu.Unlock()
 	done := map[[32]byte]bool{}
 	for _, root := range roots {
 		for path, h := range root.Entries {
-			if done[h] || current[path] == h || isDirMeta(path) {
+			// A folder's record the newest root lists is the walk's (read there, or the
+			// top folder's, which it does not read); older ones are versions as a file's
+			// are: found by review, a damaged or missing one was no damage, and get
+			// --snapshot of the folder failed.
+			if done[h] || current[path] == h || isDirMeta(path) && walked != nil && walked.Entries[path] == h {
 				continue
 			}
 			done[h] = true

@@ -396,6 +396,14 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 			return nil
 		}
 		r, h, err := c.readCurrent(ctx, encDir, objName)
+		if errors.Is(err, ErrStale) { // an unfinished command's record (readListed)
+			if err = c.unfinishedChunks(ctx, encDir, objName, used); err == nil {
+				r, h, err = c.readListed(ctx, encDir, objName)
+			}
+			if errors.Is(err, errNotListed) {
+				return nil // no root lists it: its chunks stay, nothing else is its
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w (prune stops: it must see every record)", rel, err)
 		}
@@ -409,7 +417,11 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 	if err != nil {
 		return res, err
 	}
-	if gone := c.unseen("", seen); len(gone) > 0 {
+	gone, err := c.unseenGone(ctx, seen)
+	if err != nil {
+		return res, err
+	}
+	if len(gone) > 0 {
 		if err := c.stale(fmt.Errorf("%s (and %d more): deleted: %w (prune stops: it must see every record)", gone[0], len(gone)-1, ErrStale)); err != nil {
 			return res, err
 		}

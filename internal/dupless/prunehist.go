@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -30,6 +31,78 @@ func (c *Client) readCurrent(ctx context.Context, encDir, objName string) (*reco
 		return nil, [32]byte{}, err
 	}
 	return r, sha256.Sum256(b), nil
+}
+
+// errNotListed: the newest root lists no record at the path (readListed).
+var errNotListed = errors.New("not listed by the newest tree root")
+
+// readListed reads, where readCurrent found ErrStale (the object at encDir/objName is not
+// the record the newest root lists there), the version the root lists, as every reader
+// takes it: from its kept copy (readRecord). Such an object is an unfinished command's: one
+// that wrote it and died before publishing its root (a put that lost a record race to it
+// kept the root's version first, recordcas.go), or, for check, which takes no lock, one
+// still running. Found by review: check reported such a file as damaged and prune stopped
+// on it for good, although the file reads as its snapshot lists it and running the
+// surviving put again finds it unchanged (TestDeadOverwriteStopsNeitherPruneNorCheck).
+// errNotListed if the root lists no record there; any other failure as readRecord's.
+func (c *Client) readListed(ctx context.Context, encDir, objName string) (*record, [32]byte, error) {
+	want, listed := c.rootHash(storage.Join(encDir, objName))
+	if !listed {
+		return nil, want, errNotListed
+	}
+	r, err := c.readRecord(ctx, encDir, objName)
+	return r, want, err
+}
+
+// unfinishedChunks marks in used the chunks of the record object at encDir/objName, which
+// no root lists (an unfinished command's): prune keeps them, as the command may still
+// publish it (a lock taken over from a process that was only suspended), and they go once
+// a later write of the path replaces it. An object that does not open under this key
+// stops prune, as before.
+func (c *Client) unfinishedChunks(ctx context.Context, encDir, objName string, used map[string]bool) error {
+	b, err := c.getObjectNow(ctx, encDir, objName)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r, err := c.keys.openRecord(b, storage.Join(encDir, objName))
+	if err != nil {
+		return err
+	}
+	for _, ch := range r.Chunks {
+		used[hex.EncodeToString(ch.Tag[:])] = true
+	}
+	return nil
+}
+
+// unseenGone returns the plain paths of the records the newest root lists that a walk did
+// not see (seen) and whose version the root lists is not kept either: the storage service
+// deleted them. One the root lists whose kept copy reads (readRecord takes it from there,
+// as every reader does) is an unfinished command's doing, an rm or mv that moved the record
+// to its kept name and did not publish its root: found by review, check reported such a
+// file deleted and prune stopped on it for good, and running the rm again cannot help (it
+// no longer finds the file; TestDeadRemoveStopsNeitherPruneNorCheck).
+func (c *Client) unseenGone(ctx context.Context, seen map[string]bool) ([]string, error) {
+	var out []string
+	for _, p := range c.rootPaths("") {
+		if seen[p] {
+			continue
+		}
+		dir, name := storage.Split(p)
+		_, err := c.readRecord(ctx, dir, name)
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, storage.ErrNotFound) || errors.Is(err, ErrStale) || errors.Is(err, ErrIntegrity) || errors.Is(err, ErrRecord):
+			out = append(out, c.describe(p))
+		default:
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // historyChunks marks in used the chunks of every record version a retained snapshot

@@ -240,3 +240,43 @@ func TestUnlinkWhileOpen(t *testing.T) {
 		t.Fatal("unlinked name still there")
 	}
 }
+
+// TestMoveOutThenRmdirStaysVisible: a synced file being rewritten is moved out of
+// its directory and the directory removed (`mv d/f f; rmdir d`). While the file's new
+// data is still pending, readers must still find it (old version at d/f, or new at f):
+// the directory's removal used to commit at once, orphaning the file's committed record,
+// so it vanished for readers, and for a writer that takes over from the backend alone.
+func TestMoveOutThenRmdirStaysVisible(t *testing.T) {
+	dir := newBackend(t, 64, 16<<10, 1)
+	w := openW(t, dir, t.TempDir())
+	defer w.Close()
+	d := must(w.Mkdir(rootIno, "d", 0o755, 0, 0))
+	f := must(w.Create(d.Ino, "f", 0o644, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("old version")))
+	drain(t, w, 200)
+	newData := bytes.Repeat([]byte("new "), 20000) // 80 KB: ~10 epochs at k=1
+	must(w.Write(f.Ino, 0, newData))
+	if err := w.Rename(d.Ino, "f", rootIno, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rmdir(rootIno, "d"); err != nil {
+		t.Fatal(err)
+	}
+	r := must(OpenReader(dir, testPass))
+	for i := 0; w.Stats().PendingInodes > 0; i++ {
+		must(w.Sync())
+		if err := r.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		_, errNew := r.Lookup(rootIno, "f")
+		var errOld error
+		if da, err := r.Lookup(rootIno, "d"); err != nil {
+			errOld = err
+		} else {
+			_, errOld = r.Lookup(da.Ino, "f")
+		}
+		if errNew != nil && errOld != nil {
+			t.Fatalf("epoch %d (%d pending): the file is neither at d/f nor at f for readers", i, w.Stats().PendingInodes)
+		}
+	}
+}

@@ -399,6 +399,7 @@ func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*n
 		anchored[ino] = v
 		return v
 	}
+	w.holdRemovedDirs(ready, commits, func(ino uint64) bool { return ok(ino, 0) })
 	byPage := map[uint32][]uint64{}
 	for ino := range ready {
 		if ok(ino, 0) {
@@ -482,6 +483,38 @@ func (w *Writer) packPages(es *epochState, sb *superblock, commits map[uint64]*n
 		}
 		for _, ino := range byPage[p] {
 			commits[ino] = content[ino] // nil: deleted
+		}
+	}
+}
+
+// holdRemovedDirs keeps a removed directory committed while an inode committed under it
+// has not committed its move out (or its removal) yet: `mv d/f f; rmdir d` with f's new
+// data still pending used to commit d's removal at once, so f's committed record (still
+// under d) was orphaned and f vanished for readers, and for a writer starting from the
+// backend alone, until f's data was synced (found by review:
+// TestMoveOutThenRmdirStaysVisible). A removed directory has no children in the current
+// tree, so holding it back anchors no one else's commit.
+func (w *Writer) holdRemovedDirs(ready map[uint64]bool, commits map[uint64]*node, anchored func(uint64) bool) {
+	var kids map[uint64][]uint64
+	for changed := true; changed; {
+		changed = false
+		for ino := range ready {
+			if c := w.com[ino]; c == nil || !c.isDir() || w.cur.get(ino) != nil {
+				continue
+			}
+			if kids == nil {
+				kids = map[uint64][]uint64{}
+				for k, n := range w.com {
+					kids[n.Parent] = append(kids[n.Parent], k)
+				}
+			}
+			for _, k := range kids[ino] {
+				if _, done := commits[k]; !done && !(ready[k] && anchored(k)) {
+					delete(ready, ino)
+					changed = true
+					break
+				}
+			}
 		}
 	}
 }

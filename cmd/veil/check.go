@@ -68,6 +68,9 @@ Examples:
 						fmt.Fprintln(out, "no damage")
 					} else {
 						fmt.Fprintf(out, "%d problems\n", len(res.Problems))
+						// 'put --force' does not help: the stored chunks are reused, and the
+						// service keeps content it holds (found by a user walkthrough).
+						fmt.Fprintln(out, "to repair a damaged file whose original you still have: 'veil rm PATH', then 'veil put' it again (its older versions stay in your snapshots)")
 					}
 					if res.VersionsMissing > 0 {
 						fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)

@@ -31,6 +31,13 @@ type getTask struct {
 	encDir     string
 	objName    string
 	lazy       bool // a directory restored only if --include put a file in it
+	existed    bool // a directory that was there before get ran (--overwrite never leaves its mode and times)
+}
+
+// dirExisted reports whether local is a directory already (before get writes below it).
+func dirExisted(local string) bool {
+	fi, err := os.Lstat(local)
+	return err == nil && fi.IsDir()
 }
 
 // links are symlinks to create after every file and directory exists, so no file is ever
@@ -118,16 +125,20 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			finish()
 			return sum, err
 		}
+		existed := dirExisted(local)
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			finish()
 			return sum, err
 		}
 		if src != "" {
 			enc, _ := c.keys.encPath(src)
-			dirs = append(dirs, getTask{src: src, local: local, root: local, encDir: enc, objName: dirMetaName})
+			dirs = append(dirs, getTask{src: src, local: local, root: local, encDir: enc, objName: dirMetaName, existed: existed})
 		}
 		err = c.walk(ctx, src, false, func(rel string, isDir bool, encDir, objName string) error {
 			t := getTask{src: joinPath(src, rel), local: filepath.Join(local, filepath.FromSlash(rel)), root: local, encDir: encDir, objName: objName}
+			if isDir {
+				t.existed = dirExisted(t.local)
+			}
 			seen[storage.Join(encDir, objName)] = true
 			want, lazy := c.selected(rel, isDir)
 			if !want {
@@ -180,6 +191,9 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			if _, err := os.Lstat(dirs[i].local); err != nil || safeDir(dirs[i].root, dirs[i].local) != nil {
 				continue // nothing selected below it, or not a real directory below DEST (never followed)
 			}
+		}
+		if dirs[i].existed && c.opts.Overwrite == OverwriteNever {
+			continue // "leave every existing entry as it is": its mode and times too (found by review)
 		}
 		if err := c.restoreDir(ctx, dirs[i]); err != nil {
 			sum.addErr(dirs[i].src, err)

@@ -268,3 +268,31 @@ func TestGetLongNameLoadHonoursContext(t *testing.T) {
 		t.Fatal("get did not end with its context while a name object was being read")
 	}
 }
+
+// --overwrite never leaves every existing entry as it is, an existing directory's mode
+// and times too (found by review: get chmodded it to the stored mode).
+func TestOverwriteNeverLeavesExistingDir(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	src := filepath.Join(t.TempDir(), "src")
+	write(t, filepath.Join(src, "sub", "f"), []byte("x"))
+	os.Chmod(filepath.Join(src, "sub"), 0o700)
+	mustPut(t, c, src, "")
+	dest := filepath.Join(t.TempDir(), "out")
+	os.MkdirAll(filepath.Join(dest, "sub"), 0o755)
+	os.Chmod(filepath.Join(dest, "sub"), 0o755)
+	c.opts.Overwrite = OverwriteNever
+	if _, err := c.Get(ctx, "src", dest); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dest, "sub")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("--overwrite never changed an existing directory: %v %v", fi.Mode(), err)
+	}
+	c.opts.Overwrite = OverwriteAlways
+	if _, err := c.Get(ctx, "src", dest); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dest, "sub")); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the default overwrite left the directory's mode: %v", fi.Mode())
+	}
+}

@@ -166,7 +166,7 @@ func (c *Client) checkRecord(path string, b []byte) error {
 		c.view.warned = true
 		c.view.mu.Unlock()
 		if warn {
-			c.log.Warn("this storage location has no tree root yet (written by an older veil): " +
+			c.log.Warn("this storage location has no tree root yet (its first command did not finish, or an older veil wrote it): " +
 				"records are authenticated but rollback is not detected until the next put")
 		}
 		return nil

@@ -170,7 +170,7 @@ func (w *Writer) readData(n *node, off int64, buf []byte) (int, error) {
 		if pf := w.pend[fragKey{n.Ino, idx}]; pf != nil {
 			return w.readPending(pf, from, dst)
 		}
-		return readSynced(w.be, n.Frags[idx], n.Ino, idx, w.sb.Written, from, dst)
+		return readSynced(w.be, n.Frags[idx], n.Ino, idx, w.sb, from, dst)
 	})
 }
 
@@ -198,12 +198,12 @@ func readFragments(n *node, off int64, buf []byte, c int, read func(idx, from ui
 }
 
 // readSynced fills dst with bytes [from, ...) of a stored fragment (zeros past Valid).
-func readSynced(be *backend, r ref, ino uint64, idx uint32, written []uint64, from uint32, dst []byte) error {
+func readSynced(be *backend, r ref, ino uint64, idx uint32, sb *superblock, from uint32, dst []byte) error {
 	clear(dst)
 	if r.isHole() || from >= r.Valid {
 		return nil
 	}
-	data, err := be.fragment(r, ino, idx, written)
+	data, err := be.fragment(r, ino, idx, sb)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ func (b *backend) setInflight(m map[uint32][]byte) {
 
 type cached struct {
 	epoch uint64
+	tag   uint64 // nonceTag of the file's nonce (0: a never-written file)
 	plain []byte
 }
 
@@ -141,15 +142,20 @@ func (b *backend) writeSuper(s *superblock, nonce []byte) error {
 }
 
 // readBlock returns the plaintext of backend file i, checking it was written at an epoch
-// no older than the superblock says (rollback). A never-written file (want == 0) that is
-// still all zeros reads as an empty plaintext.
-func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
+// no older than the superblock says (rollback) and, when the superblock records the
+// version's tag (tag != 0), that a file stamped with that very epoch is that version: an
+// aborted epoch's file carries an epoch number a restarted writer may have used again
+// (found by review in session 12). A newer file is accepted as today: a later epoch's, or
+// one an aborted epoch left behind, which keeps every fragment the committed state has
+// in it. A never-written file (want == 0) that is still all zeros reads as an empty
+// plaintext.
+func (b *backend) readBlock(i uint32, want, tag uint64) ([]byte, error) {
 	b.mu.Lock()
 	if p, ok := b.inflight[i]; ok {
 		b.mu.Unlock()
 		return p, nil
 	}
-	if c, ok := b.cache[i]; ok && c.epoch >= want && (want > 0 || c.epoch == 0) {
+	if c, ok := b.cache[i]; ok && c.epoch >= want && (want > 0 || c.epoch == 0) && (tag == 0 || c.epoch > want || c.tag == tag) {
 		b.mu.Unlock()
 		return c.plain, nil
 	}
@@ -159,9 +165,11 @@ func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
 		return nil, fmt.Errorf("read backend file %s: %w", blockName(i), err)
 	}
 	var plain []byte
+	var got uint64
 	if want == 0 && len(raw) == b.g.B && allZero(raw) {
 		plain = make([]byte, b.g.plain)
 	} else {
+		got = nonceTag(raw[1:])
 		plain, err = openContainer(&b.keys.backend, b.id, 'B', i, b.g, raw)
 		if err != nil {
 			return nil, fmt.Errorf("backend file %s: %w", blockName(i), err)
@@ -174,7 +182,10 @@ func (b *backend) readBlock(i uint32, want uint64) ([]byte, error) {
 	if epoch < want {
 		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but the superblock says %d (rolled back, or not synced here yet)", blockName(i), errBehind, epoch, want)
 	}
-	b.remember(i, cached{epoch, plain})
+	if tag != 0 && epoch == want && got != tag {
+		return nil, fmt.Errorf("backend file %s: %w: written at epoch %d but not the version the superblock committed (tag %016x, want %016x: an aborted epoch's file put back, or not synced here yet)", blockName(i), errUncommitted, epoch, got, tag)
+	}
+	b.remember(i, cached{epoch, got, plain})
 	return plain, nil
 }
 
@@ -191,21 +202,31 @@ func (b *backend) remember(i uint32, c cached) {
 	b.cache[i] = c
 }
 
-// writeBlock seals plain (already stamped with its epoch and index) and replaces
-// backend file i.
-func (b *backend) writeBlock(i uint32, plain []byte) error {
+// writeBlock seals plain (already stamped with its epoch and index) under nonce (from
+// fileNonce; the superblock records its tag) and replaces backend file i.
+func (b *backend) writeBlock(i uint32, plain, nonce []byte) error {
 	epoch := binary.BigEndian.Uint64(plain)
-	img := sealContainer(&b.keys.backend, b.id, 'B', i, plain, randomBytes(24))
+	img := sealContainer(&b.keys.backend, b.id, 'B', i, plain, nonce)
 	if err := b.writeFile(b.path(i), img); err != nil {
 		return fmt.Errorf("write backend file %s: %w", blockName(i), err)
 	}
-	b.remember(i, cached{epoch, plain})
+	b.remember(i, cached{epoch, nonceTag(nonce), plain})
 	return nil
 }
 
+// fileNonce returns a random nonce for a backend file; its tag (first 8 bytes) is never
+// 0, which the superblock uses for "not known".
+func fileNonce() []byte {
+	for {
+		if n := randomBytes(24); nonceTag(n) != 0 {
+			return n
+		}
+	}
+}
+
 // fragment returns the payload of the fragment at r, checking its header names (obj, idx).
-func (b *backend) fragment(r ref, obj uint64, idx uint32, written []uint64) ([]byte, error) {
-	plain, err := b.readBlock(r.File, written[r.File])
+func (b *backend) fragment(r ref, obj uint64, idx uint32, sb *superblock) ([]byte, error) {
+	plain, err := b.readBlock(r.File, sb.Written[r.File], sb.tag(r.File))
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +247,17 @@ var errStale = fmt.Errorf("%w: stale fragment reference", ErrIntegrity)
 // sync client delivers an epoch's files in any order, so the new superblock can arrive
 // before the files it names: readers wait a little for them before calling it a rollback.
 var errBehind = fmt.Errorf("%w: backend file older than the superblock", ErrIntegrity)
+
+// errUncommitted: a backend file stamped with the epoch the superblock says, but another
+// version than the one it committed (its tag differs). Readers wait for it like errBehind:
+// on a reader's machine the committed version may still be in transit, the aborted one
+// it replaces already here. It is both ErrIntegrity and errBehind (for the retries).
+var errUncommitted error = uncommitted{}
+
+type uncommitted struct{}
+
+func (uncommitted) Error() string        { return ErrIntegrity.Error() }
+func (uncommitted) Is(target error) bool { return target == ErrIntegrity || target == errBehind }
 
 // behindRetries x behindWait bound how long a reader waits for files still in transit.
 const (

@@ -59,10 +59,11 @@ type gap struct {
 
 // epochState is the working set of one epoch.
 type epochState struct {
-	files []uint32
-	slot  map[uint32]int
-	plain [][]byte
-	gaps  []gap
+	files  []uint32
+	slot   map[uint32]int
+	plain  [][]byte
+	nonces [][]byte // the files' nonces (fileNonce), whose tags the superblock records
+	gaps   []gap
 }
 
 // place reserves need bytes in the best-fitting gap (smallest that fits).
@@ -162,7 +163,7 @@ func (w *Writer) writeEpoch(pl *plan, jf *os.File) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = w.be.writeBlock(f, pl.es.plain[i]); errs[i] == nil && TestOnlyAfterBackendWrite != nil {
+			if errs[i] = w.be.writeBlock(f, pl.es.plain[i], pl.es.nonces[i]); errs[i] == nil && TestOnlyAfterBackendWrite != nil {
 				mu.Lock()
 				done++
 				TestOnlyAfterBackendWrite(pl.sb.Epoch, done)
@@ -226,7 +227,7 @@ func (w *Writer) prepare() (*plan, error) {
 		}
 	}
 	for s, f := range es.files {
-		old, err := w.be.readBlock(f, w.sb.Written[f])
+		old, err := w.be.readBlock(f, w.sb.Written[f], w.sb.tag(f))
 		if err != nil {
 			return &plan{}, err
 		}
@@ -255,6 +256,12 @@ func (w *Writer) prepare() (*plan, error) {
 	if !w.sb.HasChange { // a superblock from before the field: assume its epoch changed something
 		pl.sb.LastChange = w.sb.Epoch
 	}
+	if tagsFit(w.be.g, P.Files) { // versions of files not written since the field: unknown (0)
+		pl.sb.HasTags, pl.sb.Tags = true, make([]uint64, P.Files)
+		if w.sb.HasTags {
+			copy(pl.sb.Tags, w.sb.Tags)
+		}
+	}
 	for p, loc := range w.sb.Pages {
 		pl.sb.Pages[p] = loc
 	}
@@ -274,6 +281,10 @@ func (w *Writer) prepare() (*plan, error) {
 		binary.BigEndian.PutUint64(es.plain[i], pl.sb.Epoch)
 		binary.BigEndian.PutUint32(es.plain[i][8:], f)
 		pl.sb.Written[f] = pl.sb.Epoch
+		es.nonces = append(es.nonces, fileNonce())
+		if pl.sb.HasTags {
+			pl.sb.Tags[f] = nonceTag(es.nonces[i])
+		}
 		pl.rep.Files = append(pl.rep.Files, int(f))
 		inflight[f] = es.plain[i]
 	}

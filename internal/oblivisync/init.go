@@ -14,6 +14,10 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
+	if g := newGeometry(p.FileSize); !tagsFit(g, p.Files) {
+		return fmt.Errorf("%w: %d files need a file size of at least %d bytes (the superblock lists every file's epoch and version tag)",
+			ErrInvalid, p.Files, superMinFixed+superTagsLen(p.Files)+8*p.Files+containerHdr+containerTag)
+	}
 	if err := validateKDF(kdf); err != nil {
 		return err
 	}
@@ -58,7 +62,8 @@ func Init(dir string, pass []byte, p Params, kdf KDF) error {
 			return err
 		}
 	}
-	sb := &superblock{Epoch: 0, NextIno: rootIno + 1, Written: make([]uint64, p.Files), Pages: map[uint32]pageLoc{}, HasChange: true}
+	sb := &superblock{Epoch: 0, NextIno: rootIno + 1, Written: make([]uint64, p.Files), Pages: map[uint32]pageLoc{}, HasChange: true,
+		HasTags: true, Tags: make([]uint64, p.Files)}
 	if err := be.writeSuper(sb, randomBytes(superNonceLen)); err != nil {
 		return err
 	}

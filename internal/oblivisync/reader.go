@@ -13,7 +13,7 @@ func loadCommitted(be *backend, sb *superblock) (map[uint64]*node, error) {
 	for p, pl := range sb.Pages {
 		data := make([]byte, 0, pl.Size)
 		for i, r := range pl.Frags {
-			frag, err := be.fragment(r, pageObj(p), uint32(i), sb.Written)
+			frag, err := be.fragment(r, pageObj(p), uint32(i), sb)
 			if err != nil {
 				return nil, fmt.Errorf("metadata page %d: %w", p, err)
 			}
@@ -235,7 +235,7 @@ func (r *Reader) Read(ino uint64, off int64, buf []byte) (int, error) {
 
 func (r *Reader) read(n *node, off int64, buf []byte) (int, error) {
 	return readFragments(n, off, buf, r.be.g.C, func(idx, from uint32, dst []byte) error {
-		return readSynced(r.be, n.Frags[idx], n.Ino, idx, r.sb.Written, from, dst)
+		return readSynced(r.be, n.Frags[idx], n.Ino, idx, r.sb, from, dst)
 	})
 }
 

@@ -36,15 +36,15 @@ const PinCopyMax = 8 << 20
 
 // pin is one open handle's version of a file.
 type pin struct {
-	n       *node    // the version opened (reader nodes are never modified)
-	written []uint64 // the superblock's written[] at open (rollback check)
-	liveAt  uint64   // newest epoch at which this version was seen committed
-	ver     uint64   // the version's identity (node.Ver; 0: unknown)
-	data    []byte   // the whole version, for files up to PinCopyMax
+	n      *node       // the version opened (reader nodes are never modified)
+	sb     *superblock // the superblock at open: its written[] and tags (rollback check)
+	liveAt uint64      // newest epoch at which this version was seen committed
+	ver    uint64      // the version's identity (node.Ver; 0: unknown)
+	data   []byte      // the whole version, for files up to PinCopyMax
 }
 
 func (r *Reader) newPin(n *node) *pin {
-	return &pin{n: n, written: r.sb.Written, liveAt: r.sb.Epoch, ver: n.Ver}
+	return &pin{n: n, sb: r.sb, liveAt: r.sb.Epoch, ver: n.Ver}
 }
 
 // Open pins the current version of a regular file and returns a handle for ReadHandle.
@@ -180,7 +180,7 @@ func (r *Reader) readPinned(p *pin, idx, from uint32, dst []byte) error {
 	if ref.isHole() || from >= ref.Valid {
 		return nil
 	}
-	plain, err := r.be.readBlock(ref.File, p.written[ref.File])
+	plain, err := r.be.readBlock(ref.File, p.sb.Written[ref.File], p.sb.tag(ref.File))
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func TestSwappedAndRolledBackFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, blockName(f)), old, 0o600)
 	r, err := OpenReader(dir, testPass) // fails already if f holds metadata
 	if err == nil {
-		_, err = r.be.readBlock(f, r.sb.Written[f])
+		_, err = r.be.readBlock(f, r.sb.Written[f], r.sb.tag(f))
 	}
 	if !errors.Is(err, ErrIntegrity) || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("rollback: got %v", err)
@@ -115,7 +115,7 @@ func TestSwappedAndRolledBackFiles(t *testing.T) {
 	g := uint32(rep.Files[1])
 	other := must(os.ReadFile(filepath.Join(dir, blockName(g))))
 	os.WriteFile(filepath.Join(dir, blockName(f)), other, 0o600)
-	if _, err := r.be.readBlock(f, 0); !errors.Is(err, ErrIntegrity) {
+	if _, err := r.be.readBlock(f, 0, 0); !errors.Is(err, ErrIntegrity) {
 		t.Fatalf("swap: got %v", err)
 	}
 }

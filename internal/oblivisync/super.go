@@ -18,6 +18,14 @@ type superblock struct {
 	// past the page table. A starting writer needs it (nextEpoch in epoch.go).
 	LastChange uint64
 	HasChange  bool
+	// Tags[f] binds backend file f's exact version: the first 8 bytes (big endian) of the
+	// nonce file f was sealed under when it was written at Written[f] (0: not known, e.g.
+	// written under a superblock without the field, or never written). A second optional
+	// field (HasTags), after LastChange; found by review in session 12: an aborted epoch's
+	// files carry the epoch number a restarted writer may reuse, so the number alone let
+	// the cloud put them back. Readers refuse a file stamped Written[f] whose tag differs.
+	Tags    []uint64
+	HasTags bool
 }
 
 // The optional superblock extension after the page table: a version byte (zero padding
@@ -25,7 +33,31 @@ type superblock struct {
 const (
 	superExtVersion = 1
 	superExtLen     = 1 + 8
+	superTagsExt    = 2 // followed by N u64 tags
 )
+
+// superTagsLen is the size of the tags field for n backend files.
+func superTagsLen(n int) int { return 1 + 8*n }
+
+// tagsFit reports whether superblocks of this backend carry the tags field: backends
+// created since it exists always do (Init keeps room for it); an older backend whose N
+// leaves no room for it keeps the behaviour from before (epoch numbers only).
+func tagsFit(g geometry, n int) bool { return superMinFixed+superTagsLen(n)+8*n <= g.plain }
+
+// superMinFixed: the room Params.validate keeps beside the written[] table (the fixed
+// fields, the last-change field and some slack).
+const superMinFixed = 64
+
+// nonceTag is the tag of a file sealed under nonce.
+func nonceTag(nonce []byte) uint64 { return binary.BigEndian.Uint64(nonce) }
+
+// tag is the version tag the superblock records for backend file f (0: not known).
+func (s *superblock) tag(f uint32) uint64 {
+	if !s.HasTags {
+		return 0
+	}
+	return s.Tags[f]
+}
 
 // pageLoc locates a metadata page object.
 type pageLoc struct {
@@ -66,6 +98,12 @@ func (s *superblock) encode(g geometry) ([]byte, error) {
 		b = append(b, superExtVersion)
 		b = binary.BigEndian.AppendUint64(b, s.LastChange)
 	}
+	if s.HasTags && len(s.Tags) == len(s.Written) && len(b)+superTagsLen(len(s.Tags)) <= g.plain {
+		b = append(b, superTagsExt)
+		for _, t := range s.Tags {
+			b = binary.BigEndian.AppendUint64(b, t)
+		}
+	}
 	return b[:g.plain], nil
 }
 
@@ -77,6 +115,9 @@ func (s *superblock) size() int {
 	}
 	if s.HasChange {
 		n += superExtLen
+	}
+	if s.HasTags {
+		n += superTagsLen(len(s.Written))
 	}
 	return n
 }
@@ -127,12 +168,25 @@ func decodeSuper(b []byte, g geometry, nfiles int) (*superblock, error) {
 		}
 		s.Pages[pg] = pl
 	}
-	// The extension; anything else after the page table (zero padding, or an extension
-	// version this reader does not know) is ignored.
+	// The extensions, each optional, in this order: last change (0x01), then the file tags
+	// (0x02). Anything else after them (zero padding, or a field this reader does not
+	// know) is ignored.
 	if len(b) >= p+superExtLen && b[p] == superExtVersion {
 		s.LastChange, s.HasChange = be.Uint64(b[p+1:]), true
 		if s.LastChange > s.Epoch {
 			return nil, fmt.Errorf("%w: superblock: last change at epoch %d, after epoch %d", ErrFormat, s.LastChange, s.Epoch)
+		}
+		p += superExtLen
+	}
+	if len(b) >= p+superTagsLen(nfiles) && b[p] == superTagsExt {
+		p++
+		s.Tags, s.HasTags = make([]uint64, nfiles), true
+		for i := range s.Tags {
+			s.Tags[i] = be.Uint64(b[p:])
+			if s.Tags[i] != 0 && s.Written[i] == 0 {
+				return nil, fmt.Errorf("%w: superblock: file %d has a version tag but was never written", ErrFormat, i)
+			}
+			p += 8
 		}
 	}
 	return s, nil

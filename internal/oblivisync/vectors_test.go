@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,6 +104,17 @@ func makeVectors() []vector {
 		vector{"superblock, truncated", "superblock", sin, hx(sbb[:40]), "format"},
 		vector{"superblock with last change", "superblock", sin, hx(sbx), "ok"},
 		vector{"superblock, last change after the epoch", "superblock", sin, hx(future), "format"},
+	)
+	// With the file tags after the last change (the first 8 bytes of each file's nonce; 0
+	// for file 1, never written): readers refuse a file stamped written[f] with another tag.
+	sb.HasTags, sb.Tags = true, []uint64{0x0102030405060708, 0, 0xa0a1a2a3a4a5a6a7, 0xfffefdfcfbfaf9f8}
+	sbt, _ := sb.encode(vectorGeometry)
+	unwritten := append([]byte(nil), sbt...)
+	unwritten[sb.size()-17] = 1 // a tag (its last byte) for file 1, never written
+	tin := map[string]string{"files": "4", "file_size": "4096", "tags": "0102030405060708 0000000000000000 a0a1a2a3a4a5a6a7 fffefdfcfbfaf9f8"}
+	vs = append(vs,
+		vector{"superblock with file tags", "superblock", tin, hx(sbt), "ok"},
+		vector{"superblock, tag for a never-written file", "superblock", tin, hx(unwritten), "format"},
 	)
 	// Metadata page.
 	nodes := []*node{
@@ -204,8 +216,17 @@ func checkVector(t *testing.T, v vector) error {
 		return err
 	case "superblock":
 		sb, err := decodeSuper(b, vectorGeometry, 4)
-		if err == nil && (sb.HasChange != (v.Name == "superblock with last change") || sb.HasChange && sb.LastChange != 6) {
+		if err == nil && (sb.HasChange != (v.Name == "superblock with last change" || in["tags"] != "") || sb.HasChange && sb.LastChange != 6) {
 			t.Fatalf("last change %d (present %v)", sb.LastChange, sb.HasChange)
+		}
+		if err == nil {
+			var tags []string
+			for _, tg := range sb.Tags {
+				tags = append(tags, fmt.Sprintf("%016x", tg))
+			}
+			if sb.HasTags != (in["tags"] != "") || strings.Join(tags, " ") != in["tags"] {
+				t.Fatalf("tags %q (present %v), want %q", tags, sb.HasTags, in["tags"])
+			}
 		}
 		if err == nil {
 			re, _ := sb.encode(vectorGeometry)

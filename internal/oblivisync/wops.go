@@ -341,7 +341,7 @@ func (w *Writer) writeChunk(ino uint64, off int64, data []byte) error {
 		if max(off, fs) == fs && min(end, fs+C)-fs >= int64(r.Valid) {
 			continue // the write covers every stored byte: no base needed
 		}
-		base, err := w.be.fragment(r, ino, uint32(idx), w.sb.Written)
+		base, err := w.be.fragment(r, ino, uint32(idx), w.sb)
 		if err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 // stopped the writer, and every restart failed the same way: the writer was bricked.
 // Pages that do not fit now wait (their inodes stay pending, reported by Drain).
 func TestPageTableOverflowWaits(t *testing.T) {
-	dir := newBackend(t, 498, 4096, 4) // leaves room for about one page in the superblock
+	dir := newBackend(t, 249, 4096, 4) // leaves room for about one page in the superblock
 	state := t.TempDir()
 	w := openW(t, dir, state)
 	var inos []uint64

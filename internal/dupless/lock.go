@@ -205,8 +205,11 @@ func (c *Client) takeLock(ctx context.Context, exclusive bool, begin func(contex
 	var id [8]byte
 	rand.Read(id[:])
 	name := fmt.Sprintf("%s-%d-%s-%s-%d", kind, time.Now().Unix(), hex.EncodeToString(id[:]), c.hostTag(), os.Getpid())
+	// Retried as uploads are: a store node that dies as the lock goes out (the request cut
+	// off, its node left for another) failed the whole command (found by the multi-node
+	// test's SIGKILL).
 	put := func() error { return c.be.Put(ctx, locksDir, name, bytes.NewReader(nil), 0) }
-	if err := put(); err != nil {
+	if err := retry(ctx, put); err != nil {
 		return nil, fmt.Errorf("write lock: %w", err)
 	}
 	release := func() { c.be.Delete(context.WithoutCancel(ctx), locksDir, name) }

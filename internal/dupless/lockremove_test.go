@@ -3,14 +3,17 @@ package dupless
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -141,4 +144,35 @@ func TestPutsOfOneFileRaceToPublish(t *testing.T) {
 		t.Fatalf("the race was not run (b's put: %v)", bErr)
 	}
 	sameFile(t, dev(), fb, "f") // b's record is the one stored: the later write
+}
+
+// flakyLockBE drops the first lock write's connection, as a store node killed as the lock
+// goes out does.
+type flakyLockBE struct {
+	storage.Backend
+	failed atomic.Bool
+}
+
+func (b *flakyLockBE) Put(ctx context.Context, dir, name string, r io.Reader, size int64) error {
+	if dir == locksDir && b.failed.CompareAndSwap(false, true) {
+		return fmt.Errorf("put %s: %w", name, syscall.ECONNRESET)
+	}
+	return b.Backend.Put(ctx, dir, name, r, size)
+}
+
+// The lock write is retried as uploads are: a store node that died as the lock went out
+// failed the whole put (found by the multi-node test's SIGKILL, in CI).
+func TestLockWriteRetried(t *testing.T) {
+	fastRetries(t)
+	be := &flakyLockBE{Backend: newBackend(t)}
+	c := newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t", "a"), []byte("a"))
+	write(t, filepath.Join(dir, "t", "b"), []byte("b"))
+	if _, err := c.Put(ctx, []string{filepath.Join(dir, "t")}, ""); err != nil {
+		t.Fatalf("put after one dropped lock write: %v", err)
+	}
+	if !be.failed.Load() {
+		t.Fatal("no lock was written")
+	}
 }

@@ -282,7 +282,7 @@ func (c *Client) markPruning(ctx context.Context) (func(), error) {
 	if _, ok := c.be.(storage.AbsentBatcher); !ok {
 		return func() {}, nil
 	}
-	if err := c.be.Put(ctx, veilDir, pruneMark, bytesReader(nil), 0); err != nil {
+	if err := retry(ctx, func() error { return c.be.Put(ctx, veilDir, pruneMark, bytesReader(nil), 0) }); err != nil {
 		return nil, fmt.Errorf("write %s/%s: %w", veilDir, pruneMark, err)
 	}
 	unmark := func() { c.be.Delete(context.WithoutCancel(ctx), veilDir, pruneMark) }

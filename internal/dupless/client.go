@@ -456,9 +456,15 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 			return 0, err
 		}
 		// Another command wrote the record meanwhile (recordcas.go): keep its version and
-		// write over it.
-		if err := c.keepOthers(ctx, path); err != nil {
+		// write over it; or an earlier try of this very write was committed after all.
+		written, err := c.keepOthers(ctx, path, b)
+		if err != nil {
 			return 0, err
+		}
+		if written {
+			c.noteRecord(path, b)
+			c.setExpect(path, nil, false)
+			return int64(len(b)), nil
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package dupless
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -72,25 +73,29 @@ func lostRecordRace(err error, obj storage.Object) bool {
 
 // keepOthers keeps what another command stored at path (dir/name) as a version, so that a
 // root listing it can still read it once this command writes over it, and makes it what
-// this command's next write of path expects.
-func (c *Client) keepOthers(ctx context.Context, path string) error {
+// this command's next write of path expects. mine is the record this command is writing:
+// stored already (an earlier try of this write was cut off after the service committed
+// it), it is neither kept nor written again (written true).
+func (c *Client) keepOthers(ctx context.Context, path string, mine []byte) (written bool, err error) {
 	dir, name := storage.Split(path)
 	b, err := c.getObjectNow(ctx, dir, name)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		c.setExpect(path, nil, true)
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("read what another command wrote at %s: %w", c.describe(path), err)
+		return false, fmt.Errorf("read what another command wrote at %s: %w", c.describe(path), err)
+	case bytes.Equal(b, mine):
+		return true, nil // sealed with a random nonce: equal bytes are this very write
 	}
 	h := sha256.Sum256(b)
 	vd, vn := versionLocation(h)
 	if err := retry(ctx, func() error { return c.be.Put(ctx, vd, vn, bytesReader(b), int64(len(b))) }); err != nil {
-		return fmt.Errorf("keep the version another command wrote at %s: %w", c.describe(path), err)
+		return false, fmt.Errorf("keep the version another command wrote at %s: %w", c.describe(path), err)
 	}
 	c.log.Debug("another command wrote this record meanwhile; kept its version, writing over it", "path", path)
 	c.setExpect(path, &h, true)
-	return nil
+	return false, nil
 }
 
 // setExpect makes h what the next write of path expects to find (nil: nothing), or, with

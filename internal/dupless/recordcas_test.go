@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -229,4 +230,53 @@ func TestInterruptedPutListsRecordsInFlight(t *testing.T) {
 	if len(res.Problems) > 0 {
 		t.Fatalf("after an interrupted put: %d problems, first: %v", len(res.Problems), res.Problems[0])
 	}
+}
+
+// lostAnswerBE commits the first record batch and then answers it with a dropped
+// connection, as a store node killed right after committing does.
+type lostAnswerBE struct {
+	*condBE
+	once atomic.Bool
+}
+
+func (b *lostAnswerBE) BatchMatches() {}
+func (b *lostAnswerBE) BatchAbsents() {}
+
+func (b *lostAnswerBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	err := b.condBE.PutBatch(ctx, objs)
+	for _, o := range objs {
+		if err == nil && strings.HasSuffix(o.Name, keySuffix) && !strings.HasPrefix(o.Dir, veilDir) && b.once.CompareAndSwap(false, true) {
+			return fmt.Errorf("put batch: %w", syscall.ECONNRESET)
+		}
+	}
+	return err
+}
+
+// A record write whose answer was lost after the service committed it is tried again;
+// the retry finds its own record stored and keeps no copy of it as "another command's"
+// (the multi-node test's SIGKILL left such copies: physical bytes above one node's).
+func TestRetriedRecordWriteKeepsNoCopyOfItself(t *testing.T) {
+	fastRetries(t)
+	be := &lostAnswerBE{condBE: &condBE{Backend: newBackend(t)}}
+	dev := devices(t, be)
+	seed := filepath.Join(t.TempDir(), "seed")
+	write(t, seed, []byte("seed"))
+	mustPut(t, dev(), seed, "")
+	src := writeTree(t, t.TempDir(), 4, 3000, 600)
+	c := dev()
+	mustPut(t, c, src, "")
+	if !be.once.Load() {
+		t.Fatal("no record batch lost its answer")
+	}
+	if infos, err := be.List(ctx, versionsDir); err == nil || !errors.Is(err, storage.ErrNotFound) {
+		n := 0
+		for _, d := range infos {
+			sub, _ := be.List(ctx, storage.Join(versionsDir, d.Name))
+			n += len(sub)
+		}
+		if n > 0 {
+			t.Fatalf("%d record versions kept by a put of new files", n)
+		}
+	}
+	sameFile(t, dev(), filepath.Join(src, "f00"), "race/f00")
 }

@@ -265,6 +265,9 @@ func (w *Writer) prepare() (*plan, error) {
 	for p, loc := range w.sb.Pages {
 		pl.sb.Pages[p] = loc
 	}
+	if pl.sb.HasTags && pl.sb.size() > geo.plain { // an older backend's page table uses their room: without them, as before
+		pl.sb.HasTags, pl.sb.Tags = false, nil
+	}
 	// Metadata first: inodes whose data is already written get their pages before new
 	// data can take all the space (otherwise a backlog would hide every file until the
 	// whole backlog is written). Then data, then pages of inodes completed just now.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -95,8 +96,9 @@ func TestLoneSmallFileOneBatch(t *testing.T) {
 // Two files, or one too large to fold, are stored as before: no record shares a batch
 // with the chunk it needs before that chunk was acknowledged.
 func TestNoFoldForTwoOrLargeFiles(t *testing.T) {
-	be := &orderBE{batchBE: batchBE{Backend: newBackend(t)}}
+	be := &foldSeenBE{orderBE: orderBE{batchBE: batchBE{Backend: newBackend(t)}}}
 	c := newClient(t, be, mle.LocalKeys{})
+	be.c = c
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big")
 	write(t, big, randBytes(foldMaxFile+1, 1))
@@ -109,11 +111,42 @@ func TestNoFoldForTwoOrLargeFiles(t *testing.T) {
 	if _, err := c.Put(ctx, []string{a, b2}, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range be.log {
-		if strings.Contains(e, "chunk") && strings.Contains(e, "record") {
-			t.Fatalf("a chunk and a record in one batch outside a lone small put: %v", be.log)
+	// The batch queue may carry one file's record beside another's chunk (a shared
+	// transport); a fold is a record in one batch with a chunk of its own (it was: a CI
+	// run under load saw batch[chunk,record] of two files and failed).
+	if n := be.folds.Load(); n > 0 {
+		t.Fatalf("%d records in one batch with their own chunks outside a lone small put: %v", n, be.log)
+	}
+}
+
+// foldSeenBE is orderBE that counts folds: batches holding a record and one of the chunks
+// that record references.
+type foldSeenBE struct {
+	orderBE
+	c     *Client
+	folds atomic.Int64
+}
+
+func (b *foldSeenBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	chunks := map[string]bool{}
+	for _, o := range objs {
+		chunks[storage.Join(o.Dir, o.Name)] = true
+	}
+	for _, o := range objs {
+		if kindOf(o.Dir, o.Name) != "record" {
+			continue
+		}
+		r, err := b.c.keys.openRecord(o.Data, storage.Join(o.Dir, o.Name))
+		if err != nil {
+			continue
+		}
+		for _, ch := range r.Chunks {
+			if d, n := chunkLocation(ch.Tag); chunks[storage.Join(d, n)] {
+				b.folds.Add(1)
+			}
 		}
 	}
+	return b.orderBE.PutBatch(ctx, objs)
 }
 
 // When the folded batch fails, nothing of it is stored; the chunk is then sent alone and

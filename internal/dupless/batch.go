@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -78,15 +77,14 @@ func (q *batchQueue) put(ctx context.Context, obj storage.Object) error {
 // the batch queue, or alone as a batch of one (a larger object); without the condition if
 // no batch can carry it.
 func (c *Client) putObjectCond(ctx context.Context, obj storage.Object) error {
-	if obj.Match == nil && !obj.Create {
+	if !conditional(obj) {
 		return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
 	}
 	q := c.batch
-	if q != nil && q.disabled() {
-		// The service has no batch route (an older veil): no batch carries the condition.
-		return fmt.Errorf("%s: the service takes no batches: %w", storage.Join(obj.Dir, obj.Name), storage.ErrNoConditions)
+	if q == nil || q.disabled() { // recordCond gives no condition then; the route went since
+		return errNoBatchRoute(obj)
 	}
-	if q == nil || len(obj.Data) > storage.BatchMaxObjectSize {
+	if len(obj.Data) > storage.BatchMaxObjectSize {
 		if _, large := c.be.(storage.LargeBatcher); !large || len(obj.Data) > storage.BatchMaxBytes || c.noLarge.Load() {
 			return c.putObject(ctx, obj.Dir, obj.Name, obj.Data)
 		}
@@ -201,9 +199,9 @@ func (q *batchQueue) alone(batch []*batchItem) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			o := it.obj
-			if o.Match != nil || o.Create {
+			if conditional(o) {
 				if q.disabled() { // the batch found no batch route: no condition can be carried
-					it.done <- fmt.Errorf("%s: the service takes no batches: %w", storage.Join(o.Dir, o.Name), storage.ErrNoConditions)
+					it.done <- errNoBatchRoute(o)
 					return
 				}
 				it.done <- q.bp.PutBatch(it.ctx, []storage.Object{o})

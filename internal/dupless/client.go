@@ -433,9 +433,19 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 	// Ctrl-C ends the process.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
 	defer cancel()
+	// wrote ends a write that stored b: noted for the command's root (unless a root that
+	// went with it lists it already), and no longer expecting another command's record.
+	wrote := func(published bool) (int64, error) {
+		if !published {
+			c.noteRecord(path, b)
+		}
+		c.forgetExpect(path)
+		return int64(len(b)), nil
+	}
 	for try := 1; ; try++ {
 		obj := c.conditioned(storage.Object{Dir: encDir, Name: objName, Data: b}, path)
-		published, err := false, error(nil)
+		var published bool
+		var err error
 		if len(with) > 0 {
 			// The command's next root goes with them when it can (putroot.go).
 			published, err = c.putWithRoot(ctx, append(with[:len(with):len(with)], obj), path, b)
@@ -443,13 +453,8 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 			err = c.putObjectCond(ctx, obj)
 		}
 		switch {
-		case err == nil && published:
-			c.setExpect(path, nil, false)
-			return int64(len(b)), nil
 		case err == nil:
-			c.noteRecord(path, b)
-			c.setExpect(path, nil, false)
-			return int64(len(b)), nil
+			return wrote(published)
 		case c.noMatchService(err, obj):
 			continue // written again without the condition
 		case !lostRecordRace(err, obj) || try == recordTries:
@@ -462,9 +467,7 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 			return 0, err
 		}
 		if written {
-			c.noteRecord(path, b)
-			c.setExpect(path, nil, false)
-			return int64(len(b)), nil
+			return wrote(false)
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (c *Client) keepOthers(ctx context.Context, path string, mine []byte) (writ
 	b, err := c.getObjectNow(ctx, dir, name)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		c.setExpect(path, nil, true)
+		c.setExpect(path, nil)
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("read what another command wrote at %s: %w", c.describe(path), err)
@@ -94,29 +94,41 @@ func (c *Client) keepOthers(ctx context.Context, path string, mine []byte) (writ
 		return false, fmt.Errorf("keep the version another command wrote at %s: %w", c.describe(path), err)
 	}
 	c.log.Debug("another command wrote this record meanwhile; kept its version, writing over it", "path", path)
-	c.setExpect(path, &h, true)
+	c.setExpect(path, &h)
 	return false, nil
 }
 
-// setExpect makes h what the next write of path expects to find (nil: nothing), or, with
-// set false, forgets what was set (the command's own write is there now).
-func (c *Client) setExpect(path string, h *[32]byte, set bool) {
+// setExpect makes h what the next write of path expects to find (nil: nothing).
+func (c *Client) setExpect(path string, h *[32]byte) {
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	if !set {
-		delete(c.view.expect, path)
-		return
-	}
 	if c.view.expect == nil {
 		c.view.expect = map[string]*[32]byte{}
 	}
 	c.view.expect[path] = h
 }
 
+// forgetExpect drops what setExpect set for path: the command's own write is there now.
+func (c *Client) forgetExpect(path string) {
+	c.view.mu.Lock()
+	delete(c.view.expect, path)
+	c.view.mu.Unlock()
+}
+
+// conditional reports whether o carries a condition on what is stored under its name.
+func conditional(o storage.Object) bool { return o.Match != nil || o.Create }
+
+// errNoBatchRoute is the answer to a conditional object on a service without the batch
+// route (an older veil): no batch carries its condition; writeRecordWith then writes it
+// without one (noMatchService).
+func errNoBatchRoute(o storage.Object) error {
+	return fmt.Errorf("%s: the service takes no batches: %w", storage.Join(o.Dir, o.Name), storage.ErrNoConditions)
+}
+
 // noMatchService notes a service that refused a match condition as unknown (older than
 // batch version 4): records are written unconditionally for the rest of the command.
 func (c *Client) noMatchService(err error, obj storage.Object) bool {
-	if obj.Match == nil && !obj.Create || lostRecordRace(err, obj) || !unsupportedBatch(err) {
+	if !conditional(obj) || lostRecordRace(err, obj) || !unsupportedBatch(err) {
 		return false
 	}
 	c.noMatch.Store(true)

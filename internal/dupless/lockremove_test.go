@@ -120,12 +120,7 @@ func TestRemoveTreeExcludesConcurrentPut(t *testing.T) {
 // unreadable in the newest tree (resolveConflicts).
 func TestPutsOfOneFileRaceToPublish(t *testing.T) {
 	be := &hookBE{Backend: newBackend(t)}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	if _, err := dev().Put(ctx, []string{seed}, ""); err != nil {
-		t.Fatal(err)
-	}
+	dev := seededDevices(t, be)
 	fa, fb := filepath.Join(t.TempDir(), "f"), filepath.Join(t.TempDir(), "f")
 	write(t, fa, randBytes(40<<10, 91))
 	write(t, fb, randBytes(40<<10, 92))

@@ -19,23 +19,7 @@ import (
 // changing or removing the file. Now both take the root's version from its kept copy, and
 // prune keeps the chunks of the unfinished record too (its command may still publish).
 func TestDeadOverwriteStopsNeitherPruneNorCheck(t *testing.T) {
-	be := &hookMatchBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	mustPut(t, dev(), seed, "")
-	srcA := writeTree(t, t.TempDir(), 6, 3000, 300)
-	srcB := writeTree(t, t.TempDir(), 6, 3000, 400)
-	be.after = func() {
-		b := dev()
-		b.be = &noRootBE{Backend: be} // writes its records over a's, dies before publishing
-		b.Put(ctx, []string{srcB}, "")
-	}
-	a := dev()
-	a.opts.Jobs = 1
-	if _, err := a.Put(ctx, []string{srcA}, ""); err != nil {
-		t.Fatal(err)
-	}
+	dev, srcA := deadOverwrite(t)
 	mustPut(t, dev(), srcA, "") // "run that command again"
 	res, err := dev().Check(ctx, CheckOptions{ReadData: true})
 	if err != nil || len(res.Problems) != 0 {

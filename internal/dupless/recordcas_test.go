@@ -92,10 +92,7 @@ func everySnapshotRestores(t *testing.T, c *Client, srcs ...string) {
 // the newest holds the later write of each.
 func TestPutsOfOneFolderEverySnapshotRestores(t *testing.T) {
 	be := &hookMatchBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	mustPut(t, dev(), seed, "")
+	dev := seededDevices(t, be)
 	srcA := writeTree(t, t.TempDir(), 12, 3000, 100)
 	srcB := writeTree(t, t.TempDir(), 12, 3000, 200)
 	var bErr error
@@ -118,24 +115,7 @@ func TestPutsOfOneFolderEverySnapshotRestores(t *testing.T) {
 // snapshot, the newest, still restores its files, from the versions the other kept before
 // writing over them. Before: its files were lost although acknowledged.
 func TestPutOverwrittenByDeadPutKeepsFiles(t *testing.T) {
-	be := &hookMatchBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	mustPut(t, dev(), seed, "")
-	srcA := writeTree(t, t.TempDir(), 6, 3000, 300)
-	srcB := writeTree(t, t.TempDir(), 6, 3000, 400)
-	be.after = func() {
-		b := dev()
-		// b writes its records over a's and dies before publishing: its root is never written.
-		b.be = &noRootBE{Backend: be}
-		b.Put(ctx, []string{srcB}, "")
-	}
-	a := dev()
-	a.opts.Jobs = 1
-	if _, err := a.Put(ctx, []string{srcA}, ""); err != nil {
-		t.Fatal(err)
-	}
+	dev, srcA := deadOverwrite(t)
 	c := dev()
 	out := filepath.Join(t.TempDir(), "out")
 	sum, err := c.Get(ctx, "race", out)
@@ -210,10 +190,7 @@ func (b *cutOffBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 // write, once started, is now finished despite the interrupt.
 func TestInterruptedPutListsRecordsInFlight(t *testing.T) {
 	be := &cutOffBE{condBE: &condBE{Backend: newBackend(t)}}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	mustPut(t, dev(), seed, "")
+	dev := seededDevices(t, be)
 	src := writeTree(t, t.TempDir(), 8, 3000, 500)
 	cctx, cancel := context.WithCancel(ctx)
 	be.cancel = cancel
@@ -258,10 +235,7 @@ func (b *lostAnswerBE) PutBatch(ctx context.Context, objs []storage.Object) erro
 func TestRetriedRecordWriteKeepsNoCopyOfItself(t *testing.T) {
 	fastRetries(t)
 	be := &lostAnswerBE{condBE: &condBE{Backend: newBackend(t)}}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	mustPut(t, dev(), seed, "")
+	dev := seededDevices(t, be)
 	src := writeTree(t, t.TempDir(), 4, 3000, 600)
 	c := dev()
 	mustPut(t, c, src, "")
@@ -279,4 +253,37 @@ func TestRetriedRecordWriteKeepsNoCopyOfItself(t *testing.T) {
 		}
 	}
 	sameFile(t, dev(), filepath.Join(src, "f00"), "race/f00")
+}
+
+// seededDevices returns a maker of devices (clients of one key) over be, after one of
+// them stored a first file: the namespace exists, its key check and first root written.
+func seededDevices(t *testing.T, be storage.Backend) func() *Client {
+	t.Helper()
+	dev := devices(t, be)
+	seed := filepath.Join(t.TempDir(), "seed")
+	write(t, seed, []byte("seed"))
+	mustPut(t, dev(), seed, "")
+	return dev
+}
+
+// deadOverwrite runs a put of folder race (6 files, from srcA) during which another
+// device's put of the same names writes its records over a's and dies before publishing
+// (its root is never written). It returns the devices' maker and srcA.
+func deadOverwrite(t *testing.T) (func() *Client, string) {
+	t.Helper()
+	be := &hookMatchBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
+	dev := seededDevices(t, be)
+	srcA := writeTree(t, t.TempDir(), 6, 3000, 300)
+	srcB := writeTree(t, t.TempDir(), 6, 3000, 400)
+	be.after = func() {
+		b := dev()
+		b.be = &noRootBE{Backend: be}
+		b.Put(ctx, []string{srcB}, "")
+	}
+	a := dev()
+	a.opts.Jobs = 1
+	if _, err := a.Put(ctx, []string{srcA}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return dev, srcA
 }

@@ -95,10 +95,7 @@ func (b *rootBatchBE) PutBatch(ctx context.Context, objs []storage.Object) error
 // was resolved.
 func TestReviewRecordCreateConflictNotRootRace(t *testing.T) {
 	be := &rootBatchBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
-	dev := devices(t, be)
-	seed := filepath.Join(t.TempDir(), "seed")
-	write(t, seed, []byte("seed"))
-	mustPut(t, dev(), seed, "")
+	dev := seededDevices(t, be)
 	f := filepath.Join(t.TempDir(), "f")
 	write(t, f, []byte("from the dead command"))
 	dead := dev()

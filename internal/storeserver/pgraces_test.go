@@ -230,6 +230,31 @@ func gatedNodes(t *testing.T) (a, b *Service, ga, gb *gateBackend) {
 	return a, b, ga, gb
 }
 
+// staleThenAnew is the start of both stale-pin races on two nodes: node A's upload of
+// 100 KiB pins its blob and stops at the gate aGate points at (before or after its blob
+// store write) past its 2 s lease; gc then collects the blob's row; node B's upload of the
+// same content records it anew and stops before its blob store write. It returns the
+// namespaces, the content and the two uploads' answers.
+func staleThenAnew(t *testing.T, a, b *Service, ga, gb *gateBackend, aGate *chan error, seed uint64) (nsA, nsB *Namespace, data []byte, errA, errB chan error) {
+	t.Helper()
+	addUser(t, a, "alice")
+	nsA, nsB = mustNS(t, a, "alice"), mustNS(t, b, "alice")
+	data = randBytes(seed, 100<<10)
+	*aGate = make(chan error)
+	errA = make(chan error, 1)
+	go func() { errA <- nsA.Put(context.Background(), "", "a", bytes.NewReader(data), int64(len(data))) }()
+	<-ga.reached
+	time.Sleep(2500 * time.Millisecond)
+	if rep, err := a.GC(t.Context()); err != nil || rep.Blobs != 1 {
+		t.Fatalf("gc after the lease ran out: %+v %v (want the stale blob row collected)", rep, err)
+	}
+	gb.before = make(chan error)
+	errB = make(chan error, 1)
+	go func() { errB <- nsB.Put(context.Background(), "", "b", bytes.NewReader(data), int64(len(data))) }()
+	<-gb.reached
+	return nsA, nsB, data, errA, errB
+}
+
 // An upload whose pin's lease ran out (a slow blob store) and whose blob row gc then
 // collected must not, when it is finally abandoned, release the pin of a later upload of the
 // same content, which recorded the blob anew. Found by review: the release was
@@ -238,24 +263,8 @@ func gatedNodes(t *testing.T) (a, b *Service, ga, gb *gateBackend) {
 // wrong with it. A release now only drops a pin of the record it pinned (its generation).
 func TestPGStaleReleaseKeepsNewPin(t *testing.T) {
 	a, b, ga, gb := gatedNodes(t)
-	addUser(t, a, "alice")
-	nsA, nsB := mustNS(t, a, "alice"), mustNS(t, b, "alice")
-	data := randBytes(12, 100<<10)
-
-	// Node A's upload pins the blob and hangs in the blob store past its lease.
-	ga.before = make(chan error)
-	errA := make(chan error, 1)
-	go func() { errA <- nsA.Put(context.Background(), "", "a", bytes.NewReader(data), int64(len(data))) }()
-	<-ga.reached
-	time.Sleep(2500 * time.Millisecond)
-	if rep, err := a.GC(t.Context()); err != nil || rep.Blobs != 1 {
-		t.Fatalf("gc after the lease ran out: %+v %v (want the stale blob row collected)", rep, err)
-	}
-	// Node B uploads the same content: a new record, pinned, its blob store write pending.
-	gb.before = make(chan error)
-	errB := make(chan error, 1)
-	go func() { errB <- nsB.Put(context.Background(), "", "b", bytes.NewReader(data), int64(len(data))) }()
-	<-gb.reached
+	// A's upload hangs in the blob store; B's records the blob anew, its write pending.
+	nsA, _, data, errA, errB := staleThenAnew(t, a, b, ga, gb, &ga.before, 12)
 	// A's upload is abandoned (its client gone): A fails and releases its pin.
 	ga.before <- errAbandoned
 	if err := <-errA; err == nil {
@@ -288,24 +297,8 @@ func TestPGStaleReleaseKeepsNewPin(t *testing.T) {
 // must match the generation of the record its upload pinned.
 func TestPGStaleHoldTakesNoNewRecord(t *testing.T) {
 	a, b, ga, gb := gatedNodes(t)
-	addUser(t, a, "alice")
-	nsA, nsB := mustNS(t, a, "alice"), mustNS(t, b, "alice")
-	data := randBytes(13, 100<<10)
-
-	// Node A's upload pins the blob, writes it, and hangs before its answer past its lease.
-	ga.after = make(chan error)
-	errA := make(chan error, 1)
-	go func() { errA <- nsA.Put(context.Background(), "", "a", bytes.NewReader(data), int64(len(data))) }()
-	<-ga.reached
-	time.Sleep(2500 * time.Millisecond)
-	if rep, err := a.GC(t.Context()); err != nil || rep.Blobs != 1 {
-		t.Fatalf("gc after the lease ran out: %+v %v (want the stale blob collected)", rep, err)
-	}
-	// Node B uploads the same content: a new record, pinned, its blob store write pending.
-	gb.before = make(chan error)
-	errB := make(chan error, 1)
-	go func() { errB <- nsB.Put(context.Background(), "", "b", bytes.NewReader(data), int64(len(data))) }()
-	<-gb.reached
+	// A's upload writes its blob and hangs before its answer; B's records the blob anew.
+	nsA, _, data, errA, errB := staleThenAnew(t, a, b, ga, gb, &ga.after, 13)
 	ga.after <- nil // A's blob store answers at last
 	putA := <-errA
 	gb.before <- errAbandoned

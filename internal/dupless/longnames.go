@@ -6,21 +6,24 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// Long names (docs/formats/long-name.md). A name longer than MaxNameLen does not fit the
-// storage service's 255-byte limit once encrypted, so it is stored under its tag: "~" and
-// the base64url HMAC-SHA256 of the name (a key of its own). "~" is outside base64url's
-// alphabet, so a tag never equals an ordinary encrypted name, and a veil that predates long
-// names skips it as not its own. The name itself is kept, encrypted deterministically with
-// the name key (AD longNameAD), in the name object .veil/names/<tag>: one per distinct name,
-// shared by every directory that holds the name, written before the first record under the
-// tag and never removed (a snapshot may still need it). Reading one checks that the HMAC of
-// the decrypted name equals the tag, so a name object cannot be swapped for another.
+// Long names (docs/formats/key-record.md and docs/design.md, "Long names"). A name longer
+// than MaxNameLen does not fit the storage service's 255-byte limit once encrypted, so it
+// is stored under its tag: "~" and the base64url HMAC-SHA256 of the name (a key of its
+// own). "~" is outside base64url's alphabet, so a tag never equals an ordinary encrypted
+// name, and a veil that predates long names skips it as not its own. The name itself is
+// kept, encrypted deterministically with the name key (AD longNameAD), in the name object
+// .veil/names/<tag>: one per distinct name, shared by every directory that holds the name. Every command that writes under the tag
+// writes it (again) first, as a put sends its chunks again, and 'veil prune' removes it
+// once no stored path and no retained snapshot holds the tag and it is older than prune's
+// grace (prunenames.go). Reading one checks that the HMAC of the decrypted name equals the
+// tag, so a name object cannot be swapped for another.
 
 const (
 	longTagPrefix = "~"
@@ -38,7 +41,7 @@ func isLongTag(enc string) bool { return strings.HasPrefix(enc, longTagPrefix) }
 type longNames struct {
 	mu     sync.Mutex
 	names  map[string]string
-	stored map[string]bool        // name objects known to exist
+	stored map[string]bool        // name objects this command wrote (storeLongNames)
 	load   func(tag string) error // fetches, verifies and caches a name object
 }
 
@@ -143,40 +146,61 @@ func (c *Client) loadLongNameCtx(ctx context.Context, tag string) error {
 	return err
 }
 
-// storeLongNames writes the name object of every long name on a storage path about to
-// be written, unless it is known to exist.
-func (c *Client) storeLongNames(ctx context.Context, path string) error {
+// nameObjects returns the name object of every long name on a storage path, once each.
+func (k *userKeys) nameObjects(path string) ([]storage.Object, error) {
+	var out []storage.Object
 	for _, part := range strings.Split(path, "/") {
 		tag, _ := cutSuffix(part, keySuffix)
-		if !isLongTag(tag) {
+		if !isLongTag(tag) || slices.ContainsFunc(out, func(o storage.Object) bool { return o.Name == tag }) {
 			continue
 		}
-		l := c.keys.long
+		k.long.mu.Lock()
+		name, known := k.long.names[tag]
+		k.long.mu.Unlock()
+		if !known {
+			return nil, fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+		}
+		b, err := k.sealLongName(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, storage.Object{Dir: namesDir, Name: tag, Data: b})
+	}
+	return out, nil
+}
+
+// storeLongNames writes the name object of every long name on a storage path about to be
+// written, unless this command wrote it already. It is written even when it exists: its
+// time then says when a command last used it, which prune's grace judges (prunenames.go);
+// a put that skipped an existing one could point a record at one prune is deleting.
+func (c *Client) storeLongNames(ctx context.Context, path string) error {
+	objs, err := c.keys.nameObjects(path)
+	if err != nil {
+		return err
+	}
+	l := c.keys.long
+	for _, o := range objs {
 		l.mu.Lock()
-		name, known := l.names[tag]
-		done := l.stored[tag]
+		done := l.stored[o.Name]
 		l.mu.Unlock()
 		if done {
 			continue
 		}
-		if !known {
-			return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
-		}
-		if _, err := c.be.Stat(ctx, namesDir, tag); err != nil {
-			if !errors.Is(err, storage.ErrNotFound) {
-				return err
-			}
-			b, err := c.keys.sealLongName(name)
-			if err != nil {
-				return err
-			}
-			if err := retry(ctx, func() error { return c.be.Put(ctx, namesDir, tag, bytesReader(b), int64(len(b))) }); err != nil {
-				return err
-			}
+		if err := retry(ctx, func() error { return c.be.Put(ctx, o.Dir, o.Name, bytesReader(o.Data), int64(len(o.Data))) }); err != nil {
+			return err
 		}
 		l.mu.Lock()
-		l.stored[tag] = true
+		l.stored[o.Name] = true
 		l.mu.Unlock()
 	}
 	return nil
+}
+
+// forgetStoredNames starts a command that changes the namespace: the name objects an
+// earlier command of this client wrote may have been pruned since, so each is written
+// again before anything under its tag.
+func (l *longNames) forgetStoredNames() {
+	l.mu.Lock()
+	l.stored = map[string]bool{}
+	l.mu.Unlock()
 }

@@ -366,6 +366,7 @@ type PruneResult struct {
 	Versions        int   `json:"versions"`         // kept record versions (not the current ones) they reference
 	VersionsMissing int   `json:"versions_missing"` // versions they list that are not kept (replaced before veil kept versions)
 	VersionsRemoved int   `json:"versions_removed"` // kept versions no snapshot lists any more
+	NamesRemoved    int   `json:"names_removed"`    // long names' objects no stored path or snapshot holds (prunenames.go)
 }
 
 // DefaultGrace is the age below which Prune keeps unreferenced chunks unless told otherwise:
@@ -373,8 +374,9 @@ type PruneResult struct {
 const DefaultGrace = time.Hour
 
 // Prune deletes chunk objects that no key record references any more (after rm, or after
-// overwriting a file). Chunks younger than grace are kept: a concurrent put may be about to
-// write the record that references them. With dryRun nothing is deleted.
+// overwriting a file), kept versions no snapshot lists, and long names' objects no stored
+// path or snapshot holds (prunenames.go). What is younger than grace is kept: a concurrent
+// put may be about to write the record that references it. With dryRun nothing is deleted.
 func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*PruneResult, error) {
 	res := &PruneResult{}
 	unlock, err := c.lock(ctx, true)
@@ -389,9 +391,10 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 		}
 		defer unmark()
 	}
-	used, seen, current := map[string]bool{}, map[string]bool{}, map[string][32]byte{}
+	used, seen, current, tags := map[string]bool{}, map[string]bool{}, map[string][32]byte{}, map[string]bool{}
 	err = c.walk(ctx, "", true, func(rel string, isDir bool, encDir, objName string) error {
 		seen[storage.Join(encDir, objName)] = true
+		noteTags(tags, storage.Join(encDir, objName))
 		if isDir {
 			return nil
 		}
@@ -426,7 +429,7 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 			return res, err
 		}
 	}
-	listed, err := c.historyChunks(ctx, current, used, res)
+	listed, err := c.historyChunks(ctx, current, used, tags, res)
 	if err != nil {
 		return res, err
 	}
@@ -434,6 +437,9 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 	cutoff := c.storageNow().Add(-grace) // what is younger may be a running put's
 	c.pruneRootTemps(ctx, cutoff, dryRun)
 	if err := c.pruneVersions(ctx, listed, cutoff, dryRun, res); err != nil {
+		return res, err
+	}
+	if err := c.pruneNames(ctx, tags, cutoff, dryRun, res); err != nil {
 		return res, err
 	}
 	prefixes, err := c.be.List(ctx, chunkRoot)

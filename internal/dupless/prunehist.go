@@ -106,10 +106,11 @@ func (c *Client) unseenGone(ctx context.Context, seen map[string]bool) ([]string
 }
 
 // historyChunks marks in used the chunks of every record version a retained snapshot
-// lists that is not the object now at its path (current: path -> hash), and returns the
-// kept-version names the snapshots list. A version that is not kept (replaced before veil
-// kept versions) is counted, not an error; any other failure stops prune.
-func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte, used map[string]bool, res *PruneResult) (map[string]bool, error) {
+// lists that is not the object now at its path (current: path -> hash), notes in tags the
+// long names of every path a snapshot lists, and returns the kept-version names the
+// snapshots list. A version that is not kept (replaced before veil kept versions) is
+// counted, not an error; any other failure stops prune.
+func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte, used, tags map[string]bool, res *PruneResult) (map[string]bool, error) {
 	roots, err := c.loadRoots(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (prune stops: it must see every snapshot)", err)
@@ -118,6 +119,7 @@ func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte,
 	listed := map[string]bool{}
 	for _, root := range roots {
 		for path, h := range root.Entries {
+			noteTags(tags, path)
 			name := hex.EncodeToString(h[:])
 			if listed[name] {
 				continue

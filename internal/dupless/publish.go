@@ -53,8 +53,10 @@ func (c *Client) deleteRecord(ctx context.Context, dir, name string) error {
 // (written by an older veil) gets one built from its records as they are now.
 func (c *Client) beginChanges(ctx context.Context) error { return c.beginChangesFrom(ctx, true) }
 
-// beginChangesFrom is beginChanges; probe as fetchRoot's.
+// beginChangesFrom is beginChanges; probe as fetchRoot's. The command writes again every
+// name object it writes under (forgetStoredNames).
 func (c *Client) beginChangesFrom(ctx context.Context, probe bool) error {
+	c.keys.long.forgetStoredNames()
 	if err := c.refreshFrom(ctx, probe); err != nil {
 		return err
 	}

@@ -157,9 +157,10 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 	return end, nil
 }
 
-// commitLockless writes a lock-free put's record: its held chunks, the condition that no
-// prune runs, the record and the next root, in one batch. Anything else is errNeedLock,
-// and the held chunks are dropped (the put under the lock sends them again).
+// commitLockless writes a lock-free put's record: its held chunks, the name objects of its
+// long names, the condition that no prune runs, the record and the next root, in one
+// batch. Anything else is errNeedLock, and the held chunks are dropped (the put under the
+// lock sends them again).
 func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objName string, rec *record, held []heldUpload) (int64, error) {
 	path := storage.Join(encDir, objName)
 	b := c.keys.sealRecord(rec, path)
@@ -171,7 +172,8 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		run.dropHeld(held, errNeedLock)
 		return 0, errNeedLock
 	}
-	if err := c.storeLongNames(ctx, path); err != nil {
+	names, err := c.keys.nameObjects(path) // in the batch, whatever a prune deleted (prunenames.go)
+	if err != nil {
 		run.dropHeld(held, err)
 		return 0, err
 	}
@@ -191,10 +193,10 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		recObj.Match = &listed // replaced only if it is what root n lists (recordcas.go)
 	}
 	batch := func() error {
-		objs := append(heldObjects(held), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true}, recObj, fr.obj)
+		objs := append(append(heldObjects(held), names...), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true}, recObj, fr.obj)
 		return storage.PutAll(ctx, c.be, append(objs, run.conds...))
 	}
-	err := batch()
+	err = batch()
 	if err != nil && recObj.Match != nil && c.noMatchService(err, recObj) {
 		// A service older than match conditions refused the batch whole (nothing stored,
 		// nothing learned about other commands): the same batch without the match, as

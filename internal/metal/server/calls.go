@@ -40,7 +40,7 @@ func (s *Server) partLen(kind byte) int {
 	switch {
 	case kind == kindAccount:
 		return 0
-	case kind == kindEnroll || kind == kindSend:
+	case kind == kindEnroll || kind == kindSend || kind == kindList:
 		return sharePartLen(kind)
 	case s.role == 1:
 		return ac.RequestLen + s.params.CTSize()
@@ -51,39 +51,52 @@ func (s *Server) partLen(kind byte) int {
 
 func (s *Server) handleCall(kind byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		want := idLen + s.partLen(kind)
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(want)))
-		if s.cfg.TestTap != nil {
-			s.cfg.TestTap(r.URL.Path, body)
-		}
-		if err != nil || len(body) != want {
-			http.Error(w, "request body is not a Metal request for this deployment (wrong size)", http.StatusBadRequest)
-			return
-		}
-		if kind == kindAccess && s.role == 1 {
-			if err := access.CheckUserBlock(s.params, body[idLen+ac.RequestLen:]); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-		}
-		j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1)}
-		copy(j.id[:], body)
-		res, status := s.submit(r.Context(), j)
-		if status != 0 {
-			http.Error(w, res.err.Error(), status)
-			return
-		}
-		s.m.calls.WithLabelValues(kindNames[kind], resultName(res.err)).Inc()
-		switch {
-		case errors.Is(res.err, errMissing):
-			http.Error(w, res.err.Error(), http.StatusConflict)
-		case res.err != nil:
-			http.Error(w, "metal call failed: "+res.err.Error(), http.StatusServiceUnavailable)
-		default:
+		if out, ok := s.runCall(w, r, kind); ok {
 			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Write(res.out)
+			w.Write(out)
 		}
 	}
+}
+
+// runCall reads a client's part of a call of this kind, runs the call and returns its
+// output; on a failure it answers the client itself and returns false.
+func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]byte, bool) {
+	want := idLen + s.partLen(kind)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(want)))
+	if s.cfg.TestTap != nil {
+		s.cfg.TestTap(r.URL.Path, body)
+	}
+	if err != nil || len(body) != want {
+		if kind == kindList {
+			http.Error(w, errListAuth, http.StatusUnauthorized)
+		} else {
+			http.Error(w, "request body is not a Metal request for this deployment (wrong size)", http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	if kind == kindAccess && s.role == 1 {
+		if err := access.CheckUserBlock(s.params, body[idLen+ac.RequestLen:]); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return nil, false
+		}
+	}
+	j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1)}
+	copy(j.id[:], body)
+	res, status := s.submit(r.Context(), j)
+	if status != 0 {
+		http.Error(w, res.err.Error(), status)
+		return nil, false
+	}
+	s.m.calls.WithLabelValues(kindNames[kind], resultName(res.err)).Inc()
+	switch {
+	case errors.Is(res.err, errMissing):
+		http.Error(w, res.err.Error(), http.StatusConflict)
+	case res.err != nil:
+		http.Error(w, "metal call failed: "+res.err.Error(), http.StatusServiceUnavailable)
+	default:
+		return res.out, true
+	}
+	return nil, false
 }
 
 // submit hands j to the call loop (Server 1: in arrival order; Server 2: for Server 1's
@@ -125,7 +138,7 @@ func resultName(err error) string {
 
 // call runs one call on the link and times it.
 func (s *Server) call(p *access.Party, j *job) result {
-	if j.kind == kindEnroll || j.kind == kindSend {
+	if j.kind == kindEnroll || j.kind == kindSend || j.kind == kindList {
 		return s.callShare(j)
 	}
 	start := time.Now()

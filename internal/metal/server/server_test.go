@@ -30,6 +30,7 @@ type pair struct {
 	dir    [2]string
 	addr   [2]string
 	stop   [2]func()
+	srv    [2]*Server
 	mu     sync.Mutex
 	bodies [2][][]byte // what each server received from clients
 	dep    access.Deployment
@@ -79,6 +80,7 @@ func (p *pair) serve(t *testing.T, i int, ls server.Listeners) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.srv[i] = s
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ls) }()

@@ -48,7 +48,7 @@ Servers: 'veil metal server init|serve --role 1|2', or 'veil serve --metal' (bot
 	c.PersistentFlags().StringVar(&o.passwordFile, "password-file", "", "read the profile's passphrase from this file (default $"+profile.EnvPassword+", else prompt)")
 	account := &cobra.Command{Use: "account", Short: "Metal accounts (capabilities for file ids)"}
 	account.AddCommand(newMetalAccountCreate(o))
-	c.AddCommand(newMetalJoin(o), account, newMetalLs(o), newMetalWrite(o), newMetalRead(o), newMetalServerCommand())
+	c.AddCommand(newMetalJoin(o), account, newMetalLs(o), newMetalWrite(o), newMetalRead(o), newMetalSeal(o), newMetalServerCommand())
 	c.AddCommand(newMetalAnonym(o), newMetalShare(o), newMetalReceive(o)) // Metal-SHARE: metal_share.go
 	return c
 }
@@ -59,24 +59,73 @@ type metalFlags struct {
 	passwordFile string
 }
 
-// profile opens the sealed Metal profile (sealing an unsealed one of an earlier version).
+// profile opens the sealed Metal profile. An unsealed one of an earlier version is sealed
+// first when the profile's veil key confirms the passphrase; otherwise nothing can tell a
+// mistyped passphrase, and the command refuses and names 'veil metal seal'.
 func (o *metalFlags) profile(cmd *cobra.Command) (*client.Profile, error) {
-	if err := client.Exists(o.dir()); err != nil {
+	unsealed, err := client.Unsealed(o.dir())
+	if err != nil {
 		return nil, err // before any prompt
+	}
+	_, noKey := os.Stat(filepath.Join(o.dir(), profile.KeyFile))
+	if unsealed && noKey != nil {
+		return nil, client.ErrUnsealed
 	}
 	pass, err := passphrase(o.passwordFile, false)
 	if err != nil {
 		return nil, err
 	}
-	p, err := client.LoadProfile(o.dir(), pass)
-	if err != nil || !p.Migrated() {
-		return p, err
+	if unsealed {
+		if err := profile.CheckPassphrase(o.dir(), pass); err != nil {
+			return nil, fmt.Errorf("%w: metal.json is stored unsealed and would be sealed under it", err)
+		}
+		if err := client.Seal(o.dir(), pass); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "veil metal: %s was stored unsealed; it is now sealed under the profile's passphrase\n", client.ProfileFile)
 	}
-	if err := p.Save(o.dir()); err != nil {
-		return nil, err
+	return client.LoadProfile(o.dir(), pass)
+}
+
+func newMetalSeal(o *metalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "seal",
+		Short: "Seal an unsealed metal.json (written by an earlier veil) under the profile's passphrase",
+		Long: `seal encrypts <profile>/metal.json, written unsealed by veil before session 5, under
+the profile's passphrase. The passphrase is typed twice (or read from --password-file);
+in a profile with a veil key it must be the one that opens that key. Other commands refuse
+an unsealed metal.json in a profile without a veil key: nothing there could tell a
+mistyped passphrase, which would lock the file under it.
+
+  veil metal seal
+  veil metal seal --password-file pass.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			unsealed, err := client.Unsealed(o.dir())
+			if err != nil {
+				return err
+			}
+			if !unsealed {
+				return fmt.Errorf("%s is already sealed (veil passwd changes its passphrase)", client.ProfileFile)
+			}
+			pass, err := passphrase(o.passwordFile, true)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(filepath.Join(o.dir(), profile.KeyFile)); err == nil {
+				if err := profile.CheckPassphrase(o.dir(), pass); err != nil {
+					return fmt.Errorf("%w: metal.json is sealed under the passphrase of the profile's veil key", err)
+				}
+			} else if w := profile.WeakPassphrase(pass); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), w)
+			}
+			if err := client.Seal(o.dir(), pass); err != nil {
+				return err
+			}
+			return o.print(cmd.OutOrStdout(), map[string]any{"sealed": true},
+				fmt.Sprintf("%s sealed under the profile's passphrase\n", client.ProfileFile))
+		},
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "veil metal: %s was stored unsealed; it is now sealed under the profile's passphrase\n", client.ProfileFile)
-	return p, nil
 }
 
 // connect opens the profile and connects to both servers.

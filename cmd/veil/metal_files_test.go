@@ -148,8 +148,10 @@ func killAfter(t *testing.T, u *user, line string, args ...string) {
 	}
 }
 
-// TestMetalProfileMigrated: an unsealed metal.json (as earlier versions wrote it) is read
-// once and sealed under the profile's passphrase; the passphrase then opens it.
+// TestMetalProfileMigrated: an unsealed metal.json (as earlier versions wrote it) in a
+// profile without a veil key is not sealed under whatever passphrase a command is given
+// (a mistyped one would lock the file): commands refuse it with one line naming 'veil
+// metal seal', which seals it; the passphrase then opens it.
 func TestMetalProfileMigrated(t *testing.T) {
 	dir := t.TempDir()
 	u := &user{config: filepath.Join(dir, "profile"), passFile: filepath.Join(dir, "pass")}
@@ -159,15 +161,24 @@ func TestMetalProfileMigrated(t *testing.T) {
 	  "accounts": [{"capability": "` + strings.Repeat("ab", 48) + `", "first": 4, "count": 2}]}`
 	path := filepath.Join(u.config, "metal.json")
 	os.WriteFile(path, []byte(old), 0o600)
-	out, errs, code := u.run(t, "metal", "ls")
-	if code != 0 || out != "capability\t4..5\trws\n" || !strings.Contains(errs, "now sealed under the profile's passphrase") {
-		t.Fatalf("first ls: exit %d, %q, %q", code, out, errs)
+	want := "veil: metal.json is stored unsealed (an earlier veil wrote it): run 'veil metal seal' to seal it under the profile's passphrase"
+	if out, errs, code := u.run(t, "metal", "ls"); code == 0 || out != "" || strings.TrimSpace(errs) != want {
+		t.Fatalf("ls of an unsealed profile: exit %d, %q, %q", code, out, errs)
+	}
+	if b, _ := os.ReadFile(path); string(b) != old {
+		t.Fatal("a refused command changed the unsealed metal.json")
+	}
+	if out := u.mustRun(t, "metal", "seal"); out != "metal.json sealed under the profile's passphrase\n" {
+		t.Fatalf("seal: %q", out)
 	}
 	if b, _ := os.ReadFile(path); !bytes.HasPrefix(b, []byte("veil-metal")) || bytes.Contains(b, []byte("abab")) {
-		t.Fatal("metal.json not sealed after the migration")
+		t.Fatal("metal.json not sealed by veil metal seal")
+	}
+	if _, errs, code := u.run(t, "metal", "seal"); code == 0 || !strings.Contains(errs, "already sealed") {
+		t.Fatalf("seal of a sealed profile: exit %d, %q", code, errs)
 	}
 	if out, errs, code := u.run(t, "metal", "ls"); code != 0 || out != "capability\t4..5\trws\n" || errs != "" {
-		t.Fatalf("second ls: exit %d, %q, %q", code, out, errs)
+		t.Fatalf("ls after seal: exit %d, %q, %q", code, out, errs)
 	}
 	// veil passwd re-seals it (a Metal-only profile: no veil key).
 	newPass := filepath.Join(dir, "new")
@@ -233,5 +244,24 @@ func TestMetalJoinProfilePassphrase(t *testing.T) {
 	u.mustRun(t, "metal", "join", dep)
 	if out := u.mustRun(t, "metal", "ls"); out != "" {
 		t.Fatalf("ls of a fresh profile: %q", out)
+	}
+
+	// An unsealed metal.json (an earlier veil's) in this profile is sealed on first use,
+	// but only under the passphrase that opens the veil key: a mistyped one is refused
+	// and the file left as it was.
+	path := filepath.Join(u.config, "metal.json")
+	old := `{"version": 1, "deployment": {"version": 1, "server1": "https://127.0.0.1:1", "ca1": "x", "server2": "https://127.0.0.1:2", "ca2": "y"}, "accounts": []}`
+	os.WriteFile(path, []byte(old), 0o600)
+	if _, errs, code := other.run(t, "metal", "ls"); code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "metal.json is stored unsealed and would be sealed under it") {
+		t.Fatalf("ls of an unsealed metal.json under another passphrase: exit %d, %q", code, errs)
+	}
+	if b, _ := os.ReadFile(path); string(b) != old {
+		t.Fatal("a wrong passphrase changed the unsealed metal.json")
+	}
+	if out, errs, code := u.run(t, "metal", "ls"); code != 0 || out != "" || !strings.Contains(errs, "now sealed under the profile's passphrase") {
+		t.Fatalf("ls of an unsealed metal.json under the profile's passphrase: exit %d, %q, %q", code, out, errs)
+	}
+	if _, errs, code := other.run(t, "metal", "ls"); code == 0 || !strings.Contains(errs, "wrong passphrase") {
+		t.Fatalf("the other passphrase after sealing: exit %d, %q", code, errs)
 	}
 }

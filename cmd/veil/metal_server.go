@@ -82,7 +82,7 @@ DIR/deployment.json for clients: 'veil metal join').
 		},
 	}
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7601", "listen address")
-	serve.Flags().DurationVar(&cfg.PairTimeout, "pair-timeout", 30*time.Second, "role 2: wait for a client's part Server 1 announced")
+	serve.Flags().DurationVar(&cfg.PairTimeout, "pair-timeout", 30*time.Second, "role 1: how long a call waits for the client's part to reach Server 2")
 	serve.Flags().DurationVar(&cfg.CallTimeout, "call-timeout", 5*time.Minute, "a request's wait for its turn and its call")
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 256, "simultaneous client connections")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -52,7 +53,9 @@ Examples:
 				}
 			}
 			if hasMetal {
-				if _, err := client.LoadProfile(o.dir(), old); err != nil {
+				// An unsealed metal.json (an earlier veil's) has no passphrase to check: it is
+				// sealed under the new one, typed twice.
+				if _, err := client.LoadProfile(o.dir(), old); err != nil && !errors.Is(err, client.ErrUnsealed) {
 					return err
 				}
 			}

@@ -98,7 +98,7 @@ func RunShare(ctx context.Context, cfg ShareConfig, emit func(ShareRow)) error {
 		times = append(times, time.Since(t0))
 	}
 	emit(shareRow(cfg.RTT, "send_capability", times, "1.13 s (19 ms RTT)"))
-	return receiveRows(ctx, c, d, bob, cfg, emit)
+	return receiveRows(ctx, c, d, bobAcct.Capability, bob, cfg, emit)
 }
 
 func connect(ctx context.Context, d *deployment) (*client.Client, error) {
@@ -110,7 +110,7 @@ func connect(ctx context.Context, d *deployment) (*client.Client, error) {
 	}
 }
 
-func receiveRows(ctx context.Context, c *client.Client, d *deployment, bob share.UserKeys, cfg ShareConfig, emit func(ShareRow)) error {
+func receiveRows(ctx context.Context, c *client.Client, d *deployment, bobCap []byte, bob share.UserKeys, cfg ShareConfig, emit func(ShareRow)) error {
 	fill := make([][]byte, 0, cfg.List-cfg.Ops)
 	for i := cfg.Ops; i < cfg.List; i++ {
 		e, err := randomEntry()
@@ -126,7 +126,7 @@ func receiveRows(ctx context.Context, c *client.Client, d *deployment, bob share
 	var lr share.ListReply
 	for i := 0; i < cfg.Ops; i++ {
 		t0 := time.Now()
-		got, l, err := c.ReceiveCapabilities(ctx, bob.BK, 0)
+		got, l, err := c.ReceiveCapabilities(ctx, bobCap, bob.BK, 0)
 		if err != nil {
 			return err
 		}

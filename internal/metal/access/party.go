@@ -175,6 +175,10 @@ func (p *Party) PublicKey() elgamal.PublicKey { return p.pk }
 // Params returns the deployment's parameters.
 func (p *Party) Params() Params { return p.st.P }
 
+// CapabilityKeyShare is this server's share of Metal-AC's capability key (fixed at init):
+// Metal-SHARE checks and grants capabilities under it.
+func (p *Party) CapabilityKeyShare() [16]byte { return p.st.AC.KeyShare }
+
 // Calls is the number of completed calls (accesses and account creations).
 func (p *Party) Calls() uint64 { return p.st.Calls }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	ristretto "github.com/bwesterb/go-ristretto"
 	"go.etcd.io/bbolt"
@@ -14,7 +15,10 @@ import (
 // Store keeps a server's State, and on Server 1 DataORAM's ciphertext blocks, in its bbolt
 // file. An access's changes are committed in one transaction (crash-safe: a SIGKILL
 // leaves the state of the last completed access).
-type Store struct{ db *bbolt.DB }
+type Store struct {
+	db    *bbolt.DB
+	loads atomic.Uint64 // LoadState calls (Loads)
+}
 
 var (
 	bucketState = []byte("metal-state")
@@ -46,6 +50,7 @@ func NewStore(db *bbolt.DB) (*Store, error) {
 
 // LoadState returns the stored state, or nil if the server was never initialized.
 func (s *Store) LoadState() (*State, error) {
+	s.loads.Add(1)
 	var st *State
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketState).Get(keyState)
@@ -66,21 +71,36 @@ func (s *Store) LoadState() (*State, error) {
 	return st, err
 }
 
+// Loads is how many times LoadState read the whole state (hundreds of MB at 2^20 files):
+// a server reads it once per 2PC session (tests count it).
+func (s *Store) Loads() uint64 { return s.loads.Load() }
+
+// Header returns the stored state's fixed-size header (parameters, role, counters, key
+// shares; no trees), or nil if the server was never initialized.
+func (s *Store) Header() (*State, error) {
+	var st *State
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketState).Get(keyState)
+		if v == nil {
+			return nil
+		}
+		var err error
+		st, _, err = unmarshalHeader(v)
+		return err
+	})
+	return st, err
+}
+
 // PublicInfo returns what a server tells clients about its stored state (its /v1/info):
 // the parameters and the two DataORAM public key shares (the other server's is the
 // identity until the servers first met). It reads the state's header only: loading the
 // trees' shares (hundreds of MB at 2^20 files) for every unauthenticated request would let
 // any client exhaust a server's memory.
 func (s *Store) PublicInfo() (p Params, x, peerX ristretto.Point, err error) {
-	var st *State
-	err = s.db.View(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketState).Get(keyState)
-		if v == nil {
-			return errors.New("access: server state not initialized")
-		}
-		st, _, err = unmarshalHeader(v)
-		return err
-	})
+	st, err := s.Header()
+	if err == nil && st == nil {
+		err = errors.New("access: server state not initialized")
+	}
 	if err != nil {
 		return Params{}, x, peerX, err
 	}

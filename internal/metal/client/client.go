@@ -157,8 +157,8 @@ func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (
 
 // stream is do for a reply read as it arrives, by read: no limit on its length (read
 // bounds what it keeps). A reply other than 200 is an error, its text cut at 64 KiB.
-func (c *Client) stream(ctx context.Context, i int, method, path string, read func(io.Reader) error) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base[i]+path, nil)
+func (c *Client) stream(ctx context.Context, i int, method, path string, body []byte, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base[i]+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

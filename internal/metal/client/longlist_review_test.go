@@ -45,16 +45,19 @@ func TestReceiveLongList(t *testing.T) {
 	body = nil
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/share/list" {
+		switch r.URL.Path {
+		case "/v1/share/list": // Server 1: the list
+			w.Write(reply)
+		case "/2/v1/share/list": // Server 2: the credential check's answer
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		w.Write(reply)
 	}))
 	defer srv.Close()
-	c := &Client{base: [2]string{srv.URL, srv.URL}, h: [2]*http.Client{srv.Client(), srv.Client()}}
+	c := &Client{base: [2]string{srv.URL, srv.URL + "/2"}, h: [2]*http.Client{srv.Client(), srv.Client()}}
 	p := &Profile{Share: &ShareRecord{ID: 1, AK: hex.EncodeToString(make([]byte, 16)), BK: hex.EncodeToString(bk[:]),
-		PK1: hex.EncodeToString(oddModulus()), PK2: hex.EncodeToString(oddModulus())}}
+		PK1: hex.EncodeToString(oddModulus()), PK2: hex.EncodeToString(oddModulus())},
+		Accounts: []AccountRecord{{Capability: hex.EncodeToString(make([]byte, ac.CapabilityLen)), First: 1, Count: 1}}}
 	got, entries, _, err := c.Receive(context.Background(), p)
 	if err != nil {
 		t.Fatalf("receive of a %d-entry list (%d bytes): %v", n, len(reply), err)

@@ -29,8 +29,7 @@ type Profile struct {
 	Received   []ReceivedRecord  `json:"received,omitempty"` // capabilities others shared with this profile
 	Files      []Span            `json:"files,omitempty"`    // written from this profile, by first id
 
-	seal     *sealing
-	migrated bool
+	seal *sealing
 }
 
 // AccountRecord is one account: its capability (hex) and file ids.
@@ -72,21 +71,68 @@ func Join(dir string, pass []byte, d access.Deployment) (*Profile, error) {
 	return p, p.Save(dir)
 }
 
-// LoadProfile opens dir's Metal profile with pass. An unsealed metal.json of an earlier
-// version is read once and gets a new sealing under pass (Migrated reports it; Save
-// writes it sealed).
+// ErrUnsealed is an unsealed metal.json (written by veil before session 5). It is not
+// sealed under whatever passphrase a command was given: a mistyped one would lock the
+// file under it. Seal does it, once the caller made sure of the passphrase.
+var ErrUnsealed = errors.New("metal.json is stored unsealed (an earlier veil wrote it): run 'veil metal seal' to seal it under the profile's passphrase")
+
+// LoadProfile opens dir's sealed Metal profile with pass (ErrUnsealed for an unsealed one).
 func LoadProfile(dir string, pass []byte) (*Profile, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ProfileFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNoProfile
-	}
+	b, err := readProfile(dir)
 	if err != nil {
 		return nil, err
+	}
+	if !isSealed(b) {
+		return nil, ErrUnsealed
 	}
 	return parseProfile(b, pass)
 }
 
-// parseProfile opens metal.json's bytes b with pass (sealed, or unsealed JSON to migrate).
+func readProfile(dir string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ProfileFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoProfile
+	}
+	return b, err
+}
+
+// Unsealed reports whether dir's metal.json is the unsealed JSON of an earlier version
+// (ErrNoProfile if there is none), so a command can tell before asking for a passphrase.
+func Unsealed(dir string) (bool, error) {
+	b, err := readProfile(dir)
+	return err == nil && !isSealed(b), err
+}
+
+// Seal seals dir's unsealed metal.json under pass (a new file key), keeping its contents.
+// The caller makes sure pass is the one meant (typed twice, given explicitly, or checked
+// against the profile's veil key): nothing in an unsealed file can check it. A sealed
+// file is left alone (veil passwd changes its passphrase).
+func Seal(dir string, pass []byte) error {
+	b, err := readProfile(dir)
+	if err != nil {
+		return err
+	}
+	if isSealed(b) {
+		return fmt.Errorf("%s is already sealed (veil passwd changes its passphrase)", ProfileFile)
+	}
+	return reseal(dir, b, nil, pass)
+}
+
+// reseal opens b (sealed with old, or unsealed) and saves it sealed under a new file key
+// and pass.
+func reseal(dir string, b, old, pass []byte) error {
+	p, err := parseProfile(b, old)
+	if err != nil {
+		return err
+	}
+	if p.seal, err = newSealing(pass); err != nil {
+		return err
+	}
+	return p.Save(dir)
+}
+
+// parseProfile opens metal.json's bytes b: sealed, with pass; unsealed JSON of an earlier
+// version as it is (its seal is nil: it cannot be saved until given one).
 func parseProfile(b, pass []byte) (*Profile, error) {
 	var p Profile
 	plain := b
@@ -95,11 +141,6 @@ func parseProfile(b, pass []byte) (*Profile, error) {
 		if p.seal, plain, err = openSealed(b, pass); err != nil {
 			return nil, err
 		}
-	} else {
-		if p.seal, err = newSealing(pass); err != nil {
-			return nil, err
-		}
-		p.migrated = true
 	}
 	if err := json.Unmarshal(plain, &p); err != nil || p.Version != 1 {
 		return nil, fmt.Errorf("%s: not a version-1 Metal profile", ProfileFile)
@@ -107,11 +148,11 @@ func parseProfile(b, pass []byte) (*Profile, error) {
 	return &p, nil
 }
 
-// Migrated reports a profile read from an unsealed metal.json (sealed at the next Save).
-func (p *Profile) Migrated() bool { return p.migrated }
-
 // Save writes the profile, sealed, atomically.
 func (p *Profile) Save(dir string) error {
+	if p.seal == nil {
+		return ErrUnsealed
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -123,23 +164,17 @@ func (p *Profile) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, ProfileFile), sealed, 0o600, true); err != nil {
-		return err
-	}
-	p.migrated = false
-	return nil
+	return atomicfile.Write(filepath.Join(dir, ProfileFile), sealed, 0o600, true)
 }
 
-// ChangePassphrase re-seals dir's profile under a new passphrase (a new file key).
+// ChangePassphrase re-seals dir's profile under a new passphrase (a new file key). An
+// unsealed one (ErrUnsealed) is sealed under new: old has nothing to open there.
 func ChangePassphrase(dir string, old, new []byte) error {
-	p, err := LoadProfile(dir, old)
+	b, err := readProfile(dir)
 	if err != nil {
 		return err
 	}
-	if p.seal, err = newSealing(new); err != nil {
-		return err
-	}
-	return p.Save(dir)
+	return reseal(dir, b, old, new)
 }
 
 // Add records a new account.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestProfileSealed(t *testing.T) {
 		t.Fatalf("mode %v", fi.Mode())
 	}
 	q, err := LoadProfile(dir, []byte("pass one"))
-	if err != nil || q.Deployment.Server1 != d.Server1 || len(q.Accounts) != 1 || len(q.Files) != 1 || q.Files[0].Size != 50 || q.Migrated() {
+	if err != nil || q.Deployment.Server1 != d.Server1 || len(q.Accounts) != 1 || len(q.Files) != 1 || q.Files[0].Size != 50 {
 		t.Fatalf("reopened: %+v %v", q, err)
 	}
 	if _, err := LoadProfile(dir, []byte("pass two")); err == nil || err.Error() != "metal.json: wrong passphrase (or the file is damaged)" {
@@ -72,21 +73,38 @@ func TestProfileSealed(t *testing.T) {
 		t.Fatalf("join of another deployment: %v", err)
 	}
 
-	// Migration: the unsealed JSON earlier versions wrote.
+	// The unsealed JSON earlier versions wrote: no command seals it under whatever
+	// passphrase it was given (a mistyped one would lock the file); Seal does, once.
 	old, _ := json.Marshal(map[string]any{"version": 1, "deployment": d, "accounts": []AccountRecord{{Capability: strings.Repeat("ab", 48), First: 0, Count: 2}}})
 	os.WriteFile(path, old, 0o600)
-	q, err = LoadProfile(dir, []byte("new pass"))
-	if err != nil || !q.Migrated() || len(q.Accounts) != 1 {
-		t.Fatalf("migration read: %+v %v", q, err)
+	if q, err := LoadProfile(dir, []byte("typo")); err != ErrUnsealed || q != nil {
+		t.Fatalf("an unsealed profile loaded: %+v, %v", q, err)
 	}
-	if err := q.Save(dir); err != nil {
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, old) {
+		t.Fatal("loading changed the unsealed profile")
+	}
+	if u, err := Unsealed(dir); !u || err != nil {
+		t.Fatalf("Unsealed: %v, %v", u, err)
+	}
+	if err := Seal(dir, []byte("new pass")); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); strings.Contains(string(b), "abab") || !isSealed(b) {
-		t.Fatal("migrated profile not sealed")
+		t.Fatal("profile not sealed")
 	}
-	if q, err := LoadProfile(dir, []byte("new pass")); err != nil || q.Migrated() || q.Accounts[0].Count != 2 {
-		t.Fatalf("after migration: %v", err)
+	if err := Seal(dir, []byte("other")); err == nil || !strings.Contains(err.Error(), "already sealed") {
+		t.Fatalf("sealing a sealed profile: %v", err)
+	}
+	if q, err := LoadProfile(dir, []byte("new pass")); err != nil || q.Accounts[0].Count != 2 {
+		t.Fatalf("after sealing: %v", err)
+	}
+	// veil passwd on an unsealed profile seals it under the new passphrase.
+	os.WriteFile(path, old, 0o600)
+	if err := ChangePassphrase(dir, []byte("anything"), []byte("third pass")); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := LoadProfile(dir, []byte("third pass")); err != nil || q.Accounts[0].Count != 2 {
+		t.Fatalf("after passwd of an unsealed profile: %v", err)
 	}
 	if err := Exists(t.TempDir()); err != ErrNoProfile {
 		t.Fatalf("Exists on an empty dir: %v", err)
@@ -117,7 +135,7 @@ func FuzzParseProfile(f *testing.F) {
 			}
 			return
 		}
-		if p.Version != 1 || p.seal == nil {
+		if p.Version != 1 || isSealed(b) != (p.seal != nil) {
 			t.Fatalf("accepted %+v", p)
 		}
 	})

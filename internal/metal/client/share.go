@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 
@@ -55,12 +57,13 @@ func (c *Client) SendCapability(ctx context.Context, req share.SendRequest, pk1,
 	return share.FinishSend(r[0], r[1])
 }
 
-// ReceiveCapabilities downloads Server 1's broadcast list from epoch from on and returns
-// the entries that open under bk, with the list's cursors and every entry (Entries).
-// Receive is the same without keeping the entries.
-func (c *Client) ReceiveCapabilities(ctx context.Context, bk [16]byte, from uint64) ([]share.Received, share.ListReply, error) {
+// ReceiveCapabilities downloads Server 1's broadcast list from epoch from on, with
+// capability (an account's: the download's credential) and returns the entries that open
+// under bk, with the list's cursors and every entry (Entries). Receive is the same
+// without keeping the entries.
+func (c *Client) ReceiveCapabilities(ctx context.Context, capability []byte, bk [16]byte, from uint64) ([]share.Received, share.ListReply, error) {
 	var all []byte
-	got, lr, _, err := c.receiveList(ctx, bk, from, func(e []byte) { all = append(all, e...) })
+	got, lr, _, err := c.receiveList(ctx, capability, bk, from, func(e []byte) { all = append(all, e...) })
 	if err != nil {
 		return nil, share.ListReply{}, err
 	}
@@ -74,13 +77,32 @@ func (c *Client) ReceiveCapabilities(ctx context.Context, bk [16]byte, from uint
 // arrives (keep, if not nil, sees each entry too). The list is linear in the sends of the
 // retention period (paper §6.2), so it is neither read whole into memory nor cut at
 // Client.do's reply limit: a receive needs the memory of one entry, whatever its length.
-// n is the number of entries.
-func (c *Client) receiveList(ctx context.Context, bk [16]byte, from uint64, keep func([]byte)) (got []share.Received, lr share.ListReply, n uint64, err error) {
+// n is the number of entries. Each server gets its XOR share of capability, under one
+// request id: they check it inside 2PC before Server 1 sends the list.
+func (c *Client) receiveList(ctx context.Context, capability []byte, bk [16]byte, from uint64, keep func([]byte)) (got []share.Received, lr share.ListReply, n uint64, err error) {
 	o, err := share.NewOpener(bk)
 	if err != nil {
 		return nil, share.ListReply{}, 0, err
 	}
-	err = c.stream(ctx, 0, "GET", fmt.Sprintf("/v1/share/list?from=%d", from), func(r io.Reader) error {
+	to1, to2, err := share.ListRequest(capability, rand.Reader)
+	if err != nil {
+		return nil, share.ListReply{}, 0, err
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, share.ListReply{}, 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx) // one server failing releases the other's wait
+	defer cancel()
+	err2 := make(chan error, 1)
+	go func() {
+		_, err := c.do(ctx, 1, "POST", "/v1/share/list", bytes.NewReader(append(id[:], to2...)))
+		if err != nil {
+			cancel()
+		}
+		err2 <- err
+	}()
+	err = c.stream(ctx, 0, "POST", fmt.Sprintf("/v1/share/list?from=%d", from), append(id[:], to1...), func(r io.Reader) error {
 		var err error
 		lr, n, err = share.ReadListReply(r, func(e []byte) error {
 			if keep != nil {
@@ -94,6 +116,13 @@ func (c *Client) receiveList(ctx context.Context, bk [16]byte, from uint64, keep
 		})
 		return err
 	})
+	if err != nil {
+		cancel()
+	}
+	// One line: Server 1's error, unless Server 2's came first and cancelled it.
+	if e2 := <-err2; e2 != nil && (err == nil || ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+		err = e2
+	}
 	if err != nil {
 		return nil, share.ListReply{}, 0, err
 	}

@@ -141,7 +141,11 @@ func (c *Client) Receive(ctx context.Context, p *Profile) (got []share.Received,
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	got, lr, n, err := c.receiveList(ctx, k.BK, p.Share.Cursor, nil)
+	capability, err := p.accountCapability()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	got, lr, n, err := c.receiveList(ctx, capability, k.BK, p.Share.Cursor, nil)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -153,6 +157,21 @@ func (c *Client) Receive(ctx context.Context, p *Profile) (got []share.Received,
 	}
 	p.Share.Cursor = lr.Next
 	return got, int(n), expired, nil
+}
+
+// accountCapability is the credential of a list download: the enrolled account's
+// capability (the account whose first id is the sharing ID), else any account's.
+func (p *Profile) accountCapability() ([]byte, error) {
+	if len(p.Accounts) == 0 {
+		return nil, errors.New("receiving needs an account of this profile (veil metal account create)")
+	}
+	first := p.Accounts[0].First
+	for _, a := range p.Accounts {
+		if p.Share != nil && a.First == p.Share.ID {
+			first = a.First
+		}
+	}
+	return p.CapabilityFor(first)
 }
 
 // EnrollProfile stores in p the sharing keys of account capability and both servers' Paillier

@@ -40,7 +40,7 @@ func (s *Server) partLen(kind byte) int {
 	switch {
 	case kind == kindAccount:
 		return 0
-	case kind == kindEnroll || kind == kindSend:
+	case kind == kindEnroll || kind == kindSend || kind == kindList:
 		return sharePartLen(kind)
 	case s.role == 1:
 		return ac.RequestLen + s.params.CTSize()
@@ -51,39 +51,52 @@ func (s *Server) partLen(kind byte) int {
 
 func (s *Server) handleCall(kind byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		want := idLen + s.partLen(kind)
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(want)))
-		if s.cfg.TestTap != nil {
-			s.cfg.TestTap(r.URL.Path, body)
-		}
-		if err != nil || len(body) != want {
-			http.Error(w, "request body is not a Metal request for this deployment (wrong size)", http.StatusBadRequest)
-			return
-		}
-		if kind == kindAccess && s.role == 1 {
-			if err := access.CheckUserBlock(s.params, body[idLen+ac.RequestLen:]); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-		}
-		j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1)}
-		copy(j.id[:], body)
-		res, status := s.submit(r.Context(), j)
-		if status != 0 {
-			http.Error(w, res.err.Error(), status)
-			return
-		}
-		s.m.calls.WithLabelValues(kindNames[kind], resultName(res.err)).Inc()
-		switch {
-		case errors.Is(res.err, errMissing):
-			http.Error(w, res.err.Error(), http.StatusConflict)
-		case res.err != nil:
-			http.Error(w, "metal call failed: "+res.err.Error(), http.StatusServiceUnavailable)
-		default:
+		if out, ok := s.runCall(w, r, kind); ok {
 			w.Header().Set("Content-Type", "application/octet-stream")
-			w.Write(res.out)
+			w.Write(out)
 		}
 	}
+}
+
+// runCall reads a client's part of a call of this kind, runs the call and returns its
+// output; on a failure it answers the client itself and returns false.
+func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]byte, bool) {
+	want := idLen + s.partLen(kind)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(want)))
+	if s.cfg.TestTap != nil {
+		s.cfg.TestTap(r.URL.Path, body)
+	}
+	if err != nil || len(body) != want {
+		if kind == kindList {
+			http.Error(w, errListAuth, http.StatusUnauthorized)
+		} else {
+			http.Error(w, "request body is not a Metal request for this deployment (wrong size)", http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	if kind == kindAccess && s.role == 1 {
+		if err := access.CheckUserBlock(s.params, body[idLen+ac.RequestLen:]); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return nil, false
+		}
+	}
+	j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1)}
+	copy(j.id[:], body)
+	res, status := s.submit(r.Context(), j)
+	if status != 0 {
+		http.Error(w, res.err.Error(), status)
+		return nil, false
+	}
+	s.m.calls.WithLabelValues(kindNames[kind], resultName(res.err)).Inc()
+	switch {
+	case errors.Is(res.err, errMissing):
+		http.Error(w, res.err.Error(), http.StatusConflict)
+	case res.err != nil:
+		http.Error(w, "metal call failed: "+res.err.Error(), http.StatusServiceUnavailable)
+	default:
+		return res.out, true
+	}
+	return nil, false
 }
 
 // submit hands j to the call loop (Server 1: in arrival order; Server 2: for Server 1's
@@ -125,7 +138,7 @@ func resultName(err error) string {
 
 // call runs one call on the link and times it.
 func (s *Server) call(p *access.Party, j *job) result {
-	if j.kind == kindEnroll || j.kind == kindSend {
+	if j.kind == kindEnroll || j.kind == kindSend || j.kind == kindList {
 		return s.callShare(j)
 	}
 	start := time.Now()
@@ -153,14 +166,60 @@ func (s *Server) call(p *access.Party, j *job) result {
 	return result{out: out, err: err}
 }
 
-// lead is Server 1's loop: announce each job's id, run it if Server 2 has its part.
-func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party) error {
+// Server 2's answers to an announcement.
+const (
+	answerSkip   = 0 // a part with this id, but of another kind: the call is skipped
+	answerRun    = 1 // the part is here: both run the call
+	answerNotYet = 2 // no part with this id (yet): Server 1 asks again later
+)
+
+// Retries of an announcement Server 2 answered answerNotYet: the first after
+// retryFirst, each later one after twice the previous pause, at most retryMax.
+const (
+	retryFirst = 5 * time.Millisecond
+	retryMax   = 500 * time.Millisecond
+)
+
+// deferred is a job whose part had not reached Server 2 when announced.
+type deferred struct {
+	j     *job
+	until time.Time     // give up then (PairTimeout after the first announcement)
+	next  time.Time     // announce it again then
+	pause time.Duration // the pause before next
+}
+
+// lead is Server 1's loop: announce each job's id, run it if Server 2 has its part. A job
+// whose part has not reached Server 2 is announced again later while the loop goes on
+// with other jobs, so a client that sends only Server 1 its part holds up nobody (Server
+// 2 used to wait for the part, up to PairTimeout, with every call behind it).
+func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party) (err error) {
 	tick := time.NewTicker(s.cfg.PingInterval)
 	defer tick.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	var later []*deferred
+	defer func() { // the link is gone: so are the deferred jobs' chances
+		for _, d := range later {
+			d.j.done <- result{err: err}
+		}
+	}()
 	for {
-		var j *job
+		var d *deferred
+		if i := nextDue(later); i >= 0 {
+			retry.Reset(time.Until(later[i].next))
+		} else {
+			retry.Stop()
+		}
 		select {
-		case j = <-s.jobs:
+		case j := <-s.jobs:
+			d = &deferred{j: j, until: time.Now().Add(s.cfg.PairTimeout), pause: retryFirst}
+		case <-retry.C:
+			i := nextDue(later)
+			if i < 0 || time.Now().Before(later[i].next) {
+				continue
+			}
+			d = later[i]
+			later = append(later[:i], later[i+1:]...)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
@@ -169,11 +228,12 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party)
 			}
 			continue
 		}
+		j := d.j
 		if err := j.ctx.Err(); err != nil {
 			j.done <- result{err: err}
 			continue
 		}
-		err := sess.SendMessage(append([]byte{j.kind}, j.id[:]...))
+		err = sess.SendMessage(append([]byte{j.kind}, j.id[:]...))
 		var ok []byte
 		if err == nil {
 			ok, err = sess.ReceiveMessage()
@@ -182,7 +242,13 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party)
 			j.done <- result{err: err}
 			return err
 		}
-		if len(ok) != 1 || ok[0] != 1 {
+		switch {
+		case len(ok) == 1 && ok[0] == answerNotYet && time.Now().Add(d.pause).Before(d.until):
+			d.next = time.Now().Add(d.pause)
+			d.pause = min(2*d.pause, retryMax)
+			later = append(later, d)
+			continue
+		case len(ok) != 1 || ok[0] != answerRun:
 			j.done <- result{err: errMissing}
 			continue
 		}
@@ -192,6 +258,17 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party)
 			return res.err
 		}
 	}
+}
+
+// nextDue is the index of the deferred job to announce first, or -1.
+func nextDue(later []*deferred) int {
+	best := -1
+	for i, d := range later {
+		if best < 0 || d.next.Before(later[best].next) {
+			best = i
+		}
+	}
+	return best
 }
 
 func ping(sess *twopc.Session) error {
@@ -205,7 +282,7 @@ func ping(sess *twopc.Session) error {
 	return err
 }
 
-// follow is Server 2's loop: wait for the announced id's part, say whether it came, run.
+// follow is Server 2's loop: say at once whether the announced id's part is here, run.
 func (s *Server) follow(sess *twopc.Session, p *access.Party) error {
 	for {
 		msg, err := sess.ReceiveMessage()
@@ -223,17 +300,19 @@ func (s *Server) follow(sess *twopc.Session, p *access.Party) error {
 		}
 		var id [idLen]byte
 		copy(id[:], msg[1:])
-		j := s.pend.take(id, s.cfg.PairTimeout)
+		j := s.pend.take(id)
 		if j == nil || j.kind != msg[0] {
+			answer := byte(answerNotYet)
 			if j != nil {
 				j.done <- result{err: errMissing}
+				answer = answerSkip
 			}
-			if err := sess.SendMessage([]byte{0}); err != nil {
+			if err := sess.SendMessage([]byte{answer}); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := sess.SendMessage([]byte{1}); err != nil {
+		if err := sess.SendMessage([]byte{answerRun}); err != nil {
 			j.done <- result{err: err}
 			return err
 		}
@@ -247,13 +326,12 @@ func (s *Server) follow(sess *twopc.Session, p *access.Party) error {
 
 // pending holds Server 2's client parts by request id until Server 1 announces them.
 type pending struct {
-	mu     sync.Mutex
-	m      map[[idLen]byte]*job
-	notify chan struct{}
+	mu sync.Mutex
+	m  map[[idLen]byte]*job
 }
 
 func newPending() *pending {
-	return &pending{m: map[[idLen]byte]*job{}, notify: make(chan struct{})}
+	return &pending{m: map[[idLen]byte]*job{}}
 }
 
 func (p *pending) put(j *job) error {
@@ -263,8 +341,6 @@ func (p *pending) put(j *job) error {
 		return errors.New("a request with this id is already waiting")
 	}
 	p.m[j.id] = j
-	close(p.notify)
-	p.notify = make(chan struct{})
 	return nil
 }
 
@@ -278,22 +354,11 @@ func (p *pending) remove(j *job) bool {
 	return false
 }
 
-func (p *pending) take(id [idLen]byte, timeout time.Duration) *job {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		p.mu.Lock()
-		if j, ok := p.m[id]; ok {
-			delete(p.m, id)
-			p.mu.Unlock()
-			return j
-		}
-		ch := p.notify
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-t.C:
-			return nil
-		}
-	}
+// take removes and returns the part with this id, or nil if none is here.
+func (p *pending) take(id [idLen]byte) *job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j := p.m[id]
+	delete(p.m, id)
+	return j
 }

@@ -144,7 +144,7 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 	if err != nil {
 		return err
 	}
-	if err := s.newShareParty(sess); err != nil {
+	if err := s.newShareParty(sess, p); err != nil {
 		return err
 	}
 	s.setUp(true) // NewParty reloaded the committed state: a failed call left memory out of step

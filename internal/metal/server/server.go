@@ -24,7 +24,7 @@ import (
 
 // Config configures a running Metal server. Zero values take the documented defaults.
 type Config struct {
-	PairTimeout     time.Duration // Server 2: wait for a client's part Server 1 announced (default 30s)
+	PairTimeout     time.Duration // Server 1: how long a call waits for its part to reach Server 2 (default 30s)
 	CallTimeout     time.Duration // a client request's wait for its turn and its call (default 5m)
 	RedialInterval  time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
 	PingInterval    time.Duration // Server 1: keep-alive on an idle link (default 5s)
@@ -135,7 +135,7 @@ func (s *Server) openStore() (*access.State, error) {
 	if s.store, err = access.NewStore(s.db); err != nil {
 		return nil, err
 	}
-	st, err := s.store.LoadState()
+	st, err := s.store.Header() // the trees are loaded when the 2PC link comes up
 	if err == nil && st == nil {
 		err = errors.New("no Metal state (run veil metal server init)")
 	}
@@ -145,8 +145,8 @@ func (s *Server) openStore() (*access.State, error) {
 	return st, err
 }
 
-// Handler is the HTTP API: /healthz, /metrics, /v1/info, /v1/account, /v1/access, and on
-// Server 2 /v1/peer.
+// Handler is the HTTP API: /healthz, /metrics, /v1/info, /v1/account, /v1/access,
+// Metal-SHARE's /v1/share/..., and on Server 2 /v1/peer.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	server.Mount(mux, s.m.reg, nil)
@@ -156,9 +156,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/share/enroll", s.handleCall(kindEnroll))
 	mux.HandleFunc("POST /v1/share/send", s.handleCall(kindSend))
 	mux.HandleFunc("GET /v1/share/key", s.handleShareKey)
-	if s.role == 1 {
-		mux.HandleFunc("GET /v1/share/list", s.handleShareList)
-	}
+	mux.HandleFunc("POST /v1/share/list", s.handleShareList)
+	mux.HandleFunc("GET /v1/share/list", s.handleShareListGet)
 	if s.role == 2 {
 		mux.HandleFunc("POST /v1/peer", s.handlePeer)
 	}

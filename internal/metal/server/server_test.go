@@ -30,6 +30,7 @@ type pair struct {
 	dir    [2]string
 	addr   [2]string
 	stop   [2]func()
+	srv    [2]*Server
 	mu     sync.Mutex
 	bodies [2][][]byte // what each server received from clients
 	dep    access.Deployment
@@ -79,6 +80,7 @@ func (p *pair) serve(t *testing.T, i int, ls server.Listeners) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.srv[i] = s
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ls) }()
@@ -209,5 +211,42 @@ func TestAccountsRunOut(t *testing.T) {
 	a, err := c.CreateAccount(ctx)
 	if err == nil || !strings.Contains(err.Error(), "no file ids left") {
 		t.Fatalf("a fifth account over 8 ids: %+v, %v", a, err)
+	}
+}
+
+// A client that sends only Server 1 its parts holds up nobody: Server 2 says at once that
+// it has no part with that id and Server 1 goes on with other calls, asking again until its
+// pair timeout (2 s here). Server 2 used to wait for the part, with every call behind it,
+// so each such request stalled the deployment for the pair timeout (30 s by default).
+func TestHalfRequestsHoldUpNobody(t *testing.T) {
+	p := startPair(t)
+	c := p.client(t)
+	hc := httpClient(t, p.dep.CA1)
+	half := make(chan int, 8)
+	for i := 0; i < cap(half); i++ {
+		go func() {
+			id := make([]byte, 16)
+			rand.Read(id)
+			resp, err := hc.Post("https://"+p.addr[0]+"/v1/account", "application/octet-stream", bytes.NewReader(id))
+			if err != nil {
+				half <- 0
+				return
+			}
+			resp.Body.Close()
+			half <- resp.StatusCode
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the half requests are queued or announced first
+	start := time.Now()
+	if _, err := c.CreateAccount(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("an account behind %d half requests took %v", cap(half), d)
+	}
+	for i := 0; i < cap(half); i++ {
+		if st := <-half; st != http.StatusConflict {
+			t.Fatalf("a half request got %d, want 409", st)
+		}
 	}
 }

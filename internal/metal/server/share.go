@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/veil-project/veil/internal/metal/access"
 	"github.com/veil-project/veil/internal/metal/share"
 	"github.com/veil-project/veil/internal/metal/twopc"
 )
@@ -18,11 +19,13 @@ import (
 const (
 	kindEnroll = 'E'
 	kindSend   = 'S'
+	kindList   = 'L' // the credential check of a broadcast-list download
 )
 
 func init() {
 	kindNames[kindEnroll] = "share-enroll"
 	kindNames[kindSend] = "share-send"
+	kindNames[kindList] = "share-list"
 }
 
 // openShare loads (or, for a server initialized before sharing existed, creates) this
@@ -41,19 +44,20 @@ func (s *Server) openShare() error {
 	return nil
 }
 
-// newShareParty builds the sharing party for a fresh 2PC session.
-func (s *Server) newShareParty(sess *twopc.Session) error {
-	st, err := s.store.LoadState()
-	if err != nil {
-		return err
-	}
-	s.sh, err = share.NewParty(sess, s.shKeys, st.AC.KeyShare, rand.Reader)
+// newShareParty builds the sharing party for a fresh 2PC session, with the capability key
+// share of p (which loaded the state: loading it again would double the link's start).
+func (s *Server) newShareParty(sess *twopc.Session, p *access.Party) error {
+	var err error
+	s.sh, err = share.NewParty(sess, s.shKeys, p.CapabilityKeyShare(), rand.Reader)
 	return err
 }
 
 func sharePartLen(kind byte) int {
-	if kind == kindEnroll {
+	switch kind {
+	case kindEnroll:
 		return share.EnrollRequestLen
+	case kindList:
+		return share.ListRequestLen
 	}
 	return share.SendPartLen
 }
@@ -64,9 +68,17 @@ func (s *Server) callShare(j *job) result {
 	start := time.Now()
 	var out []byte
 	var err error
-	if j.kind == kindEnroll {
+	switch j.kind {
+	case kindEnroll:
 		out, err = s.sh.Enroll(j.part)
-	} else {
+	case kindList:
+		var ok bool
+		if ok, err = s.sh.CheckList(j.part); ok {
+			out = []byte{1}
+		} else {
+			out = []byte{0}
+		}
+	default:
 		var entry []byte
 		if out, entry, err = s.sh.Send(j.part); err == nil && entry != nil {
 			err = s.list.Append(entry)
@@ -82,35 +94,60 @@ func (s *Server) handleShareKey(w http.ResponseWriter, r *http.Request) {
 	w.Write(s.shKeys.SK.PublicKey.Bytes())
 }
 
-// handleShareList: Server 1's broadcast list from epoch ?from= on.
+// errListAuth answers a download without a credential, or with one that is not an
+// account capability.
+const errListAuth = "downloading the broadcast list needs an account capability (veil metal account create; veil metal receive sends it)"
+
+// handleShareList: a broadcast-list download (docs/formats/metal-share.md "Download"). The
+// client sends each server its XOR share of an account capability, as for enrolment (the
+// paper's receivers are the enrolled users: only they hold a broadcast key); both check it
+// inside 2PC, learning only that some account holder downloads. Server 1 then streams the
+// closed epochs from ?from= on; Server 2 answers an empty 200.
 func (s *Server) handleShareList(w http.ResponseWriter, r *http.Request) {
-	from, err := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64)
-	if err != nil {
-		http.Error(w, "from must be an epoch number", http.StatusBadRequest)
+	var from uint64
+	if s.role == 1 {
+		var err error
+		if from, err = strconv.ParseUint(r.URL.Query().Get("from"), 10, 64); err != nil {
+			http.Error(w, "from must be an epoch number", http.StatusBadRequest)
+			return
+		}
+	}
+	out, ok := s.runCall(w, r, kindList)
+	if !ok {
 		return
 	}
-	b, err := s.list.Since(from)
-	if err != nil {
+	if len(out) != 1 || out[0] != 1 {
+		http.Error(w, "refused by the servers: "+errListAuth, http.StatusForbidden)
+		return
+	}
+	if s.role == 2 {
+		return
+	}
+	if err := s.list.Prepare(); err != nil {
 		s.log.Error("share list", "err", err)
 		http.Error(w, "share list unavailable", http.StatusServiceUnavailable)
 		return
 	}
+	// The reply is read in one read transaction: bound how long a slow client holds it.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.CallTimeout))
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Write(b)
+	if err := s.list.WriteSince(w, from); err != nil {
+		s.log.Warn("share list download cut", "err", err)
+	}
 }
 
-// AppendShareEntries appends entries to Server 1's broadcast list as if sends had made
-// them: `veil bench metal --share` fills the list to the paper's 10^4 entries this way
+// handleShareListGet answers the unauthenticated GET of clients before the credential.
+func (s *Server) handleShareListGet(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, errListAuth+": this veil is older than the server (update it)", http.StatusUnauthorized)
+}
+
+// AppendShareEntries appends entries to Server 1's broadcast list (in one transaction) as
+// if sends had made them: `veil bench metal --share` fills the list to the paper's 10^4 entries this way
 // (every entry is 96 bytes of EAX output; which key made it does not change the cost of a
 // download).
 func (s *Server) AppendShareEntries(entries [][]byte) error {
 	if s.list == nil {
 		return errors.New("only Server 1 holds the broadcast list")
 	}
-	for _, e := range entries {
-		if err := s.list.Append(e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.list.AppendAll(entries)
 }

@@ -62,7 +62,7 @@ func TestShareThroughServers(t *testing.T) {
 		return strings.Contains(get(t, p.dep, 0, "https://"+p.addr[0]+"/metrics"), "\nveil_metal_peer_up 1")
 	})
 	c = p.client(t)
-	got, lr, err := c.ReceiveCapabilities(ctx, bob.BK, 0)
+	got, lr, err := c.ReceiveCapabilities(ctx, bobAcct.Capability, bob.BK, 0)
 	if err != nil || len(got) != 1 || len(lr.Entries) != 2 || got[0].File != alice.First+1 {
 		t.Fatalf("bob received %+v of %d entries, %v", got, len(lr.Entries), err)
 	}

@@ -90,3 +90,20 @@ func sendCircuit() (*circuit.Circuit, error) {
 	b.Output(circuit.Shared, b.And(capOK, permOK))
 	return b.Build()
 }
+
+// ListRequestLen is the client's XOR share of a download's credential: an account
+// capability (the one enrolment takes).
+const ListRequestLen = ac.CapabilityLen
+
+// listCircuit authorizes a broadcast-list download: the requester holds an authentic
+// account capability (ac.CheckShare, as enrolment). Inputs per party: capability-key share
+// (128), the request share (384). Output: ok, Public (both servers learn that some account
+// holder downloads, never which: the capability stays XOR-shared).
+func listCircuit() (*circuit.Circuit, error) {
+	b := circuit.NewBuilder()
+	key := b.SharedInput(128)
+	capability := b.SharedInput(ListRequestLen * 8)
+	ok, _ := ac.CheckShare(b, key, capability, nil)
+	b.Output(circuit.Public, ok)
+	return b.Build()
+}

@@ -1,11 +1,13 @@
 package share
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"time"
 
@@ -49,51 +51,93 @@ func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // Append adds an entry to the open epoch, durably (one transaction).
 func (l *List) Append(entry []byte) error {
+	return l.db.Update(func(tx *bbolt.Tx) error { return l.append(tx, entry) })
+}
+
+func (l *List) append(tx *bbolt.Tx, entry []byte) error {
 	if len(entry) != EntryLen {
 		return fmt.Errorf("share: entry of %d bytes, want %d", len(entry), EntryLen)
 	}
+	open := tx.Bucket(bucketOpen)
+	if k, _ := open.Cursor().First(); k == nil {
+		if err := tx.Bucket(bucketShare).Put(keyOpenSince, u64(uint64(l.Now().UnixNano()))); err != nil {
+			return err
+		}
+	}
+	seq, err := open.NextSequence()
+	if err != nil {
+		return err
+	}
+	return open.Put(u64(seq), entry)
+}
+
+// AppendAll appends entries to the open epoch in one transaction (a benchmark's or a
+// test's filling of the list; each send uses Append).
+func (l *List) AppendAll(entries [][]byte) error {
 	return l.db.Update(func(tx *bbolt.Tx) error {
-		open := tx.Bucket(bucketOpen)
-		if k, _ := open.Cursor().First(); k == nil {
-			if err := tx.Bucket(bucketShare).Put(keyOpenSince, u64(uint64(l.Now().UnixNano()))); err != nil {
+		for _, e := range entries {
+			if err := l.append(tx, e); err != nil {
 				return err
 			}
 		}
-		seq, err := open.NextSequence()
-		if err != nil {
-			return err
-		}
-		return open.Put(u64(seq), entry)
+		return nil
 	})
 }
 
-// Since closes the open epoch if it is due, deletes expired epochs, and returns the reply
-// to a download from epoch from on (docs/formats/metal-share.md): the closed epochs from
-// there on, the first epoch included (larger than from if older ones expired) and the
-// epoch to ask from next time.
+// Since is Prepare then WriteSince into memory: the whole reply to a download from epoch
+// from on (docs/formats/metal-share.md). For tests and small lists; a server streams
+// (WriteSince).
 func (l *List) Since(from uint64) ([]byte, error) {
-	var out []byte
-	err := l.db.Update(func(tx *bbolt.Tx) error {
+	if err := l.Prepare(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	err := l.WriteSince(&b, from)
+	return b.Bytes(), err
+}
+
+// Prepare readies the list for a download: it closes the open epoch if it is due (the
+// paper's shuffle before sending) and deletes expired epochs. Both change the file, so
+// this is one write transaction, short: it holds the open epoch's entries only.
+func (l *List) Prepare() error {
+	return l.db.Update(func(tx *bbolt.Tx) error {
 		if err := l.closeIfDue(tx); err != nil {
 			return err
 		}
-		if err := l.expire(tx); err != nil {
-			return err
-		}
+		return l.expire(tx)
+	})
+}
+
+// WriteSince writes to w the reply to a download from epoch from on: the closed epochs
+// from there on, the first epoch included (larger than from if older ones expired) and the
+// epoch to ask from next time. It reads in one read transaction (writers are not held up)
+// and writes each epoch's entries straight from the file's mapping, so its memory does
+// not grow with the list. An error after the first byte leaves w with a short reply,
+// which ReadListReply refuses.
+func (l *List) WriteSince(w io.Writer, from uint64) error {
+	return l.db.View(func(tx *bbolt.Tx) error {
 		next := nextEpoch(tx)
 		c := tx.Bucket(bucketEpochs).Cursor()
-		var entries []byte
-		first := next
+		first, n := next, uint64(0)
 		for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
 			if first == next {
 				first = binary.BigEndian.Uint64(k)
 			}
-			entries = append(entries, v[8:]...)
+			n += uint64(len(v)-8) / EntryLen
 		}
-		out = EncodeListReply(first, next, entries)
+		if n > math.MaxUint32 {
+			return fmt.Errorf("share: %d entries since epoch %d, more than a reply holds", n, from)
+		}
+		if _, err := w.Write(listHeader(first, next, uint32(n))); err != nil {
+			return err
+		}
+		for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
+			if _, err := w.Write(v[8:]); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
-	return out, err
 }
 
 func nextEpoch(tx *bbolt.Tx) uint64 {
@@ -176,11 +220,14 @@ const ListHeaderLen = 1 + 8 + 8 + 4
 
 // EncodeListReply lays out a download reply.
 func EncodeListReply(first, next uint64, entries []byte) []byte {
+	return append(listHeader(first, next, uint32(len(entries)/EntryLen)), entries...)
+}
+
+func listHeader(first, next uint64, n uint32) []byte {
 	out := []byte{listVersion}
 	out = binary.LittleEndian.AppendUint64(out, first)
 	out = binary.LittleEndian.AppendUint64(out, next)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(entries)/EntryLen))
-	return append(out, entries...)
+	return binary.LittleEndian.AppendUint32(out, n)
 }
 
 // ListReply is a parsed download.

@@ -18,6 +18,7 @@ type Party struct {
 	capKey       [16]byte
 	rnd          io.Reader
 	enroll, send *circuit.Circuit
+	list         *circuit.Circuit
 }
 
 // NewParty prepares the circuits. capKey is this server's share of Metal-AC's capability
@@ -34,7 +35,25 @@ func NewParty(sess *twopc.Session, keys *ServerKeys, capKey [16]byte, rnd io.Rea
 	if err != nil {
 		return nil, err
 	}
-	return &Party{sess: sess, keys: keys, capKey: capKey, rnd: rnd, enroll: e, send: s}, nil
+	l, err := listCircuit()
+	if err != nil {
+		return nil, err
+	}
+	return &Party{sess: sess, keys: keys, capKey: capKey, rnd: rnd, enroll: e, send: s, list: l}, nil
+}
+
+// CheckList tells whether this server's share (ListRequestLen bytes) and the other's make
+// an account capability: the credential of a broadcast-list download. Both servers learn
+// the answer (and only it).
+func (p *Party) CheckList(reqShare []byte) (bool, error) {
+	if len(reqShare) != ListRequestLen {
+		return false, fmt.Errorf("share: list request share of %d bytes, want %d", len(reqShare), ListRequestLen)
+	}
+	out, err := p.sess.Run(p.list, append(circuit.BytesToBits(p.capKey[:]), circuit.BytesToBits(reqShare)...))
+	if err != nil {
+		return false, err
+	}
+	return out[0], nil
 }
 
 func (p *Party) masterBits() []bool {

@@ -40,6 +40,12 @@ func EnrollRequest(capability []byte, rnd io.Reader) (to1, to2 []byte, err error
 	return xorSplit(capability, rnd)
 }
 
+// ListRequest XOR-shares a list download's credential, an account capability, for the two
+// servers (as EnrollRequest: the same capability, checked by listCircuit).
+func ListRequest(capability []byte, rnd io.Reader) (to1, to2 []byte, err error) {
+	return EnrollRequest(capability, rnd)
+}
+
 // FinishEnroll combines the servers' reply shares.
 func FinishEnroll(r1, r2 []byte) (UserKeys, error) {
 	r, err := ac.Combine(r1, r2)

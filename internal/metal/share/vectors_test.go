@@ -36,6 +36,9 @@ type shareVector struct {
 	Entry                    string
 	ReceivedCapability       string
 	ListReply                string
+	// A list download's credential check (listCircuit) on AccountCapability and on
+	// ReceivedCapability: only an account capability may download.
+	ListByAccount, ListByReceived bool
 }
 
 // vectorPrime is the first prime from a SHA-512-derived 1024-bit odd start: deterministic
@@ -124,5 +127,16 @@ func TestShareVectors(t *testing.T) {
 	}
 	v.ReceivedCapability = hex.EncodeToString(rc.Capability)
 	v.ListReply = hex.EncodeToString(EncodeListReply(3, 4, entry))
+	list, _ := listCircuit()
+	for _, c := range []struct {
+		capability []byte
+		ok         *bool
+	}{{accountCap, &v.ListByAccount}, {rc.Capability, &v.ListByReceived}} {
+		out, err := list.Eval(append(bits16(v.CapKey), circuit.BytesToBits(c.capability)...), append(zero, make([]bool, ListRequestLen*8)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		*c.ok = out[0]
+	}
 	testutil.Golden(t, vectorFile, v)
 }

@@ -68,9 +68,10 @@ Examples:
 						fmt.Fprintln(out, "no damage")
 					} else {
 						fmt.Fprintf(out, "%d problems\n", len(res.Problems))
-						// 'put --force' does not help: the stored chunks are reused, and the
-						// service keeps content it holds (found by a user walkthrough).
-						fmt.Fprintln(out, "to repair a damaged file whose original you still have: 'veil rm PATH', then 'veil put' it again (its older versions stay in your snapshots)")
+						// put --force sends every chunk again, and the service replaces a
+						// stored blob that no longer matches its hash (found by a user
+						// walkthrough: rm and put repaired nothing with content in S3).
+						fmt.Fprintln(out, "to repair a damaged file whose original you still have: put it again with --force into its folder ('veil put --force LOCALFILE --to FOLDER'); its older versions stay in your snapshots")
 					}
 					if res.VersionsMissing > 0 {
 						fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)

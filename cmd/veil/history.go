@@ -265,6 +265,6 @@ func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
 	fmt.Fprintf(out, "%d records and %d older versions in %d snapshots reference %d chunks; %s %d unreferenced chunks and %d versions (%s); %d kept as too recent\n",
 		res.Records, res.Versions, res.Snapshots, res.ChunksInUse, verb, res.ChunksRemoved, res.VersionsRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
 	if res.VersionsMissing > 0 {
-		fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)
+		fmt.Fprintf(out, "%d versions listed by snapshots are not stored ('veil check' names them)\n", res.VersionsMissing)
 	}
 }

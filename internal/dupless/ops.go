@@ -364,7 +364,7 @@ type PruneResult struct {
 	ChunksTooYoung  int   `json:"chunks_too_young"` // unreferenced but newer than the grace period
 	Snapshots       int   `json:"snapshots"`        // retained snapshots whose records were counted
 	Versions        int   `json:"versions"`         // kept record versions (not the current ones) they reference
-	VersionsMissing int   `json:"versions_missing"` // versions they list that are not kept (replaced before veil kept versions)
+	VersionsMissing int   `json:"versions_missing"` // versions they list that are not stored (damage: 'veil check' names them)
 	VersionsRemoved int   `json:"versions_removed"` // kept versions no snapshot lists any more
 }
 

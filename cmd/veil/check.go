@@ -31,7 +31,9 @@ version your snapshots list, and that every chunk they refer to is stored with t
 its record implies. --read-data also downloads every chunk and verifies it as get does
 (chunk tag, guarded decryption, lengths); --read-data-subset N% does that for a random N%
 of the chunks. Damage is reported per file (an older version as "PATH (snapshot N)");
-the exit status is 3 if anything is damaged.
+the exit status is 3 if anything is damaged. A version a snapshot lists that is no longer
+stored is damage: the storage service lost it, or (where the snapshots allow it, said as
+such) a veil older than kept versions replaced it and never kept it.
 
 Examples:
   veil check
@@ -68,12 +70,14 @@ Examples:
 						fmt.Fprintln(out, "no damage")
 					} else {
 						fmt.Fprintf(out, "%d problems\n", len(res.Problems))
-						// 'put --force' does not help: the stored chunks are reused, and the
-						// service keeps content it holds (found by a user walkthrough).
-						fmt.Fprintln(out, "to repair a damaged file whose original you still have: 'veil rm PATH', then 'veil put' it again (its older versions stay in your snapshots)")
+						// put --force sends every chunk again, and the service replaces a
+						// stored blob that no longer matches its hash (found by a user
+						// walkthrough: rm and put repaired nothing with content in S3).
+						fmt.Fprintln(out, "to repair a damaged file whose original you still have: put it again with --force into its folder ('veil put --force LOCALFILE --to FOLDER'); its older versions stay in your snapshots")
 					}
 					if res.VersionsMissing > 0 {
-						fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)
+						fmt.Fprintf(out, "%d of the problems are versions your snapshots list that are no longer stored; "+
+							"to stop listing them, 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsMissing)
 					}
 				}
 				if n := len(res.Problems); n > 0 {
@@ -137,7 +141,7 @@ Examples:
 				fmt.Fprintf(tw, "snapshots\t%d\n", st.Snapshots)
 				fmt.Fprintf(tw, "file versions\t%d (%s)\n", st.Versions, humanBytes(st.VersionBytes))
 				if st.Missing > 0 {
-					fmt.Fprintf(tw, "versions not kept\t%d\n", st.Missing)
+					fmt.Fprintf(tw, "versions not stored\t%d (damage: 'veil check' names them)\n", st.Missing)
 				}
 				fmt.Fprintf(tw, "chunks\t%d (%s stored)\n", st.Chunks, humanBytes(st.StoredBytes))
 				return tw.Flush()

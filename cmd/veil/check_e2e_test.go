@@ -47,6 +47,15 @@ func TestE2ECheckAndStats(t *testing.T) {
 	if json.Unmarshal([]byte(out), &res); code != 3 || len(res.Problems) != 1 || res.Problems[0].Path != "dir/victim.bin" {
 		t.Fatalf("check --json: exit %d %s", code, out)
 	}
+	// The repair check names: put the original again with --force (found by a user
+	// walkthrough: its chunks were reused, and the file stayed damaged).
+	if out, _, _ := alice.run(t, "check", "--read-data"); !strings.Contains(out, "veil put --force") {
+		t.Fatalf("check names no repair:\n%s", out)
+	}
+	alice.mustRun(t, "put", "--force", src)
+	if out, _, code := alice.run(t, "check", "--read-data"); code != 0 || !strings.Contains(out, "no damage") {
+		t.Fatalf("check after put --force: exit %d\n%s", code, out)
+	}
 	for _, bad := range [][]string{{"check", "--read-data-subset", "0%"}, {"check", "--read-data-subset", "x"}, {"check", "--read-data", "--read-data-subset", "5%"}} {
 		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Fatalf("veil %v: exit %d %q", bad, code, errs)

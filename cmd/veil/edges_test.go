@@ -566,3 +566,32 @@ func TestE2ELonePutWithoutLock(t *testing.T) {
 		t.Fatalf("root memory files: %v %v, want one .mem and no .json", mems, jsons)
 	}
 }
+
+// mv onto a folder that exists says, in one line, the command that moves what is left of
+// the source into it (an interrupted mv of an older veil left no mark); that command
+// finishes it, and so does running it again (found by a user walkthrough: a rerun of an
+// interrupted mv failed with "already exists" and nothing said what to do).
+func TestE2EMoveResume(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a"), 10, 1)
+	randomFile(t, filepath.Join(src, "sub", "b"), 10, 2)
+	u.mustRun(t, "put", "-q", src)
+	u.mustRun(t, "mkdir", "archive/docs/sub") // what an older veil's interrupted mv left
+	_, errs, code := u.run(t, "mv", "docs", "archive/docs")
+	if code == 0 || !strings.Contains(errs, "'veil mv --resume docs archive/docs'") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("mv onto an existing folder: exit %d %q", code, errs)
+	}
+	for range 2 {
+		u.mustRun(t, "mv", "--resume", "docs", "archive/docs")
+	}
+	for _, p := range []string{"archive/docs/a", "archive/docs/sub/b"} {
+		u.mustRun(t, "cat", p)
+	}
+	if _, _, code := u.run(t, "ls", "docs"); code == 0 {
+		t.Fatal("docs still there after mv --resume")
+	}
+	if out, _, code := u.run(t, "check"); code != 0 || !strings.Contains(out, "no damage") {
+		t.Fatalf("check after mv --resume: exit %d\n%s", code, out)
+	}
+}

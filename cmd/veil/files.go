@@ -149,8 +149,9 @@ reads nothing from the storage service, and a file this device stored or checked
 is also compared by ctime and inode (as restic does): a change that restored the
 modification time (cp -p, rsync -t, touch -r onto a same-size file) is seen. Use --force
 for files the cache does not know yet, or on file systems with coarse timestamps (FAT)
-where a file can change twice within one tick. Content that did not change is never sent
-twice either way.
+where a file can change twice within one tick. Without --force, content that did not
+change is never sent twice; --force sends every chunk of the files it is given again, which
+repairs a file whose stored content 'veil check' reports damaged.
 
 --exclude PATTERN (repeatable) skips every file or directory whose name, or whose path
 below a PATH argument, matches PATTERN (shell patterns: *, ?, [...]; a directory that
@@ -223,7 +224,7 @@ Examples:
 	}
 	o.addFlags(c, true)
 	c.Flags().StringVar(&to, "to", "", "destination directory in storage (default: the root)")
-	c.Flags().BoolVar(&o.force, "force", false, "read every file, even those whose size, modification time and mode match what is stored")
+	c.Flags().BoolVar(&o.force, "force", false, "read every file, even those whose size, modification time and mode match what is stored, and send all its content again")
 	c.Flags().StringArrayVar(&o.exclude, "exclude", nil, "skip files and directories matching this pattern (name or path below PATH; repeatable)")
 	sel.addPutFlags(c)
 	return c

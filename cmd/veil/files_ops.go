@@ -158,24 +158,35 @@ Examples:
 
 func newMvCommand() *cobra.Command {
 	var o clientFlags
+	var resume bool
 	c := &cobra.Command{
-		Use:   "mv SRC DEST",
+		Use:   "mv [--resume] SRC DEST",
 		Short: "Rename or move a stored file or directory",
 		Long: `mv renames SRC to DEST. No content is re-sent: only the small key records are re-sealed
 for their new names (records are bound to their names, so the storage service cannot swap
 them). DEST must not exist. Each record is written under its new name before the old one
-is deleted, so an interrupted mv leaves every file readable under one of the two names.
-A long mv reports progress on stderr every 100 entries (when stderr is a terminal, or with
---progress). mv runs alone, as rm does: beside another command of yours on the same
-storage, one of the two stops with "another veil command holds a conflicting lock".
+is deleted, so an interrupted mv leaves every file readable under one of the two names,
+and running the same mv again finishes it: it moves what is left of SRC into DEST (a
+folder's mv leaves a small mark on the storage until it is done, by which it knows DEST
+as its own). --resume does that without the mark (an mv of an older veil): it moves what
+is left of the folder SRC into the existing folder DEST, and leaves in SRC, reported, any
+file DEST holds in another version. A long mv reports progress on stderr every 100
+entries (when stderr is a terminal, or with --progress). mv runs alone, as rm does:
+beside another command of yours on the same storage, one of the two stops with "another
+veil command holds a conflicting lock".
 
 Examples:
   veil mv notes.txt archive/notes-2025.txt
-  veil mv Documents Archive/Documents`,
+  veil mv Documents Archive/Documents
+  veil mv --resume Documents Archive/Documents`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
-				if err := cl.Move(cmd.Context(), args[0], args[1]); err != nil {
+				move := cl.Move
+				if resume {
+					move = cl.ResumeMove
+				}
+				if err := move(cmd.Context(), args[0], args[1]); err != nil {
 					return err
 				}
 				if o.json {
@@ -187,6 +198,7 @@ Examples:
 	}
 	o.addFlags(c, false)
 	o.addProgressFlag(c, "moved")
+	c.Flags().BoolVar(&resume, "resume", false, "finish an interrupted mv: move what is left of SRC into the existing DEST")
 	return c
 }
 

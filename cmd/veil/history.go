@@ -268,6 +268,6 @@ func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
 		fmt.Fprintf(out, "%s %d long names' objects no stored path or snapshot uses\n", verb, res.NamesRemoved)
 	}
 	if res.VersionsMissing > 0 {
-		fmt.Fprintf(out, "%d versions listed by snapshots are not kept (replaced before veil kept versions)\n", res.VersionsMissing)
+		fmt.Fprintf(out, "%d versions listed by snapshots are not stored ('veil check' names them)\n", res.VersionsMissing)
 	}
 }

@@ -29,7 +29,7 @@ type CheckResult struct {
 	Dirs            int           `json:"dirs"`
 	Snapshots       int           `json:"snapshots"`
 	Versions        int           `json:"versions"`         // older records the snapshots list, checked
-	VersionsMissing int           `json:"versions_missing"` // listed but not kept (replaced before veil kept versions)
+	VersionsMissing int           `json:"versions_missing"` // listed but not stored: each also a problem (checkhist.go)
 	Chunks          int           `json:"chunks"`           // distinct chunks referenced, each checked present
 	ChunksRead      int           `json:"chunks_read"`      // of those, downloaded and verified
 	BytesRead       int64         `json:"bytes_read"`       // plaintext bytes verified
@@ -133,6 +133,12 @@ func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte
 	c.view.mu.Lock()
 	walked := c.view.root // the root the walk checked the newest tree against
 	c.view.mu.Unlock()
+	written, _, err := c.rootObjects(ctx)
+	if err != nil {
+		return err
+	}
+	era := newVersionEra(roots, written)
+	var missing []missingVersion
 	done := map[[32]byte]bool{}
 	for _, root := range roots {
 		for path, h := range root.Entries {
@@ -147,16 +153,24 @@ func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte
 			where := fmt.Sprintf("%s (snapshot %d)", c.describe(path), root.Seq)
 			r, err := c.keptRecord(ctx, h, path)
 			if errors.Is(err, storage.ErrNotFound) {
+				if walked != nil && walked.Entries[path] == h {
+					continue // the newest tree's record: the walk reported it
+				}
 				res.VersionsMissing++
+				missing = append(missing, missingVersion{where, h})
 				continue
 			}
 			if err != nil {
 				problem(where, err)
 				continue
 			}
+			era.kept(h)
 			res.Versions++
 			addChunks(where, r)
 		}
+	}
+	for _, m := range missing { // damage, with what the roots tell of when it was replaced
+		problem(m.where, era.why(m.h))
 	}
 	return ctx.Err()
 }

@@ -122,7 +122,69 @@ func TestCheckReadsFolderVersions(t *testing.T) {
 		t.Fatalf("check of a damaged folder version: %+v %v", res, err)
 	}
 	os.Remove(kept[0])
-	if res, err = c.Check(ctx, CheckOptions{}); err != nil || res.VersionsMissing != 1 {
+	// Missing is damage too (found by a user walkthrough: "not kept", no damage, exit 0).
+	if res, err = c.Check(ctx, CheckOptions{}); err != nil || res.VersionsMissing != 1 || len(res.Problems) != 1 ||
+		res.Problems[0].Path != "d (snapshot 1)" {
 		t.Fatalf("check of a missing folder version: %+v %v", res, err)
 	}
+}
+
+// A version a snapshot lists that the storage no longer has is damage (found by a user
+// walkthrough: check called it "not kept (replaced before veil kept versions)" and exited
+// 0). Where the roots show that the veil which replaced it kept versions, check says the
+// storage service lost it; where a veil older than kept versions may have replaced it (the
+// lowest roots of a namespace such a veil wrote, which kept only its newest few), it says
+// so, and it is a problem still.
+func TestCheckMissingVersionIsDamage(t *testing.T) {
+	// puts stores n versions of one file; kept[i] is the kept copy of the version root
+	// i+1 replaced (the one root i listed last).
+	puts := func(t *testing.T, n int) (*Client, string, map[int]string) {
+		root := t.TempDir()
+		c := newClient(t, newBackendAt(t, root), mle.LocalKeys{})
+		dir := t.TempDir()
+		kept, seen := map[int]string{}, map[string]bool{}
+		for i := 1; i <= n; i++ {
+			write(t, filepath.Join(dir, "f"), []byte(strings.Repeat("v", i)))
+			mustPut(t, c, filepath.Join(dir, "f"), "")
+			files, _ := filepath.Glob(filepath.Join(root, ".veil", "versions", "*", "*"))
+			for _, f := range files {
+				if !seen[f] {
+					seen[f], kept[i-1] = true, f
+				}
+			}
+		}
+		if res, err := c.Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 || res.Snapshots != n {
+			t.Fatalf("check of a sound history: %+v %v", res, err)
+		}
+		return c, root, kept
+	}
+	only := func(t *testing.T, c *Client, path string, want error) {
+		t.Helper()
+		res, err := c.Check(ctx, CheckOptions{})
+		if err != nil || res.VersionsMissing != 1 || len(res.Problems) != 1 || res.Problems[0].Path != path ||
+			res.Problems[0].Err != want.Error() {
+			t.Fatalf("check: %+v %v, want %s: %v", res, err, path, want)
+		}
+	}
+	t.Run("lost", func(t *testing.T) {
+		c, _, kept := puts(t, 5)
+		// Root 3 replaced it: within a fresh namespace's first 3 roots, which an older
+		// veil may have written, but version 1 kept by root 2 shows this veil wrote them.
+		os.Remove(kept[2])
+		only(t, c, "f (snapshot 2)", ErrVersionLost)
+		os.Remove(kept[1])
+		os.Remove(kept[3])
+		res, _ := c.Check(ctx, CheckOptions{})
+		if len(res.Problems) != 3 || res.VersionsMissing != 3 {
+			t.Fatalf("three versions lost: %+v", res)
+		}
+	})
+	t.Run("older veil", func(t *testing.T) {
+		c, root, kept := puts(t, 8)
+		for s := uint64(1); s <= 5; s++ { // as a veil before kept versions deleted old roots
+			os.Remove(filepath.Join(root, ".veil", "roots", rootName(s)))
+		}
+		os.Remove(kept[6]) // listed last by root 6, replaced by root 7: maybe by the older veil
+		only(t, c, "f (snapshot 6)", ErrVersionGone)
+	})
 }

@@ -26,7 +26,7 @@ type Options struct {
 	Keys       mle.KeyDeriver // the key server client; nil stores under random keys
 	Jobs       int            // files transferred in parallel (default DefaultJobs(); at most 2 x cores of them over 1 MiB)
 	NoCompress bool           // skip zstd
-	Force      bool           // put reads every file, even those whose size, mtime and mode match what is stored
+	Force      bool           // put reads every file, even those whose size, mtime and mode match what is stored, and sends every chunk again
 	Exclude    []string       // put skips entries whose name, or path below a PATH argument, matches (filepath.Match)
 	Scheme     mle.Scheme     // default HCE2 (deterministic, guarded)
 	Suite      mle.Suite      // default: by message size, mle.SuiteFor

@@ -178,9 +178,11 @@ func (c *Client) recordBytes(ctx context.Context, encDir, objName string, fallba
 	return b, err
 }
 
-// ErrVersionGone reports a version a snapshot lists whose record is no longer stored
-// (replaced before veil kept versions, or lost by the storage service).
-var ErrVersionGone = errors.New("this version is not kept (replaced before veil kept versions, or deleted by the storage service)")
+// ErrVersionGone reports a version a snapshot lists whose record is no longer stored: lost
+// by the storage service, or replaced by a veil older than kept versions, which never kept
+// it (check tells the two apart where the roots allow: checkhist.go).
+var ErrVersionGone = errors.New("this version is not stored: the storage service lost or deleted it, " +
+	"or a veil older than kept versions replaced it and never kept it")
 
 // pinned reports whether the client reads a snapshot rather than the newest tree.
 func (c *Client) pinned() bool { return c.pin != nil }

@@ -193,134 +193,6 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 	return sum, c.removeTree(ctx, enc, sum)
 }
 
-// Move renames a file, symlink or directory. Key records are bound to their encrypted
-// path, so each record below src is re-sealed for its new path and written before the old
-// one is deleted: interrupted, every file stays readable under one of the two names.
-// Content is never re-sent.
-func (c *Client) Move(ctx context.Context, src, dst string) (err error) {
-	src, dst = cleanPath(src), cleanPath(dst)
-	if src == "" || dst == "" {
-		return errors.New("cannot move the root or onto it")
-	}
-	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
-		return fmt.Errorf("cannot move %s into itself", src)
-	}
-	unlock, err := c.lockRemoving(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlockInto(&err, unlock)
-	if _, err := c.kindOf(ctx, dst); err == nil {
-		return fmt.Errorf("%s: %w", dst, storage.ErrExists)
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		return err
-	}
-	if parent, _ := storage.Split(dst); parent != "" {
-		if err := c.noFileOnPath(ctx, parent); err != nil {
-			return err
-		}
-	}
-	kind, err := c.kindOf(ctx, src)
-	if err != nil {
-		return err
-	}
-	if kind != typeDir {
-		return c.moveRecord(ctx, src, dst)
-	}
-	if err := c.mkdir(ctx, dst); err != nil {
-		return err
-	}
-	var files, dirs []string
-	err = c.walk(ctx, src, true, func(rel string, isDir bool, _, _ string) error {
-		if isDir {
-			dirs = append(dirs, rel)
-			return c.copyDirMeta(ctx, joinPath(src, rel), joinPath(dst, rel))
-		}
-		files = append(files, rel)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if c.opts.Events.Total != nil {
-		c.opts.Events.Total(len(files), 0)
-	}
-	err = c.parallel(ctx, len(files), func(ctx context.Context, i int) error {
-		if err := c.moveRecord(ctx, joinPath(src, files[i]), joinPath(dst, files[i])); err != nil {
-			return err
-		}
-		c.event(joinPath(dst, files[i]), nil) // progress of a long mv
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := c.copyDirMeta(ctx, src, dst); err != nil {
-		return err
-	}
-	// Remove the emptied source directories, deepest first, one by one: anything another
-	// client added meanwhile stays (the directory is then not empty, and we say so).
-	for i := len(dirs) - 1; i >= -1; i-- {
-		p := src
-		if i >= 0 {
-			p = joinPath(src, dirs[i])
-		}
-		enc, _ := c.keys.encPath(p)
-		if err := c.deleteRecord(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		d, n := storage.Split(enc)
-		if err := c.be.Delete(ctx, d, n); errors.Is(err, storage.ErrNotEmpty) {
-			return fmt.Errorf("moved %s to %s, but %s gained new entries meanwhile and was kept", src, dst, p)
-		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
-	sd, sn, err := c.encFile(src)
-	if err != nil {
-		return err
-	}
-	dd, dn, err := c.encFile(dst)
-	if err != nil {
-		return err
-	}
-	r, err := c.readRecord(ctx, sd, sn+keySuffix)
-	if err != nil {
-		return fmt.Errorf("%s: %w", src, err)
-	}
-	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
-		return err
-	}
-	return c.deleteRecord(ctx, sd, sn+keySuffix)
-}
-
-func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
-	se, _ := c.keys.encPath(src)
-	de, err := c.keys.encPath(dst)
-	if err != nil {
-		return err
-	}
-	if err := c.storeLongNames(ctx, de); err != nil {
-		return err
-	}
-	if err := c.be.Create(ctx, de); err != nil {
-		return err
-	}
-	r, err := c.readRecord(ctx, se, dirMetaName)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = c.writeRecord(ctx, de, dirMetaName, r)
-	return err
-}
-
 // Find returns the paths of every file, symlink or directory named exactly name. The
 // storage service does the search, on encrypted names.
 func (c *Client) Find(ctx context.Context, name string) ([]string, error) {
@@ -364,7 +236,7 @@ type PruneResult struct {
 	ChunksTooYoung  int   `json:"chunks_too_young"` // unreferenced but newer than the grace period
 	Snapshots       int   `json:"snapshots"`        // retained snapshots whose records were counted
 	Versions        int   `json:"versions"`         // kept record versions (not the current ones) they reference
-	VersionsMissing int   `json:"versions_missing"` // versions they list that are not kept (replaced before veil kept versions)
+	VersionsMissing int   `json:"versions_missing"` // versions they list that are not stored (damage: 'veil check' names them)
 	VersionsRemoved int   `json:"versions_removed"` // kept versions no snapshot lists any more
 	NamesRemoved    int   `json:"names_removed"`    // long names' objects no stored path or snapshot holds (prunenames.go)
 }

@@ -108,8 +108,9 @@ func (c *Client) unseenGone(ctx context.Context, seen map[string]bool) ([]string
 // historyChunks marks in used the chunks of every record version a retained snapshot
 // lists that is not the object now at its path (current: path -> hash), notes in tags the
 // long names of every path a snapshot lists, and returns the kept-version names the
-// snapshots list. A version that is not kept (replaced before veil kept versions) is
-// counted, not an error; any other failure stops prune.
+// snapshots list. A version that is not stored (lost, or replaced before veil kept
+// versions: check reports it) is counted, not an error, as there is nothing of it to keep;
+// any other failure stops prune.
 func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte, used, tags map[string]bool, res *PruneResult) (map[string]bool, error) {
 	roots, err := c.loadRoots(ctx)
 	if err != nil {

@@ -154,6 +154,9 @@ func (fp *filePut) previous() (unchanged bool, err error) {
 		}
 		fp.old = old // read it: if its content is the same too, the record stays (commit)
 	}
+	if c.opts.Force {
+		return false, nil // every chunk sent again: --force repairs a chunk damaged on the service
+	}
 	for _, ch := range old.Chunks {
 		if (ch.Flags&flagRandomKey == 0 || c.ks.kd == nil) && ch.Scheme != 0 {
 			fp.prev[ch.Digest] = ch

@@ -15,6 +15,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/server"
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver"
 	"github.com/veil-project/veil/internal/storewire"
@@ -22,15 +23,22 @@ import (
 
 // reviewServe runs a real storage service over HTTPS and returns its URL and a user.
 func reviewServe(t *testing.T) (string, storewire.Credential) {
+	url, cred, _ := serveStoreWith(t, storeserver.LocalBlobs, nil)
+	return url, cred
+}
+
+// serveStoreWith is reviewServe for a store whose content is at location (blobs, or its
+// data directory's blobs/ for LocalBlobs); it returns the data directory too.
+func serveStoreWith(t *testing.T, location string, blobs storage.Backend) (string, storewire.Credential, string) {
 	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
+	if err := storeserver.InitBlobs(dir, location, blobs); err != nil {
 		t.Fatal(err)
 	}
-	cred, err := storeserver.AddUser(dir, "alice")
+	s, err := storeserver.Open(dir, storeserver.Config{Blobs: blobs, BlobLocation: location})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := storeserver.Open(dir, storeserver.Config{})
+	cred, err := s.AddUser("alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +50,7 @@ func reviewServe(t *testing.T) (string, storewire.Credential) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(sctx, server.Listeners{HTTP: ln}) }()
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
-	return "https://" + ln.Addr().String(), cred
+	return "https://" + ln.Addr().String(), cred, dir
 }
 
 // One node of two is down (nothing listens): every request fails over to the live one,

@@ -19,7 +19,7 @@ type Stats struct {
 	Snapshots    int   `json:"snapshots"` // retained snapshots
 	Versions     int   `json:"versions"`  // distinct file versions in them (the newest included)
 	VersionBytes int64 `json:"version_bytes"`
-	Missing      int   `json:"versions_missing"` // listed but not kept (replaced before veil kept versions)
+	Missing      int   `json:"versions_missing"` // listed but not stored (damage: 'veil check' names them)
 	Chunks       int   `json:"chunks"`           // distinct chunks all those versions refer to
 	StoredBytes  int64 `json:"stored_bytes"`     // their ciphertext bytes: what the versions cost after dedup
 }

@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +16,8 @@ import (
 
 // blobStore keeps content by hash. commit makes the temporary file at tmp durable as the
 // blob hash (the caller removes tmp afterwards if it still exists); committing a blob that
-// is already present is harmless, since equal hashes mean equal content.
+// is already present is harmless, since equal hashes mean equal content; one present but
+// damaged (its bytes no longer hash to its name) is replaced by the content committed.
 type blobStore interface {
 	commit(ctx context.Context, hash [32]byte, tmp string, size int64) error
 	open(ctx context.Context, hash [32]byte) (io.ReadCloser, int64, error)
@@ -120,7 +122,7 @@ func blobDir(n string) string { return "blobs/" + n[:2] }
 
 func (s backendBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
 	n := hexName(h)
-	if i, err := s.b.Stat(ctx, blobDir(n), n); err == nil && i.Size == size {
+	if i, err := s.b.Stat(ctx, blobDir(n), n); err == nil && i.Size == size && s.holds(ctx, h) {
 		return nil // already stored, write-once
 	}
 	f, err := os.Open(tmp)
@@ -132,6 +134,24 @@ func (s backendBlobs) commit(ctx context.Context, h [32]byte, tmp string, size i
 		return fmt.Errorf("commit blob: %w", err)
 	}
 	return nil
+}
+
+// holds reports whether the blob stored as h hashes to h. A blob of the right size is not
+// trusted on its size alone: one damaged in the bucket (found by a user walkthrough: its
+// file stayed broken after being put again) is then replaced by the content just
+// received, as the disk store's rename replaces it. Any doubt (unreadable) means no.
+func (s backendBlobs) holds(ctx context.Context, h [32]byte) bool {
+	n := hexName(h)
+	rc, err := s.b.Get(ctx, blobDir(n), n)
+	if err != nil {
+		return false
+	}
+	defer rc.Close()
+	d := sha256.New()
+	if _, err := io.Copy(d, rc); err != nil {
+		return false
+	}
+	return [32]byte(d.Sum(nil)) == h
 }
 
 func (s backendBlobs) open(ctx context.Context, h [32]byte) (io.ReadCloser, int64, error) {

@@ -1,0 +1,427 @@
+package dupless
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Move (veil mv) and its resumption. A folder's mv writes a move mark first
+// (.veil/moves/<name>, docs/formats/key-record.md, "Move marks") and deletes it when it is
+// done: run again after an interruption, the same mv finds the mark and moves what is left
+// of the source into the destination, instead of refusing the destination as existing
+// (found by a user walkthrough). ResumeMove (mv --resume) does the same without a mark.
+
+const movesDir = ".veil/moves"
+
+// moveMark is the name of the mark of a folder mv from encSrc to encDst (encrypted paths).
+func moveMark(encSrc, encDst string) string {
+	h := sha256.Sum256([]byte("veil/v1 move\x00" + encSrc + "\x00" + encDst))
+	return hex.EncodeToString(h[:])
+}
+
+// Move renames a file, symlink or directory. Key records are bound to their encrypted
+// path, so each record below src is re-sealed for its new path and written before the old
+// one is deleted: interrupted, every file stays readable under one of the two names, and
+// the same Move run again finishes it. Content is never re-sent.
+func (c *Client) Move(ctx context.Context, src, dst string) error {
+	return c.move(ctx, src, dst, false)
+}
+
+// ResumeMove finishes a Move from src to dst that was interrupted, as Move run again
+// does, also when dst holds no move mark (an mv of an older veil, or a mark lost): it moves
+// what is left of src into the folder dst. A file dst already holds in another version
+// stays in src, reported; nothing is overwritten. With src gone it only makes sure the
+// tree root lists what the interrupted mv moved.
+func (c *Client) ResumeMove(ctx context.Context, src, dst string) error {
+	return c.move(ctx, src, dst, true)
+}
+
+func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err error) {
+	src, dst = cleanPath(src), cleanPath(dst)
+	if src == "" || dst == "" {
+		return errors.New("cannot move the root or onto it")
+	}
+	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
+		return fmt.Errorf("cannot move %s into itself", src)
+	}
+	unlock, err := c.lockRemoving(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlockInto(&err, unlock)
+	encSrc, err := c.keys.encPath(src)
+	if err != nil {
+		return err
+	}
+	encDst, err := c.keys.encPath(dst)
+	if err != nil {
+		return err
+	}
+	srcKind, srcErr := c.kindOf(ctx, src)
+	if srcErr != nil && !errors.Is(srcErr, storage.ErrNotFound) {
+		return srcErr
+	}
+	dstKind, err := c.kindOf(ctx, dst)
+	if errors.Is(err, storage.ErrNotFound) {
+		if srcErr != nil {
+			return srcErr
+		}
+		return c.moveNew(ctx, src, dst, srcKind, encSrc, encDst)
+	}
+	if err != nil {
+		return err
+	}
+	exists := fmt.Errorf("%s: %w", dst, storage.ErrExists)
+	if dstKind != typeDir { // a file's mv cut off between its two steps: finish it
+		if srcKind == typeDir {
+			return exists
+		}
+		done, err := c.finishFile(ctx, src, dst, srcErr == nil)
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case srcErr != nil:
+			return srcErr
+		}
+		return exists
+	}
+	if srcErr == nil && srcKind != typeDir {
+		return exists
+	}
+	mark := moveMark(encSrc, encDst)
+	marked, err := c.hasMark(ctx, mark)
+	if err != nil {
+		return err
+	}
+	switch {
+	case marked || resume:
+		return c.moveTree(ctx, src, dst, encSrc, encDst, mark, true, srcErr == nil)
+	case srcErr != nil:
+		return srcErr
+	}
+	return fmt.Errorf("%w; if an interrupted 'veil mv' left it, 'veil mv --resume %s %s' moves what is left of %s into it",
+		exists, shellWord(src), shellWord(dst), src)
+}
+
+// moveNew moves src to dst, which does not exist.
+func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc, encDst string) error {
+	if parent, _ := storage.Split(dst); parent != "" {
+		if err := c.noFileOnPath(ctx, parent); err != nil {
+			return err
+		}
+	}
+	if kind != typeDir {
+		return c.moveRecord(ctx, src, dst)
+	}
+	mark := moveMark(encSrc, encDst)
+	if _, err := c.writeRecord(ctx, movesDir, mark, &record{Type: typeDir}); err != nil {
+		return fmt.Errorf("write the move mark: %w", err)
+	}
+	if err := c.mkdir(ctx, dst); err != nil {
+		return err
+	}
+	return c.moveTree(ctx, src, dst, encSrc, encDst, mark, false, true)
+}
+
+// hasMark reports whether the move mark name is stored and is this key's.
+func (c *Client) hasMark(ctx context.Context, name string) (bool, error) {
+	_, err := c.readRecord(ctx, movesDir, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, storage.ErrNotFound) || errors.Is(err, ErrRecord):
+		return false, nil
+	}
+	return false, fmt.Errorf("read the move mark: %w", err)
+}
+
+// moveTree moves everything below the folder src into the folder dst, then removes src's
+// emptied folders and the move mark. resuming, dst may hold part of it already: a file
+// there with the same record as src's is the file moved (src's copy is deleted), one with
+// another record stays where it is and src's copy is kept and reported; and the records a
+// killed mv moved before it could publish its root are listed (adoptMoved). srcExists is
+// false when src is gone already.
+func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark string, resuming, srcExists bool) error {
+	var files, dirs []string
+	seen := map[string]bool{}
+	if srcExists {
+		err := c.walk(ctx, src, true, func(rel string, isDir bool, encDir, objName string) error {
+			seen[storage.Join(encDir, objName)] = true
+			if isDir {
+				dirs = append(dirs, rel)
+				return c.copyDirMeta(ctx, joinPath(src, rel), joinPath(dst, rel))
+			}
+			files = append(files, rel)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if resuming {
+		if err := c.adoptMoved(ctx, encSrc, encDst, seen); err != nil {
+			return err
+		}
+	}
+	if c.opts.Events.Total != nil {
+		c.opts.Events.Total(len(files), 0)
+	}
+	var mu sync.Mutex
+	var kept []string // files dst holds in another version: left in src
+	err := c.parallel(ctx, len(files), func(ctx context.Context, i int) error {
+		from, to := joinPath(src, files[i]), joinPath(dst, files[i])
+		if resuming {
+			switch found, same, err := c.movedAlready(ctx, from, to); {
+			case err != nil:
+				return err
+			case same:
+				sd, sn, _ := c.encFile(from)
+				if err := c.deleteRecord(ctx, sd, sn+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+					return err
+				}
+				c.event(to, nil)
+				return nil
+			case found:
+				mu.Lock()
+				kept = append(kept, files[i])
+				mu.Unlock()
+				return nil
+			}
+		}
+		if err := c.moveRecord(ctx, from, to); err != nil {
+			return err
+		}
+		c.event(to, nil) // progress of a long mv
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if srcExists {
+		if err := c.copyDirMeta(ctx, src, dst); err != nil {
+			return err
+		}
+		if err := c.removeMoved(ctx, src, dirs, len(kept) > 0); err != nil {
+			return err
+		}
+	}
+	if len(kept) > 0 {
+		return fmt.Errorf("moved what was left of %s into %s, except %d files %s holds in another version (first: %s), kept in %s: "+
+			"remove or rename one of each pair, then run this mv again", src, dst, len(kept), dst, joinPath(src, minString(kept)), src)
+	}
+	// The root first: a mark deleted before it, a mv killed in between would leave what it
+	// moved unlisted, with nothing to lead its rerun to it.
+	if err := c.publishChanges(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	if err := c.be.Delete(ctx, movesDir, mark); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("moved %s to %s; deleting the move mark: %w", src, dst, err)
+	}
+	return nil
+}
+
+// removeMoved removes src's emptied folders (dirs, relative to src, parents first, then src
+// itself), deepest first, one by one: anything another client added meanwhile stays (the
+// folder is then not empty, and we say so), as do files kept by a resumed mv (kept).
+func (c *Client) removeMoved(ctx context.Context, src string, dirs []string, kept bool) error {
+	for i := len(dirs) - 1; i >= -1; i-- {
+		p := src
+		if i >= 0 {
+			p = joinPath(src, dirs[i])
+		}
+		enc, _ := c.keys.encPath(p)
+		d, n := storage.Split(enc)
+		if kept { // a folder holding a kept file keeps its record too
+			if infos, err := c.be.List(ctx, enc); err == nil && hasRecords(infos) {
+				continue
+			}
+		}
+		if err := c.deleteRecord(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err := c.be.Delete(ctx, d, n); errors.Is(err, storage.ErrNotEmpty) {
+			return fmt.Errorf("moved %s, but %s gained new entries meanwhile and was kept", src, p)
+		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasRecords reports whether a folder listing holds anything but its own record.
+func hasRecords(infos []storage.Info) bool {
+	for _, i := range infos {
+		if i.Name != dirMetaName {
+			return true
+		}
+	}
+	return false
+}
+
+// movedAlready looks at the record object at the file to: found if there is one, same if
+// it opens under its path to the record from lists (then it is listed by this command's
+// root: a killed mv may have written it without publishing).
+func (c *Client) movedAlready(ctx context.Context, from, to string) (found, same bool, err error) {
+	sd, sn, err := c.encFile(from)
+	if err != nil {
+		return false, false, err
+	}
+	dd, dn, err := c.encFile(to)
+	if err != nil {
+		return false, false, err
+	}
+	same, err = c.sameRecord(ctx, storage.Join(sd, sn+keySuffix), storage.Join(dd, dn+keySuffix))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, false, nil
+	}
+	return err == nil, same, err
+}
+
+// sameRecord reports whether the record object at q opens under its path to the record the
+// root lists at p (read from p, or from its kept version when p is gone); if so, q is
+// noted for this command's root. storage.ErrNotFound: nothing at q.
+func (c *Client) sameRecord(ctx context.Context, p, q string) (bool, error) {
+	qd, qn := storage.Split(q)
+	b, err := c.getObject(ctx, qd, qn)
+	if err != nil {
+		return false, err
+	}
+	dr, err := c.keys.openRecord(b, q)
+	if err != nil {
+		return false, nil // not this key's record, or damaged: not the file moved
+	}
+	pd, pn := storage.Split(p)
+	sr, err := c.readRecord(ctx, pd, pn)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", c.describe(p), err)
+	}
+	if !bytes.Equal(sr.marshal(), dr.marshal()) {
+		return false, nil
+	}
+	c.noteRecord(q, b)
+	return true, nil
+}
+
+// adoptMoved lists, in this command's root, what a killed mv from encSrc to encDst moved
+// before it could publish its root: every record the root lists below encSrc that is gone
+// from there (seen: what the walk found there) and whose copy, the same record, is at its
+// place below encDst. Any other record the root lists and the storage lacks stays listed,
+// for check to report.
+func (c *Client) adoptMoved(ctx context.Context, encSrc, encDst string, seen map[string]bool) error {
+	for _, p := range c.rootPaths(encSrc) {
+		if seen[p] {
+			continue
+		}
+		pd, pn := storage.Split(p)
+		if _, err := c.be.Stat(ctx, pd, pn); err == nil {
+			continue // still there: src's own record, moved below
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		q := encDst + strings.TrimPrefix(p, encSrc)
+		same, err := c.sameRecord(ctx, p, q)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if same {
+			c.noteDeleted(p)
+		}
+	}
+	return nil
+}
+
+// finishFile finishes the mv of the file src to dst, which exists: when dst holds the same
+// record as src's (the mv wrote it, then was cut off), src's copy is deleted, or, src being
+// gone already (srcExists false), the root is made to list dst in its place. done is false
+// when dst is another file.
+func (c *Client) finishFile(ctx context.Context, src, dst string, srcExists bool) (done bool, err error) {
+	sd, sn, err := c.encFile(src)
+	if err != nil {
+		return false, err
+	}
+	dd, dn, err := c.encFile(dst)
+	if err != nil {
+		return false, err
+	}
+	p, q := storage.Join(sd, sn+keySuffix), storage.Join(dd, dn+keySuffix)
+	if _, listed := c.rootHash(p); !srcExists && !listed {
+		return false, nil
+	}
+	same, err := c.sameRecord(ctx, p, q)
+	if err != nil || !same {
+		return false, err
+	}
+	if err := c.deleteRecord(ctx, sd, sn+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return false, err
+	}
+	return true, nil
+}
+
+func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
+	sd, sn, err := c.encFile(src)
+	if err != nil {
+		return err
+	}
+	dd, dn, err := c.encFile(dst)
+	if err != nil {
+		return err
+	}
+	r, err := c.readRecord(ctx, sd, sn+keySuffix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
+		return err
+	}
+	return c.deleteRecord(ctx, sd, sn+keySuffix)
+}
+
+func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
+	se, _ := c.keys.encPath(src)
+	de, err := c.keys.encPath(dst)
+	if err != nil {
+		return err
+	}
+	if err := c.storeLongNames(ctx, de); err != nil {
+		return err
+	}
+	if err := c.be.Create(ctx, de); err != nil {
+		return err
+	}
+	r, err := c.readRecord(ctx, se, dirMetaName)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.writeRecord(ctx, de, dirMetaName, r)
+	return err
+}
+
+// minString returns the least of ss (not empty).
+func minString(ss []string) string {
+	m := ss[0]
+	for _, s := range ss[1:] {
+		m = min(m, s)
+	}
+	return m
+}
+
+// shellWord quotes a path for a command line shown to the user, when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+,:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

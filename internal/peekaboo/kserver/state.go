@@ -67,7 +67,7 @@ func (s *Server) store(items []wire.KeyItem) ([]wire.PIREntry, error) {
 			// chunk), never replaced. So is an id sharing its first 12 bytes (a match
 			// record's nonce) with one held: two records of one reply must not share it.
 			if k, _ := b.Cursor().Seek(items[i].ID[:12]); k != nil && bytes.HasPrefix(k, items[i].ID[:12]) {
-				return fmt.Errorf("%w: publication item %d: pair id %x collides with one held", wire.ErrMalformed, i, items[i].ID[:4])
+				return fmt.Errorf("%w: publication item %d: pair id %x collides with one held (pair ids are never republished)", wire.ErrMalformed, i, items[i].ID[:4])
 			}
 			if err := b.Put(items[i].ID[:], wire.MarshalKeyRecord(&items[i])); err != nil {
 				return err

@@ -17,10 +17,12 @@ import (
 //   - a large put reserves (Namespace.reserve): it reads the user's usage and refuses the
 //     put unless usage + every reservation and claim in flight + what the put will charge
 //     fits the quota; its bytes stay held until after its transaction;
-//   - every other write that may grow the user's usage (inline puts and batches, Create)
-//     claims an upper bound of what it will charge (Namespace.claim: no database read,
-//     one claim per batch) until after its transaction, so a reservation made meanwhile
-//     counts it;
+//   - every other write that may grow the user's usage (inline puts and batches, Create,
+//     Move) claims an upper bound of what it will charge (Namespace.claim: no database
+//     read, one claim per batch) until after its transaction, so a reservation made
+//     meanwhile counts it; a move that lengthens names has no bound without reading the
+//     tree it moves, and claims without one (claimUnbounded): a reservation waits until
+//     no such claim of the user is in flight;
 //   - every transaction that grows the usage (charge) leaves room for the bytes held by
 //     reservations that have not been charged in that transaction (Service.heldBy), so
 //     what was settled for a large put is not taken by a write checked before it.
@@ -34,18 +36,21 @@ import (
 type quotaBook struct {
 	claimed int64                     // claims: upper bounds, unchecked
 	claims  int                       // how many
+	unbound int                       // how many of them have no bound (a move)
+	idle    chan struct{}             // closed when unbound drops to 0
 	held    map[*reservation]struct{} // reservations: checked, content headed for the blob store
 }
 
 // reservation is a large put's reservation (held) or a write's claim.
 type reservation struct {
-	s     *Service
-	user  string
-	bytes int64
-	held  bool
-	in    metaTx // the transaction attempt that charges it (guarded by holdMu)
-	done  bool   // in has committed: the user's usage counts the bytes (guarded by holdMu)
-	once  sync.Once
+	s       *Service
+	user    string
+	bytes   int64
+	held    bool
+	nobound bool   // a claim without a bound (claimUnbounded)
+	in      metaTx // the transaction attempt that charges it (guarded by holdMu)
+	done    bool   // in has committed: the user's usage counts the bytes (guarded by holdMu)
+	once    sync.Once
 }
 
 // release gives the bytes back, after the transaction (nil: nothing reserved).
@@ -66,6 +71,12 @@ func (r *reservation) release() {
 		} else {
 			b.claimed -= r.bytes
 			b.claims--
+		}
+		if r.nobound {
+			if b.unbound--; b.unbound == 0 {
+				close(b.idle)
+				b.idle = nil
+			}
 		}
 		b.dropIfEmpty(s, r.user)
 	})
@@ -149,6 +160,23 @@ func (n *Namespace) claim(bytes int64) *reservation {
 	return &reservation{s: s, user: n.user, bytes: bytes}
 }
 
+// claimUnbounded records that a write may grow the usage by an amount unknown before its
+// transaction, until release: reservations wait for it (nil for a user without a quota).
+func (n *Namespace) claimUnbounded() *reservation {
+	if !n.hasQuota() {
+		return nil
+	}
+	s := n.s
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	b := s.book(n.user)
+	b.claims++
+	if b.unbound++; b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	return &reservation{s: s, user: n.user, nobound: true}
+}
+
 // reserve refuses, before any content reaches the blob store, a put of size bytes to
 // dir/name that the user's quota cannot take with the reservations and claims in flight;
 // with keep it holds what the put will charge until release (after the transaction:
@@ -158,9 +186,29 @@ func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, k
 	if !n.hasQuota() {
 		return nil, nil
 	}
+	for {
+		r, wait, err := n.tryReserve(ctx, dir, name, size, keep)
+		if wait == nil {
+			return r, err
+		}
+		select { // a claim without a bound (a move) is in flight: its growth is unknown
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("quota check waiting for user %q's moves: %w", n.user, ctx.Err())
+		}
+	}
+}
+
+// tryReserve is reserve, or a channel to wait on before trying again while a claim
+// without a bound is in flight (one registered during the read is still in flight at
+// the end of it: its release waits for quotaMu).
+func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64, keep bool) (*reservation, <-chan struct{}, error) {
 	s := n.s
 	s.quotaMu.Lock() // held over the read: a commit then release cannot slip between them
 	defer s.quotaMu.Unlock()
+	if wait := s.unbounded(n.user); wait != nil {
+		return nil, wait, nil
+	}
 	var need, used, quota int64
 	err := s.meta.view(ctx, func(t metaTx) error {
 		u, m, ok, err := t.account(n.user)
@@ -172,28 +220,42 @@ func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, k
 		return err
 	})
 	if err != nil || need <= 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	s.holdMu.Lock()
 	defer s.holdMu.Unlock()
 	b := s.book(n.user)
+	if b.unbound > 0 {
+		return nil, b.idle, nil
+	}
 	inflight := b.claimed // committed ones too: the read of the usage may predate their commit
 	for r := range b.held {
 		inflight += r.bytes
 	}
 	if used+inflight+need > quota {
 		b.dropIfEmpty(s, n.user)
-		return nil, fmt.Errorf("user %q would store %d more bytes, %d of %d in use or being stored: %w",
+		return nil, nil, fmt.Errorf("user %q would store %d more bytes, %d of %d in use or being stored: %w",
 			n.user, need, used+inflight, quota, storage.ErrQuota)
 	}
 	if !keep {
 		b.dropIfEmpty(s, n.user)
-		return nil, nil
+		return nil, nil, nil
 	}
 	r := &reservation{s: s, user: n.user, bytes: need, held: true}
 	b.held[r] = struct{}{}
 	s.nHeld.Add(1)
-	return r, nil
+	return r, nil, nil
+}
+
+// unbounded returns a channel closed once no claim without a bound of user's is in
+// flight, nil if none is.
+func (s *Service) unbounded(user string) <-chan struct{} {
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	if b := s.quota[user]; b != nil && b.unbound > 0 {
+		return b.idle
+	}
+	return nil
 }
 
 // linkCost is what linking size bytes at dir/name will charge (link): the content, less

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -198,5 +200,83 @@ func BenchmarkQuotaClaim(b *testing.B) {
 			s.heldBy("bench", nil)
 			c.release()
 		}
+	})
+}
+
+// accountOf is the user's content and metadata bytes, as the transaction checks them.
+func accountOf(t *testing.T, s *Service, user string) (used, meta, quota int64) {
+	t.Helper()
+	err := s.meta.view(t.Context(), func(tx metaTx) error {
+		u, m, _, err := tx.account(user)
+		used, meta, quota = u.used, m, u.quota
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return used, meta, quota
+}
+
+// A move that lengthens every name below a directory, checked before a large put's
+// reservation and committed after that reservation read the usage, does not take the
+// quota the reservation granted: the reservation waits for the move. Before, the large
+// put's transaction was refused after its content reached the blob store (an orphan).
+// The move's transaction is held open by a member of its group commit.
+func TestQuotaMoveBeforeReservation(t *testing.T) {
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		s := newService(t, Config{})
+		g := &gateBlobs{blobStore: s.blobs, started: make(chan struct{}), gate: make(chan struct{})}
+		s.blobs = g
+		ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
+		var objs []storage.Object
+		for i := range 200 {
+			objs = append(objs, storage.Object{Dir: "d", Name: fmt.Sprint(i), Data: []byte{1}})
+		}
+		if err := ns.PutBatch(t.Context(), objs); err != nil {
+			t.Fatal(err)
+		}
+		longer := "d" + strings.Repeat("x", 100) // 200 names grow by 100 bytes: 20,000 bytes
+		used, meta, quota := accountOf(t, s, "alice")
+		big := randBytes(2, int(quota-used-meta-10_000)) // fits, not with the move
+		hold := func(gate <-chan struct{}, in chan<- struct{}) chan error {
+			done := make(chan error, 1)
+			go func() {
+				done <- s.meta.update(context.Background(), "alice", func(metaTx) error {
+					if in != nil {
+						in <- struct{}{}
+					}
+					<-gate
+					return nil
+				})
+			}()
+			return done
+		}
+		gate0, gate1, in := make(chan struct{}), make(chan struct{}), make(chan struct{}, 2)
+		first := hold(gate0, in) // keeps the group commit busy
+		<-in
+		moved := make(chan error, 1)
+		go func() { moved <- ns.Move(t.Context(), "", "d", "", longer) }()
+		time.Sleep(50 * time.Millisecond) // the move queues first,
+		second := hold(gate1, in)         // then the member that holds its group open
+		time.Sleep(50 * time.Millisecond)
+		close(gate0)
+		<-in // the move's transaction has checked the quota, and is not committed
+		bigErr := make(chan error, 1)
+		go func() { bigErr <- ns.Put(t.Context(), "", "big", bytes.NewReader(big), int64(len(big))) }()
+		select { // before: reserved at once; now: waits for the move
+		case <-g.started:
+		case <-time.After(time.Second):
+		}
+		close(gate1)
+		for _, ch := range []chan error{first, second, moved} {
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(g.gate)
+		if err := <-bigErr; !errors.Is(err, storage.ErrQuota) {
+			t.Fatalf("the large put that does not fit with the move: %v", err)
+		}
+		checkNoLeftovers(t, s, "alice", 200)
 	})
 }

@@ -24,8 +24,9 @@ import (
 //     tree it moves, and claims without one (claimUnbounded): a reservation waits until
 //     no such claim of the user is in flight;
 //   - every transaction that grows the usage (charge) leaves room for the bytes held by
-//     reservations that have not been charged in that transaction (Service.heldBy), so
-//     what was settled for a large put is not taken by a write checked before it.
+//     reservations that neither it nor a committed transaction has charged
+//     (Service.heldBy; reservation.charging), so what was settled for a large put is not
+//     taken by a write checked before it.
 //
 // A reservation made while a write of the same user is between its check and its
 // release may count that write twice (refusing a put that would fit, in a race near the

@@ -49,7 +49,8 @@ func counts(tx *bolt.Tx, user string) (*bolt.Bucket, error) {
 }
 
 // charge adjusts the user's content bytes and metadata bytes; when either grows, the sum
-// must stay within the quota. Every write of a namespace calls it, in its transaction: it
+// must stay within the quota, less what the user's uploads in progress have reserved
+// (quota.go). Every write of a namespace calls it, in its transaction: it
 // fails with storage.ErrPermission unless the user record is still the account n was
 // opened for (not removed, nor removed and created again under the same name).
 func (n *Namespace) charge(t metaTx, data, meta int64) error {
@@ -63,8 +64,16 @@ func (n *Namespace) charge(t metaTx, data, meta int64) error {
 	}
 	m = max(m+meta, 0)
 	u.used = max(u.used+data, 0)
-	if (data > 0 || meta > 0) && u.quota > 0 && u.used+m > u.quota {
-		return fmt.Errorf("user %q would store %d bytes of content and %d of names, quota %d: %w", user, u.used, m, u.quota, storage.ErrQuota)
+	if (data > 0 || meta > 0) && u.quota > 0 {
+		held := n.s.heldBy(user, t) // settled for content headed for the blob store (quota.go)
+		if u.used+m+held > u.quota {
+			being := ""
+			if held > 0 {
+				being = fmt.Sprintf(", and uploads in progress %d more", held)
+			}
+			return fmt.Errorf("user %q would store %d bytes of content and %d of names%s, quota %d: %w",
+				user, u.used, m, being, u.quota, storage.ErrQuota)
+		}
 	}
 	if meta != 0 {
 		if err := t.setMeta(user, m); err != nil {

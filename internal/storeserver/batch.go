@@ -31,8 +31,8 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		return fmt.Errorf("batch of %d objects, at most %d: %w", len(objs), s.cfg.MaxBatchObjects, storewire.ErrLimit)
 	}
 	start := time.Now()
-	var total int64
-	large := -1 // the index of the object over InlineMax, if any
+	var total, claimed int64 // claimed: what the inline objects may charge
+	large := -1              // the index of the object over InlineMax, if any
 	links := make([]func(metaTx) error, len(objs))
 	var names [][2]string // what the links look up: PostgreSQL reads them in one statement
 	for i, o := range objs {
@@ -64,17 +64,21 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 			data = []byte{} // inline, empty (nil would mean a blob file)
 		}
 		if i != large {
+			claimed += claimCost(o.Dir, o.Name, int64(len(data)))
 			links[i] = n.link(o.Dir, o.Name, sha256.Sum256(data), int64(len(data)), data, 0)
 		}
 		names = append(names, linkNames(o.Dir, o.Name)...)
 	}
+	c := n.claim(claimed) // one claim for the inline objects (quota.go), before the reservation
+	defer c.release()
+	var r *reservation
 	if large >= 0 { // a blob of its own, held from gc until the transaction references it
 		o := objs[large]
-		release, err := n.reserve(ctx, o.Dir, o.Name, int64(len(o.Data)), true)
-		if err != nil {
+		var err error
+		if r, err = n.reserve(ctx, o.Dir, o.Name, int64(len(o.Data)), true); err != nil {
 			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
 		}
-		defer release()
+		defer r.release()
 		sum, size, pin, err := s.spool(ctx, bytes.NewReader(o.Data), nil)
 		if err != nil {
 			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
@@ -83,6 +87,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		links[large] = n.link(o.Dir, o.Name, sum, size, nil, pin.gen)
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
+		r.charging(t)
 		for i, o := range objs { // conditions first, in the same transaction: all or nothing
 			if !o.Create && !o.Absent && o.Match == nil {
 				continue

@@ -14,12 +14,17 @@ import (
 )
 
 // BenchmarkPut4KiB measures 4 KiB puts with 16 concurrent clients, in-process and through
-// the HTTPS API: go test ./internal/storeserver -run '^$' -bench Put4KiB
+// the HTTPS API, by a user without a quota and (inprocess-quota) by one with a quota,
+// whose puts take part in quota reservations: go test ./internal/storeserver -run '^$' -bench Put4KiB
 func BenchmarkPut4KiB(b *testing.B) {
-	for _, via := range []string{"inprocess", "https"} {
+	for _, via := range []string{"inprocess", "inprocess-quota", "https"} {
 		b.Run(via, func(b *testing.B) {
 			s := newTestService(&testing.T{}, Config{})
-			ns, cred := addUser(&testing.T{}, s, "bench")
+			var opts []UserOption
+			if via == "inprocess-quota" {
+				opts = append(opts, WithQuota(1<<40))
+			}
+			ns, cred := addUser(&testing.T{}, s, "bench", opts...)
 			var be storage.Backend = ns
 			if via == "https" {
 				t := &testing.T{}

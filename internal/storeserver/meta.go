@@ -101,4 +101,8 @@ type metaTx interface {
 	// dropUser removes the user, their namespace and their accounting (references are
 	// the caller's to drop first).
 	dropUser(name string) error
+
+	// onCommit runs fn once this transaction has committed, before the next transaction
+	// of the store's group commit begins (never after an attempt that failed).
+	onCommit(fn func())
 }

@@ -69,6 +69,8 @@ func (m *boltMeta) close() error {
 // boltTx is a metaTx over a bbolt transaction.
 type boltTx struct{ tx *bolt.Tx }
 
+func (t boltTx) onCommit(fn func()) { t.tx.OnCommit(fn) }
+
 func (t boltTx) ns(user string) (*bolt.Bucket, error) {
 	b := t.tx.Bucket(bucketNS).Bucket([]byte(user))
 	if b == nil {

@@ -118,7 +118,13 @@ func (m *pgMeta) exec(group []*commitReq) error {
 				return err
 			}
 		}
-		return t.flush()
+		if err := t.flush(); err != nil { // with the COMMIT
+			return err
+		}
+		for _, fn := range t.commits {
+			fn()
+		}
+		return nil
 	})
 }
 

@@ -21,8 +21,11 @@ type pgTx struct {
 	q        pgQuerier
 	readOnly bool
 	deltas   map[[32]byte]*blobDelta
-	cache    pgCache // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
+	cache    pgCache  // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
+	commits  []func() // onCommit's, run by exec once the transaction has committed
 }
+
+func (t *pgTx) onCommit(fn func()) { t.commits = append(t.commits, fn) }
 
 // pgQuerier runs statements: a read-only transaction (view), or the connection of a write
 // transaction that the group commit begins and commits itself (meta_pg.go).

@@ -23,6 +23,16 @@ func (n *Namespace) Move(ctx context.Context, srcDir, srcName, dstDir, dstName s
 	}
 	src, dst := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	now := time.Now().UnixNano()
+	// What the move may add to the usage (quota.go): the new names of the entry and of the
+	// directories it makes, and, when the path grows, a longer prefix on every name below
+	// it: unknown before the transaction.
+	var c *reservation
+	if len(dst) > len(src) {
+		c = n.claimUnbounded()
+	} else {
+		c = n.claim(dirCost(dstDir, 0) + max(0, metaCost(dstDir, dstName)-metaCost(srcDir, srcName)))
+	}
+	defer c.release()
 	// Group commit (commit.go): concurrent moves, such as a client's mv or rm -r of many
 	// records, share one fsync; the function changes nothing outside its transaction.
 	err := n.s.meta.update(ctx, n.user, func(t metaTx) error {

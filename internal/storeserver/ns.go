@@ -167,6 +167,8 @@ func (n *Namespace) Create(ctx context.Context, dir string) error {
 		return err
 	}
 	now := time.Now().UnixNano()
+	c := n.claim(dirCost(dir, 0)) // quota.go
+	defer c.release()
 	err := n.s.meta.update(ctx, n.user, func(t metaTx) error {
 		if err := dirExists(t, n.user, ""); err != nil {
 			return err

@@ -47,7 +47,10 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		switch {
 		case err == io.EOF: // the whole body fits inline
 			sum := sha256.Sum256(head)
-			if err := s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, int64(k), head, 0)); err != nil {
+			c := n.claim(claimCost(dir, name, int64(k)))
+			err := s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, int64(k), head, 0))
+			c.release()
+			if err != nil {
 				return fmt.Errorf("put %s: %w", what, err)
 			}
 			s.metrics.observe("put", int64(k), start)
@@ -66,17 +69,21 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 
 // putFile stores body as a blob (spool) and links dir/name to it.
 func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reader) (int64, error) {
-	release := func() {}
-	defer func() { release() }() // after the transaction: its bytes are in the user's usage
+	var r *reservation
+	defer func() { r.release() }() // after the transaction: its bytes are in the user's usage
 	sum, got, pin, err := n.s.spool(ctx, body, func(size int64) (err error) {
-		release, err = n.reserve(ctx, dir, name, size, true)
+		r, err = n.reserve(ctx, dir, name, size, true)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	defer pin.release()
-	return got, n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), n.link(dir, name, sum, got, nil, pin.gen))
+	link := n.link(dir, name, sum, got, nil, pin.gen)
+	return got, n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), func(t metaTx) error {
+		r.charging(t)
+		return link(t)
+	})
 }
 
 // spool streams body into a temporary file, fsyncs it, and commits it to the blob store
@@ -132,53 +139,6 @@ func (s *Service) spool(ctx context.Context, body io.Reader, fits func(size int6
 		return sum, 0, blobPin{}, err
 	}
 	return sum, got, pin, nil
-}
-
-// reserve refuses, before any content reaches the blob store, a put of size bytes to
-// dir/name that the user's quota cannot take, counting the bytes reserved by the user's
-// other uploads between this check and their transaction; it reserves the bytes until
-// release (after the transaction). A put the transaction refuses only after its content
-// was committed leaves that content behind, an orphan until gc: without this check a user
-// past their quota could fill the service's disk. The transaction still checks exactly
-// (this check leaves out the names of new directories); the answer depends on the user's
-// own usage only. keep false checks without reserving.
-func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, keep bool) (release func(), err error) {
-	s := n.s
-	if u, ok := s.users.get(n.user); ok && u.quota == 0 {
-		return func() {}, nil // no quota (a quota is set when the user is created)
-	}
-	s.quotaMu.Lock() // held over the read: a commit then release cannot slip between them
-	defer s.quotaMu.Unlock()
-	var need int64
-	err = s.meta.view(ctx, func(t metaTx) error {
-		u, m, ok, err := t.account(n.user)
-		if err != nil || !ok || u.quota == 0 {
-			return err // a missing user: the transaction answers
-		}
-		need = size
-		if old, ok, err := t.entry(n.user, dir, name); err == nil && ok && !old.isDir() {
-			need -= old.size // a replacement frees the old content's bytes
-		}
-		if inflight := s.inflight[n.user]; need > 0 && u.used+m+inflight+need > u.quota {
-			return fmt.Errorf("user %q would store %d more bytes, %d of %d in use or being stored: %w",
-				n.user, need, u.used+m+inflight, u.quota, storage.ErrQuota)
-		}
-		return nil
-	})
-	if err != nil || need <= 0 || !keep {
-		return func() {}, err
-	}
-	s.inflight[n.user] += need
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.quotaMu.Lock()
-			defer s.quotaMu.Unlock()
-			if s.inflight[n.user] -= need; s.inflight[n.user] <= 0 {
-				delete(s.inflight, n.user)
-			}
-		})
-	}, nil
 }
 
 // copyBufs are the 1 MiB copy buffers of uploads (putFile) and downloads (handleGet),

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -102,10 +103,13 @@ type Service struct {
 	tmpMu  sync.RWMutex
 	active sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
 
-	// quotaMu guards inflight: user -> bytes reserved by uploads between their quota
-	// check and their transaction (Namespace.reserve).
-	quotaMu  sync.Mutex
-	inflight map[string]int64
+	// quota is each user's reservations and claims in flight (quota.go), guarded by
+	// holdMu; quotaMu keeps a release out of a reservation's read of the usage. nHeld
+	// counts the reservations of all users.
+	quotaMu sync.Mutex
+	holdMu  sync.Mutex
+	quota   map[string]*quotaBook
+	nHeld   atomic.Int64
 
 	users   *userCache
 	metrics *metrics
@@ -136,7 +140,7 @@ func Open(dir string, cfg Config) (*Service, error) {
 	if err := matchLocation(dir, cfg); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Service{dir: dir, cfg: cfg, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics(), inflight: map[string]int64{}}
+	s := &Service{dir: dir, cfg: cfg, tmpDir: filepath.Join(dir, tmpName), metrics: newMetrics(), quota: map[string]*quotaBook{}}
 	if s.meta, err = openMeta(dir, dsn, cfg, func(n int) { s.metrics.group.Observe(float64(n)) }); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}

@@ -187,7 +187,7 @@ func (c *Client) Search(ctx context.Context, text string, o SearchOptions) (*Sea
 	return r, err
 }
 
-var errStale = fmt.Errorf("%w: query time refused: this machine's clock is more than %s ahead of the K-server's or more than its replay window (default 10 min) behind (check this machine's clock)", ErrRejected, wire.MaxAhead)
+var errStale = fmt.Errorf("%w: query time refused: this machine's clock is more than %s ahead of the K-server's or more than its replay window (default 10 min) behind (check this machine's clock); or, for a private search, the K-server was upgraded from a veil without a replay mark less than its replay window ago (try again then)", ErrRejected, wire.MaxAhead)
 
 // staleRetryWait is how long a client waits before resealing a query refused as stale:
 // after a crash the K-server refuses stamps up to about a second past its last answer.

@@ -58,7 +58,7 @@ func (s *Server) pirQuery(sealed []byte) ([]byte, uint8) {
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	if st := s.fresh(q.Nonce, q.Time); st != 0 {
+	if st := s.fresh(q.Nonce, q.Time, true); st != 0 {
 		return nil, st
 	}
 	k, err := dpf.Parse(q.DPFKey)

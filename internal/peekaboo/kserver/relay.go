@@ -112,7 +112,7 @@ func (s *Server) query(sealed []byte) ([]byte, uint8) {
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	if st := s.fresh(q.Nonce, q.Time); st != 0 {
+	if st := s.fresh(q.Nonce, q.Time, false); st != 0 {
 		return nil, st
 	}
 	hits := Lookup(s.idx, q)
@@ -185,8 +185,8 @@ func (s *Server) unpublish(payload []byte) ([]byte, error) {
 
 // fresh runs the replay check and logs why a query was refused (at most one line per
 // refusalLogEvery, with the number of refusals not logged since).
-func (s *Server) fresh(nonce [16]byte, stamp uint64) uint8 {
-	st, err := s.replay.verdict(nonce, stamp, s.cfg.now())
+func (s *Server) fresh(nonce [16]byte, stamp uint64, private bool) uint8 {
+	st, err := s.replay.verdict(nonce, stamp, s.cfg.now(), private)
 	if st == 0 {
 		return 0
 	}

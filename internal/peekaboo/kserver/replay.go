@@ -45,16 +45,21 @@ type replayStore interface {
 //
 // Without a store (newReplayCache) the floor is the start time plus aheadAllowance,
 // beyond which no previous run answered anything if this clock did not run backward.
+//
+// Private queries have a floor of their own (privFloor, at or above floor): the first
+// start on state written by a veil that kept no mark (openReplay) raises it, not floor,
+// since such a veil answered no keyword query this one takes.
 type replayCache struct {
-	mu     sync.Mutex
-	window time.Duration
-	ahead  time.Duration
-	floor  int64 // unix ms: stamps at or before it are refused
-	ceil   int64 // unix ms: the stored mark (MaxInt64: no store)
-	high   int64 // unix ms: the highest stamp answered that the mark covers
-	store  replayStore
-	seen   map[[16]byte]int64 // nonce -> forget after (unix ms)
-	purged int64
+	mu        sync.Mutex
+	window    time.Duration
+	ahead     time.Duration
+	floor     int64 // unix ms: stamps at or before it are refused
+	privFloor int64 // unix ms: private queries' stamps at or before it are refused
+	ceil      int64 // unix ms: the stored mark (MaxInt64: no store)
+	high      int64 // unix ms: the highest stamp answered that the mark covers
+	store     replayStore
+	seen      map[[16]byte]int64 // nonce -> forget after (unix ms)
+	purged    int64
 }
 
 func aheadFor(window time.Duration) time.Duration { return min(window, aheadAllowance) }
@@ -63,13 +68,14 @@ func aheadFor(window time.Duration) time.Duration { return min(window, aheadAllo
 // allowance, the most a previous run could have answered.
 func newReplayCache(window time.Duration, now time.Time) *replayCache {
 	a := aheadFor(window)
-	return &replayCache{window: window, ahead: a, floor: now.Add(a).UnixMilli(), ceil: math.MaxInt64, seen: map[[16]byte]int64{}}
+	floor := now.Add(a).UnixMilli()
+	return &replayCache{window: window, ahead: a, floor: floor, privFloor: floor, ceil: math.MaxInt64, seen: map[[16]byte]int64{}}
 }
 
 // newStoredReplayCache is a cache resuming from what a previous run stored: its mark and
 // the nonces of the queries it answered above it (nonce -> stamp).
 func newStoredReplayCache(window time.Duration, mark int64, ahead map[[16]byte]int64, store replayStore) *replayCache {
-	c := &replayCache{window: window, ahead: aheadFor(window), floor: mark, ceil: mark, high: mark, store: store, seen: map[[16]byte]int64{}}
+	c := &replayCache{window: window, ahead: aheadFor(window), floor: mark, privFloor: mark, ceil: mark, high: mark, store: store, seen: map[[16]byte]int64{}}
 	for n, t := range ahead {
 		if t > mark {
 			c.seen[n] = t + window.Milliseconds()
@@ -78,14 +84,15 @@ func newStoredReplayCache(window time.Duration, mark int64, ahead map[[16]byte]i
 	return c
 }
 
-// check returns 0 when the query is fresh (and records it), else the wire status.
+// check returns 0 when the keyword query is fresh (and records it), else the wire status.
 func (c *replayCache) check(nonce [16]byte, stamp uint64, now time.Time) uint8 {
-	st, _ := c.verdict(nonce, stamp, now)
+	st, _ := c.verdict(nonce, stamp, now, false)
 	return st
 }
 
-// verdict is check with the reason for a refusal, for the server's log.
-func (c *replayCache) verdict(nonce [16]byte, stamp uint64, now time.Time) (uint8, error) {
+// verdict is check, for a private query if private, with the reason for a refusal, for
+// the server's log.
+func (c *replayCache) verdict(nonce [16]byte, stamp uint64, now time.Time, private bool) (uint8, error) {
 	ms, w, a := now.UnixMilli(), c.window.Milliseconds(), c.ahead.Milliseconds()
 	t := int64(stamp)
 	switch {
@@ -98,6 +105,9 @@ func (c *replayCache) verdict(nonce [16]byte, stamp uint64, now time.Time) (uint
 	defer c.mu.Unlock()
 	if t <= c.floor {
 		return statusStale, fmt.Errorf("query stamped %s before this server's restart mark or at it (an earlier run may have answered it); a query stamped later is taken", secs(c.floor-t))
+	}
+	if private && t <= c.privFloor {
+		return statusStale, fmt.Errorf("private query stamped %s before the mark set when this server first opened state written by an older veil, or at it (that veil may have answered it); a private query stamped later is taken", secs(c.privFloor-t))
 	}
 	if ms-c.purged > w {
 		for n, exp := range c.seen {

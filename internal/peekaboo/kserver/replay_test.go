@@ -2,13 +2,18 @@ package kserver
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
 // TestReplayAcrossRestartFutureStamp: a query stamped ahead of the K-server's clock and
@@ -35,7 +40,7 @@ func TestReplayAcrossRestartFutureStamp(t *testing.T) {
 func TestFutureStampRefused(t *testing.T) {
 	t0 := time.UnixMilli(1_700_000_000_000)
 	c := newStoredReplayCache(10*time.Minute, 0, nil, &memStore{})
-	st, err := c.verdict([16]byte{1}, uint64(t0.Add(31*time.Second).UnixMilli()), t0)
+	st, err := c.verdict([16]byte{1}, uint64(t0.Add(31*time.Second).UnixMilli()), t0, false)
 	if st != statusStale || err == nil || !strings.Contains(err.Error(), "31.0 s ahead of this server's clock; check the client's clock") {
 		t.Fatalf("31 s ahead: %d %v", st, err)
 	}
@@ -204,14 +209,115 @@ func TestReplayMarkInStateFile(t *testing.T) {
 	if st := s.replay.check(nonce(), at(0), now); st != 0 {
 		t.Fatalf("fresh query right after a clean stop: %d", st)
 	}
-	s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyReplay) })
-	s.db.Close()
-	s = open() // state from a veil without the mark: refuse up to a replay window ahead
-	defer s.Close()
-	if st := s.replay.check(nonce(), at(time.Millisecond), now); st != statusStale {
-		t.Fatalf("no stored mark: fresh stamp got %d, want stale (an older veil took stamps up to %s ahead)", st, DefaultConfig().ReplayWindow)
+	s.Close()
+}
+
+// oldLayout rewrites the kserver.db in dir as a veil that kept no replay mark wrote it:
+// no meta/replay, no bucket replay (docs/formats/peekaboo-state.md, "Changes").
+func oldLayout(t *testing.T, dir string) {
+	t.Helper()
+	db, err := bbolt.Open(filepath.Join(dir, FileDB), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if m, ok, err := readMark(s.db); err != nil || !ok || m != now.Add(DefaultConfig().ReplayWindow).UnixMilli() {
-		t.Fatalf("mark not stored: %d %v %v", m, ok, err)
+	err = db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(bucketMeta).Delete(keyReplay); err != nil {
+			return err
+		}
+		return tx.DeleteBucket(bucketReplay)
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withoutPIR rewrites dir's relay.cred without a private-query table's geometry.
+func withoutPIR(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, FileRelayCred)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := wire.ParseRelayCred(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.PIRBits, rc.PIRSlots = 0, 0
+	if b, err = json.Marshal(rc); err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpgradeFromStateWithoutMark: the first start on state written by a veil that kept
+// no replay mark serves keyword queries at once (that veil answered version-1 query
+// plaintexts only, which wire.ParseQuery refuses: the must-fail vector "query version 1"
+// in testdata/peekaboo/wire.json), and refuses private queries stamped up to a replay
+// window ahead (that veil took them so far ahead), also after a clean restart within
+// that window. Before, it refused every query for one window. Without a private-query
+// table nothing is refused: the mark starts at 0.
+func TestUpgradeFromStateWithoutMark(t *testing.T) {
+	w := DefaultConfig().ReplayWindow
+	for _, table := range []bool{true, false} {
+		dir := t.TempDir()
+		if err := Init(dir, InitOptions{Endpoint: "https://127.0.0.1:1", PIR: testPIR}); err != nil {
+			t.Fatal(err)
+		}
+		if !table { // a K-server made before private queries: no geometry in relay.cred
+			withoutPIR(t, dir)
+		}
+		oldLayout(t, dir)
+		now := time.Now()
+		open := func() *Server {
+			s, err := Open(dir, Config{now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		at := func(d time.Duration) uint64 { return uint64(now.Add(d).UnixMilli()) }
+		s := open()
+		if st := s.replay.check([16]byte{1}, at(0), now); st != 0 {
+			t.Fatalf("table %v: keyword query right after the upgrade: %d", table, st)
+		}
+		private := func(n byte, stamp uint64) uint8 {
+			st, _ := s.replay.verdict([16]byte{n}, stamp, now, true)
+			return st
+		}
+		want := uint8(0) // no table: no private query was ever answered
+		if table {
+			want = statusStale // an older veil may have answered it (stamped up to w ahead)
+		}
+		if st := private(2, at(0)); st != want {
+			t.Fatalf("table %v: private query stamped within the old ahead window: %d, want %d", table, st, want)
+		}
+		wantMark := int64(0)
+		if table {
+			wantMark = now.Add(w).UnixMilli()
+		}
+		if m, ok, err := readMark(s.db); err != nil || !ok || m < wantMark || m > max(wantMark, now.Add(markStep).UnixMilli()) {
+			t.Fatalf("table %v: stored mark %d (%v %v), want %d", table, m, ok, err, wantMark)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !table {
+			continue
+		}
+		s = open() // a clean restart within the window keeps the private queries' floor
+		if st := private(3, at(time.Second)); st != statusStale {
+			t.Fatalf("private query after a clean restart within the window: %d", st)
+		}
+		if st := s.replay.check([16]byte{1}, at(0), now); st == 0 {
+			t.Fatal("keyword query answered before a restart answered again")
+		}
+		now = now.Add(w + time.Millisecond)
+		if st := private(4, at(0)); st != 0 {
+			t.Fatalf("private query a window after the upgrade: %d", st)
+		}
+		s.Close()
 	}
 }

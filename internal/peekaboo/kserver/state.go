@@ -67,7 +67,7 @@ func (s *Server) store(items []wire.KeyItem) ([]wire.PIREntry, error) {
 			// chunk), never replaced. So is an id sharing its first 12 bytes (a match
 			// record's nonce) with one held: two records of one reply must not share it.
 			if k, _ := b.Cursor().Seek(items[i].ID[:12]); k != nil && bytes.HasPrefix(k, items[i].ID[:12]) {
-				return fmt.Errorf("%w: publication item %d: pair id %x collides with one held", wire.ErrMalformed, i, items[i].ID[:4])
+				return fmt.Errorf("%w: publication item %d: pair id %x collides with one held (pair ids are never republished)", wire.ErrMalformed, i, items[i].ID[:4])
 			}
 			if err := b.Put(items[i].ID[:], wire.MarshalKeyRecord(&items[i])); err != nil {
 				return err
@@ -184,9 +184,17 @@ func forgetBefore(b *bbolt.Bucket, ms int64) error {
 }
 
 // openReplay resumes the replay cache from kserver.db: the mark and the nonces stored
-// above it (those the window or the mark refuse anyway are deleted). State without a
-// mark was written by a veil that kept none and took queries stamped up to a replay
-// window ahead of its clock: this start refuses stamps up to that, once, and stores it.
+// above it (those the window or the mark refuse anyway are deleted).
+//
+// State without a mark was written by a veil that kept none, whose replay memory was in
+// memory only and which took queries stamped up to a replay window ahead of its clock.
+// Its keyword queries were sealed as query plaintext version 1, which this veil refuses
+// (wire.ParseQuery): none can be answered again, and keyword queries are served at once.
+// Its private queries are the ones this veil takes: without a private-query table it
+// answered none, and the mark starts at 0 as on a new K-server; with one, this start
+// stores the mark now + the replay window (every private query that veil answered was
+// stamped at or before it) and refuses private queries stamped up to it, for one
+// window, once (a restart within that window refuses every query up to the mark).
 func (s *Server) openReplay() (*replayCache, error) {
 	mark, ok, err := readMark(s.db)
 	if err != nil {
@@ -196,7 +204,9 @@ func (s *Server) openReplay() (*replayCache, error) {
 	ahead := map[[16]byte]int64{}
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		if !ok {
-			mark = now.Add(s.cfg.ReplayWindow).UnixMilli()
+			if s.table != nil {
+				mark = now.Add(s.cfg.ReplayWindow).UnixMilli()
+			}
 			if err := putMark(tx, mark); err != nil {
 				return err
 			}
@@ -216,9 +226,11 @@ func (s *Server) openReplay() (*replayCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: replay records: %w", FileDB, err)
 	}
-	if !ok {
-		s.log.Warn("state has no replay high-water mark (written by an older veil, which took queries stamped up to the replay window ahead): refusing queries stamped before the mark, so none answered before this start is answered again",
+	c := newStoredReplayCache(s.cfg.ReplayWindow, mark, ahead, dbReplay{s.db})
+	if !ok && s.table != nil {
+		c.floor = 0 // keyword queries: the older veil answered none this one takes
+		s.log.Warn("state has no replay high-water mark (written by an older veil, which took queries stamped up to the replay window ahead): keyword queries are served; private queries stamped before the mark are refused, so none answered before this start is answered again",
 			"mark", time.UnixMilli(mark).UTC().Format(time.RFC3339))
 	}
-	return newStoredReplayCache(s.cfg.ReplayWindow, mark, ahead, dbReplay{s.db}), nil
+	return c, nil
 }

@@ -77,6 +77,53 @@ func TestPublishCannotRebindAnotherOwnersPair(t *testing.T) {
 	}
 }
 
+// TestRepublishRefusedLosesNothing: an owner publishing one of its own pair ids again (a
+// hand-made client: the library draws fresh ids) is refused by the V-server before it
+// stores anything, with an error saying to unpublish and publish again. Before, the
+// V-server replaced the pair's value, ACL and owner blob, the K-server then refused the
+// chunk (it never replaces a key: docs/design-peekaboo.md, "Publication"), and the pair
+// was left with the new value under the old key and an owner blob that did not open.
+func TestRepublishRefusedLosesNothing(t *testing.T) {
+	d := start(t, t.TempDir(), fastMix())
+	ctx := context.Background()
+	alice := newClient(t, d, "alice")
+	if _, err := alice.Publish(ctx, []client.Pair{{Key: "alice-key", Value: []byte("old")}}, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := alice.List(ctx)
+	if err != nil || len(l) != 1 {
+		t.Fatalf("setup: %v %v", l, err)
+	}
+	id := l[0].ID
+	for _, ids := range [][]wire.ID{{id}, {{0xdd, 1}, {0xdd, 1}}} { // published before; twice in one chunk
+		var items []wire.KeyItem
+		var pairs []wire.PublishPair
+		for _, id := range ids {
+			items = append(items, wire.KeyItem{ID: id, Key: "alice-new"})
+			pairs = append(pairs, wire.PublishPair{ID: id, Value: []byte("new"), OwnerBlob: []byte("junk")})
+		}
+		sc, err := wire.SealChunk(alice.KServerPub(), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range pairs {
+			pairs[i].Sealed = sc.Items[i]
+		}
+		msg := &wire.Publish{Enc: sc.Enc, Pairs: pairs}
+		code, body := rawPost(t, mustCred(t, alice), "/v1/publish", msg.Marshal())
+		if code != http.StatusConflict || !bytes.Contains(body, []byte("unpublish it and publish it again")) {
+			t.Errorf("republish of %x: HTTP %d %s", ids[0][:4], code, bytes.TrimSpace(body))
+		}
+	}
+	l, err = alice.List(ctx)
+	if err != nil || len(l) != 1 || l[0].Key != "alice-key" || string(l[0].Value) != "old" {
+		t.Fatalf("the owner's pairs after refused republications: %v %v", l, err)
+	}
+	if r := search(t, alice, "alice-key", client.SearchOptions{}); len(r.Found) != 1 || string(r.Found[0].Value) != "old" {
+		t.Fatalf("search after refused republications: %+v", r.Found)
+	}
+}
+
 // countingReader counts the bytes a handler reads of a request body.
 type countingReader struct{ n, limit int }
 

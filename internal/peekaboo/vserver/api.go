@@ -160,6 +160,9 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		if errors.Is(err, errNotYours) {
 			return http.StatusForbidden, err
 		}
+		if errors.Is(err, errRepublish) {
+			return http.StatusConflict, err
+		}
 		return http.StatusInternalServerError, err
 	}
 	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindPublish, Payload: wire.MarshalChunk(req.Chunk())})
@@ -168,7 +171,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		return relayErr(err)
 	}
 	if res.Status != wire.StatusOK {
-		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, altered, or naming pair ids it holds", res.Status)
+		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, altered, or naming pair ids it holds (a pair id is never published twice: publish with fresh ids)", res.Status)
 	}
 	ack, err := wire.ParsePublishAck(res.Payload)
 	if err != nil || int(ack.N) != len(req.Pairs) {

@@ -23,6 +23,16 @@ var (
 // errNotYours refuses a publication that reuses another owner's pair id.
 var errNotYours = errors.New("a pair id in the chunk belongs to another owner")
 
+// errRepublish refuses a publication that names a pair id published before (the owner's
+// own): the K-server never replaces a pair's key (docs/design-peekaboo.md, "Publication").
+var errRepublish = errors.New("a pair id is never published twice")
+
+// republishErr says which pair a publication names again and what to do instead.
+func republishErr(i int, id wire.ID, reason string) error {
+	return fmt.Errorf("%w: pair %d (id %x) %s; to change a pair, unpublish it and publish it again (the client draws a fresh id), and retry a failed publication with fresh ids",
+		errRepublish, i, id[:4], reason)
+}
+
 func openDB(path string) (*bbolt.DB, error) {
 	return server.OpenState(path, "V-server", "1", 2*time.Second, bucketUsers, bucketPairs, bucketOwners, pir.BucketName)
 }
@@ -60,6 +70,7 @@ func ownerKey(owner string, id wire.ID) []byte {
 func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 	return db.Update(func(tx *bbolt.Tx) error {
 		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
+		seen := make(map[wire.ID]bool, len(pairs))
 		for i := range pairs {
 			p := &pairs[i]
 			if old := pb.Get(p.ID[:]); old != nil {
@@ -67,7 +78,12 @@ func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 				if err != nil || rec.Owner != owner {
 					return errNotYours
 				}
+				return republishErr(i, p.ID, "is published already")
 			}
+			if seen[p.ID] {
+				return republishErr(i, p.ID, "is named twice in the chunk")
+			}
+			seen[p.ID] = true
 			rec := wire.MarshalPairRecord(&wire.PairRecord{Owner: owner, Value: p.Value, ACL: p.ACL, OwnerBlob: p.OwnerBlob})
 			if err := pb.Put(p.ID[:], rec); err != nil {
 				return err

@@ -1,0 +1,311 @@
+package storeserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// Quota reservations keep a put refused by the quota from leaving its content in the blob
+// store (an orphan until gc: without them a user past their quota could fill the
+// service's disk). Content over InlineMax is committed to the blob store before the
+// transaction that references it, so whether the quota can take it is settled first, and
+// kept settled until that transaction:
+//   - a large put reserves (Namespace.reserve): it reads the user's usage and refuses the
+//     put unless usage + every reservation and claim in flight + what the put will charge
+//     fits the quota; its bytes stay held until after its transaction;
+//   - every other write that may grow the user's usage (inline puts and batches, Create,
+//     Move) claims an upper bound of what it will charge (Namespace.claim: no database
+//     read, one claim per batch) until after its transaction, so a reservation made
+//     meanwhile counts it; a move that lengthens names has no bound without reading the
+//     tree it moves, and claims without one (claimUnbounded): a reservation waits until
+//     no such claim of the user is in flight;
+//   - every transaction that grows the usage (charge) leaves room for the bytes held by
+//     reservations that neither it nor a committed transaction has charged
+//     (Service.heldBy; reservation.charging), so what was settled for a large put is not
+//     taken by a write checked before it.
+//
+// A reservation made while a write of the same user is between its check and its
+// release may count that write twice (refusing a put that would fit, in a race near the
+// quota only). Reservations are per process: two nodes on one PostgreSQL do not see each
+// other's (docs/design-store.md).
+
+// quotaBook is one user's reservations and claims in flight.
+type quotaBook struct {
+	claimed int64                     // claims: upper bounds, unchecked
+	claims  int                       // how many
+	unbound int                       // how many of them have no bound (a move)
+	idle    chan struct{}             // closed when unbound drops to 0
+	held    map[*reservation]struct{} // reservations: checked, content headed for the blob store
+}
+
+// reservation is a large put's reservation (held) or a write's claim.
+type reservation struct {
+	s       *Service
+	user    string
+	bytes   int64
+	held    bool
+	nobound bool   // a claim without a bound (claimUnbounded)
+	in      metaTx // the transaction attempt that charges it (guarded by holdMu)
+	done    bool   // in has committed: the user's usage counts the bytes (guarded by holdMu)
+	once    sync.Once
+}
+
+// release gives the bytes back, after the transaction (nil: nothing reserved).
+func (r *reservation) release() {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() {
+		s := r.s
+		s.quotaMu.Lock() // not between a reservation's read of the usage and its count
+		defer s.quotaMu.Unlock()
+		s.holdMu.Lock()
+		defer s.holdMu.Unlock()
+		b := s.quota[r.user]
+		if r.held {
+			delete(b.held, r)
+			s.nHeld.Add(-1)
+		} else {
+			b.claimed -= r.bytes
+			b.claims--
+		}
+		if r.nobound {
+			if b.unbound--; b.unbound == 0 {
+				close(b.idle)
+				b.idle = nil
+			}
+		}
+		b.dropIfEmpty(s, r.user)
+	})
+}
+
+// charging says transaction attempt t charges the reservation's bytes: t's checks no
+// longer leave room for them, nor, once t has committed, any other's (nil or a claim:
+// nothing to say). Until release a reservation may make another reservation count its
+// bytes twice, never a transaction.
+func (r *reservation) charging(t metaTx) {
+	if r == nil || !r.held {
+		return
+	}
+	s := r.s
+	s.holdMu.Lock()
+	r.in = t
+	s.holdMu.Unlock()
+	t.onCommit(func() {
+		s.holdMu.Lock()
+		r.done = true
+		s.holdMu.Unlock()
+	})
+}
+
+// dropIfEmpty forgets the book of user when it holds nothing (holdMu held).
+func (b *quotaBook) dropIfEmpty(s *Service, user string) {
+	if b.claims == 0 && len(b.held) == 0 {
+		delete(s.quota, user)
+	}
+}
+
+// book returns user's book, made if absent (holdMu held).
+func (s *Service) book(user string) *quotaBook {
+	b := s.quota[user]
+	if b == nil {
+		b = &quotaBook{held: map[*reservation]struct{}{}}
+		s.quota[user] = b
+	}
+	return b
+}
+
+// heldBy is the bytes that user's reservations hold and no committed transaction nor
+// transaction attempt t has charged: room t must leave.
+func (s *Service) heldBy(user string, t metaTx) int64 {
+	if s.nHeld.Load() == 0 {
+		return 0
+	}
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	var n int64
+	if b := s.quota[user]; b != nil {
+		for r := range b.held {
+			if !r.done && r.in != t {
+				n += r.bytes
+			}
+
+		}
+	}
+	return n
+}
+
+// hasQuota reports whether the user may have a quota (a quota is set when the user is
+// created).
+func (n *Namespace) hasQuota() bool {
+	u, ok := n.s.users.get(n.user)
+	return !ok || u.quota != 0
+}
+
+// claim records that a write will charge at most bytes until release (after its
+// transaction); nil for a user without a quota.
+func (n *Namespace) claim(bytes int64) *reservation {
+	if bytes <= 0 || !n.hasQuota() {
+		return nil
+	}
+	s := n.s
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	b := s.book(n.user)
+	b.claimed += bytes
+	b.claims++
+	return &reservation{s: s, user: n.user, bytes: bytes}
+}
+
+// claimUnbounded records that a write may grow the usage by an amount unknown before its
+// transaction, until release: reservations wait for it (nil for a user without a quota).
+func (n *Namespace) claimUnbounded() *reservation {
+	if !n.hasQuota() {
+		return nil
+	}
+	s := n.s
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	b := s.book(n.user)
+	b.claims++
+	if b.unbound++; b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	return &reservation{s: s, user: n.user, nobound: true}
+}
+
+// reserve refuses, before any content reaches the blob store, a put of size bytes to
+// dir/name that the user's quota cannot take with the reservations and claims in flight;
+// with keep it holds what the put will charge until release (after the transaction:
+// the reservation is nil when it charges nothing). The transaction still checks exactly;
+// the answer depends on the user's own usage only.
+func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, keep bool) (*reservation, error) {
+	if !n.hasQuota() {
+		return nil, nil
+	}
+	for {
+		r, wait, err := n.tryReserve(ctx, dir, name, size, keep)
+		if wait == nil {
+			return r, err
+		}
+		select { // a claim without a bound (a move) is in flight: its growth is unknown
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("quota check waiting for user %q's moves: %w", n.user, ctx.Err())
+		}
+	}
+}
+
+// tryReserve is reserve, or a channel to wait on before trying again while a claim
+// without a bound is in flight (one registered during the read is still in flight at
+// the end of it: its release waits for quotaMu).
+func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64, keep bool) (*reservation, <-chan struct{}, error) {
+	s := n.s
+	s.quotaMu.Lock() // held over the read: a commit then release cannot slip between them
+	defer s.quotaMu.Unlock()
+	if wait := s.unbounded(n.user); wait != nil {
+		return nil, wait, nil
+	}
+	var need, used, quota int64
+	err := s.meta.view(ctx, func(t metaTx) error {
+		u, m, ok, err := t.account(n.user)
+		if err != nil || !ok || u.quota == 0 {
+			return err // a missing user: the transaction answers
+		}
+		used, quota = u.used+m, u.quota
+		need, err = n.linkCost(t, dir, name, size)
+		return err
+	})
+	if err != nil || need <= 0 {
+		return nil, nil, err
+	}
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	b := s.book(n.user)
+	if b.unbound > 0 {
+		return nil, b.idle, nil
+	}
+	inflight := b.claimed // committed ones too: the read of the usage may predate their commit
+	for r := range b.held {
+		inflight += r.bytes
+	}
+	if used+inflight+need > quota {
+		b.dropIfEmpty(s, n.user)
+		return nil, nil, fmt.Errorf("user %q would store %d more bytes, %d of %d in use or being stored: %w",
+			n.user, need, used+inflight, quota, storage.ErrQuota)
+	}
+	if !keep {
+		b.dropIfEmpty(s, n.user)
+		return nil, nil, nil
+	}
+	r := &reservation{s: s, user: n.user, bytes: need, held: true}
+	b.held[r] = struct{}{}
+	s.nHeld.Add(1)
+	return r, nil, nil
+}
+
+// unbounded returns a channel closed once no claim without a bound of user's is in
+// flight, nil if none is.
+func (s *Service) unbounded(user string) <-chan struct{} {
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	if b := s.quota[user]; b != nil && b.unbound > 0 {
+		return b.idle
+	}
+	return nil
+}
+
+// linkCost is what linking size bytes at dir/name will charge (link): the content, less
+// the content it replaces, plus the names of the entry and of the directories it makes.
+func (n *Namespace) linkCost(t metaTx, dir, name string, size int64) (int64, error) {
+	need := size
+	old, ok, err := t.entry(n.user, dir, name)
+	switch {
+	case err != nil:
+		return 0, err
+	case ok && !old.isDir():
+		return need - old.size, nil // its directories exist
+	case ok:
+		return need, nil // a directory: link refuses it
+	}
+	need += metaCost(dir, name)
+	parent := ""
+	for i, c := range splitDir(dir) {
+		if _, ok, err := t.entry(n.user, parent, c); err != nil {
+			return 0, err
+		} else if !ok {
+			return need + dirCost(dir, i), nil
+		}
+		parent = storage.Join(parent, c)
+	}
+	return need, nil
+}
+
+// claimCost bounds what linking size bytes at dir/name may charge.
+func claimCost(dir, name string, size int64) int64 {
+	return size + metaCost(dir, name) + dirCost(dir, 0)
+}
+
+// dirCost is what making dir's components from the from-th on costs against the quota.
+func dirCost(dir string, from int) int64 {
+	var n int64
+	parent := ""
+	for i, c := range splitDir(dir) {
+		if i >= from {
+			n += metaCost(parent, c)
+		}
+		parent = storage.Join(parent, c)
+	}
+	return n
+}
+
+func splitDir(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	return strings.Split(dir, "/")
+}

@@ -66,6 +66,9 @@ func (c *Client) putScanned(ctx context.Context, locals []string, dest string, p
 
 func (c *Client) put(ctx context.Context, locals []string, dest string, lockless bool, pre *Prescan) (_ *Summary, err error) {
 	start := time.Now()
+	if c.opts.Force { // a repair: the service checks what it holds of each chunk sent (storage.WithVerify)
+		ctx = storage.WithVerify(ctx)
+	}
 	sum := &Summary{Fallback: map[string]int{}, quiet: lockless}
 	if lockless {
 		defer func() {

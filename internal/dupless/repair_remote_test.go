@@ -2,9 +2,12 @@ package dupless
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -22,9 +25,11 @@ func TestPutForceRepairsDamagedChunk(t *testing.T) {
 	for _, where := range []string{"disk", "s3"} {
 		t.Run(where, func(t *testing.T) {
 			var blobs storage.Backend
+			var gets *countGets
 			loc := storeserver.LocalBlobs
 			if where == "s3" {
-				blobs, loc = testutil.StartS3(t).NewBucket(t, "blobs", ""), "s3://repair-test"
+				gets = &countGets{Backend: testutil.StartS3(t).NewBucket(t, "blobs", "")}
+				blobs, loc = gets, "s3://repair-test"
 			}
 			url, cred, dir := serveStoreWith(t, loc, blobs)
 			be, err := remote.New(url, cred)
@@ -50,6 +55,15 @@ func TestPutForceRepairsDamagedChunk(t *testing.T) {
 			if res, err := c.Check(ctx, CheckOptions{ReadData: true}); err != nil || len(res.Problems) != 1 {
 				t.Fatalf("check of the damaged chunk: %+v %v", res, err)
 			}
+			if gets != nil { // an ordinary duplicate costs the bucket a stat, not a read of the blob
+				copyOf := filepath.Join(t.TempDir(), "g")
+				write(t, copyOf, data)
+				before := gets.n.Load()
+				mustPut(t, c, copyOf, "")
+				if n := gets.n.Load() - before; n != 0 {
+					t.Fatalf("a put of content the service holds read %d blobs from the bucket", n)
+				}
+			}
 			mustPut(t, client(true), src, "")
 			if res, err := c.Check(ctx, CheckOptions{ReadData: true}); err != nil || len(res.Problems) != 0 {
 				t.Fatalf("check after put --force: %+v %v", res, err)
@@ -63,6 +77,17 @@ func TestPutForceRepairsDamagedChunk(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countGets counts the reads of a blob bucket (the real one beneath).
+type countGets struct {
+	storage.Backend
+	n atomic.Int64
+}
+
+func (g *countGets) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	g.n.Add(1)
+	return g.Backend.Get(ctx, dir, name)
 }
 
 // damageBlob overwrites the one blob larger than the service keeps inline with as many

@@ -141,7 +141,7 @@ func (s *Service) handleBatch(w http.ResponseWriter, r *http.Request, a apiReq) 
 	objs, err := storewire.ReadBatch(r.Body, storewire.BatchLimits{Objects: s.cfg.MaxBatchObjects,
 		Bytes: s.cfg.MaxBatchBytes, ObjectSize: s.cfg.MaxBatchBytes, PathLen: s.cfg.Limits.MaxPathLen})
 	if err == nil {
-		err = a.ns.PutBatch(r.Context(), objs)
+		err = a.ns.PutBatch(verifyCtx(r), objs)
 	}
 	if err != nil {
 		s.writeErr(w, r, err)

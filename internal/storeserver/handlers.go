@@ -85,11 +85,20 @@ func (s *Service) handlePut(w http.ResponseWriter, r *http.Request, a apiReq) {
 		}
 		size = n
 	}
-	if err := ns.Put(r.Context(), dir, name, r.Body, size); err != nil {
+	if err := ns.Put(verifyCtx(r), dir, name, r.Body, size); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusCreated)
+}
+
+// verifyCtx is r's context, marked storage.WithVerify when r asks for it
+// (storewire.HeaderVerifyStored).
+func verifyCtx(r *http.Request) context.Context {
+	if r.Header.Get(storewire.HeaderVerifyStored) == "1" {
+		return storage.WithVerify(r.Context())
+	}
+	return r.Context()
 }
 
 // handleGet streams the content (chunked) and ends with the Veil-Integrity trailer, so a

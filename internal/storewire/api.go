@@ -22,6 +22,13 @@ const HeaderContentSHA256 = "Veil-Content-Sha256"
 // rejects a body whose length differs from the declared one.
 const HeaderDeclaredLength = "Veil-Declared-Length"
 
+// HeaderVerifyStored, "1" on a PUT or batch, asks the service to check content it already
+// holds under the hash of what it receives (read it back, hash it) and to replace it if it
+// no longer matches, rather than keep it on its size alone: veil put --force, repairing a
+// chunk damaged in the service's blob store. The answer is the same whether the content
+// was held or not. Without it a duplicate costs the blob store one stat.
+const HeaderVerifyStored = "Veil-Verify-Stored"
+
 // Entry is one directory entry in JSON (stat, list and search answers).
 type Entry struct {
 	Dir     string    `json:"dir"`

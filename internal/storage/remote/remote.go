@@ -142,6 +142,9 @@ func (b *Backend) do1(ctx context.Context, method, u string, body io.Reader, siz
 			req.Body = http.NoBody
 		}
 	}
+	if storage.Verify(ctx) {
+		req.Header.Set(storewire.HeaderVerifyStored, "1")
+	}
 	req.SetBasicAuth(b.user, b.secret)
 	resp, err := b.client.Do(req)
 	if err != nil {

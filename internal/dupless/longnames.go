@@ -34,6 +34,16 @@ var ErrLongNameMissing = errors.New("the name object of a long name is missing o
 
 func isLongTag(enc string) bool { return strings.HasPrefix(enc, longTagPrefix) }
 
+// longNameErr is ErrLongNameMissing for the name object of tag, which it names as the
+// object an operator looks for (.veil/names/~...), after the reason: the caller puts the
+// user's path (the folder that holds the entry) in front.
+func longNameErr(tag, detail string) error {
+	if detail != "" {
+		detail = ": " + detail
+	}
+	return fmt.Errorf("%w (%s/%s%s)", ErrLongNameMissing, namesDir, tag, detail)
+}
+
 // longNames caches long names by tag; load fetches a name object not yet cached.
 type longNames struct {
 	mu     sync.Mutex
@@ -76,7 +86,7 @@ func (l *longNames) name(tag string) (string, error) {
 	n, ok = l.names[tag]
 	l.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "")
 	}
 	return n, nil
 }
@@ -95,15 +105,15 @@ const longNameVersion = 1
 // openLongName verifies a name object against its tag and caches the name.
 func (k *userKeys) openLongName(tag string, b []byte) (string, error) {
 	if len(b) < 1 || b[0] != longNameVersion {
-		return "", fmt.Errorf("name object %s: unknown version: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "unknown version")
 	}
 	p, err := k.names.DecryptDeterministically(b[1:], longNameAD)
 	if err != nil {
-		return "", fmt.Errorf("name object %s: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "")
 	}
 	name := string(p)
 	if len(name) <= MaxNameLen || len(name) > MaxLongNameLen || k.longTag(name) != tag {
-		return "", fmt.Errorf("name object %s: name does not match the tag: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "name does not match the tag")
 	}
 	return name, nil
 }
@@ -134,7 +144,7 @@ func (c *Client) preloadLongName(ctx context.Context, enc string) error {
 func (c *Client) loadLongNameCtx(ctx context.Context, tag string) error {
 	b, err := c.getObject(ctx, namesDir, tag)
 	if errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+		return longNameErr(tag, "")
 	}
 	if err != nil {
 		return err
@@ -160,7 +170,7 @@ func (c *Client) storeLongNames(ctx context.Context, path string) error {
 			continue
 		}
 		if !known {
-			return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+			return longNameErr(tag, "")
 		}
 		if _, err := c.be.Stat(ctx, namesDir, tag); err != nil {
 			if !errors.Is(err, storage.ErrNotFound) {

@@ -102,12 +102,16 @@ func main() {
 	pprof.StopCPUProfile()
 	trace.Stop()
 	if err != nil {
+		code := exitCode(err)
 		if interrupted && !isUsage(err) {
 			// Ctrl-C or SIGTERM: say so, not "context canceled" or a transport error
-			// about it (put, get: run the same command again to finish).
+			// about it (put, get: run the same command again to finish). Exit 1, but
+			// find keeps its 2: for it, 1 would read as "nothing found".
 			err = errors.New("interrupted")
+			if code != exitFindFailed {
+				code = 1
+			}
 		}
-		code := exitCode(err)
 		fmt.Fprint(os.Stderr, errorLines(err))
 		if wantsJSONError(cmd) {
 			os.Stdout.Write(errorJSON(errorMessage(err), code))

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Scripting (docs/scripting.md): one exit status rule for find, one error rule for every
@@ -258,5 +260,46 @@ func TestE2EErrorsNameTheUsersFolder(t *testing.T) {
 		if errs := u.mustFail(t, args...); !strings.HasPrefix(errs, "veil: docs: an entry (stored object "+encDir+"/notmine): not encrypted under this key") {
 			t.Errorf("veil %v, another's entry in the folder: %q", args, errs)
 		}
+	}
+}
+
+// An interrupted find exits 2 (could not search), never 1 ("nothing found"): here the
+// storage service accepts connections and never answers, and find gets Ctrl-C.
+func TestE2EFindInterrupted(t *testing.T) {
+	u := localUser(t, "alice")
+	storeDir := t.TempDir()
+	execVeil("store", "init", "--dir", storeDir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	cred := filepath.Join(storeDir, "alice.cred")
+	if out, err := execVeil("store", "user", "add", "alice", "--dir", storeDir, "--out", cred, "--endpoint", "https://"+ln.Addr().String()); err != nil {
+		t.Fatalf("user add: %v %s", err, out)
+	}
+	cmd := exec.Command(veilBin, "find", "--json", "a.txt")
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile,
+		"VEIL_STORAGE=veil://"+ln.Addr().String(), "VEIL_STORE_CREDENTIAL="+cred)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitFindFailed || errb.String() != "veil: interrupted\n" ||
+		lastJSON(t, out.String())["exit_code"] != float64(exitFindFailed) {
+		t.Fatalf("interrupted find: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }

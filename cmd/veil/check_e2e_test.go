@@ -44,7 +44,8 @@ func TestE2ECheckAndStats(t *testing.T) {
 		Problems []struct{ Path, Error string }
 	}
 	out, _, code = alice.run(t, "check", "--read-data", "--json")
-	if json.Unmarshal([]byte(out), &res); code != 3 || len(res.Problems) != 1 || res.Problems[0].Path != "dir/victim.bin" {
+	// The report, then (exit 3) the error object: docs/scripting.md.
+	if json.NewDecoder(strings.NewReader(out)).Decode(&res); code != 3 || lastJSON(t, out)["exit_code"] != float64(3) || len(res.Problems) != 1 || res.Problems[0].Path != "dir/victim.bin" {
 		t.Fatalf("check --json: exit %d %s", code, out)
 	}
 	// The repair check names: put the original again with --force (found by a user

@@ -152,7 +152,7 @@ Examples:
 				if err != nil {
 					return exitError{err.Error(), 3}
 				}
-				return nil
+				return runStatus(res.Put) // exit 4 as in text: some files without deduplication
 			}
 			if dry {
 				printChanges(out, false, res.Changes)

@@ -141,8 +141,8 @@ func (u *user) mustRun(t *testing.T, args ...string) string {
 func (u *user) summary(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	out, errs, code := u.run(t, append(args, "--json")...)
-	var s map[string]any
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
+	var s map[string]any // the first line: a failure adds {"error": ...} after it
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&s); err != nil {
 		t.Fatalf("summary of %v: %v: %q (exit %d, %s)", args, err, out, code, errs)
 	}
 	if fb, _ := s["fallback_files"].(float64); code != 0 && !(code == exitNoDedup && fb > 0) {

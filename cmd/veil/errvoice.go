@@ -57,21 +57,56 @@ func markUsageErrors(root *cobra.Command) {
 	walk(root)
 }
 
-// errorLines is what main prints for err: one line, and for a usage error the usage line.
+// errorLines is what main prints for err on stderr: one line, and for a usage error the
+// usage line.
 func errorLines(err error) string {
-	msg := oneLine(plainNetErrors(err))
+	msg := errorMessage(err)
 	var ue argError
 	if errors.As(err, &ue) {
 		return fmt.Sprintf("veil: %s\nusage: %s (see 'veil %s --help')\n", msg, ue.cmd.UseLine(), strings.TrimPrefix(ue.cmd.CommandPath(), "veil "))
 	}
-	if strings.HasPrefix(msg, "unknown command") {
-		return fmt.Sprintf("veil: %s (see 'veil --help')\n", msg)
-	}
-	if strings.HasSuffix(msg, ": connection refused") {
-		msg += " (nothing listens there: is the server running?)"
-	}
 	return fmt.Sprintf("veil: %s\n", msg)
 }
+
+// errorMessage is err as its stderr line says it, without "veil: " (and the text of
+// --json's error object).
+func errorMessage(err error) string {
+	msg := oneLine(plainNetErrors(err))
+	var ue argError
+	switch {
+	case errors.As(err, &ue):
+	case strings.HasPrefix(msg, "unknown command"):
+		msg += " (see 'veil --help')"
+	case strings.HasSuffix(msg, ": connection refused"):
+		msg += " (nothing listens there: is the server running?)"
+	}
+	return msg
+}
+
+// exitCode is the exit status of a command that failed with err: the one err carries
+// (exitError, withExit), 2 for a usage mistake, else 1.
+func exitCode(err error) int {
+	var ec interface{ ExitCode() int }
+	switch {
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case isUsage(err):
+		return exitUsage
+	}
+	return 1
+}
+
+// withExit gives err the exit status code, keeping its chain (plainNetErrors reads it).
+func withExit(err error, code int) error { return exitWrap{err, code} }
+
+type exitWrap struct {
+	err  error
+	code int
+}
+
+func (e exitWrap) Error() string { return e.err.Error() }
+func (e exitWrap) Unwrap() error { return e.err }
+func (e exitWrap) ExitCode() int { return e.code }
 
 // isUsage reports whether err is a command line mistake, including those cobra finds
 // before a command runs (an unknown command).

@@ -86,7 +86,9 @@ Examples:
 				return err
 			}
 			if o.json {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"profile": o.dir(), "storage": cfg.Storage, "user": cfg.User})
+				out := names("profile", o.dir(), "storage", cfg.Storage)
+				out["user"] = cfg.User
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created %s (storage %s)\nkeep a copy of that directory and your passphrase: without them your files cannot be read\n", o.dir(), cfg.Storage)
 			return nil

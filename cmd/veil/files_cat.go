@@ -35,7 +35,9 @@ Examples:
 }
 
 // catTo writes the stored file path to the command's standard output.
+// Its stdout is the file's content: a failure adds no JSON line to it, even with --json.
 func catTo(cmd *cobra.Command, o *clientFlags, pin *pinFlags, path string) error {
+	markContentOnStdout(cmd)
 	return o.with(cmd, func(cl *dupless.Client) error {
 		if err := pin.apply(cmd.Context(), cl, path); err != nil {
 			return err

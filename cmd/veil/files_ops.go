@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/veil-project/veil/internal/dupless"
 	"io/fs"
@@ -21,7 +22,10 @@ func newLsCommand() *cobra.Command {
 With -l it also shows mode, size, modification time, and a '*' for files stored without
 deduplication (the key server was unavailable when they were stored). --json prints one
 object per entry, always complete (path, type, size, mode as octal Unix permission bits
-such as "0644", mtime, chunks, fallback, error).
+such as "0644", mtime, chunks, fallback, error); a path or symlink target that is not valid
+UTF-8 also comes as path_bytes or symlink_bytes: its exact bytes in base64, which, decoded,
+name the file to every other command. Entries that cannot be read make ls exit with status 3 (with --json
+after a last {"error": ..., "exit_code": 3} line).
 
 Examples:
   veil ls
@@ -143,7 +147,9 @@ Examples:
 						return pathErr(p, err)
 					}
 					if o.json {
-						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"removed": p, "files": s.Files, "dirs": s.Dirs})
+						out := names("removed", p)
+						out["files"], out["dirs"] = s.Files, s.Dirs
+						json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 					}
 				}
 				return nil
@@ -190,7 +196,7 @@ Examples:
 					return err
 				}
 				if o.json {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"moved": args[0], "to": args[1]})
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(names("moved", args[0], "to", args[1]))
 				}
 				return nil
 			})
@@ -221,7 +227,7 @@ Examples:
 						return pathErr(p, err)
 					}
 					if o.json {
-						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"created": p})
+						json.NewEncoder(cmd.OutOrStdout()).Encode(names("created", p))
 					}
 				}
 				return nil
@@ -239,34 +245,56 @@ func newFindCommand() *cobra.Command {
 		Short: "Find stored files and directories by exact name",
 		Long: `find prints the path of every stored file or directory named exactly NAME. The storage
 service does the search on encrypted names (names encrypt deterministically), so it learns
-that you searched for some name it holds, not which.
+that you searched for some name it holds, not which. --json prints one {"path": ...}
+object per match.
 
-Example:
-  veil find report.pdf`,
+Exit status (as grep's): 0 something was found, 1 nothing is named NAME, 2 find could not
+search (no profile, wrong passphrase, storage unreachable, a usage mistake). With --json,
+1 and 2 also end the output with {"error": ..., "exit_code": N} (see docs/scripting.md).
+
+Examples:
+  veil find report.pdf
+  veil find --json notes.txt
+  if veil find report.pdf >/dev/null 2>&1; then echo stored; fi`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.with(cmd, func(cl *dupless.Client) error {
+			err := o.with(cmd, func(cl *dupless.Client) error {
 				hits, err := cl.Find(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				for _, h := range hits {
 					if o.json {
-						json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]string{"path": h})
+						json.NewEncoder(cmd.OutOrStdout()).Encode(names("path", h))
 					} else {
 						fmt.Fprintln(cmd.OutOrStdout(), h)
 					}
 				}
-				if len(hits) == 0 && !o.json {
-					return fmt.Errorf("nothing named %q", args[0])
+				if len(hits) == 0 {
+					return errNothingFound
 				}
 				return nil
 			})
+			switch {
+			case errors.Is(err, errNothingFound):
+				return withExit(fmt.Errorf("nothing named %q", args[0]), exitNothingFound)
+			case err != nil:
+				return withExit(err, exitFindFailed)
+			}
+			return nil
 		},
 	}
 	o.addFlags(c, false)
 	return c
 }
+
+// find's exit statuses beside 0 (grep's): nothing found, and could not search.
+const (
+	exitNothingFound = 1
+	exitFindFailed   = 2
+)
+
+var errNothingFound = errors.New("nothing found")
 
 func newPruneCommand() *cobra.Command {
 	var o clientFlags

@@ -42,7 +42,7 @@ type clientFlags struct {
 func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	c.Flags().StringVar(&o.config, "config", "", "profile directory (default $VEIL_CONFIG or ~/.config/veil)")
 	c.Flags().StringVar(&o.passwordFile, "password-file", "", "read the passphrase from this file (default $VEIL_PASSWORD_FILE, else prompt)")
-	c.Flags().BoolVar(&o.json, "json", false, "machine-readable output (JSON)")
+	c.Flags().BoolVar(&o.json, "json", false, `machine-readable output (JSON; a failure ends it with {"error": ..., "exit_code": N}; see 'veil --help')`)
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "log what happens (to stderr)")
 	c.Flags().BoolVar(&o.noRootCheck, "no-root-check", false, "warn instead of failing when the storage service shows a file, or a tree root, older than this device has seen (rollback)")
 	if transfers {
@@ -133,8 +133,10 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 
 // report prints a transfer summary (text or JSON) and turns per-file failures into exit 3.
 func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err error) error {
-	if err != nil && (s == nil || !o.json) {
-		return err // one line; no summary of a run that failed
+	if err != nil {
+		// One line, and with --json the error object (jsonout.go): no summary of a run
+		// that failed as a whole, in either form.
+		return err
 	}
 	perr := s.Err()
 	if o.json {
@@ -162,10 +164,16 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 			fmt.Fprintf(out, "%s already there, kept (--overwrite)\n", plural(s.Kept, "file"))
 		}
 	}
-	if err != nil {
-		return err
+	return runStatus(s)
+}
+
+// runStatus is the exit status of a transfer that went through, as its summary s says:
+// 3 when some files failed, 4 when some were stored without deduplication.
+func runStatus(s *dupless.Summary) error {
+	if s == nil {
+		return nil
 	}
-	if perr != nil {
+	if perr := s.Err(); perr != nil {
 		return exitError{perr.Error(), 3}
 	}
 	if n := s.FallbackN; n > 0 {

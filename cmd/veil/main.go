@@ -35,7 +35,14 @@ func newRootCommand() *cobra.Command {
 yet identical content from different users is still stored once (DupLESS), and the
 servers involved learn as little metadata as the chosen mode allows.
 
-Start with 'veil serve' for an all-in-one local deployment, or see README.md.`,
+Start with 'veil serve' for an all-in-one local deployment, or see README.md.
+
+Scripts (docs/scripting.md): results go to stdout, errors to stderr as one line
+"veil: ...". Exit status 0 is success, 1 failure, 2 a usage mistake, 3 some items failed
+(the rest went through), 4 put stored some files without deduplication; find exits 0
+found, 1 nothing found, 2 could not search. With --json every result is JSON, and a
+command that fails ends stdout with {"error": "...", "exit_code": N}; a name that is not
+valid UTF-8 gets its exact bytes beside it in base64 ("path_bytes" next to "path").`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -87,7 +94,7 @@ func main() {
 	go func() { <-ctx.Done(); stop() }()
 	root := newRootCommand()
 	markUsageErrors(root)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	interrupted := ctx.Err() != nil // before stop(), which cancels ctx too
 	stop()
 	// Stopped here, not in a PostRun: cobra skips that when a command fails, and `veil
@@ -95,19 +102,20 @@ func main() {
 	pprof.StopCPUProfile()
 	trace.Stop()
 	if err != nil {
+		code := exitCode(err)
 		if interrupted && !isUsage(err) {
 			// Ctrl-C or SIGTERM: say so, not "context canceled" or a transport error
-			// about it (put, get: run the same command again to finish).
+			// about it (put, get: run the same command again to finish). Exit 1, but
+			// find keeps its 2: for it, 1 would read as "nothing found".
 			err = errors.New("interrupted")
+			if code != exitFindFailed {
+				code = 1
+			}
 		}
 		fmt.Fprint(os.Stderr, errorLines(err))
-		var ec interface{ ExitCode() int }
-		if errors.As(err, &ec) {
-			os.Exit(ec.ExitCode())
+		if wantsJSONError(cmd) {
+			os.Stdout.Write(errorJSON(errorMessage(err), code))
 		}
-		if isUsage(err) {
-			os.Exit(exitUsage)
-		}
-		os.Exit(1)
+		os.Exit(code)
 	}
 }

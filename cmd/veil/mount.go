@@ -56,7 +56,9 @@ Examples:
 					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 					Ready: func() {
 						if o.json {
-							json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"mountpoint": args[0], "snapshots": len(snaps)})
+							out := names("mountpoint", args[0])
+							out["snapshots"] = len(snaps)
+							json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 							return
 						}
 						fmt.Fprintf(cmd.OutOrStdout(), "mounted %d snapshots at %s (read-only); Ctrl-C to unmount\n", len(snaps), args[0])

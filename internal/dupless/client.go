@@ -202,7 +202,12 @@ type FileError struct {
 	Err  string `json:"error"`
 }
 
-func (e FileError) Error() string { return e.Path + ": " + e.Err }
+func (e FileError) Error() string {
+	if strings.HasPrefix(e.Err, e.Path+": ") {
+		return e.Err // "docs: docs: deleted" says the path twice
+	}
+	return e.Path + ": " + e.Err
+}
 
 func (s *Summary) addErr(path string, err error) {
 	s.mu.Lock()

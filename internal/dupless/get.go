@@ -230,7 +230,30 @@ func (c *Client) kindOf(ctx context.Context, path string) (int, error) {
 }
 
 // errForeignEntry stops a strict walk at an entry this key cannot decrypt.
-var errForeignEntry = errors.New("entry not encrypted under this key")
+var errForeignEntry = errors.New("not encrypted under this key (another user's, or not written by veil)")
+
+// unreadableEntry is err about the entry name of the encrypted folder encDir whose name
+// cannot be decrypted: it names the user's folder, and the stored object beside it (the
+// entry's only name an operator can find).
+func (c *Client) unreadableEntry(encDir, name string, err error) error {
+	if errors.Is(err, ErrLongNameMissing) {
+		return fmt.Errorf("%s: an entry's name cannot be read: %w", displayPath(c.plainDir(encDir)), err)
+	}
+	return fmt.Errorf("%s: an entry (stored object %s): %w", displayPath(c.plainDir(encDir)), storage.Join(encDir, name), err)
+}
+
+// inFolder is err (a listing's) about the encrypted folder encDir, said about the user's
+// folder unless it names it already; a storage error keeps the object it names beside.
+func (c *Client) inFolder(encDir string, err error) error {
+	p := displayPath(c.plainDir(encDir))
+	msg := err.Error()
+	for _, q := range []string{p, "/" + p} { // describeDir says "/docs at snapshot 3"
+		if strings.HasPrefix(msg, q+":") || strings.HasPrefix(msg, q+" ") {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", p, err)
+}
 
 // walk visits every file and directory below the plain path dir (not dir itself), parents
 // before children, calling fn with the path relative to dir. Entries this key cannot
@@ -245,7 +268,7 @@ func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel 
 	visit = func(encDir, rel string) error {
 		entries, err := c.listDir(ctx, encDir)
 		if err != nil {
-			return err
+			return c.inFolder(encDir, err)
 		}
 		for _, e := range entries {
 			if isInternal(e.Name) {
@@ -256,13 +279,13 @@ func (c *Client) walk(ctx context.Context, dir string, strict bool, fn func(rel 
 			}
 			plain, isDir, err := c.plainName(e)
 			if errors.Is(err, ErrLongNameMissing) {
-				return fmt.Errorf("%s: %w", storage.Join(encDir, e.Name), err)
+				return c.unreadableEntry(encDir, e.Name, err)
 			}
 			if err != nil {
 				if strict {
-					return fmt.Errorf("%w: %s", errForeignEntry, storage.Join(encDir, e.Name))
+					return c.unreadableEntry(encDir, e.Name, errForeignEntry)
 				}
-				c.log.Warn("skipping an entry that is not this user's", "dir", encDir, "name", e.Name)
+				c.log.Warn("skipping an entry that is not this user's", "folder", displayPath(c.plainDir(encDir)), "object", storage.Join(encDir, e.Name))
 				continue
 			}
 			r := joinPath(rel, plain)

@@ -37,6 +37,16 @@ var ErrLongNameMissing = errors.New("the name object of a long name is missing o
 
 func isLongTag(enc string) bool { return strings.HasPrefix(enc, longTagPrefix) }
 
+// longNameErr is ErrLongNameMissing for the name object of tag, which it names as the
+// object an operator looks for (.veil/names/~...), after the reason: the caller puts the
+// user's path (the folder that holds the entry) in front.
+func longNameErr(tag, detail string) error {
+	if detail != "" {
+		detail = ": " + detail
+	}
+	return fmt.Errorf("%w (%s/%s%s)", ErrLongNameMissing, namesDir, tag, detail)
+}
+
 // longNames caches long names by tag; load fetches a name object not yet cached.
 type longNames struct {
 	mu     sync.Mutex
@@ -79,7 +89,7 @@ func (l *longNames) name(tag string) (string, error) {
 	n, ok = l.names[tag]
 	l.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "")
 	}
 	return n, nil
 }
@@ -98,15 +108,15 @@ const longNameVersion = 1
 // openLongName verifies a name object against its tag and caches the name.
 func (k *userKeys) openLongName(tag string, b []byte) (string, error) {
 	if len(b) < 1 || b[0] != longNameVersion {
-		return "", fmt.Errorf("name object %s: unknown version: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "unknown version")
 	}
 	p, err := k.names.DecryptDeterministically(b[1:], longNameAD)
 	if err != nil {
-		return "", fmt.Errorf("name object %s: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "")
 	}
 	name := string(p)
 	if len(name) <= MaxNameLen || len(name) > MaxLongNameLen || k.longTag(name) != tag {
-		return "", fmt.Errorf("name object %s: name does not match the tag: %w", tag, ErrLongNameMissing)
+		return "", longNameErr(tag, "name does not match the tag")
 	}
 	return name, nil
 }
@@ -137,7 +147,7 @@ func (c *Client) preloadLongName(ctx context.Context, enc string) error {
 func (c *Client) loadLongNameCtx(ctx context.Context, tag string) error {
 	b, err := c.getObject(ctx, namesDir, tag)
 	if errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+		return longNameErr(tag, "")
 	}
 	if err != nil {
 		return err
@@ -158,7 +168,7 @@ func (k *userKeys) nameObjects(path string) ([]storage.Object, error) {
 		name, known := k.long.names[tag]
 		k.long.mu.Unlock()
 		if !known {
-			return nil, fmt.Errorf("%s: %w", tag, ErrLongNameMissing)
+			return nil, longNameErr(tag, "")
 		}
 		b, err := k.sealLongName(name)
 		if err != nil {

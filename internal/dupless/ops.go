@@ -56,7 +56,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 	}
 	infos, err := c.listDir(ctx, encDir)
 	if err != nil {
-		return nil, err
+		return nil, c.inFolder(encDir, err)
 	}
 	var out []Entry
 	expect := c.rootChildren(encDir)

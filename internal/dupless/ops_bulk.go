@@ -41,13 +41,16 @@ func (c *Client) parallel(ctx context.Context, n int, fn func(ctx context.Contex
 func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) error {
 	entries, err := c.be.List(ctx, encDir)
 	if err != nil {
-		return err
+		return c.inFolder(encDir, err)
 	}
 	var records []storage.Info
 	for _, e := range entries {
 		if e.Name != dirMetaName {
 			if _, _, err := c.plainName(e); err != nil {
-				return fmt.Errorf("%w: %s (left in place)", errForeignEntry, storage.Join(encDir, e.Name))
+				if !errors.Is(err, ErrLongNameMissing) {
+					err = errForeignEntry
+				}
+				return fmt.Errorf("%w; left in place", c.unreadableEntry(encDir, e.Name, err))
 			}
 		}
 		if e.IsDir {

@@ -189,3 +189,11 @@ func (v *View) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
 	n.mu.Unlock()
 	return data, nil
 }
+
+// DropCache forgets the chunk ReadAt keeps for n (a mount calls it when the file's last
+// open handle closes: a node outlives its reads for as long as the kernel caches it).
+func (n *Node) DropCache() {
+	n.mu.Lock()
+	n.lastData = nil
+	n.mu.Unlock()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -26,10 +27,15 @@ type treeDir struct {
 // file is a stored file (content read on demand, verified per chunk).
 type file struct {
 	gofs.Inode
-	v    *dupless.View
-	node *dupless.Node
-	log  *slog.Logger
+	v     *dupless.View
+	node  *dupless.Node
+	log   *slog.Logger
+	opens atomic.Int32 // open handles: the last one closed drops node's cached chunk
 }
+
+// handle is an open file: no state of its own, but without one the kernel's release never
+// reaches the node.
+type handle struct{}
 
 // special is a stored FIFO or device.
 type special struct {
@@ -54,6 +60,7 @@ var (
 	_ gofs.NodeGetattrer  = (*treeDir)(nil)
 	_ gofs.NodeOpener     = (*file)(nil)
 	_ gofs.NodeReader     = (*file)(nil)
+	_ gofs.NodeReleaser   = (*file)(nil)
 	_ gofs.NodeGetattrer  = (*file)(nil)
 	_ gofs.NodeReadlinker = (*link)(nil)
 	_ gofs.NodeGetattrer  = (*link)(nil)
@@ -152,7 +159,17 @@ func (f *file) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	return nil, fuse.FOPEN_KEEP_CACHE, 0 // a snapshot's content never changes
+	f.opens.Add(1)
+	return &handle{}, fuse.FOPEN_KEEP_CACHE, 0 // a snapshot's content never changes
+}
+
+// Release drops the cached chunk once no handle is open. Found by review: it stayed on the
+// node, so reading a tree through the mount kept as much memory as the tree read.
+func (f *file) Release(ctx context.Context, _ gofs.FileHandle) syscall.Errno {
+	if f.opens.Add(-1) == 0 {
+		f.node.DropCache()
+	}
+	return 0
 }
 
 func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

@@ -188,8 +188,9 @@ var ErrSyncEmpty = errors.New("refusing to sync an empty folder (--allow-empty t
 // Sync makes the stored folder dest/<name of local> exactly the local folder local: it
 // stores what is new or changed (Put) and then removes what is stored but no longer local
 // (deleted or renamed there), under the same lock, so the sync is one snapshot; removed
-// entries stay in the snapshots. If any file fails to be stored, nothing is removed. With
-// dryRun it only reports the differences.
+// entries stay in the snapshots. If any file fails to be stored, nothing is removed but
+// what changed kind (a stored file that is a folder locally, or the reverse: replaced
+// before the put stores its new kind). With dryRun it only reports the differences.
 func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*SyncResult, error) {
 	return c.SyncWith(ctx, local, dest, SyncOptions{DryRun: dryRun})
 }
@@ -213,17 +214,20 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	if dryRun {
 		return res, nil
 	}
-	var gone []Change
-	for _, ch := range changes {
-		if ch.Kind == "removed" && !coveredBy(ch.Path, gone) {
-			gone = append(gone, ch)
-		}
-	}
+	gone, replaced := removals(changes)
 	if len(gone) > 0 && !o.AllowEmpty {
 		if ents, err := os.ReadDir(local); err == nil && len(ents) == 0 {
 			return res, fmt.Errorf("%w: %s is empty; syncing it would remove everything stored under %s (%d entries)",
 				ErrSyncEmpty, local, stored, len(gone))
 		}
+	}
+	// What changed kind locally (a file now a folder, or the reverse) is removed first, under
+	// Put's lock, as put replaces a changed file: put stores no file where a folder is, nor
+	// the reverse (found by review: such a sync failed each time it ran).
+	var n int
+	c.putFirst = func(ctx context.Context) (err error) {
+		n, err = c.removeAll(ctx, replaced)
+		return err
 	}
 	// The removals run inside Put, under its lock, once every file is stored: one snapshot.
 	// What is local again by then (its put stored it) is not removed: found by review, an
@@ -233,17 +237,43 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 		return err
 	}
 	res.Put, err = c.Put(ctx, []string{local}, dest)
-	c.putThen = nil
+	c.putFirst, c.putThen = nil, nil
+	res.Removed += n
 	if res.Put != nil {
 		res.Put.Duration = time.Since(start)
 	}
 	if err != nil {
 		return res, err
 	}
-	if err := res.Put.Err(); err != nil {
+	if err := res.Put.Err(); err != nil && n > 0 {
+		return res, fmt.Errorf("%w; nothing removed but the %d entries whose kind changed (kept in snapshots)", err, n)
+	} else if err != nil {
 		return res, fmt.Errorf("%w; nothing removed", err)
 	}
 	return res, nil
+}
+
+// removals splits the stored entries that diff lists as removed (sorted input; one per
+// folder, not what it holds) into those gone locally and those local again as the other
+// kind (a file where a folder was, or the reverse: replaced).
+func removals(changes []Change) (gone, replaced []Change) {
+	added := map[string]bool{} // path -> IsDir of what is local there
+	for _, ch := range changes {
+		if ch.Kind == "added" {
+			added[ch.Path] = ch.IsDir
+		}
+	}
+	for _, ch := range changes {
+		if ch.Kind != "removed" || coveredBy(ch.Path, gone) || coveredBy(ch.Path, replaced) {
+			continue
+		}
+		if isDir, ok := added[ch.Path]; ok && isDir != ch.IsDir {
+			replaced = append(replaced, ch)
+		} else {
+			gone = append(gone, ch)
+		}
+	}
+	return gone, replaced
 }
 
 // coveredBy reports whether path is below a folder already in gone (sorted input).

@@ -28,12 +28,9 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(local)
+	local, err := localFolder(local)
 	if err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a folder", local)
 	}
 	c.view.mu.Lock()
 	root := c.view.root
@@ -100,6 +97,24 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// localFolder checks that local is a folder and returns it with a trailing separator when
+// it is a symlink to one, so that the walks (diff's and put's) go into the folder, stored
+// under the link's name. Found by review: they stopped at the link, so sync of a linked
+// ~/Documents listed everything stored as removed and stored the link instead.
+func localFolder(local string) (string, error) {
+	fi, err := os.Stat(local)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a folder", local)
+	}
+	if li, err := os.Lstat(local); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		return local + string(filepath.Separator), nil
+	}
+	return local, nil
 }
 
 // compareLocal compares one local file or symlink with what root stores at dest.
@@ -208,6 +223,9 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	stored := joinPath(cleanPath(dest), filepath.Base(filepath.Clean(local)))
 	changes, err := c.DiffLocal(ctx, local, stored)
 	if err != nil {
+		return nil, err
+	}
+	if local, err = localFolder(local); err != nil {
 		return nil, err
 	}
 	res := &SyncResult{Changes: changes, DryRun: dryRun}

@@ -152,6 +152,10 @@ func (c *Client) compareLocal(ctx context.Context, root *treeRoot, local, dest s
 			ch.Kind = "metadata"
 			return ch, true
 		}
+	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeDevice) != 0: // as putSpecial stores it
+		if r.Type != typeSpecial || r.Mode != specialMode(fi.Mode()) || r.MTime != fi.ModTime().UnixNano() || r.Rdev != rdev(fi) {
+			return ch, true
+		}
 	case r.Type != typeFile || r.Size != uint64(fi.Size()) || r.MTime != fi.ModTime().UnixNano() || r.Mode != unixMode(fi.Mode()):
 		return ch, true
 	}

@@ -224,7 +224,17 @@ type SyncOptions struct {
 func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions) (*SyncResult, error) {
 	dryRun := o.DryRun
 	start := time.Now()
-	stored := joinPath(cleanPath(dest), filepath.Base(filepath.Clean(local)))
+	// The folder is stored under its own name: "." and ".." name none (found by review:
+	// 'veil sync .' compared the folder with DEST itself and removed all else stored there).
+	local, err := filepath.Abs(local)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(local)
+	if name == string(filepath.Separator) {
+		return nil, fmt.Errorf("%s is the root folder: it has no name to store it under", local)
+	}
+	stored := joinPath(cleanPath(dest), name)
 	changes, err := c.DiffLocal(ctx, local, stored)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/local"
 	"github.com/veil-project/veil/internal/testutil"
 )
@@ -20,13 +21,19 @@ import (
 // mount stores src with a new client and mounts it; the mount ends with the test.
 func mount(t *testing.T, src string) string {
 	t.Helper()
-	testutil.RequireBinary(t, "fusermount3")
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testutil.Missing(t, "no /dev/fuse")
-	}
 	be, err := local.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	return mountOn(t, be, src)
+}
+
+// mountOn is mount storing on be.
+func mountOn(t *testing.T, be storage.Backend, src string) string {
+	t.Helper()
+	testutil.RequireBinary(t, "fusermount3")
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testutil.Missing(t, "no /dev/fuse")
 	}
 	c, err := dupless.New(be, dupless.NewMasterKey(), dupless.Options{Keys: mle.LocalKeys{}, Jobs: 2})
 	if err != nil {

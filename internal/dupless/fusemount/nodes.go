@@ -67,8 +67,8 @@ var (
 	_ gofs.NodeGetattrer  = (*special)(nil)
 )
 
-// errno maps a dupless error to what the kernel gets: absent names are ENOENT, anything
-// else (integrity, the service unreachable) EIO, logged.
+// errno maps a dupless error of a lookup or listing to what the kernel gets: absent names
+// are ENOENT, anything else (integrity, the service unreachable) EIO, logged.
 func errno(log *slog.Logger, what string, err error) syscall.Errno {
 	if errors.Is(err, storage.ErrNotFound) {
 		return syscall.ENOENT
@@ -174,8 +174,9 @@ func (f *file) Release(ctx context.Context, _ gofs.FileHandle) syscall.Errno {
 
 func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := f.v.ReadAt(ctx, f.node, dest, off)
-	if err != nil {
-		return nil, errno(f.log, f.node.Name, err)
+	if err != nil { // the file exists: a chunk the service lost is EIO, never ENOENT (found by review)
+		f.log.Warn("veil mount: read failed", "path", f.node.Name, "err", err)
+		return nil, syscall.EIO
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

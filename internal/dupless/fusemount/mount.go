@@ -11,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/fuseunmount"
 )
 
 // Config is one mount.
@@ -80,17 +81,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			if err := srv.Unmount(); err != nil {
-				log.Warn("veil mount: unmount", "err", err)
-			}
-		case <-done:
-		}
-	}()
-	srv.Wait()
-	close(done)
+	served := make(chan struct{})
+	go func() { srv.Wait(); close(served) }()
+	select {
+	case <-ctx.Done():
+		// Lazily when busy: a plain unmount failed while a file was open, and Run went
+		// on serving (found by review: Ctrl-C did nothing).
+		fuseunmount.Unmount(srv, cfg.Mountpoint, served, log)
+	case <-served: // unmounted from outside (fusermount3 -u)
+	}
 	return nil
 }

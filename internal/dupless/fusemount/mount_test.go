@@ -45,6 +45,12 @@ type mounted struct {
 // startMount is mountOn, for a test that ends the mount itself.
 func startMount(t *testing.T, be storage.Backend, src string) *mounted {
 	t.Helper()
+	return startMountWith(t, be, src, func(*Config) {})
+}
+
+// startMountWith is startMount with the Config set changes.
+func startMountWith(t *testing.T, be storage.Backend, src string, set func(*Config)) *mounted {
+	t.Helper()
 	testutil.RequireBinary(t, "fusermount3")
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		testutil.Missing(t, "no /dev/fuse")
@@ -67,8 +73,10 @@ func startMount(t *testing.T, be storage.Backend, src string) *mounted {
 	m.stop = cancel
 	ready := make(chan struct{})
 	var runErr error
+	cfg := Config{Client: c, Mountpoint: m.dir, Ready: func() { close(ready) }}
+	set(&cfg)
 	go func() {
-		runErr = Run(ctx, Config{Client: c, Mountpoint: m.dir, Ready: func() { close(ready) }})
+		runErr = Run(ctx, cfg)
 		close(m.done)
 	}()
 	t.Cleanup(func() {

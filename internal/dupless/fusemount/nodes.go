@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -21,15 +22,27 @@ type treeDir struct {
 	v    *dupless.View
 	path string // plain path in the view ("" for its root)
 	node *dupless.Node
-	log  *slog.Logger
+	*env
+}
+
+// env is what every node of a mount shares.
+type env struct {
+	log     *slog.Logger
+	timeout time.Duration // Config.ReadTimeout
+}
+
+// bound limits a request of the kernel to the mount's timeout: past it the service's
+// answer is abandoned and the request fails (EIO), it does not hang the reader.
+func (e *env) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.timeout)
 }
 
 // file is a stored file (content read on demand, verified per chunk).
 type file struct {
 	gofs.Inode
-	v     *dupless.View
-	node  *dupless.Node
-	log   *slog.Logger
+	v    *dupless.View
+	node *dupless.Node
+	*env
 	opens atomic.Int32 // open handles: the last one closed drops node's cached chunk
 }
 
@@ -114,7 +127,9 @@ func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Attr
 }
 
 func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	n, err := d.v.Lookup(ctx, d.path, name)
+	bctx, cancel := d.bound(ctx)
+	defer cancel()
+	n, err := d.v.Lookup(bctx, d.path, name)
 	if err != nil {
 		return nil, errno(d.log, d.path+"/"+name, err)
 	}
@@ -123,11 +138,11 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	mode := fileType(n)
 	switch mode {
 	case syscall.S_IFDIR:
-		child = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, log: d.log}
+		child = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, env: d.env}
 	case syscall.S_IFLNK:
 		child = &link{node: n}
 	case syscall.S_IFREG:
-		child = &file{v: d.v, node: n, log: d.log}
+		child = &file{v: d.v, node: n, env: d.env}
 	default: // a FIFO or device: attributes only (the kernel never asks this file system to open it)
 		child = &special{node: n}
 	}
@@ -135,7 +150,9 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 }
 
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	es, err := d.v.Entries(ctx, d.path)
+	bctx, cancel := d.bound(ctx)
+	defer cancel()
+	es, err := d.v.Entries(bctx, d.path)
 	if err != nil {
 		return nil, errno(d.log, d.path, err)
 	}
@@ -173,7 +190,9 @@ func (f *file) Release(ctx context.Context, _ gofs.FileHandle) syscall.Errno {
 }
 
 func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := f.v.ReadAt(ctx, f.node, dest, off)
+	bctx, cancel := f.bound(ctx)
+	defer cancel()
+	n, err := f.v.ReadAt(bctx, f.node, dest, off)
 	if err != nil { // the file exists: a chunk the service lost is EIO, never ENOENT (found by review)
 		f.log.Warn("veil mount: read failed", "path", f.node.Name, "err", err)
 		return nil, syscall.EIO

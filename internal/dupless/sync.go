@@ -258,14 +258,14 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	// the reverse (found by review: such a sync failed each time it ran).
 	var n int
 	c.putFirst = func(ctx context.Context) (err error) {
-		n, err = c.removeAll(ctx, replaced)
+		n, err = c.removeAll(ctx, replaced, changes)
 		return err
 	}
 	// The removals run inside Put, under its lock, once every file is stored: one snapshot.
 	// What is local again by then (its put stored it) is not removed: found by review, an
 	// editor's save by rename between the diff and the put's walk lost the file.
 	c.putThen = func(ctx context.Context) (err error) {
-		res.Removed, err = c.removeAll(ctx, stillGone(gone, local, stored))
+		res.Removed, err = c.removeAll(ctx, stillGone(gone, local, stored), changes)
 		return err
 	}
 	res.Put, err = c.Put(ctx, []string{local}, dest)
@@ -316,31 +316,4 @@ func coveredBy(path string, gone []Change) bool {
 		}
 	}
 	return false
-}
-
-// removeAll removes stored files and folders (recursively); the caller holds the lock.
-func (c *Client) removeAll(ctx context.Context, gone []Change) (n int, err error) {
-	sum := &Summary{}
-	for _, g := range gone {
-		if g.IsDir {
-			enc, err := c.keys.encPath(g.Path)
-			if err != nil {
-				return n, err
-			}
-			if err := c.removeTree(ctx, enc, sum); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return n, fmt.Errorf("remove %s: %w", g.Path, err)
-			}
-			n++
-			continue
-		}
-		encDir, encName, err := c.encFile(g.Path)
-		if err != nil {
-			return n, err
-		}
-		if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return n, fmt.Errorf("remove %s: %w", g.Path, err)
-		}
-		n++
-	}
-	return n, nil
 }

@@ -85,9 +85,9 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 	if err != nil {
 		return nil, err
 	}
-	for rp := range root.Entries {
+	for rp, h := range root.Entries {
 		if under(rp) && !isDirMeta(rp) && !seen[rp] && !c.excludedStored(c.describe(rp), path) {
-			out = append(out, Change{Path: c.describe(rp), Kind: "removed"})
+			out = append(out, Change{Path: c.describe(rp), Kind: "removed", saw: &h})
 		}
 	}
 	for d := range dirs {

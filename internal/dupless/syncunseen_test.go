@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -65,5 +66,37 @@ func TestSyncKeepsExcludedInRemovedFolder(t *testing.T) {
 	}
 	if err := plain.Cat(ctx, "d/sub/x", io.Discard); err == nil {
 		t.Error("d/sub/x, deleted locally, is still stored")
+	}
+}
+
+// A file deleted locally that another device stored anew after this sync's diff stays:
+// sync removes the version its diff saw, not one it never saw. Found by review: it
+// removed whatever was stored under the name when its removal ran.
+func TestSyncKeepsFileChangedSinceDiff(t *testing.T) {
+	inner := newBackend(t)
+	be := &onLockBE{Backend: inner}
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer c.Close()
+	other, _ := New(inner, master, Options{Keys: mle.LocalKeys{}, Jobs: 3})
+	defer other.Close()
+	src := filepath.Join(t.TempDir(), "d")
+	write(t, filepath.Join(src, "a"), []byte("a"))
+	write(t, filepath.Join(src, "b"), []byte("b"))
+	mustPut(t, c, src, "")
+	os.Remove(filepath.Join(src, "b"))
+	theirs := filepath.Join(t.TempDir(), "d")
+	write(t, filepath.Join(theirs, "b"), []byte("b, the other device's new version"))
+	be.hook = func() { mustPut(t, other, theirs, "") }
+	res, err := c.Sync(ctx, src, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	if err := other.Cat(ctx, "d/b", &got); err != nil || got.String() != "b, the other device's new version" {
+		t.Errorf("sync (changes %v, %d removed) left d/b %q, %v; want the other device's version, stored after the diff", changeList(res.Changes), res.Removed, got.String(), err)
+	}
+	if res.Removed != 0 {
+		t.Errorf("sync reports %d entries removed; it removed none", res.Removed)
 	}
 }

@@ -185,8 +185,8 @@ func (v *View) ReadAt(ctx context.Context, n *Node, p []byte, off int64) (int, e
 }
 
 // chunk returns chunk i of n's file, verified, from n's cache or the service; a chunk
-// another read is fetching is waited for, not fetched again. Found by review: the
-// kernel's parallel reads of one file fetched a chunk up to four times.
+// another read is fetching is waited for, not fetched again. Found by review: a chunk
+// that several of the kernel's parallel reads of one file needed was fetched by each.
 func (v *View) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
 	for {
 		n.mu.Lock()

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// Reading many files through the mount, one after the other, keeps no more memory than one
-// file's chunk per open file. Found by review: each file's last chunk stayed cached on its
+// Reading many files through the mount, one after the other, keeps chunks cached for open
+// files only. Found by review: each file's last chunk stayed cached on its
 // node after close, for as long as the kernel kept the inode (an hour's entry timeout), so
 // 'cp -r' of a mounted tree grew the mount by the size of the tree.
 func TestMountReleasesChunksOnClose(t *testing.T) {

@@ -52,9 +52,22 @@ type Node struct {
 	Rdev    uint64 // device number of a device (Mode has ModeDevice)
 	rec     *record
 
-	mu       sync.Mutex // the last chunk read, for reads in small pieces
-	lastIdx  int
-	lastData []byte
+	mu      sync.Mutex
+	recent  [2]cachedChunk  // the last chunks read, newest first: the kernel reads in small pieces, out of order
+	flights map[int]*flight // chunks being fetched: a second reader waits for the first
+}
+
+// cachedChunk is a verified chunk of a Node's file (data nil: none).
+type cachedChunk struct {
+	idx  int
+	data []byte
+}
+
+// flight is one fetch of a chunk that other readers wait for.
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
 }
 
 // Lookup returns the entry name in the directory dir (a plain path, "" for the root).
@@ -171,21 +184,57 @@ func (v *View) ReadAt(ctx context.Context, n *Node, p []byte, off int64) (int, e
 	return done, nil
 }
 
-// chunk returns chunk i of n's file, verified, from n's one-chunk cache or the service.
+// chunk returns chunk i of n's file, verified, from n's cache or the service; a chunk
+// another read is fetching is waited for, not fetched again. Found by review: a chunk
+// that several of the kernel's parallel reads of one file needed was fetched by each.
 func (v *View) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
-	n.mu.Lock()
-	if n.lastData != nil && n.lastIdx == i {
-		d := n.lastData
+	for {
+		n.mu.Lock()
+		for _, c := range n.recent {
+			if c.data != nil && c.idx == i {
+				n.mu.Unlock()
+				return c.data, nil
+			}
+		}
+		f := n.flights[i]
+		if f == nil {
+			break // fetched below, n.mu held
+		}
 		n.mu.Unlock()
-		return d, nil
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if f.err == nil {
+			return f.data, nil
+		}
+		if ctx.Err() != nil || !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) {
+			return nil, f.err
+		}
+		// the first reader gave up (its request was interrupted): fetch it anew
 	}
+	f := &flight{done: make(chan struct{})}
+	if n.flights == nil {
+		n.flights = map[int]*flight{}
+	}
+	n.flights[i] = f
 	n.mu.Unlock()
-	data, err := v.c.fetchChunk(ctx, &n.rec.Chunks[i])
-	if err != nil {
-		return nil, err
-	}
+	f.data, f.err = v.c.fetchChunk(ctx, &n.rec.Chunks[i])
 	n.mu.Lock()
-	n.lastIdx, n.lastData = i, data
+	delete(n.flights, i)
+	if f.err == nil {
+		n.recent[1], n.recent[0] = n.recent[0], cachedChunk{i, f.data}
+	}
 	n.mu.Unlock()
-	return data, nil
+	close(f.done)
+	return f.data, f.err
+}
+
+// DropCache forgets the chunks ReadAt keeps for n (a mount calls it when the file's last
+// open handle closes: a node outlives its reads for as long as the kernel caches it).
+func (n *Node) DropCache() {
+	n.mu.Lock()
+	n.recent = [2]cachedChunk{}
+	n.mu.Unlock()
 }

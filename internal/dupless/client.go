@@ -81,11 +81,12 @@ type Client struct {
 	skew        atomic.Int64 // the storage's clock minus this machine's, seen when the lock was taken (storageNow)
 	changing    sync.Mutex   // held by the command whose changes view tracks
 
-	ahead   aheadSlot[[2]string, []byte]  // an object read ahead of the root lookup (startReadAhead)
-	draft   aheadSlot[string, *rootDraft] // a lone put's next root, drafted while its key request is out
-	pin     *treeRoot                     // the snapshot reads are pinned to (nil: the newest); history.go
-	putThen func(context.Context) error   // run by Put under its lock when every file was stored (Sync)
-	pinDirs map[string]map[string]bool    // pin's directories and their children
+	ahead    aheadSlot[[2]string, []byte]  // an object read ahead of the root lookup (startReadAhead)
+	draft    aheadSlot[string, *rootDraft] // a lone put's next root, drafted while its key request is out
+	pin      *treeRoot                     // the snapshot reads are pinned to (nil: the newest); history.go
+	putFirst func(context.Context) error   // run by Put under its lock before it stores anything (Sync)
+	putThen  func(context.Context) error   // run by Put under its lock when every file was stored (Sync)
+	pinDirs  map[string]map[string]bool    // pin's directories and their children
 }
 
 // New returns a client for the user holding master, storing on be.

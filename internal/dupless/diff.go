@@ -21,10 +21,11 @@ import (
 // local file: size, modification time or mode, put's quick check), "metadata" (same
 // content; mode, modification time or link target differ).
 type Change struct {
-	Path  string `json:"path"`
-	Kind  string `json:"change"`
-	IsDir bool   `json:"dir,omitempty"`
-	Err   string `json:"error,omitempty"`
+	Path  string    `json:"path"`
+	Kind  string    `json:"change"`
+	IsDir bool      `json:"dir,omitempty"`
+	Err   string    `json:"error,omitempty"`
+	saw   *[32]byte // a removed file: the record hash the diff saw (sync removes that version only)
 }
 
 // Symbol is the one-letter form of a change, as restic prints it.

@@ -124,6 +124,11 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 			c.saveCache(cache)
 		}
 	}()
+	if c.putFirst != nil {
+		if err := c.putFirst(ctx); err != nil { // Sync's replacements of what changed kind
+			return sum, err
+		}
+	}
 	dirs := &dirCache{m: map[string]*dirEntries{}, byStat: lockless} // one file: two names looked up, not its whole directory listed
 	var conds []storage.Object
 	answered := false

@@ -28,12 +28,9 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(local)
+	local, err := localFolder(local)
 	if err != nil {
 		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a folder", local)
 	}
 	c.view.mu.Lock()
 	root := c.view.root
@@ -88,9 +85,9 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 	if err != nil {
 		return nil, err
 	}
-	for rp := range root.Entries {
+	for rp, h := range root.Entries {
 		if under(rp) && !isDirMeta(rp) && !seen[rp] && !c.excludedStored(c.describe(rp), path) {
-			out = append(out, Change{Path: c.describe(rp), Kind: "removed"})
+			out = append(out, Change{Path: c.describe(rp), Kind: "removed", saw: &h})
 		}
 	}
 	for d := range dirs {
@@ -100,6 +97,24 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// localFolder checks that local is a folder and returns it with a trailing separator when
+// it is a symlink to one, so that the walks (diff's and put's) go into the folder, stored
+// under the link's name. Found by review: they stopped at the link, so sync of a linked
+// ~/Documents listed everything stored as removed and stored the link instead.
+func localFolder(local string) (string, error) {
+	fi, err := os.Stat(local)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a folder", local)
+	}
+	if li, err := os.Lstat(local); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		return local + string(filepath.Separator), nil
+	}
+	return local, nil
 }
 
 // compareLocal compares one local file or symlink with what root stores at dest.
@@ -135,6 +150,10 @@ func (c *Client) compareLocal(ctx context.Context, root *treeRoot, local, dest s
 		}
 		if r.MTime != fi.ModTime().UnixNano() {
 			ch.Kind = "metadata"
+			return ch, true
+		}
+	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeDevice) != 0: // as putSpecial stores it
+		if r.Type != typeSpecial || r.Mode != specialMode(fi.Mode()) || r.MTime != fi.ModTime().UnixNano() || r.Rdev != rdev(fi) {
 			return ch, true
 		}
 	case r.Type != typeFile || r.Size != uint64(fi.Size()) || r.MTime != fi.ModTime().UnixNano() || r.Mode != unixMode(fi.Mode()):
@@ -188,8 +207,9 @@ var ErrSyncEmpty = errors.New("refusing to sync an empty folder (--allow-empty t
 // Sync makes the stored folder dest/<name of local> exactly the local folder local: it
 // stores what is new or changed (Put) and then removes what is stored but no longer local
 // (deleted or renamed there), under the same lock, so the sync is one snapshot; removed
-// entries stay in the snapshots. If any file fails to be stored, nothing is removed. With
-// dryRun it only reports the differences.
+// entries stay in the snapshots. If any file fails to be stored, nothing is removed but
+// what changed kind (a stored file that is a folder locally, or the reverse: replaced
+// before the put stores its new kind). With dryRun it only reports the differences.
 func (c *Client) Sync(ctx context.Context, local, dest string, dryRun bool) (*SyncResult, error) {
 	return c.SyncWith(ctx, local, dest, SyncOptions{DryRun: dryRun})
 }
@@ -204,46 +224,88 @@ type SyncOptions struct {
 func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions) (*SyncResult, error) {
 	dryRun := o.DryRun
 	start := time.Now()
-	stored := joinPath(cleanPath(dest), filepath.Base(filepath.Clean(local)))
+	// The folder is stored under its own name: "." and ".." name none (found by review:
+	// 'veil sync .' compared the folder with DEST itself and removed all else stored there).
+	local, err := filepath.Abs(local)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(local)
+	if name == string(filepath.Separator) {
+		return nil, fmt.Errorf("%s is the root folder: it has no name to store it under", local)
+	}
+	stored := joinPath(cleanPath(dest), name)
 	changes, err := c.DiffLocal(ctx, local, stored)
 	if err != nil {
+		return nil, err
+	}
+	if local, err = localFolder(local); err != nil {
 		return nil, err
 	}
 	res := &SyncResult{Changes: changes, DryRun: dryRun}
 	if dryRun {
 		return res, nil
 	}
-	var gone []Change
-	for _, ch := range changes {
-		if ch.Kind == "removed" && !coveredBy(ch.Path, gone) {
-			gone = append(gone, ch)
-		}
-	}
+	gone, replaced := removals(changes)
 	if len(gone) > 0 && !o.AllowEmpty {
 		if ents, err := os.ReadDir(local); err == nil && len(ents) == 0 {
 			return res, fmt.Errorf("%w: %s is empty; syncing it would remove everything stored under %s (%d entries)",
 				ErrSyncEmpty, local, stored, len(gone))
 		}
 	}
+	// What changed kind locally (a file now a folder, or the reverse) is removed first, under
+	// Put's lock, as put replaces a changed file: put stores no file where a folder is, nor
+	// the reverse (found by review: such a sync failed each time it ran).
+	var n int
+	c.putFirst = func(ctx context.Context) (err error) {
+		n, err = c.removeAll(ctx, replaced, changes)
+		return err
+	}
 	// The removals run inside Put, under its lock, once every file is stored: one snapshot.
 	// What is local again by then (its put stored it) is not removed: found by review, an
 	// editor's save by rename between the diff and the put's walk lost the file.
 	c.putThen = func(ctx context.Context) (err error) {
-		res.Removed, err = c.removeAll(ctx, stillGone(gone, local, stored))
+		res.Removed, err = c.removeAll(ctx, stillGone(gone, local, stored), changes)
 		return err
 	}
 	res.Put, err = c.Put(ctx, []string{local}, dest)
-	c.putThen = nil
+	c.putFirst, c.putThen = nil, nil
+	res.Removed += n
 	if res.Put != nil {
 		res.Put.Duration = time.Since(start)
 	}
 	if err != nil {
 		return res, err
 	}
-	if err := res.Put.Err(); err != nil {
+	if err := res.Put.Err(); err != nil && n > 0 {
+		return res, fmt.Errorf("%w; nothing removed but the %d entries whose kind changed (kept in snapshots)", err, n)
+	} else if err != nil {
 		return res, fmt.Errorf("%w; nothing removed", err)
 	}
 	return res, nil
+}
+
+// removals splits the stored entries that diff lists as removed (sorted input; one per
+// folder, not what it holds) into those gone locally and those local again as the other
+// kind (a file where a folder was, or the reverse: replaced).
+func removals(changes []Change) (gone, replaced []Change) {
+	added := map[string]bool{} // path -> IsDir of what is local there
+	for _, ch := range changes {
+		if ch.Kind == "added" {
+			added[ch.Path] = ch.IsDir
+		}
+	}
+	for _, ch := range changes {
+		if ch.Kind != "removed" || coveredBy(ch.Path, gone) || coveredBy(ch.Path, replaced) {
+			continue
+		}
+		if isDir, ok := added[ch.Path]; ok && isDir != ch.IsDir {
+			replaced = append(replaced, ch)
+		} else {
+			gone = append(gone, ch)
+		}
+	}
+	return gone, replaced
 }
 
 // coveredBy reports whether path is below a folder already in gone (sorted input).
@@ -254,31 +316,4 @@ func coveredBy(path string, gone []Change) bool {
 		}
 	}
 	return false
-}
-
-// removeAll removes stored files and folders (recursively); the caller holds the lock.
-func (c *Client) removeAll(ctx context.Context, gone []Change) (n int, err error) {
-	sum := &Summary{}
-	for _, g := range gone {
-		if g.IsDir {
-			enc, err := c.keys.encPath(g.Path)
-			if err != nil {
-				return n, err
-			}
-			if err := c.removeTree(ctx, enc, sum); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return n, fmt.Errorf("remove %s: %w", g.Path, err)
-			}
-			n++
-			continue
-		}
-		encDir, encName, err := c.encFile(g.Path)
-		if err != nil {
-			return n, err
-		}
-		if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return n, fmt.Errorf("remove %s: %w", g.Path, err)
-		}
-		n++
-	}
-	return n, nil
 }

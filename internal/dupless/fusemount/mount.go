@@ -11,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/fuseunmount"
 )
 
 // Config is one mount.
@@ -19,7 +20,15 @@ type Config struct {
 	Mountpoint string
 	Logger     *slog.Logger // default: discard
 	Ready      func()       // called once the file system is mounted
+	// ReadTimeout bounds each request of the kernel (a read, a lookup, a listing): past
+	// it, the request fails with EIO, as from a service that stopped answering. Default
+	// DefaultReadTimeout.
+	ReadTimeout time.Duration
 }
+
+// DefaultReadTimeout is Config.ReadTimeout's default: a read needs at most two chunks
+// (8 MiB each at most), which a link of 200 kB/s brings in this time.
+const DefaultReadTimeout = 90 * time.Second
 
 // staticDir is a directory whose children are fixed when the mount starts.
 type staticDir struct {
@@ -53,17 +62,21 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	env := &env{log: log, timeout: cfg.ReadTimeout}
 	root := &staticDir{build: func(ctx context.Context, d *staticDir) {
 		cur := &staticDir{build: func(context.Context, *staticDir) {}}
 		var curNode gofs.InodeEmbedder = cur
 		if len(views) > 0 {
-			curNode = &treeDir{v: views[len(views)-1], log: log}
+			curNode = &treeDir{v: views[len(views)-1], env: env}
 		}
 		d.AddChild("current", d.NewPersistentInode(ctx, curNode, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
 		snaps := &staticDir{build: func(ctx context.Context, s *staticDir) {
 			taken := map[string]bool{}
 			for _, v := range views {
-				t := &treeDir{v: v, log: log}
+				t := &treeDir{v: v, env: env}
 				s.AddChild(SnapshotName(v.Snap, taken), s.NewPersistentInode(ctx, t, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
 			}
 		}}
@@ -80,17 +93,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			if err := srv.Unmount(); err != nil {
-				log.Warn("veil mount: unmount", "err", err)
-			}
-		case <-done:
-		}
-	}()
-	srv.Wait()
-	close(done)
+	served := make(chan struct{})
+	go func() { srv.Wait(); close(served) }()
+	select {
+	case <-ctx.Done():
+		// Lazily when busy: a plain unmount failed while a file was open, and Run went
+		// on serving (found by review: Ctrl-C did nothing).
+		fuseunmount.Unmount(srv, cfg.Mountpoint, served, log)
+	case <-served: // unmounted from outside (fusermount3 -u)
+	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/local"
 	"github.com/veil-project/veil/internal/testutil"
 )
@@ -20,13 +21,39 @@ import (
 // mount stores src with a new client and mounts it; the mount ends with the test.
 func mount(t *testing.T, src string) string {
 	t.Helper()
-	testutil.RequireBinary(t, "fusermount3")
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testutil.Missing(t, "no /dev/fuse")
-	}
 	be, err := local.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	return mountOn(t, be, src)
+}
+
+// mountOn is mount storing on be.
+func mountOn(t *testing.T, be storage.Backend, src string) string {
+	t.Helper()
+	return startMount(t, be, src).dir
+}
+
+// mounted is a running mount: stop ends it (as Ctrl-C does), done is closed when Run has
+// returned.
+type mounted struct {
+	dir  string
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// startMount is mountOn, for a test that ends the mount itself.
+func startMount(t *testing.T, be storage.Backend, src string) *mounted {
+	t.Helper()
+	return startMountWith(t, be, src, func(*Config) {})
+}
+
+// startMountWith is startMount with the Config set changes.
+func startMountWith(t *testing.T, be storage.Backend, src string, set func(*Config)) *mounted {
+	t.Helper()
+	testutil.RequireBinary(t, "fusermount3")
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testutil.Missing(t, "no /dev/fuse")
 	}
 	c, err := dupless.New(be, dupless.NewMasterKey(), dupless.Options{Keys: mle.LocalKeys{}, Jobs: 2})
 	if err != nil {
@@ -40,30 +67,34 @@ func mount(t *testing.T, src string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	os.Mkdir(mnt, 0o755)
+	m := &mounted{dir: filepath.Join(t.TempDir(), "mnt"), done: make(chan struct{})}
+	os.Mkdir(m.dir, 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
 	ready := make(chan struct{})
-	done := make(chan error, 1)
+	var runErr error
+	cfg := Config{Client: c, Mountpoint: m.dir, Ready: func() { close(ready) }}
+	set(&cfg)
 	go func() {
-		done <- Run(ctx, Config{Client: c, Mountpoint: mnt, Ready: func() { close(ready) }})
+		runErr = Run(ctx, cfg)
+		close(m.done)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-m.done:
 		case <-time.After(10 * time.Second):
-			exec.Command("fusermount3", "-u", "-z", mnt).Run()
+			exec.Command("fusermount3", "-u", "-z", m.dir).Run()
 		}
 	})
 	select {
 	case <-ready:
-	case err := <-done:
-		t.Fatalf("mount: %v", err)
+	case <-m.done:
+		t.Fatalf("mount: %v", runErr)
 	case <-time.After(30 * time.Second):
 		t.Fatal("mount not ready")
 	}
-	return mnt
+	return m
 }
 
 // Every entry of a mounted folder reads back as the kind it is stored as: a FIFO is a FIFO

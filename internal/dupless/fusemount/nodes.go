@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -20,7 +22,19 @@ type treeDir struct {
 	v    *dupless.View
 	path string // plain path in the view ("" for its root)
 	node *dupless.Node
-	log  *slog.Logger
+	*env
+}
+
+// env is what every node of a mount shares.
+type env struct {
+	log     *slog.Logger
+	timeout time.Duration // Config.ReadTimeout
+}
+
+// bound limits a request of the kernel to the mount's timeout: past it the service's
+// answer is abandoned and the request fails (EIO), it does not hang the reader.
+func (e *env) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.timeout)
 }
 
 // file is a stored file (content read on demand, verified per chunk).
@@ -28,8 +42,13 @@ type file struct {
 	gofs.Inode
 	v    *dupless.View
 	node *dupless.Node
-	log  *slog.Logger
+	*env
+	opens atomic.Int32 // open handles: the last one closed drops node's cached chunk
 }
+
+// handle is an open file: no state of its own, but without one the kernel's release never
+// reaches the node.
+type handle struct{}
 
 // special is a stored FIFO or device.
 type special struct {
@@ -54,14 +73,15 @@ var (
 	_ gofs.NodeGetattrer  = (*treeDir)(nil)
 	_ gofs.NodeOpener     = (*file)(nil)
 	_ gofs.NodeReader     = (*file)(nil)
+	_ gofs.NodeReleaser   = (*file)(nil)
 	_ gofs.NodeGetattrer  = (*file)(nil)
 	_ gofs.NodeReadlinker = (*link)(nil)
 	_ gofs.NodeGetattrer  = (*link)(nil)
 	_ gofs.NodeGetattrer  = (*special)(nil)
 )
 
-// errno maps a dupless error to what the kernel gets: absent names are ENOENT, anything
-// else (integrity, the service unreachable) EIO, logged.
+// errno maps a dupless error of a lookup or listing to what the kernel gets: absent names
+// are ENOENT, anything else (integrity, the service unreachable) EIO, logged.
 func errno(log *slog.Logger, what string, err error) syscall.Errno {
 	if errors.Is(err, storage.ErrNotFound) {
 		return syscall.ENOENT
@@ -107,7 +127,9 @@ func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Attr
 }
 
 func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	n, err := d.v.Lookup(ctx, d.path, name)
+	bctx, cancel := d.bound(ctx)
+	defer cancel()
+	n, err := d.v.Lookup(bctx, d.path, name)
 	if err != nil {
 		return nil, errno(d.log, d.path+"/"+name, err)
 	}
@@ -116,11 +138,11 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	mode := fileType(n)
 	switch mode {
 	case syscall.S_IFDIR:
-		child = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, log: d.log}
+		child = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, env: d.env}
 	case syscall.S_IFLNK:
 		child = &link{node: n}
 	case syscall.S_IFREG:
-		child = &file{v: d.v, node: n, log: d.log}
+		child = &file{v: d.v, node: n, env: d.env}
 	default: // a FIFO or device: attributes only (the kernel never asks this file system to open it)
 		child = &special{node: n}
 	}
@@ -128,7 +150,9 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 }
 
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	es, err := d.v.Entries(ctx, d.path)
+	bctx, cancel := d.bound(ctx)
+	defer cancel()
+	es, err := d.v.Entries(bctx, d.path)
 	if err != nil {
 		return nil, errno(d.log, d.path, err)
 	}
@@ -152,13 +176,26 @@ func (f *file) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	return nil, fuse.FOPEN_KEEP_CACHE, 0 // a snapshot's content never changes
+	f.opens.Add(1)
+	return &handle{}, fuse.FOPEN_KEEP_CACHE, 0 // a snapshot's content never changes
+}
+
+// Release drops the cached chunk once no handle is open. Found by review: it stayed on the
+// node, so reading a tree through the mount kept as much memory as the tree read.
+func (f *file) Release(ctx context.Context, _ gofs.FileHandle) syscall.Errno {
+	if f.opens.Add(-1) == 0 {
+		f.node.DropCache()
+	}
+	return 0
 }
 
 func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := f.v.ReadAt(ctx, f.node, dest, off)
-	if err != nil {
-		return nil, errno(f.log, f.node.Name, err)
+	bctx, cancel := f.bound(ctx)
+	defer cancel()
+	n, err := f.v.ReadAt(bctx, f.node, dest, off)
+	if err != nil { // the file exists: a chunk the service lost is EIO, never ENOENT (found by review)
+		f.log.Warn("veil mount: read failed", "path", f.node.Name, "err", err)
+		return nil, syscall.EIO
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

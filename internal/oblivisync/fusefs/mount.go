@@ -2,13 +2,12 @@ package fusefs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/veil-project/veil/internal/fuseunmount"
 	"github.com/veil-project/veil/internal/oblivisync"
 )
 
@@ -122,7 +121,7 @@ func Run(ctx context.Context, c Config) error {
 	case <-served:
 	case runErr = <-loopErr:
 	}
-	unmount(srv, c.Mountpoint, served, c.Logger)
+	fuseunmount.Unmount(srv, c.Mountpoint, served, c.Logger)
 	stopLoop()
 	if w == nil || runErr != nil {
 		return runErr
@@ -134,28 +133,4 @@ func Run(ctx context.Context, c Config) error {
 	}
 	c.Logger.Info("unmounted; buffer drained", "mountpoint", c.Mountpoint)
 	return nil
-}
-
-// unmount detaches the mount, falling back to a lazy unmount when it is busy.
-func unmount(srv *fuse.Server, mp string, served <-chan struct{}, log *slog.Logger) {
-	select {
-	case <-served:
-		return
-	default:
-	}
-	for i := 0; i < 5; i++ {
-		if err := srv.Unmount(); err == nil {
-			break
-		} else if i == 4 {
-			log.Warn("unmount busy; detaching lazily", "err", err)
-			if out, err := exec.Command("fusermount3", "-u", "-z", mp).CombinedOutput(); err != nil {
-				log.Error("lazy unmount failed", "err", errors.New(string(out)))
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	select {
-	case <-served:
-	case <-time.After(10 * time.Second):
-	}
 }

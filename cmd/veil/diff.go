@@ -54,7 +54,11 @@ Examples:
 				var chs []dupless.Change
 				var err error
 				if local != "" {
-					path := filepath.Base(filepath.Clean(local))
+					abs, err := filepath.Abs(local) // "." and ".." name the folder, as sync stores it
+					if err != nil {
+						return err
+					}
+					path := filepath.Base(abs)
 					if len(args) == 1 {
 						path = args[0]
 					}
@@ -112,7 +116,8 @@ func newSyncCommand() *cobra.Command {
 'veil sync ~/Documents' keeps "Documents"), like put, and then removes from the stored
 folder everything that is no longer in DIR (deleted or renamed locally). Removed files
 stay in your snapshots ('veil log', 'veil get --version', 'veil get --at') until
-'veil forget'. If any file cannot be stored, nothing is removed. Entries matching
+'veil forget'. If any file cannot be stored, nothing is removed (but
+entries whose kind changed, a file now a folder or the reverse, are replaced). Entries matching
 --exclude are neither stored nor removed. A sync is one snapshot. It runs alone, as rm
 does: beside another command of yours on the same storage (a put from cron, say), one of
 the two stops with "another veil command holds a conflicting lock". An empty DIR with

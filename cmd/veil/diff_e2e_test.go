@@ -44,6 +44,11 @@ func TestE2EDiffAndSync(t *testing.T) {
 	if out := alice.mustRun(t, "diff", "--local", src); out != "" {
 		t.Fatalf("after sync, diff --local:\n%s", out)
 	}
+	inSrc := *alice // "." names the folder, as sync stores it (it compared the whole root)
+	inSrc.cwd = src
+	if out := inSrc.mustRun(t, "diff", "--local", "."); out != "" {
+		t.Fatalf("after sync, diff --local . in the folder:\n%s", out)
+	}
 	restored := filepath.Join(t.TempDir(), "docs")
 	alice.mustRun(t, "get", "docs", restored)
 	diffTrees(t, src, restored)

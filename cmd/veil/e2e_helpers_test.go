@@ -95,6 +95,7 @@ func (d *deployment) stats(t *testing.T) map[string]float64 {
 // user is one person's profile.
 type user struct {
 	name, config, passFile string
+	cwd                    string // the working directory of its commands ("": the test's)
 }
 
 func newUser(t *testing.T, name string, initArgs ...string) *user {
@@ -114,6 +115,7 @@ func (d *deployment) newUser(t *testing.T, name string) *user {
 func (u *user) run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(veilBin, args...)
+	cmd.Dir = u.cwd
 	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

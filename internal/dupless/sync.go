@@ -268,6 +268,10 @@ func (c *Client) removeAll(ctx context.Context, gone []Change) (n int, err error
 			if err := c.removeTree(ctx, enc, sum); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return n, fmt.Errorf("remove %s: %w", g.Path, err)
 			}
+			if sum.Damaged > 0 {
+				c.log.Warn("removed damaged records; they were not kept as versions ('veil check' names the versions lost)", "folder", g.Path, "records", sum.Damaged)
+				sum.Damaged = 0
+			}
 			n++
 			continue
 		}
@@ -275,8 +279,12 @@ func (c *Client) removeAll(ctx context.Context, gone []Change) (n int, err error
 		if err != nil {
 			return n, err
 		}
-		if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		damaged, err := c.deleteRecord(ctx, encDir, encName+keySuffix)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return n, fmt.Errorf("remove %s: %w", g.Path, err)
+		}
+		if damaged {
+			c.log.Warn("removed a damaged record; it was not kept as a version ('veil check' names the version lost)", "path", g.Path)
 		}
 		n++
 	}

@@ -79,6 +79,10 @@ Examples:
 						fmt.Fprintf(out, "%d of the problems are versions your snapshots list that are no longer stored; "+
 							"to stop listing them, 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsMissing)
 					}
+					if res.VersionsDamaged > 0 { // prune deletes no chunk while they are listed
+						fmt.Fprintf(out, "%d of the problems are versions your snapshots list whose stored copy is damaged; prune deletes no chunks while "+
+							"they are listed: 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsDamaged)
+					}
 				}
 				if n := len(res.Problems); n > 0 {
 					return exitError{fmt.Sprintf("check found %d damaged files or versions", n), 3}
@@ -142,6 +146,9 @@ Examples:
 				fmt.Fprintf(tw, "file versions\t%d (%s)\n", st.Versions, humanBytes(st.VersionBytes))
 				if st.Missing > 0 {
 					fmt.Fprintf(tw, "versions not stored\t%d (damage: 'veil check' names them)\n", st.Missing)
+				}
+				if st.Damaged > 0 {
+					fmt.Fprintf(tw, "versions damaged\t%d (not counted below; 'veil check' names them)\n", st.Damaged)
 				}
 				fmt.Fprintf(tw, "chunks\t%d (%s stored)\n", st.Chunks, humanBytes(st.StoredBytes))
 				return tw.Flush()

@@ -128,7 +128,9 @@ func newRmCommand() *cobra.Command {
 		Long: `rm removes stored files and symlinks, and directories with -r. The content of a removed
 file is reclaimed by 'veil prune' (other files of yours may share its chunks). A trailing
 slash (NAME/) removes only a folder: never a file of that name. (Stores written before
-veil refused a file and a folder of one name may hold both; rm then asks which.)
+veil refused a file and a folder of one name may hold both; rm then asks which.) A file
+whose stored record is damaged is removed too, and said so: the damaged record is not
+kept as a version ('veil check' names the version lost; --json: "damaged").
 
 A long rm -r reports progress on stderr every 100 entries (when stderr is a terminal, or
 with --progress). rm runs alone: while a put, mv, rm, sync or prune of yours runs on the
@@ -146,9 +148,13 @@ Examples:
 					if err != nil {
 						return pathErr(p, err)
 					}
+					if s.Damaged > 0 {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: removed %d damaged records; they were not kept as versions "+
+							"('veil check' names the versions lost, until 'veil forget' drops the snapshots they are in)\n", p, s.Damaged)
+					}
 					if o.json {
 						out := names("removed", p)
-						out["files"], out["dirs"] = s.Files, s.Dirs
+						out["files"], out["dirs"], out["damaged"] = s.Files, s.Dirs, s.Damaged
 						json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 					}
 				}
@@ -306,7 +312,10 @@ func newPruneCommand() *cobra.Command {
 		Long: `prune reads every key record, and every older version a retained snapshot lists, then
 deletes the chunk objects none of them refers to and the kept versions no snapshot lists
 (left once 'veil forget' dropped the snapshots that held them). Chunks newer than --grace
-are kept, so a put running at the same time never loses content.
+are kept, so a put running at the same time never loses content. While a version your
+snapshots list is stored damaged, prune deletes no chunks (it cannot tell which that
+version refers to), does the rest, names it and exits 3: 'veil forget' the snapshots it
+is in, then prune again.
 
 Examples:
   veil prune --dry-run
@@ -327,10 +336,11 @@ Examples:
 					return err
 				}
 				if o.json {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+					json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+				} else {
+					printPrune(cmd.OutOrStdout(), dry, res)
 				}
-				printPrune(cmd.OutOrStdout(), dry, res)
-				return nil
+				return pruneStatus(res)
 			})
 		},
 	}

@@ -231,11 +231,14 @@ Examples:
 func printForget(cmd *cobra.Command, asJSON, dry bool, res *dupless.ForgetResult, pr *dupless.PruneResult) error {
 	out := cmd.OutOrStdout()
 	if asJSON {
-		return json.NewEncoder(out).Encode(struct {
+		if err := json.NewEncoder(out).Encode(struct {
 			*dupless.ForgetResult
 			DryRun bool                 `json:"dry_run"`
 			Prune  *dupless.PruneResult `json:"prune,omitempty"`
-		}{res, dry, pr})
+		}{res, dry, pr}); err != nil {
+			return err
+		}
+		return pruneStatus(pr)
 	}
 	verb := "dropped"
 	if dry {
@@ -253,7 +256,7 @@ func printForget(cmd *cobra.Command, asJSON, dry bool, res *dupless.ForgetResult
 	if pr != nil {
 		printPrune(out, false, pr)
 	}
-	return nil
+	return pruneStatus(pr)
 }
 
 // printPrune prints prune's result (text).
@@ -270,4 +273,18 @@ func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
 	if res.VersionsMissing > 0 {
 		fmt.Fprintf(out, "%d versions listed by snapshots are not stored ('veil check' names them)\n", res.VersionsMissing)
 	}
+	if res.VersionsDamaged > 0 {
+		fmt.Fprintf(out, "%d versions listed by snapshots are damaged (first: %s), so %d unreferenced chunks were kept: "+
+			"which chunks those versions refer to cannot be read\n", res.VersionsDamaged, res.Damaged[0], res.ChunksHeld)
+	}
+}
+
+// pruneStatus is prune's exit: 3 when damaged versions kept it from deleting chunks (the
+// rest of prune went through).
+func pruneStatus(res *dupless.PruneResult) error {
+	if res == nil || res.VersionsDamaged == 0 {
+		return nil
+	}
+	return exitError{fmt.Sprintf("prune deleted no chunks: %d versions your snapshots list are damaged (first: %s; 'veil check' names them); "+
+		"'veil forget' the snapshots they are in, then prune again", res.VersionsDamaged, res.Damaged[0]), 3}
 }

@@ -30,6 +30,7 @@ type CheckResult struct {
 	Snapshots       int           `json:"snapshots"`
 	Versions        int           `json:"versions"`         // older records the snapshots list, checked
 	VersionsMissing int           `json:"versions_missing"` // listed but not stored: each also a problem (checkhist.go)
+	VersionsDamaged int           `json:"versions_damaged"` // listed, their kept copy damaged: each also a problem
 	Chunks          int           `json:"chunks"`           // distinct chunks referenced, each checked present
 	ChunksRead      int           `json:"chunks_read"`      // of those, downloaded and verified
 	BytesRead       int64         `json:"bytes_read"`       // plaintext bytes verified
@@ -159,6 +160,9 @@ func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte
 				res.VersionsMissing++
 				missing = append(missing, missingVersion{where, h})
 				continue
+			}
+			if isDamage(err) {
+				res.VersionsDamaged++
 			}
 			if err != nil {
 				problem(where, err)

@@ -167,7 +167,8 @@ type Summary struct {
 	ChunksKept     int            `json:"chunks_kept"`     // already stored for this file, not resent
 	BytesUploaded  int64          `json:"bytes_uploaded"`  // ciphertext bytes sent (chunks + records)
 	Fallback       map[string]int `json:"fallback,omitempty"`
-	FallbackN      int            `json:"fallback_files"` // put: files that fell back to a random key (no dedup) although a key server is configured
+	FallbackN      int            `json:"fallback_files"`    // put: files that fell back to a random key (no dedup) although a key server is configured
+	Damaged        int            `json:"damaged,omitempty"` // rm: records removed that were damaged (not opening under this key): not kept as versions
 	Errors         []FileError    `json:"errors,omitempty"`
 	Duration       time.Duration  `json:"duration_ns"`
 

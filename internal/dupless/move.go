@@ -186,7 +186,7 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 				return err
 			case same:
 				sd, sn, _ := c.encFile(from)
-				if err := c.deleteRecord(ctx, sd, sn+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				if _, err := c.deleteRecord(ctx, sd, sn+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
 				c.event(to, nil)
@@ -246,7 +246,7 @@ func (c *Client) removeMoved(ctx context.Context, src string, dirs []string, kep
 				continue
 			}
 		}
-		if err := c.deleteRecord(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if _, err := c.deleteRecord(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		if err := c.be.Delete(ctx, d, n); errors.Is(err, storage.ErrNotEmpty) {
@@ -361,7 +361,7 @@ func (c *Client) finishFile(ctx context.Context, src, dst string, srcExists bool
 	if err != nil || !same {
 		return false, err
 	}
-	if err := c.deleteRecord(ctx, sd, sn+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if _, err := c.deleteRecord(ctx, sd, sn+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, err
 	}
 	return true, nil
@@ -383,7 +383,8 @@ func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
 	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
 		return err
 	}
-	return c.deleteRecord(ctx, sd, sn+keySuffix)
+	_, err = c.deleteRecord(ctx, sd, sn+keySuffix)
+	return err
 }
 
 func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {

@@ -177,10 +177,14 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 	}
 	if kind != typeDir {
 		encDir, encName, _ := c.encFile(path)
-		if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil {
+		damaged, err := c.deleteRecord(ctx, encDir, encName+keySuffix)
+		if err != nil {
 			return sum, err
 		}
 		sum.Files++
+		if damaged {
+			sum.Damaged++
+		}
 		return sum, nil
 	}
 	if path == "" {
@@ -229,16 +233,19 @@ func (c *Client) Find(ctx context.Context, name string) ([]string, error) {
 
 // PruneResult reports what Prune found and removed.
 type PruneResult struct {
-	Records         int   `json:"records"`
-	ChunksInUse     int   `json:"chunks_in_use"`
-	ChunksRemoved   int   `json:"chunks_removed"`
-	BytesRemoved    int64 `json:"bytes_removed"`
-	ChunksTooYoung  int   `json:"chunks_too_young"` // unreferenced but newer than the grace period
-	Snapshots       int   `json:"snapshots"`        // retained snapshots whose records were counted
-	Versions        int   `json:"versions"`         // kept record versions (not the current ones) they reference
-	VersionsMissing int   `json:"versions_missing"` // versions they list that are not stored (damage: 'veil check' names them)
-	VersionsRemoved int   `json:"versions_removed"` // kept versions no snapshot lists any more
-	NamesRemoved    int   `json:"names_removed"`    // long names' objects no stored path or snapshot holds (prunenames.go)
+	Records         int      `json:"records"`
+	ChunksInUse     int      `json:"chunks_in_use"`
+	ChunksRemoved   int      `json:"chunks_removed"`
+	BytesRemoved    int64    `json:"bytes_removed"`
+	ChunksTooYoung  int      `json:"chunks_too_young"`  // unreferenced but newer than the grace period
+	Snapshots       int      `json:"snapshots"`         // retained snapshots whose records were counted
+	Versions        int      `json:"versions"`          // kept record versions (not the current ones) they reference
+	VersionsMissing int      `json:"versions_missing"`  // versions they list that are not stored (damage: 'veil check' names them)
+	VersionsDamaged int      `json:"versions_damaged"`  // versions they list whose kept copy is damaged: no chunk is deleted while there are any
+	ChunksHeld      int      `json:"chunks_held"`       // unreferenced chunks kept because a damaged version may refer to them
+	Damaged         []string `json:"damaged,omitempty"` // the damaged versions, as "PATH (snapshot N)"
+	VersionsRemoved int      `json:"versions_removed"`  // kept versions no snapshot lists any more
+	NamesRemoved    int      `json:"names_removed"`     // long names' objects no stored path or snapshot holds (prunenames.go)
 }
 
 // DefaultGrace is the age below which Prune keeps unreferenced chunks unless told otherwise:
@@ -333,6 +340,10 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 			}
 			if o.ModTime.IsZero() || o.ModTime.After(cutoff) { // unknown age: keep
 				res.ChunksTooYoung++
+				continue
+			}
+			if res.VersionsDamaged > 0 { // it may be one of a damaged version's (historyChunks)
+				res.ChunksHeld++
 				continue
 			}
 			if !dryRun {

@@ -64,9 +64,15 @@ func (c *Client) removeTree(ctx context.Context, encDir string, sum *Summary) er
 	var mu sync.Mutex
 	err = c.parallel(ctx, len(records), func(ctx context.Context, i int) error {
 		e := records[i]
-		if err := c.deleteRecord(ctx, encDir, e.Name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		damaged, err := c.deleteRecord(ctx, encDir, e.Name)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
+		mu.Lock()
+		if damaged {
+			sum.Damaged++
+		}
+		mu.Unlock()
 		if _, ok := cutSuffix(e.Name, keySuffix); ok {
 			mu.Lock()
 			sum.Files++

@@ -39,13 +39,14 @@ func (c *Client) noteDeleted(path string) {
 	c.view.mu.Unlock()
 }
 
-// deleteRecord removes a record object and notes it for the next root.
-func (c *Client) deleteRecord(ctx context.Context, dir, name string) error {
-	err := c.removeRecord(ctx, dir, name)
+// deleteRecord removes a record object and notes it for the next root; damaged as
+// removeRecord's.
+func (c *Client) deleteRecord(ctx context.Context, dir, name string) (damaged bool, err error) {
+	damaged, err = c.removeRecord(ctx, dir, name)
 	if err == nil || errors.Is(err, storage.ErrNotFound) {
 		c.noteDeleted(storage.Join(dir, name))
 	}
-	return err
+	return damaged, err
 }
 
 // beginChanges starts a command that changes the namespace (under its lock): it loads the

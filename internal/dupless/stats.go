@@ -20,6 +20,7 @@ type Stats struct {
 	Versions     int   `json:"versions"`  // distinct file versions in them (the newest included)
 	VersionBytes int64 `json:"version_bytes"`
 	Missing      int   `json:"versions_missing"` // listed but not stored (damage: 'veil check' names them)
+	Damaged      int   `json:"versions_damaged"` // listed, stored damaged: not counted further (damage too)
 	Chunks       int   `json:"chunks"`           // distinct chunks all those versions refer to
 	StoredBytes  int64 `json:"stored_bytes"`     // their ciphertext bytes: what the versions cost after dedup
 }
@@ -57,6 +58,10 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 			r, err := c.recordIn(ctx, path, h)
 			if errors.Is(err, ErrVersionGone) {
 				st.Missing++
+				continue
+			}
+			if isDamage(err) { // found by review: one stopped stats for good
+				st.Damaged++
 				continue
 			}
 			if err != nil {

@@ -67,8 +67,12 @@ func (c *Client) removeFile(ctx context.Context, ch Change) (bool, error) {
 	if h, listed := c.rootHash(storage.Join(encDir, encName+keySuffix)); !listed || ch.saw == nil || h != *ch.saw {
 		return false, nil // gone, or stored anew since the diff: not what the diff saw
 	}
-	if err := c.deleteRecord(ctx, encDir, encName+keySuffix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	damaged, err := c.deleteRecord(ctx, encDir, encName+keySuffix)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, fmt.Errorf("remove %s: %w", ch.Path, err)
+	}
+	if damaged {
+		c.log.Warn("removed a damaged record; it was not kept as a version ('veil check' names the version lost)", "path", ch.Path)
 	}
 	return true, nil
 }
@@ -91,8 +95,12 @@ func (c *Client) removeEmptyDir(ctx context.Context, path string) (bool, error) 
 			return false, nil // kept: not ours to remove
 		}
 	}
-	if err := c.deleteRecord(ctx, enc, dirMetaName); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	damaged, err := c.deleteRecord(ctx, enc, dirMetaName)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, fmt.Errorf("remove %s/: %w", path, err)
+	}
+	if damaged {
+		c.log.Warn("removed a damaged record; it was not kept as a version ('veil check' names the version lost)", "folder", path)
 	}
 	dir, name := storage.Split(enc)
 	if err := c.be.Delete(ctx, dir, name); err != nil && !errors.Is(err, storage.ErrNotFound) {

@@ -31,11 +31,16 @@ func specialMode(m fs.FileMode) uint32 {
 }
 
 func (c *Client) putSpecial(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
-	r := &record{Type: typeSpecial, Mode: specialMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano()}
-	if st, ok := t.info.Sys().(*syscall.Stat_t); ok && t.info.Mode()&fs.ModeDevice != 0 {
-		r.Rdev = uint64(st.Rdev)
-	}
+	r := &record{Type: typeSpecial, Mode: specialMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano(), Rdev: localRdev(t.info)}
 	return c.putMetaRecord(ctx, run, t, r, sum, func(s *Summary) { s.Special++ })
+}
+
+// localRdev is the device number a record of the local entry fi holds: a device's, else 0.
+func localRdev(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode()&fs.ModeDevice != 0 {
+		return uint64(st.Rdev)
+	}
+	return 0
 }
 
 // restoreSpecial recreates a FIFO or device at t.local: made under a temporary name beside

@@ -139,14 +139,15 @@ func splitLast(p string) (string, string) {
 // intoDir is where get puts the stored directory src asked for at local. A missing local
 // becomes the copy of src; so does an existing directory of the same name as src (get
 // Documents ~/Documents updates it, it does not nest Documents/Documents); any other
-// existing directory receives the copy inside it, as cp does. The root ("") goes into local.
+// existing directory receives the copy inside it, as cp does, unless an unfinished get of
+// src created it (getresume.go). The root ("") goes into local.
 func intoDir(local, src string) string {
 	if src == "" {
 		return local
 	}
 	_, name := splitLast(src)
 	fi, err := os.Stat(local)
-	if err != nil || !fi.IsDir() || filepath.Base(filepath.Clean(local)) == name {
+	if err != nil || !fi.IsDir() || filepath.Base(filepath.Clean(local)) == name || isPartial(local, src) {
 		return local
 	}
 	return filepath.Join(local, name)

@@ -54,6 +54,10 @@ func TestGetIntoNewFolderResumesAfterInterrupt(t *testing.T) {
 	if fi, err := os.Stat(dest); err != nil || !fi.IsDir() {
 		t.Fatalf("the interrupted get left no %s (the test no longer makes the state it is about): %v", dest, err)
 	}
+	buf := make([]byte, 64) // the mark, as docs/formats/get-partial.md specifies it
+	if n, err := unix.Getxattr(dest, "user.veil.get-partial", buf); err != nil || string(buf[:n]) != "src" {
+		t.Fatalf("mark of the unfinished get: %q %v, want \"src\"", buf[:max(n, 0)], err)
+	}
 	if sum, err := c.GetInto(ctx, "src", dest); err != nil || sum.Err() != nil {
 		t.Fatalf("get again: %v %v", err, sum.Err())
 	}
@@ -61,6 +65,9 @@ func TestGetIntoNewFolderResumesAfterInterrupt(t *testing.T) {
 		t.Fatalf("the second get nested the folder in %s/src", dest)
 	}
 	sameTree(t, src, dest)
+	if _, err := unix.Getxattr(dest, "user.veil.get-partial", buf); err == nil {
+		t.Fatal("the mark is still there after the get completed")
+	}
 	// Finished: the folder is an ordinary existing folder again, and the next get of the
 	// same folder goes inside it, as cp does.
 	if _, err := c.GetInto(ctx, "src", dest); err != nil {

@@ -89,11 +89,14 @@ Examples:
 						if e.Fallback {
 							mark = "*"
 						}
-						mode := e.Mode.String()
+						mode, when := e.Mode.String(), e.ModTime.Format(time.DateTime)
 						if e.Mode&fs.ModeSymlink != 0 {
 							mode = "l" + mode[1:] // as ls(1) shows a link, not Go's "L"
 						}
-						r = row{mode, fmt.Sprint(e.Size), e.ModTime.Format(time.DateTime), mark + name}
+						if e.IsDir && e.ModTime.IsZero() { // made as another's parent (mkdir a/b): no metadata of its own
+							mode, when = "d?????????", "?"
+						}
+						r = row{mode, fmt.Sprint(e.Size), when, mark + name}
 					}
 					for i, f := range []string{r.mode, r.size, r.when} {
 						w[i] = max(w[i], len(f))

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// End-to-end tests of what a session-13 user walkthrough found.
+
+// A folder made as the parent of another (mkdir a/b, put --to a/b, mv x a/b) has no
+// metadata of its own: ls -l showed it as "---------- 0 0001-01-01 00:00:00", a mode
+// without the folder's "d" and a time two thousand years ago. It now shows it as a folder
+// whose mode and time are unknown.
+func TestE2ELsFolderWithoutMetadata(t *testing.T) {
+	u := localUser(t, "alice")
+	u.mustRun(t, "mkdir", "a/b")
+	out := u.mustRun(t, "ls", "-l")
+	if !strings.HasPrefix(out, "d") || strings.Contains(out, "0001-01-01") || !strings.HasSuffix(strings.TrimSpace(out), "a/") {
+		t.Fatalf("ls -l of a parent folder mkdir made:\n%s", out)
+	}
+	if out := u.mustRun(t, "ls", "-l", "a"); !strings.HasPrefix(out, "drwxr-xr-x") {
+		t.Fatalf("ls -l of the folder mkdir made itself:\n%s", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/veil-project/veil/internal/dupless"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -230,7 +231,8 @@ func newFindCommand() *cobra.Command {
 		Short: "Find stored files and directories by exact name",
 		Long: `find prints the path of every stored file or directory named exactly NAME. The storage
 service does the search on encrypted names (names encrypt deterministically), so it learns
-that you searched for some name it holds, not which.
+that you searched for some name it holds, not which. NAME is one whole name: not a
+pattern (report*), not a path (Documents/report.pdf; 'veil ls' that).
 
 Example:
   veil find report.pdf`,
@@ -249,6 +251,9 @@ Example:
 					}
 				}
 				if len(hits) == 0 && !o.json {
+					if strings.ContainsAny(args[0], "*?[") {
+						return fmt.Errorf("nothing named exactly %q (find matches whole names: no patterns, since the service searches encrypted names)", args[0])
+					}
 					return fmt.Errorf("nothing named %q", args[0])
 				}
 				return nil

@@ -22,3 +22,18 @@ func TestE2ELsFolderWithoutMetadata(t *testing.T) {
 		t.Fatalf("ls -l of the folder mkdir made itself:\n%s", out)
 	}
 }
+
+// find matches exact names; a user who tried a pattern got only "nothing named ...", as if
+// no such file were stored. The error now says why.
+func TestE2EFindSaysItTakesOneExactName(t *testing.T) {
+	u := localUser(t, "alice")
+	src := t.TempDir()
+	randomFile(t, src+"/d/README.md", 10, 1)
+	u.mustRun(t, "put", "-q", src+"/d")
+	if out := u.mustRun(t, "find", "README.md"); strings.TrimSpace(out) != "d/README.md" {
+		t.Fatalf("find README.md: %q", out)
+	}
+	if errs := u.mustFail(t, "find", "README*"); !strings.Contains(errs, "no patterns") {
+		t.Fatalf("find with a pattern: %s", errs)
+	}
+}

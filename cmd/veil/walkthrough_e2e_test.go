@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // End-to-end tests of what a session-13 user walkthrough found.
@@ -36,4 +41,52 @@ func TestE2EFindSaysItTakesOneExactName(t *testing.T) {
 	if errs := u.mustFail(t, "find", "README*"); !strings.Contains(errs, "no patterns") {
 		t.Fatalf("find with a pattern: %s", errs)
 	}
+}
+
+// veil mount and veil osync mount refuse a mount point that holds files: FUSE 3 mounts
+// over it, and a mistyped 'veil mount ~/Documents' hid the user's files until unmounted.
+// Refused before FUSE is touched, so this runs without /dev/fuse.
+func TestE2EMountRefusesNonEmptyFolder(t *testing.T) {
+	u := localUser(t, "alice")
+	full := t.TempDir()
+	randomFile(t, filepath.Join(full, "keep.txt"), 10, 1)
+	if errs := u.refuses(t, "mount", full); !strings.Contains(errs, "is not empty") {
+		t.Fatalf("veil mount on a folder with a file: %s", errs)
+	}
+	be := filepath.Join(t.TempDir(), "be")
+	u.mustRun(t, "osync", "init", "--backend", be, "--files", "16", "--file-size", "8192", "--kdf-memory", "8", "--kdf-time", "1")
+	for _, args := range [][]string{{"osync", "mount", "--backend", be, full}, {"osync", "mount", "--read-only", "--backend", be, full}} {
+		if errs := u.refuses(t, args...); !strings.Contains(errs, "is not empty") {
+			t.Fatalf("veil %v on a folder with a file: %s", args, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(full, "keep.txt")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refuses runs a command that must fail at once; one still running after 10 s (a mount
+// that went ahead) is stopped with SIGINT, as Ctrl-C does, and fails the test.
+func (u *user) refuses(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(veilBin, args...)
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("veil %s succeeded, want an error", strings.Join(args, " "))
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Signal(os.Interrupt)
+		<-done
+		t.Fatalf("veil %s ran on instead of refusing (stopped with SIGINT)", strings.Join(args, " "))
+	}
+	return errb.String()
 }

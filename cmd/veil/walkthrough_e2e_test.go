@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,4 +90,35 @@ func (u *user) refuses(t *testing.T, args ...string) string {
 		t.Fatalf("veil %s ran on instead of refusing (stopped with SIGINT)", strings.Join(args, " "))
 	}
 	return errb.String()
+}
+
+// 'timeout -s INT 5 veil put ...' delivers SIGINT twice within microseconds (to the
+// command, then to its process group). The first cancelled the put; the second, taken as
+// "Ctrl-C again: end at once", killed it (exit 130, no message; mid-write, a stale lock
+// the next command had to take over) whenever the put was still busy a moment after the
+// first: unlocking the key (argon2id) takes a few hundred milliseconds, and ignores
+// cancellation. A second signal that follows the first this closely is the same
+// interruption; one later still ends the process at once.
+func TestE2EDoubledSignalIsOneInterruption(t *testing.T) {
+	u := localUser(t, "alice")
+	src := t.TempDir()
+	randomFile(t, filepath.Join(src, "f"), 1<<20, 1)
+	for range 3 {
+		cmd := exec.Command(veilBin, "put", "-q", filepath.Join(src, "f"))
+		cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // unlocking the key
+		cmd.Process.Signal(os.Interrupt)
+		time.Sleep(20 * time.Millisecond)
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "interrupted") {
+			t.Fatalf("put given SIGINT twice 20 ms apart: %v, stderr %q; want exit 1 and \"interrupted\"", err, errb.String())
+		}
+	}
 }

@@ -249,6 +249,7 @@ Where things go (restic's restore rules):
                             'veil get Documents Documents' never makes Documents/Documents;
                             nor does a folder an interrupted or failed get of SRC made
                             (run the same command again: it finishes that folder)
+  DEST/ (ending in /)       a folder, made if missing: a file goes into it
   DEST -                    a file's content goes to standard output (as 'veil cat')
   "/" as SRC                everything, into DEST (default: the current directory)
 

@@ -76,9 +76,9 @@ func init() {
 			Use:   "osync",
 			Short: "ObliviSync: a synced folder whose write pattern reveals nothing",
 			Long: `osync keeps a folder in a cloud-synced directory (Dropbox, Syncthing, a NAS share...)
-as N equal-size encrypted files. Every epoch exactly k of them, chosen at random, plus a
-superblock are rewritten, whether you wrote a gigabyte or nothing: the provider cannot
-tell which files changed, how big they are or when you work.
+as N equal-size encrypted files. Every epoch exactly k of them, chosen at random, the
+superblock and the writer's lease file are rewritten, whether you wrote a gigabyte or
+nothing: the provider cannot tell which files changed, how big they are or when you work.
 
   veil osync init --backend ~/Dropbox/osync
   veil osync mount --backend ~/Dropbox/osync ~/private        # read-write (one writer)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -173,7 +174,7 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 	defer unlockInto(&err, unlock)
 	kind, err := c.removeKind(ctx, raw)
 	if errors.Is(err, storage.ErrNotFound) {
-		return sum, c.finishRemove(path, recursive, sum, err)
+		return sum, c.finishRemove(path, strings.HasSuffix(raw, "/"), recursive, sum, err)
 	}
 	if err != nil {
 		return sum, err
@@ -206,13 +207,13 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 // tree root (interrupted, a full disk): the root still lists them, the storage service no
 // longer holds them, and reads report them deleted until rm runs again. Found by a user
 // walkthrough: that second rm said "not found". A path the root does not list either is
-// notFound.
-func (c *Client) finishRemove(path string, recursive bool, sum *Summary, notFound error) error {
+// notFound; folderOnly (NAME/) finishes only a folder's removal.
+func (c *Client) finishRemove(path string, folderOnly, recursive bool, sum *Summary, notFound error) error {
 	encDir, encName, err := c.encFile(path)
 	if err != nil {
 		return notFound
 	}
-	if _, listed := c.rootHash(storage.Join(encDir, encName+keySuffix)); listed {
+	if _, listed := c.rootHash(storage.Join(encDir, encName+keySuffix)); listed && !folderOnly {
 		c.noteDeleted(storage.Join(encDir, encName+keySuffix))
 		sum.Files++
 		return nil

@@ -35,6 +35,9 @@ func TestUnpublishedRmIsFinishedByRmAgain(t *testing.T) {
 	if es, err := c.List(ctx, "d", false); err != nil || !hasEntryErr(es) {
 		t.Fatalf("ls after the unfinished rm: %v %+v, want a deleted entry (the test no longer makes the state it is about)", err, es)
 	}
+	if _, err := c.Remove(ctx, "d/a/", false); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("rm d/a/ (a folder only) of the unfinished file's name: %v, want not found", err)
+	}
 	if _, err := c.Remove(ctx, "d/a", false); err != nil {
 		t.Fatalf("rm d/a again: %v", err)
 	}

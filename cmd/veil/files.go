@@ -249,7 +249,10 @@ Where things go (restic's restore rules):
   DEST missing              DEST becomes SRC (default DEST: the name of SRC here)
   DEST an existing folder   a file goes into it; a folder goes into it as DEST/<name>,
                             unless DEST already has SRC's name, which it then updates:
-                            'veil get Documents Documents' never makes Documents/Documents
+                            'veil get Documents Documents' never makes Documents/Documents;
+                            nor does a folder an interrupted or failed get of SRC made
+                            (run the same command again: it finishes that folder)
+  DEST/ (ending in /)       a folder, made if missing: a file goes into it
   DEST -                    a file's content goes to standard output (as 'veil cat')
   "/" as SRC                everything, into DEST (default: the current directory)
 

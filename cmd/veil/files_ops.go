@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/veil-project/veil/internal/dupless"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,11 +94,14 @@ Examples:
 						if e.Fallback {
 							mark = "*"
 						}
-						mode := e.Mode.String()
+						mode, when := e.Mode.String(), e.ModTime.Format(time.DateTime)
 						if e.Mode&fs.ModeSymlink != 0 {
 							mode = "l" + mode[1:] // as ls(1) shows a link, not Go's "L"
 						}
-						r = row{mode, fmt.Sprint(e.Size), e.ModTime.Format(time.DateTime), mark + name}
+						if e.IsDir && e.ModTime.IsZero() { // made as another's parent (mkdir a/b): no metadata of its own
+							mode, when = "d?????????", "?"
+						}
+						r = row{mode, fmt.Sprint(e.Size), when, mark + name}
 					}
 					for i, f := range []string{r.mode, r.size, r.when} {
 						w[i] = max(w[i], len(f))
@@ -251,8 +255,9 @@ func newFindCommand() *cobra.Command {
 		Short: "Find stored files and directories by exact name",
 		Long: `find prints the path of every stored file or directory named exactly NAME. The storage
 service does the search on encrypted names (names encrypt deterministically), so it learns
-that you searched for some name it holds, not which. --json prints one {"path": ...}
-object per match.
+that you searched for some name it holds, not which. NAME is one whole name: not a
+pattern (report*), not a path (Documents/report.pdf; 'veil ls' that). --json prints one
+{"path": ...} object per match.
 
 Exit status (as grep's): 0 something was found, 1 nothing is named NAME, 2 find could not
 search (no profile, wrong passphrase, storage unreachable, a usage mistake). With --json,
@@ -282,6 +287,8 @@ Examples:
 				return nil
 			})
 			switch {
+			case errors.Is(err, errNothingFound) && strings.ContainsAny(args[0], "*?["):
+				return withExit(fmt.Errorf("nothing named exactly %q (find matches whole names: no patterns, since the service searches encrypted names)", args[0]), exitNothingFound)
 			case errors.Is(err, errNothingFound):
 				return withExit(fmt.Errorf("nothing named %q", args[0]), exitNothingFound)
 			case err != nil:

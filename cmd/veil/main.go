@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -88,10 +89,7 @@ func (e exitError) Error() string { return e.msg }
 func (e exitError) ExitCode() int { return e.code }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first Ctrl-C cancels the command, which finishes what it must (the writes in
-	// flight, the tree root of what it stored); a second one ends the process at once.
-	go func() { <-ctx.Done(); stop() }()
+	ctx, stop := interruptible()
 	root := newRootCommand()
 	markUsageErrors(root)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -118,4 +116,34 @@ func main() {
 		}
 		os.Exit(code)
 	}
+}
+
+// sameInterruption is how soon after the first a signal is the same interruption: 'timeout
+// -s INT' and a kill of the process group deliver one signal twice, microseconds apart.
+const sameInterruption = 500 * time.Millisecond
+
+// interruptible returns the context of a command: the first Ctrl-C or SIGTERM cancels it,
+// and the command finishes what it must (the writes in flight, the tree root of what it
+// stored); a second one ends the process at once, as the signal does by default, unless
+// it follows the first within sameInterruption (found by a user walkthrough: 'timeout -s
+// INT' killed a put still unlocking its key, or mid-write, leaving its lock behind).
+func interruptible() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		first := time.Now()
+		cancel()
+		for sig := range sigs {
+			if time.Since(first) >= sameInterruption {
+				signal.Reset(sig)
+				if s, ok := sig.(syscall.Signal); ok {
+					syscall.Kill(os.Getpid(), s)
+				}
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }

@@ -39,8 +39,8 @@ Examples:
   veil mount --json /mnt/veil     # prints {"mountpoint": ..., "snapshots": N} once mounted`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if fi, err := os.Stat(args[0]); err != nil || !fi.IsDir() {
-				return fmt.Errorf("mount point %s: not an existing folder", args[0])
+			if err := emptyMountpoint(args[0]); err != nil {
+				return err
 			}
 			return o.with(cmd, func(cl *dupless.Client) error {
 				level := slog.LevelWarn
@@ -69,4 +69,22 @@ Examples:
 	}
 	o.addFlags(c, false)
 	return c
+}
+
+// emptyMountpoint insists that path is an existing empty folder. Found by a user
+// walkthrough: FUSE 3 mounts over a folder that holds files, so a mistyped 'veil mount
+// ~/Documents' hid them behind the mount until it ended.
+func emptyMountpoint(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("mount point %s: not an existing folder", path)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		return fmt.Errorf("mount point %s: not an existing folder", path)
+	}
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("mount point %s is not empty: mount on an empty folder (what is in it would be hidden while mounted)", path)
+	}
+	return nil
 }

@@ -76,9 +76,9 @@ func init() {
 			Use:   "osync",
 			Short: "ObliviSync: a synced folder whose write pattern reveals nothing",
 			Long: `osync keeps a folder in a cloud-synced directory (Dropbox, Syncthing, a NAS share...)
-as N equal-size encrypted files. Every epoch exactly k of them, chosen at random, plus a
-superblock are rewritten, whether you wrote a gigabyte or nothing: the provider cannot
-tell which files changed, how big they are or when you work.
+as N equal-size encrypted files. Every epoch exactly k of them, chosen at random, the
+superblock and the writer's lease file are rewritten, whether you wrote a gigabyte or
+nothing: the provider cannot tell which files changed, how big they are or when you work.
 
   veil osync init --backend ~/Dropbox/osync
   veil osync mount --backend ~/Dropbox/osync ~/private        # read-write (one writer)
@@ -190,9 +190,9 @@ func newOsyncMount() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mount --backend DIR [--read-only] MOUNTPOINT",
 		Short: "Mount the backend with FUSE (read-write, or --read-only)",
-		Long: `mount serves the backend as a normal directory. A read-write mount (one per backend)
-buffers writes in an encrypted local journal (they survive a crash) and syncs one epoch
-every drip time; stopping it (Ctrl-C, SIGTERM or fusermount3 -u) unmounts, then keeps the
+		Long: `mount serves the backend as a normal directory at MOUNTPOINT (an existing empty
+folder). A read-write mount (one per backend) buffers writes in an encrypted local journal
+(they survive a crash) and syncs one epoch every drip time; stopping it (Ctrl-C, SIGTERM or fusermount3 -u) unmounts, then keeps the
 same pace until the buffer is empty or --drain-timeout passes, saying what is left.
 Read-only mounts (any number, on any machine sharing the folder) show only fully synced
 versions and follow new epochs; they remember the newest epoch they showed (in the --state
@@ -209,6 +209,9 @@ only after --lease-ttl. A state directory that another writer has overtaken refu
 start; see 'veil osync adopt'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := emptyMountpoint(args[0]); err != nil {
+				return err
+			}
 			pass, err := f.passphrase(false)
 			if err != nil {
 				return err

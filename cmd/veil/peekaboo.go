@@ -111,7 +111,8 @@ func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
 		Long: `publish stores pairs: the key sealed to the K-server, the value with the V-server. --acl
 limits who may see the values (client names; default every registered user). --from reads
 one pair per line, KEY<TAB>VALUE ('-' for stdin), sent in chunks of 4096 pairs; each
-acknowledged chunk is durable on both servers.
+acknowledged chunk is durable on both servers. Blank lines and lines starting with # are
+skipped; a line without a TAB is a KEY with an empty value (a space does not separate).
 
   veil peekaboo publish holiday.jpg nas:/photos/2026/holiday.jpg
   veil peekaboo publish plan.txt host-b:/plans --acl bob --acl carol

@@ -117,6 +117,7 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	var dirs []getTask
 	var err error
 	seen := map[string]bool{}
+	partial := "" // the folder this get created, or an unfinished one's (getresume.go)
 	if kind == typeDir {
 		if into {
 			local = intoDir(local, src)
@@ -125,10 +126,15 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			finish()
 			return sum, err
 		}
-		existed := dirExisted(local)
+		resumed := into && src != "" && isPartial(local, src) // its mode and times are still to set
+		existed := dirExisted(local) && !resumed
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			finish()
 			return sum, err
+		}
+		if into && src != "" && !existed {
+			partial = local
+			markPartial(local, src)
 		}
 		if src != "" {
 			enc, _ := c.keys.encPath(src)
@@ -203,6 +209,9 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	sum.Duration = time.Since(start)
 	if err != nil {
 		return sum, err
+	}
+	if partial != "" && ctx.Err() == nil && sum.Err() == nil {
+		clearPartial(partial)
 	}
 	return sum, ctx.Err()
 }

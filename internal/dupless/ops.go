@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -172,6 +173,9 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 	}
 	defer unlockInto(&err, unlock)
 	kind, err := c.removeKind(ctx, raw)
+	if errors.Is(err, storage.ErrNotFound) {
+		return sum, c.finishRemove(path, strings.HasSuffix(raw, "/"), recursive, sum, err)
+	}
 	if err != nil {
 		return sum, err
 	}
@@ -194,7 +198,45 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Su
 		return sum, fmt.Errorf("%s is a directory (use -r to remove it and everything below)", path)
 	}
 	enc, _ := c.keys.encPath(path)
-	return sum, c.removeTree(ctx, enc, sum)
+	if err := c.removeTree(ctx, enc, sum); err != nil {
+		return sum, err
+	}
+	for _, p := range c.rootPaths(enc) { // records an unfinished rm deleted already
+		c.noteDeleted(p)
+	}
+	return sum, nil
+}
+
+// finishRemove completes an rm of path that deleted its records but could not publish its
+// tree root (interrupted, a full disk): the root still lists them, the storage service no
+// longer holds them, and reads report them deleted until rm runs again. Found by a user
+// walkthrough: that second rm said "not found". A path the root does not list either is
+// notFound; folderOnly (NAME/) finishes only a folder's removal.
+func (c *Client) finishRemove(path string, folderOnly, recursive bool, sum *Summary, notFound error) error {
+	encDir, encName, err := c.encFile(path)
+	if err != nil {
+		return notFound
+	}
+	if _, listed := c.rootHash(storage.Join(encDir, encName+keySuffix)); listed && !folderOnly {
+		c.noteDeleted(storage.Join(encDir, encName+keySuffix))
+		sum.Files++
+		return nil
+	}
+	below := c.rootPaths(storage.Join(encDir, encName))
+	if len(below) == 0 {
+		return notFound
+	}
+	if !recursive {
+		return fmt.Errorf("%s is a directory (use -r to remove it and everything below)", path)
+	}
+	for _, p := range below {
+		c.noteDeleted(p)
+		if !isDirMeta(p) {
+			sum.Files++
+		}
+	}
+	sum.Dirs++
+	return nil
 }
 
 // Find returns the paths of every file, symlink or directory named exactly name. The

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Overwrite says what get does with an entry that already exists where it restores one,
@@ -87,13 +88,16 @@ func same(path string, fi fs.FileInfo, r *record) bool {
 }
 
 // fileDest is where get writes the stored file src that the user asked for at local: into
-// local when it is an existing directory (a link to one counts: the user named it), else
+// local when it is an existing directory (a link to one counts: the user named it) or ends
+// in a separator (a directory, made if missing), else
 // local itself, which must not be a symlink (never followed, never replaced: /dev/stdout
 // is one) nor a device, pipe or socket.
 func fileDest(local, src string) (string, error) {
-	if fi, err := os.Stat(local); err == nil && fi.IsDir() {
+	if fi, err := os.Stat(local); err == nil && fi.IsDir() || strings.HasSuffix(local, string(os.PathSeparator)) {
+		// An existing folder, or a DEST ending in / (a folder, made if missing, as rsync
+		// does: found by a user walkthrough, 'get x.txt newdir/' made newdir, then failed).
 		_, name := splitLast(src)
-		local = local + string(os.PathSeparator) + name
+		local = strings.TrimRight(local, string(os.PathSeparator)) + string(os.PathSeparator) + name
 	}
 	fi, err := os.Lstat(local)
 	if err != nil {
@@ -139,14 +143,15 @@ func splitLast(p string) (string, string) {
 // intoDir is where get puts the stored directory src asked for at local. A missing local
 // becomes the copy of src; so does an existing directory of the same name as src (get
 // Documents ~/Documents updates it, it does not nest Documents/Documents); any other
-// existing directory receives the copy inside it, as cp does. The root ("") goes into local.
+// existing directory receives the copy inside it, as cp does, unless an unfinished get of
+// src created it (getresume.go). The root ("") goes into local.
 func intoDir(local, src string) string {
 	if src == "" {
 		return local
 	}
 	_, name := splitLast(src)
 	fi, err := os.Stat(local)
-	if err != nil || !fi.IsDir() || filepath.Base(filepath.Clean(local)) == name {
+	if err != nil || !fi.IsDir() || filepath.Base(filepath.Clean(local)) == name || isPartial(local, src) {
 		return local
 	}
 	return filepath.Join(local, name)

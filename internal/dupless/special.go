@@ -31,12 +31,12 @@ func specialMode(m fs.FileMode) uint32 {
 }
 
 func (c *Client) putSpecial(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
-	r := &record{Type: typeSpecial, Mode: specialMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano(), Rdev: rdev(t.info)}
+	r := &record{Type: typeSpecial, Mode: specialMode(t.info.Mode()), MTime: t.info.ModTime().UnixNano(), Rdev: localRdev(t.info)}
 	return c.putMetaRecord(ctx, run, t, r, sum, func(s *Summary) { s.Special++ })
 }
 
-// rdev is the device number of a device (0 for anything else).
-func rdev(fi fs.FileInfo) uint64 {
+// localRdev is the device number a record of the local entry fi holds: a device's, else 0.
+func localRdev(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode()&fs.ModeDevice != 0 {
 		return uint64(st.Rdev)
 	}

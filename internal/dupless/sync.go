@@ -21,8 +21,9 @@ import (
 // the root) as this client sees it (the newest tree, or a pinned snapshot): "added" is
 // only local, "removed" only stored, "modified" a file whose size, modification time or
 // mode differs (put's quick check: content is not read) or a symlink whose target
-// differs, "metadata" a symlink whose time differs. Entries matching Options.Exclude are
-// left out on both sides.
+// differs, "metadata" a symlink whose time differs. A FIFO or device is "modified" when
+// its kind or device number differs and "metadata" when its mode or time does. Entries
+// matching Options.Exclude are left out on both sides.
 func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, error) {
 	path = cleanPath(path)
 	if err := c.refresh(ctx); err != nil {
@@ -152,8 +153,12 @@ func (c *Client) compareLocal(ctx context.Context, root *treeRoot, local, dest s
 			ch.Kind = "metadata"
 			return ch, true
 		}
-	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeDevice) != 0: // as putSpecial stores it
-		if r.Type != typeSpecial || r.Mode != specialMode(fi.Mode()) || r.MTime != fi.ModTime().UnixNano() || r.Rdev != rdev(fi) {
+	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeDevice) != 0: // a FIFO or device: its record has no content
+		if r.Type != typeSpecial || r.Mode&modeTypeMask != specialMode(fi.Mode())&modeTypeMask || r.Rdev != localRdev(fi) {
+			return ch, true
+		}
+		if r.Mode != specialMode(fi.Mode()) || r.MTime != fi.ModTime().UnixNano() {
+			ch.Kind = "metadata"
 			return ch, true
 		}
 	case r.Type != typeFile || r.Size != uint64(fi.Size()) || r.MTime != fi.ModTime().UnixNano() || r.Mode != unixMode(fi.Mode()):

@@ -70,6 +70,8 @@ Examples:
 						fmt.Fprintln(out, "no damage")
 					} else {
 						fmt.Fprintf(out, "%d problems\n", len(res.Problems))
+					}
+					if len(res.Problems) > res.Clashes { // a clash says its own repair
 						// put --force sends every chunk again, and the service replaces a
 						// stored blob that no longer matches its hash (found by a user
 						// walkthrough: rm and put repaired nothing with content in S3).

@@ -69,6 +69,11 @@ func TestE2EDiffAndSync(t *testing.T) {
 			t.Fatalf("veil %v: exit %d %q", bad, code, errs)
 		}
 	}
+	// A local folder diff cannot read is an error, not "no differences" (found by review:
+	// DiffLocal's error went into a shadowed variable).
+	if out, errs, code := alice.run(t, "diff", "--local", filepath.Join(src, "nope")); code != 1 || out != "" || !strings.Contains(errs, "nope") {
+		t.Fatalf("diff --local of a missing folder: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 	if _, errs, code := alice.run(t, "diff", "99", "latest"); code != 1 || !strings.Contains(errs, "no snapshot 99") {
 		t.Fatalf("diff with a missing snapshot: exit %d %q", code, errs)
 	}

@@ -140,9 +140,11 @@ be where a file is stored, and a file cannot replace a folder.
 
 Modes, modification times, empty directories and symlinks (stored as links, never
 followed) are kept; FIFOs and devices are stored as metadata (as restic does) and
-recreated by get (devices where you may create them). What cannot be stored (sockets,
-unreadable files, names over 255 bytes) is reported per file without stopping the run
-(exit status 3).
+recreated by get (devices where you may create them). Sockets hold no data: they are
+skipped, counted in the summary ("1 socket not stored"; "not_stored" in --json), as
+restic and rsync do, and are no failure. What cannot be stored (unreadable files, names
+over 255 bytes, a folder where a file of its name is stored: nothing below it is
+stored either) is reported per file without stopping the run (exit status 3).
 
 A file already stored at its destination with the same size, modification time and mode
 is not read again (like rclone); --force reads every file. The profile keeps an encrypted

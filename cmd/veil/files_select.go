@@ -79,13 +79,13 @@ func printPlan(w io.Writer, o *clientFlags, cl *dupless.Client, srcs []string, d
 	}
 	if o.json {
 		return json.NewEncoder(w).Encode(map[string]any{"dry_run": true, "entries": plan, "files": sum.Files, "dirs": sum.Dirs,
-			"symlinks": sum.Symlinks, "bytes": sum.Bytes, "excluded": sum.Excluded, "errors": sum.Errors})
+			"symlinks": sum.Symlinks, "bytes": sum.Bytes, "excluded": sum.Excluded, "not_stored": sum.NotStored, "errors": sum.Errors})
 	}
 	for _, p := range plan {
 		fmt.Fprintf(w, "%s -> %s (%s)\n", p.Local, p.Dest, p.Type)
 	}
-	fmt.Fprintf(w, "would store %s, %s, %s, %s; %d excluded (dry run: nothing stored)\n", plural(sum.Files, "file"),
-		plural(sum.Dirs, "dir"), plural(sum.Symlinks, "link"), humanBytes(sum.Bytes), sum.Excluded)
+	fmt.Fprintf(w, "would store %s, %s, %s, %s; %d excluded%s (dry run: nothing stored)\n", plural(sum.Files, "file"),
+		plural(sum.Dirs, "dir"), plural(sum.Symlinks, "link"), humanBytes(sum.Bytes), sum.Excluded, notStored(sum.NotStored))
 	if perr := sum.Err(); perr != nil {
 		return exitError{perr.Error(), 3}
 	}

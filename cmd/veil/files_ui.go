@@ -7,8 +7,10 @@ import (
 	"github.com/dustin/go-humanize"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -155,6 +157,7 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 			if s.Excluded > 0 {
 				fmt.Fprintf(out, "; %d excluded", s.Excluded)
 			}
+			fmt.Fprint(out, notStored(s.NotStored))
 		}
 		fmt.Fprintln(out)
 		for why, n := range s.Fallback {
@@ -196,6 +199,16 @@ func mainReason(m map[string]int) string {
 		}
 	}
 	return best
+}
+
+// notStored says what put skipped as holding nothing to store ("; 1 socket not stored"),
+// or nothing.
+func notStored(kinds map[string]int) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		fmt.Fprintf(&b, "; %s not stored", plural(kinds[k], k))
+	}
+	return b.String()
 }
 
 // plural is "1 file", "2 files".

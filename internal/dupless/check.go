@@ -31,6 +31,7 @@ type CheckResult struct {
 	Versions        int           `json:"versions"`         // older records the snapshots list, checked
 	VersionsMissing int           `json:"versions_missing"` // listed but not stored: each also a problem (checkhist.go)
 	VersionsDamaged int           `json:"versions_damaged"` // listed, their kept copy damaged: each also a problem
+	Clashes         int           `json:"clashes"`          // names stored both as a file and as a folder: each also a problem
 	Chunks          int           `json:"chunks"`           // distinct chunks referenced, each checked present
 	ChunksRead      int           `json:"chunks_read"`      // of those, downloaded and verified
 	BytesRead       int64         `json:"bytes_read"`       // plaintext bytes verified
@@ -74,10 +75,12 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		}
 	}
 	seen := map[string]bool{}
+	kinds := map[string]int{} // plain path -> 1: a file is stored there, 2: a folder, 3: both
 	err := c.walk(ctx, "", false, func(rel string, isDir bool, encDir, objName string) error {
 		seen[storage.Join(encDir, objName)] = true
 		if isDir {
 			res.Dirs++
+			kinds[rel] |= 2
 			_, err := c.readRecord(ctx, encDir, objName)
 			if errors.Is(err, storage.ErrNotFound) {
 				err = c.missing(storage.Join(encDir, objName)) // nil unless the root lists it
@@ -88,6 +91,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			return nil
 		}
 		res.Files++
+		kinds[rel] |= 1
 		r, h, err := c.readCurrent(ctx, encDir, objName)
 		if errors.Is(err, ErrStale) { // an unfinished command's record: check the root's version
 			if lr, lh, lerr := c.readListed(ctx, encDir, objName); lerr == nil {
@@ -104,6 +108,12 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 	})
 	if err != nil {
 		return res, err
+	}
+	for p, k := range kinds {
+		if k == 3 {
+			res.Clashes++
+			problem(p, errBothKinds(p))
+		}
 	}
 	seen[dirMetaName] = true
 	gone, err := c.unseenGone(ctx, seen)

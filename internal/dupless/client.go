@@ -155,9 +155,10 @@ func (c *Client) Close() {}
 // Summary reports what an operation did.
 type Summary struct {
 	Files          int            `json:"files"`
-	Unchanged      int            `json:"unchanged"` // files (among Files) already stored as they are: not read
-	Excluded       int            `json:"excluded"`  // entries skipped by Options.Exclude
-	Kept           int            `json:"kept"`      // get: existing files and links left in place (Options.Overwrite)
+	Unchanged      int            `json:"unchanged"`            // files (among Files) already stored as they are: not read
+	Excluded       int            `json:"excluded"`             // entries skipped by Options.Exclude
+	NotStored      map[string]int `json:"not_stored,omitempty"` // put: local entries that hold nothing to store (sockets), by kind: skipped, not failed
+	Kept           int            `json:"kept"`                 // get: existing files and links left in place (Options.Overwrite)
 	Dirs           int            `json:"dirs"`
 	Symlinks       int            `json:"symlinks"`
 	Special        int            `json:"special"`         // FIFOs and devices (stored as metadata)
@@ -282,7 +283,9 @@ func (c *Client) transfer(ctx context.Context, size int64) (func(), error) {
 
 // done records the outcome of one item: a per-item error in sum, and the File event.
 func (c *Client) done(sum *Summary, path string, err error) {
-	if err != nil {
+	if errors.Is(err, errUnderClash) {
+		err = nil // not stored, but said once, by the folder above it (putclash.go)
+	} else if err != nil {
 		sum.addErr(path, err)
 		if sum.halted.Load() && (stopsRun(err) || errors.Is(err, context.Canceled)) {
 			return // the run's error says it once ("put stopped: ...")

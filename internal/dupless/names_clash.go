@@ -34,6 +34,12 @@ func (c *Client) noFileOnPath(ctx context.Context, path string) error {
 	return nil
 }
 
+// errBothKinds is a name stored both as a file and as a folder ('veil check' reports it),
+// with the ways to keep one.
+func errBothKinds(path string) error {
+	return fmt.Errorf("stored both as a file and as a folder (an older veil's put stored a folder's entries below a file of its name): 'veil sync' of the local folder keeps what is there, or 'veil rm -r %s/' removes the folder and keeps the file", path)
+}
+
 // folderRecord is where the record of a file at path (a folder of a destination) would be.
 type folderRecord struct{ path, encDir, objName string }
 

@@ -6,7 +6,7 @@ import "io/fs"
 type Planned struct {
 	Local string `json:"local"`
 	Dest  string `json:"dest"`
-	Type  string `json:"type"` // file, dir, symlink, or special (refused by put)
+	Type  string `json:"type"` // file, dir, symlink, or special (a FIFO or device)
 	Size  int64  `json:"size"`
 }
 

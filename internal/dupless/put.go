@@ -35,11 +35,13 @@ type putTask struct {
 	local string
 	dest  string
 	info  fs.FileInfo
+	above *dirGate // the gate of the folder this run stores it in (nil: none)
+	own   *dirGate // a folder's: opened once it is checked (putclash.go)
 }
 
 // Put stores each local path (file, symlink or directory, recursively) under
-// dest/<base name of the path>. Per-file failures (unreadable files, sockets, names too
-// long) are recorded in the summary and do not stop the run; Summary.Err reports them.
+// dest/<base name of the path>. Per-file failures (unreadable files, a folder where a
+// file is stored) are recorded in the summary and do not stop the run; Summary.Err reports them.
 // One small file goes without the lock when it can (putlockless.go); if its one batch is
 // refused, it is put again under the lock.
 func (c *Client) Put(ctx context.Context, locals []string, dest string) (*Summary, error) {
@@ -168,16 +170,22 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	}
 	defer func() { run.releaseHeld(); run.wait() }() // no upload outlives Put
 	work, finish := workers(c, func(t putTask) {
+		if err := t.above.wait(ctx); err != nil {
+			c.done(sum, t.local, err)
+			return
+		}
 		if t.info.Mode().IsRegular() {
 			c.putFile(ctx, t, sum, run) // reports the file itself, at once or from its commit
 			return
 		}
 		c.done(sum, t.local, c.putOther(ctx, t, sum, run))
 	})
+	gates := dirGates{}
 	for _, t := range tasks {
 		if ctx.Err() != nil {
 			break // cancelled: report it once, not once per remaining file
 		}
+		gates.assign(&t)
 		if t.info.IsDir() {
 			run.commit(func() { c.done(sum, t.local, c.putDir(ctx, t, sum, run)) })
 			continue
@@ -220,16 +228,25 @@ func (c *Client) scan(locals []string, dest string, sum *Summary, pre *Prescan) 
 	if w.excluded > 0 {
 		sum.add(func(s *Summary) { s.Excluded += w.excluded })
 	}
+	for kind, n := range w.notStored {
+		sum.add(func(s *Summary) {
+			if s.NotStored == nil {
+				s.NotStored = map[string]int{}
+			}
+			s.NotStored[kind] += n
+		})
+	}
 	return w.tasks, w.total, w.err
 }
 
 // walked is one walk of put's local paths.
 type walked struct {
-	tasks    []putTask
-	total    int64 // bytes in regular files
-	failed   []walkFailure
-	excluded int
-	err      error
+	tasks     []putTask
+	total     int64 // bytes in regular files
+	failed    []walkFailure
+	excluded  int
+	notStored map[string]int // entries that cannot be stored (cannotStore), by kind
+	err       error
 }
 
 type walkFailure struct {
@@ -238,10 +255,10 @@ type walkFailure struct {
 }
 
 // walkLocals walks the local paths and lists what to store where: every entry, except
-// excluded ones and a second source for one destination (recorded as failed). It needs
-// no key and no connection.
+// excluded ones, sockets (cannotStore: counted) and a second source for one destination
+// (recorded as failed). It needs no key and no connection.
 func walkLocals(locals []string, dest string, exclude []string) *walked {
-	w := &walked{}
+	w := &walked{notStored: map[string]int{}}
 	from := map[string]string{} // destination -> the local path stored there
 	for _, l := range locals {
 		base := filepath.Base(filepath.Clean(l))
@@ -259,6 +276,10 @@ func walkLocals(locals []string, dest string, exclude []string) *walked {
 				}
 				return nil
 			}
+			if cannotStore(fi.Mode()) {
+				w.notStored[fileKind(fi.Mode())]++
+				return nil
+			}
 			if other, dup := from[d]; dup {
 				w.failed = append(w.failed, walkFailure{p, fmt.Errorf("has the same destination %q as %s: not stored", d, other)})
 				if fi.IsDir() {
@@ -267,7 +288,7 @@ func walkLocals(locals []string, dest string, exclude []string) *walked {
 				return nil
 			}
 			from[d] = p
-			w.tasks = append(w.tasks, putTask{p, d, fi})
+			w.tasks = append(w.tasks, putTask{local: p, dest: d, info: fi})
 			if fi.Mode().IsRegular() {
 				w.total += fi.Size()
 			}
@@ -290,7 +311,15 @@ func joinPath(parts ...string) string {
 	return out
 }
 
+// putDir stores a folder's record, once the folder above it (if this run stores it) is
+// checked; it opens t.own as soon as it knows whether the folder's name is free.
 func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
+	var blocked error // what the folder's entries get: errUnderClash, or nil
+	defer func() { t.own.open(blocked) }()
+	if err := t.above.wait(ctx); err != nil {
+		blocked = err
+		return err
+	}
 	enc, err := c.keys.encPath(t.dest)
 	if err != nil {
 		return err
@@ -305,10 +334,12 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 		if isFile, err := run.dirs.has(ctx, c.be, parent, name+keySuffix); err != nil {
 			return err
 		} else if isFile {
-			return fmt.Errorf("%s is stored as a file: 'veil rm' it before storing a directory there", t.dest)
+			blocked = errUnderClash
+			return clashError(t.dest)
 		}
 		run.dirs.absentIn(parent, name, enc)
 	}
+	t.own.open(nil) // its entries go on while its record is written
 	if c.stored(ctx, run, enc, dirMetaName, r) {
 		sum.add(func(s *Summary) { s.Dirs++ })
 		return nil
@@ -325,8 +356,8 @@ func (c *Client) putDir(ctx context.Context, t putTask, sum *Summary, run *putRu
 	return err
 }
 
-// putOther stores a task that is neither a directory nor a regular file: a symlink, or
-// else fails.
+// putOther stores a task that is neither a directory nor a regular file: a symlink, a
+// FIFO or a device, or else fails (the walk skips what cannot be stored: cannotStore).
 func (c *Client) putOther(ctx context.Context, t putTask, sum *Summary, run *putRun) error {
 	mode := t.info.Mode()
 	switch {

@@ -23,7 +23,8 @@ import (
 // mode differs (put's quick check: content is not read) or a symlink whose target
 // differs, "metadata" a symlink whose time differs. A FIFO or device is "modified" when
 // its kind or device number differs and "metadata" when its mode or time does. Entries
-// matching Options.Exclude are left out on both sides.
+// matching Options.Exclude are left out on both sides, and local sockets, which put does
+// not store (cannotStore).
 func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, error) {
 	path = cleanPath(path)
 	if err := c.refresh(ctx); err != nil {
@@ -63,6 +64,9 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if cannotStore(d.Type()) {
+			return nil // a socket: put does not store it either
 		}
 		dest := joinPath(path, rel)
 		if d.IsDir() {
@@ -251,7 +255,7 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	if dryRun {
 		return res, nil
 	}
-	gone, replaced := removals(changes)
+	gone, replaced := removals(changes, localKind(local, stored))
 	if len(gone) > 0 && !o.AllowEmpty {
 		if ents, err := os.ReadDir(local); err == nil && len(ents) == 0 {
 			return res, fmt.Errorf("%w: %s is empty; syncing it would remove everything stored under %s (%d entries)",
@@ -292,8 +296,10 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 
 // removals splits the stored entries that diff lists as removed (sorted input; one per
 // folder, not what it holds) into those gone locally and those local again as the other
-// kind (a file where a folder was, or the reverse: replaced).
-func removals(changes []Change) (gone, replaced []Change) {
+// kind (a file where a folder was, or the reverse: replaced), as diff lists it added or,
+// for a name stored both as a file and as a folder (an older veil's put made such), as
+// local says: found by review, such a sync failed each time (put refuses the clash).
+func removals(changes []Change, local func(path string) (isDir, ok bool)) (gone, replaced []Change) {
 	added := map[string]bool{} // path -> IsDir of what is local there
 	for _, ch := range changes {
 		if ch.Kind == "added" {
@@ -306,11 +312,26 @@ func removals(changes []Change) (gone, replaced []Change) {
 		}
 		if isDir, ok := added[ch.Path]; ok && isDir != ch.IsDir {
 			replaced = append(replaced, ch)
+		} else if isDir, ok := local(ch.Path); ok && isDir != ch.IsDir {
+			replaced = append(replaced, ch)
 		} else {
 			gone = append(gone, ch)
 		}
 	}
 	return gone, replaced
+}
+
+// localKind tells what is local at a stored path below stored (the folder local is
+// stored as): a folder or not, and whether anything put stores is there.
+func localKind(local, stored string) func(path string) (isDir, ok bool) {
+	return func(path string) (bool, bool) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(path, stored), "/")
+		fi, err := os.Lstat(filepath.Join(local, filepath.FromSlash(rel)))
+		if err != nil || cannotStore(fi.Mode()) {
+			return false, false
+		}
+		return fi.IsDir(), true
+	}
 }
 
 // coveredBy reports whether path is below a folder already in gone (sorted input).

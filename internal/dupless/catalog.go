@@ -154,20 +154,23 @@ func (k *Catalog) View(ctx context.Context, seq uint64) (*View, error) {
 	l := &loadedView{done: make(chan struct{}), used: k.clock}
 	k.loaded[seq] = l
 	k.mu.Unlock()
+	var v *View
 	r, err := k.c.fetchRootSeq(ctx, seq)
 	if err == nil {
-		l.v = newView(k.c, r)
+		v = newView(k.c, r)
 	}
-	l.err = err
-	k.mu.Lock()
+	k.mu.Lock() // evict reads l.v of every entry
+	l.v, l.err = v, err
 	if err != nil { // not kept: the next reader tries again
 		delete(k.loaded, seq)
 	} else {
+		k.clock++
+		l.used = k.clock // as used now: it is, by this reader
 		k.evict()
 	}
 	k.mu.Unlock()
 	close(l.done)
-	return l.v, l.err
+	return v, err
 }
 
 // evict drops the least recently used loaded snapshots beyond k.keep (k.mu held). One

@@ -82,3 +82,47 @@ func TestCatalogLoadsSnapshotsOnDemand(t *testing.T) {
 		t.Errorf("snapshot %d reloaded reads %q, want %q", snaps[1].Seq, got, "version 1")
 	}
 }
+
+// Views of several snapshots asked for at once, more than the Catalog holds, each read
+// their own snapshot (run with -race: loads finish while others drop).
+func TestCatalogConcurrentViews(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	for i := range 5 {
+		write(t, filepath.Join(dir, "d", "f"), []byte(fmt.Sprint("version ", i)))
+		mustPut(t, c, filepath.Join(dir, "d"), "")
+	}
+	cat, err := c.OpenCatalog(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := cat.Snapshots(ctx)
+	if err != nil || len(snaps) != 5 {
+		t.Fatalf("snapshots: %v %v", snaps, err)
+	}
+	var wg sync.WaitGroup
+	for round := range 4 {
+		for i, s := range snaps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := cat.View(ctx, s.Seq)
+				if err != nil {
+					t.Errorf("round %d, snapshot %d: %v", round, s.Seq, err)
+					return
+				}
+				n, err := v.Lookup(ctx, "d", "f")
+				b := make([]byte, 64)
+				var k int
+				if err == nil {
+					k, err = cat.ReadAt(ctx, n, b, 0)
+				}
+				if want := fmt.Sprint("version ", i); err != nil || string(b[:k]) != want {
+					t.Errorf("round %d, snapshot %d: %q %v, want %q", round, s.Seq, b[:k], err, want)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}

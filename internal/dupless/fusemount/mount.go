@@ -32,7 +32,7 @@ type Config struct {
 }
 
 // DefaultLoaded is Config.Loaded's default: a listing holds about 280 bytes a file, so 4
-// snapshots of 100,000 files are about 110 MiB.
+// snapshots of 100,000 files are about 110 MB.
 const DefaultLoaded = 4
 
 // DefaultReadTimeout is Config.ReadTimeout's default: a read needs at most two chunks

@@ -29,8 +29,10 @@ func newMountCommand() *cobra.Command {
 Every byte is verified as 'veil get' verifies it (authenticated records listed by the
 snapshot's tree root, chunk tags, guarded decryption); a chunk that fails verification
 makes the read fail with an I/O error, it never returns unverified bytes. Content is
-fetched when read. The mount shows the snapshots that existed when it started; mount again
-to see newer ones. It runs until Ctrl-C, SIGTERM or 'fusermount3 -u MOUNTPOINT'.
+fetched when read, and a snapshot's list of files when its folder is first opened (the
+newest at start; a few are kept, others fetched again when browsed again). The mount shows
+the snapshots that existed when it started; mount again to see newer ones. It runs until
+Ctrl-C, SIGTERM or 'fusermount3 -u MOUNTPOINT'.
 Needs FUSE (/dev/fuse and fusermount3: apt install fuse3).
 
 Examples:
@@ -47,21 +49,17 @@ Examples:
 				if o.verbose {
 					level = slog.LevelDebug
 				}
-				snaps, err := cl.Snapshots(cmd.Context())
-				if err != nil {
-					return err
-				}
 				return fusemount.Run(cmd.Context(), fusemount.Config{
 					Client: cl, Mountpoint: args[0],
 					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
-					Ready: func() {
+					Ready: func(snaps int) {
 						if o.json {
 							out := names("mountpoint", args[0])
-							out["snapshots"] = len(snaps)
+							out["snapshots"] = snaps
 							json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 							return
 						}
-						fmt.Fprintf(cmd.OutOrStdout(), "mounted %d snapshots at %s (read-only); Ctrl-C to unmount\n", len(snaps), args[0])
+						fmt.Fprintf(cmd.OutOrStdout(), "mounted %d snapshots at %s (read-only); Ctrl-C to unmount\n", snaps, args[0])
 					},
 				})
 			})

@@ -14,7 +14,8 @@ import (
 
 // Browsing (veil mount): read-only views of snapshots that several goroutines use at once.
 // A View holds one authenticated root and shares nothing mutable with its Client, so a
-// mount can serve the newest tree and any number of snapshots side by side.
+// mount can serve the newest tree and any number of snapshots side by side; a Catalog
+// (catalog.go) gives it those views, each snapshot's when first browsed.
 
 // View is one snapshot, read-only.
 type View struct {
@@ -22,23 +23,6 @@ type View struct {
 	root *treeRoot
 	dirs map[string]map[string]bool
 	Snap Snapshot
-}
-
-// Views returns a view of every retained snapshot, oldest first (checked like every
-// command: the namespace's key and the newest root against this device's memory).
-func (c *Client) Views(ctx context.Context) ([]*View, error) {
-	if err := c.refresh(ctx); err != nil {
-		return nil, err
-	}
-	roots, err := c.loadRoots(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*View, len(roots))
-	for i, r := range roots {
-		out[i] = &View{c: c, root: r, dirs: indexDirs(r), Snap: snapshotOf(r)}
-	}
-	return out, nil
 }
 
 // Node is one entry of a view: a file, symlink or directory, with its metadata.
@@ -160,6 +144,11 @@ func (v *View) Entries(ctx context.Context, dir string) ([]DirEntry, error) {
 // ReadAt reads file content at off into p, verifying every chunk it touches (as get does);
 // it returns fewer bytes only at the end of the file.
 func (v *View) ReadAt(ctx context.Context, n *Node, p []byte, off int64) (int, error) {
+	return v.c.readAt(ctx, n, p, off)
+}
+
+// readAt is View.ReadAt, which needs no snapshot's listing: n's record names its chunks.
+func (c *Client) readAt(ctx context.Context, n *Node, p []byte, off int64) (int, error) {
 	if n.rec == nil || n.rec.Type != typeFile {
 		return 0, errors.New("not a file")
 	}
@@ -169,7 +158,7 @@ func (v *View) ReadAt(ctx context.Context, n *Node, p []byte, off int64) (int, e
 		ch := &n.rec.Chunks[i]
 		end := start + int64(ch.PlainLen)
 		if end > off && done < len(p) {
-			data, err := v.chunk(ctx, n, i)
+			data, err := c.chunk(ctx, n, i)
 			if err != nil {
 				return done, fmt.Errorf("%s: chunk %d: %w", n.Name, i+1, err)
 			}
@@ -187,13 +176,13 @@ func (v *View) ReadAt(ctx context.Context, n *Node, p []byte, off int64) (int, e
 // chunk returns chunk i of n's file, verified, from n's cache or the service; a chunk
 // another read is fetching is waited for, not fetched again. Found by review: a chunk
 // that several of the kernel's parallel reads of one file needed was fetched by each.
-func (v *View) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
+func (c *Client) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
 	for {
 		n.mu.Lock()
-		for _, c := range n.recent {
-			if c.data != nil && c.idx == i {
+		for _, r := range n.recent {
+			if r.data != nil && r.idx == i {
 				n.mu.Unlock()
-				return c.data, nil
+				return r.data, nil
 			}
 		}
 		f := n.flights[i]
@@ -220,7 +209,7 @@ func (v *View) chunk(ctx context.Context, n *Node, i int) ([]byte, error) {
 	}
 	n.flights[i] = f
 	n.mu.Unlock()
-	f.data, f.err = v.c.fetchChunk(ctx, &n.rec.Chunks[i])
+	f.data, f.err = c.fetchChunk(ctx, &n.rec.Chunks[i])
 	n.mu.Lock()
 	delete(n.flights, i)
 	if f.err == nil {

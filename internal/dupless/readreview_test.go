@@ -122,11 +122,11 @@ func TestViewLookupSpecial(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPut(t, c, src, "")
-	views, err := c.Views(ctx)
+	cat, err := c.OpenCatalog(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := views[len(views)-1]
+	v := cat.Current()
 	es, err := v.Entries(ctx, "src")
 	if err != nil || len(es) != 2 {
 		t.Fatalf("entries: %+v %v", es, err)

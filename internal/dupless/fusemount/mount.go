@@ -18,13 +18,22 @@ import (
 type Config struct {
 	Client     *dupless.Client
 	Mountpoint string
-	Logger     *slog.Logger // default: discard
-	Ready      func()       // called once the file system is mounted
+	Logger     *slog.Logger        // default: discard
+	Ready      func(snapshots int) // called once the file system is mounted, with the number of snapshots
 	// ReadTimeout bounds each request of the kernel (a read, a lookup, a listing): past
 	// it, the request fails with EIO, as from a service that stopped answering. Default
 	// DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// Loaded bounds the snapshots whose listing (tree root) the mount holds besides
+	// current/'s: a snapshot's is loaded when snapshots/<time>/ is browsed, and the least
+	// recently used is dropped past the bound (loaded again if browsed again). Default
+	// DefaultLoaded.
+	Loaded int
 }
+
+// DefaultLoaded is Config.Loaded's default: a listing holds about 280 bytes a file, so 4
+// snapshots of 100,000 files are about 110 MB.
+const DefaultLoaded = 4
 
 // DefaultReadTimeout is Config.ReadTimeout's default: a read needs at most two chunks
 // (8 MiB each at most), which a link of 200 kB/s brings in this time.
@@ -40,47 +49,33 @@ var _ gofs.NodeOnAdder = (*staticDir)(nil)
 
 func (d *staticDir) OnAdd(ctx context.Context) { d.build(ctx, d) }
 
-// SnapshotName is the folder name of a snapshot under snapshots/: its local time to the
-// second, with ".<number>" added when an earlier snapshot has the same second.
-func SnapshotName(s dupless.Snapshot, taken map[string]bool) string {
-	name := s.Time.Local().Format("2006-01-02T15:04:05")
-	if taken[name] {
-		name = fmt.Sprintf("%s.%d", name, s.Seq)
-	}
-	taken[name] = true
-	return name
-}
-
 // Run mounts the snapshots that exist now (current/ and snapshots/<time>/), read-only, and
-// serves until ctx ends or the file system is unmounted (fusermount3 -u).
+// serves until ctx ends or the file system is unmounted (fusermount3 -u). It reads the
+// newest tree root only: snapshots/ is listed from the other roots when first browsed, and
+// a snapshot's listing is loaded when its folder is (dupless.Catalog).
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	views, err := cfg.Client.Views(ctx)
-	if err != nil {
-		return err
-	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
 	}
-	env := &env{log: log, timeout: cfg.ReadTimeout}
+	if cfg.Loaded <= 0 {
+		cfg.Loaded = DefaultLoaded
+	}
+	cat, err := cfg.Client.OpenCatalog(ctx, cfg.Loaded)
+	if err != nil {
+		return err
+	}
+	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout}
 	root := &staticDir{build: func(ctx context.Context, d *staticDir) {
-		cur := &staticDir{build: func(context.Context, *staticDir) {}}
-		var curNode gofs.InodeEmbedder = cur
-		if len(views) > 0 {
-			curNode = &treeDir{v: views[len(views)-1], env: env}
+		var cur gofs.InodeEmbedder = &staticDir{build: func(context.Context, *staticDir) {}}
+		if v := cat.Current(); v != nil {
+			cur = &treeDir{seq: v.Snap.Seq, env: env}
 		}
-		d.AddChild("current", d.NewPersistentInode(ctx, curNode, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
-		snaps := &staticDir{build: func(ctx context.Context, s *staticDir) {
-			taken := map[string]bool{}
-			for _, v := range views {
-				t := &treeDir{v: v, env: env}
-				s.AddChild(SnapshotName(v.Snap, taken), s.NewPersistentInode(ctx, t, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
-			}
-		}}
-		d.AddChild("snapshots", d.NewPersistentInode(ctx, snaps, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
+		d.AddChild("current", d.NewPersistentInode(ctx, cur, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
+		d.AddChild("snapshots", d.NewPersistentInode(ctx, &snapsDir{env: env}, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
 	}}
 	long := time.Hour // content never changes under a mount
 	srv, err := gofs.Mount(cfg.Mountpoint, root, &gofs.Options{
@@ -91,7 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
 	}
 	if cfg.Ready != nil {
-		cfg.Ready()
+		cfg.Ready(cat.Count())
 	}
 	served := make(chan struct{})
 	go func() { srv.Wait(); close(served) }()

@@ -35,11 +35,12 @@ func mountOn(t *testing.T, be storage.Backend, src string) string {
 }
 
 // mounted is a running mount: stop ends it (as Ctrl-C does), done is closed when Run has
-// returned.
+// returned; snapshots is the count Run gave Config.Ready.
 type mounted struct {
-	dir  string
-	stop context.CancelFunc
-	done chan struct{}
+	dir       string
+	stop      context.CancelFunc
+	done      chan struct{}
+	snapshots int
 }
 
 // startMount is mountOn, for a test that ends the mount itself.
@@ -51,15 +52,35 @@ func startMount(t *testing.T, be storage.Backend, src string) *mounted {
 // startMountWith is startMount with the Config set changes.
 func startMountWith(t *testing.T, be storage.Backend, src string, set func(*Config)) *mounted {
 	t.Helper()
+	requireFUSE(t)
+	c := newClient(t, be)
+	putTree(t, c, src)
+	return runMount(t, c, set)
+}
+
+// requireFUSE skips (or fails, under VEIL_REQUIRE_INTEGRATION) without FUSE.
+func requireFUSE(t testing.TB) {
+	t.Helper()
 	testutil.RequireBinary(t, "fusermount3")
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		testutil.Missing(t, "no /dev/fuse")
 	}
+}
+
+// newClient is a client of a new master key on be, closed with the test.
+func newClient(t testing.TB, be storage.Backend) *dupless.Client {
+	t.Helper()
 	c, err := dupless.New(be, dupless.NewMasterKey(), dupless.Options{Keys: mle.LocalKeys{}, Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
+	return c
+}
+
+// putTree stores src with c (one snapshot).
+func putTree(t testing.TB, c *dupless.Client, src string) {
+	t.Helper()
 	sum, err := c.Put(context.Background(), []string{src}, "")
 	if err == nil {
 		err = sum.Err()
@@ -67,14 +88,20 @@ func startMountWith(t *testing.T, be storage.Backend, src string, set func(*Conf
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runMount mounts what c stores, with the Config set changes; the mount ends with the test.
+func runMount(t testing.TB, c *dupless.Client, set func(*Config)) *mounted {
+	t.Helper()
 	m := &mounted{dir: filepath.Join(t.TempDir(), "mnt"), done: make(chan struct{})}
 	os.Mkdir(m.dir, 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
 	ready := make(chan struct{})
 	var runErr error
-	cfg := Config{Client: c, Mountpoint: m.dir, Ready: func() { close(ready) }}
+	cfg := Config{Client: c, Mountpoint: m.dir}
 	set(&cfg)
+	cfg.Ready = func(n int) { m.snapshots = n; close(ready) }
 	go func() {
 		runErr = Run(ctx, cfg)
 		close(m.done)

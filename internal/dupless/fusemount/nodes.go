@@ -16,10 +16,12 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// treeDir is a directory of one snapshot's tree.
+// treeDir is a directory of one snapshot's tree. It names the snapshot, not its View: a
+// listing the Catalog dropped is loaded again when the directory is next used, while the
+// kernel may keep the directory's node for an hour.
 type treeDir struct {
 	gofs.Inode
-	v    *dupless.View
+	seq  uint64 // the snapshot's root number
 	path string // plain path in the view ("" for its root)
 	node *dupless.Node
 	*env
@@ -27,6 +29,7 @@ type treeDir struct {
 
 // env is what every node of a mount shares.
 type env struct {
+	cat     *dupless.Catalog
 	log     *slog.Logger
 	timeout time.Duration // Config.ReadTimeout
 }
@@ -37,10 +40,10 @@ func (e *env) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, e.timeout)
 }
 
-// file is a stored file (content read on demand, verified per chunk).
+// file is a stored file (content read on demand, verified per chunk: its record names
+// the chunks, its snapshot's listing is not needed).
 type file struct {
 	gofs.Inode
-	v    *dupless.View
 	node *dupless.Node
 	*env
 	opens atomic.Int32 // open handles: the last one closed drops node's cached chunk
@@ -129,7 +132,11 @@ func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Attr
 func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	bctx, cancel := d.bound(ctx)
 	defer cancel()
-	n, err := d.v.Lookup(bctx, d.path, name)
+	v, err := d.cat.View(bctx, d.seq)
+	if err != nil {
+		return nil, errno(d.log, d.path, err)
+	}
+	n, err := v.Lookup(bctx, d.path, name)
 	if err != nil {
 		return nil, errno(d.log, d.path+"/"+name, err)
 	}
@@ -138,11 +145,11 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	mode := fileType(n)
 	switch mode {
 	case syscall.S_IFDIR:
-		child = &treeDir{v: d.v, path: storage.Join(d.path, name), node: n, env: d.env}
+		child = &treeDir{seq: d.seq, path: storage.Join(d.path, name), node: n, env: d.env}
 	case syscall.S_IFLNK:
 		child = &link{node: n}
 	case syscall.S_IFREG:
-		child = &file{v: d.v, node: n, env: d.env}
+		child = &file{node: n, env: d.env}
 	default: // a FIFO or device: attributes only (the kernel never asks this file system to open it)
 		child = &special{node: n}
 	}
@@ -152,7 +159,11 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	bctx, cancel := d.bound(ctx)
 	defer cancel()
-	es, err := d.v.Entries(bctx, d.path)
+	v, err := d.cat.View(bctx, d.seq)
+	if err != nil {
+		return nil, errno(d.log, d.path, err)
+	}
+	es, err := v.Entries(bctx, d.path)
 	if err != nil {
 		return nil, errno(d.log, d.path, err)
 	}
@@ -192,7 +203,7 @@ func (f *file) Release(ctx context.Context, _ gofs.FileHandle) syscall.Errno {
 func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	bctx, cancel := f.bound(ctx)
 	defer cancel()
-	n, err := f.v.ReadAt(bctx, f.node, dest, off)
+	n, err := f.cat.ReadAt(bctx, f.node, dest, off)
 	if err != nil { // the file exists: a chunk the service lost is EIO, never ENOENT (found by review)
 		f.log.Warn("veil mount: read failed", "path", f.node.Name, "err", err)
 		return nil, syscall.EIO

@@ -16,15 +16,19 @@ import (
 	"github.com/veil-project/veil/internal/storage/local"
 )
 
-// countingBE counts the chunk objects read from the real backend it wraps.
+// countingBE counts the chunk objects and the tree roots read from the real backend it
+// wraps.
 type countingBE struct {
 	storage.Backend
-	chunkGets atomic.Int64
+	chunkGets, rootGets atomic.Int64
 }
 
 func (b *countingBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
 	if strings.HasPrefix(dir, ".veil/chunks/") {
 		b.chunkGets.Add(1)
+	}
+	if dir == ".veil/roots" {
+		b.rootGets.Add(1)
 	}
 	return b.Backend.Get(ctx, dir, name)
 }

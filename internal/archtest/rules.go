@@ -16,7 +16,7 @@ type Rule struct {
 var (
 	cli       = []string{"cmd/..."}
 	benches   = []string{"internal/bench/..."} // only cmd/veil runs the experiments
-	testOnly  = []string{"internal/testutil/...", "internal/oblivisync/osynctest/...", "internal/storage/storagetest/...", "internal/archtest/...", "internal/metal/twopc/twopctest"}
+	testOnly  = []string{"internal/testutil/...", "internal/oblivisync/osynctest/...", "internal/storage/storagetest/...", "internal/storeserver/storetest", "internal/archtest/...", "internal/metal/twopc/twopctest"}
 	servers   = []string{"internal/keyserver/...", "internal/storeserver/...", "internal/allinone/..."}
 	clients   = []string{"internal/dupless/...", "internal/ksclient/...", "internal/profile/..."}
 	osync     = []string{"internal/oblivisync/..."}

@@ -1,23 +1,18 @@
 package dupless
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
-	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storeserver/storetest"
 	"github.com/veil-project/veil/internal/storewire"
 )
 
@@ -30,27 +25,7 @@ func reviewServe(t *testing.T) (string, storewire.Credential) {
 // serveStoreWith is reviewServe for a store whose content is at location (blobs, or its
 // data directory's blobs/ for LocalBlobs); it returns the data directory too.
 func serveStoreWith(t *testing.T, location string, blobs storage.Backend) (string, storewire.Credential, string) {
-	dir := t.TempDir()
-	if err := storeserver.InitBlobs(dir, location, blobs); err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{Blobs: blobs, BlobLocation: location})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cred, err := s.AddUser("alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(sctx, server.Listeners{HTTP: ln}) }()
-	t.Cleanup(func() { cancel(); <-done; s.Close() })
-	return "https://" + ln.Addr().String(), cred, dir
+	return storetest.Start(t, storetest.Options{BlobLocation: location, Blobs: blobs})
 }
 
 // One node of two is down (nothing listens): every request fails over to the live one,
@@ -92,35 +67,13 @@ func TestReviewPutFailsOverPastDeadNode(t *testing.T) {
 // reviewServeOlder is reviewServe whose batch parser stops at version 3 (a service from
 // before match conditions); it counts the batches it refused and all requests.
 func reviewServeOlder(t *testing.T, refused, requests *atomic.Int64) (string, storewire.Credential) {
-	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := storeserver.AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := s.Handler()
+	s, cred, _ := storetest.Open(t, storetest.Options{})
+	older := storetest.OlderBatches(t, s.Handler(), refused)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/batch") {
-			body, _ := io.ReadAll(r.Body)
-			if len(body) > 0 && body[0] > storewire.BatchVersionAbsent {
-				refused.Add(1)
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				fmt.Fprintf(w, `{"code":%q,"message":"malformed batch body: version %d, want 1 to 3"}`, storewire.CodeBadRequest, body[0])
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		h.ServeHTTP(w, r)
+		older.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { srv.Close(); s.Close() })
+	t.Cleanup(srv.Close)
 	cred.CA = ""
 	return srv.URL, cred
 }
@@ -168,18 +121,7 @@ func TestReviewOlderServiceNoMatch(t *testing.T) {
 // size refuses that batch (413), where a Put (every record before match conditions)
 // stores it. The record write then failed, and so did the file, every time.
 func TestReviewLargeRecordPastServiceBatchLimit(t *testing.T) {
-	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := storeserver.AddUser(dir, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{MaxBatchBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _, _ := storetest.Open(t, storetest.Options{Config: storeserver.Config{MaxBatchBytes: 1 << 20}})
 	ns, err := s.Namespace("alice")
 	if err != nil {
 		t.Fatal(err)

@@ -1,21 +1,20 @@
 package fusemount
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/remote"
-	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storeserver/storetest"
 	"github.com/veil-project/veil/internal/storewire"
 )
 
@@ -69,26 +68,8 @@ func TestMountReadFromStalledServiceIsEIO(t *testing.T) {
 // holds every byte it gets (a service that stopped answering); it returns the relay's URL.
 func stalledService(t *testing.T) (string, storewire.Credential, *atomic.Bool) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := storeserver.AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(sctx, server.Listeners{HTTP: ln}) }()
-	t.Cleanup(func() { cancel(); <-served; s.Close() })
+	s, cred, _ := storetest.Open(t, storetest.Options{})
+	addr := strings.TrimPrefix(storetest.Serve(t, s, nil), "https://")
 	relay, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +83,7 @@ func stalledService(t *testing.T) (string, storewire.Credential, *atomic.Bool) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", ln.Addr().String())
+			up, err := net.Dial("tcp", addr)
 			if err != nil {
 				c.Close()
 				continue

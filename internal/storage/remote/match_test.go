@@ -1,12 +1,9 @@
 package remote_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storeserver/storetest"
 	"github.com/veil-project/veil/internal/storewire"
 )
 
@@ -21,37 +19,8 @@ import (
 // from before match conditions answers: a version 4 body is 400 bad_request ("version 4,
 // want 1 to 3") and nothing is stored; lower versions are served as usual.
 func olderService(t *testing.T) (*remote.Backend, *storeserver.Namespace) {
-	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := storeserver.AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	h := s.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/batch") {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if len(body) > 0 && body[0] > storewire.BatchVersionAbsent {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				fmt.Fprintf(w, `{"code":%q,"message":"malformed batch body: version %d, want 1 to 3"}`, storewire.CodeBadRequest, body[0])
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		h.ServeHTTP(w, r)
-	}))
+	s, cred, _ := storetest.Open(t, storetest.Options{})
+	srv := httptest.NewServer(storetest.OlderBatches(t, s.Handler(), nil))
 	t.Cleanup(srv.Close)
 	cred.CA = ""
 	b, err := remote.New(srv.URL, cred)

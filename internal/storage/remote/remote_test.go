@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -10,11 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storage/storagetest"
-	"github.com/veil-project/veil/internal/storeserver"
+	"github.com/veil-project/veil/internal/storeserver/storetest"
 	"github.com/veil-project/veil/internal/storewire"
 )
 
@@ -25,28 +23,8 @@ func serveStore(t *testing.T) (string, storewire.Credential) {
 
 // serveStoreOn is serveStore with the listener wrapped by wrap (to watch connections).
 func serveStoreOn(t *testing.T, wrap func(net.Listener) net.Listener) (string, storewire.Credential) {
-	dir := t.TempDir()
-	if err := storeserver.Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	cred, err := storeserver.AddUser(dir, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := storeserver.Open(dir, storeserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	l := wrap(ln)
-	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: l}) }()
-	t.Cleanup(func() { cancel(); <-done; s.Close() })
-	return "https://" + ln.Addr().String(), cred
+	s, cred, _ := storetest.Open(t, storetest.Options{})
+	return storetest.Serve(t, s, wrap), cred
 }
 
 // TestConformance runs the storage contract through the HTTPS API of a real store, the

@@ -151,14 +151,32 @@ func TestSIGKILLDuringBulkPublish(t *testing.T) {
 // TestSIGTERMDrainsAndKeepsState: SIGTERM stops both servers cleanly (exit 0, the state
 // files closed), and a restart serves what was published.
 func TestSIGTERMDrainsAndKeepsState(t *testing.T) {
-	dir := t.TempDir()
+	dir, vaddr, cred, child := publishedThenStopped(t, "hank")
+	if code := child.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, child.Output())
+	}
+	startChild(t, dir, vaddr)
+	c, _ := client.New(cred)
+	defer c.Close()
+	if r, err := c.Search(context.Background(), "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// publishedThenStopped inits a deployment in a temp dir, starts it as a child process,
+// publishes the pair kept=v as user, then stops it with SIGTERM (a clean stop, as for an
+// upgrade) and waits for it: the directory, the V-server's address, user's credential
+// and the stopped child.
+func publishedThenStopped(t *testing.T, user string) (dir, vaddr string, cred []byte, child *testutil.Process) {
+	t.Helper()
+	dir = t.TempDir()
 	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
 	if err := Init(dir, kaddr, vaddr); err != nil {
 		t.Fatal(err)
 	}
-	child := startChild(t, dir, vaddr)
+	child = startChild(t, dir, vaddr)
 	admin, _ := os.ReadFile(filepath.Join(dir, "vserver", vserver.FileAdminCred))
-	cred, err := client.AddUser(context.Background(), admin, "hank")
+	cred, err := client.AddUser(context.Background(), admin, user)
 	if err == nil {
 		cred, err = client.Join(cred)
 	}
@@ -176,15 +194,7 @@ func TestSIGTERMDrainsAndKeepsState(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit within 30 s of SIGTERM")
 	}
-	if code := child.Cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit %d after SIGTERM:\n%s", code, child.Output())
-	}
-	startChild(t, dir, vaddr)
-	c, _ = client.New(cred)
-	defer c.Close()
-	if r, err := c.Search(context.Background(), "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
-		t.Fatalf("after restart: %v", err)
-	}
+	return dir, vaddr, cred, child
 }
 
 // TestSearchRightAfterKServerCrash: a K-server killed just after answering refuses, once

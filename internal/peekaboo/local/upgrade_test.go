@@ -3,10 +3,8 @@ package local
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,8 +12,6 @@ import (
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
 	"github.com/veil-project/veil/internal/peekaboo/kserver"
-	"github.com/veil-project/veil/internal/peekaboo/vserver"
-	"github.com/veil-project/veil/internal/testutil"
 )
 
 // TestSearchRightAfterUpgrade: a K-server whose kserver.db was written by a veil that kept
@@ -24,31 +20,7 @@ import (
 // query for one replay window (10 min). A private search stays refused until then (that
 // veil answered private queries stamped up to 10 min ahead), with an error saying so.
 func TestSearchRightAfterUpgrade(t *testing.T) {
-	dir := t.TempDir()
-	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
-	if err := Init(dir, kaddr, vaddr); err != nil {
-		t.Fatal(err)
-	}
-	child := startChild(t, dir, vaddr)
-	admin, _ := os.ReadFile(filepath.Join(dir, "vserver", vserver.FileAdminCred))
-	cred, err := client.AddUser(context.Background(), admin, "uma")
-	if err == nil {
-		cred, err = client.Join(cred)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := client.New(cred)
-	if _, err := c.Publish(context.Background(), []client.Pair{{Key: "kept", Value: []byte("v")}}, 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	child.Cmd.Process.Signal(syscall.SIGTERM) // a clean stop, as for an upgrade
-	select {
-	case <-child.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit within 30 s of SIGTERM")
-	}
+	dir, vaddr, cred, _ := publishedThenStopped(t, "uma")
 	db, err := bbolt.Open(filepath.Join(dir, "kserver", kserver.FileDB), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +35,7 @@ func TestSearchRightAfterUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	startChild(t, dir, vaddr)
-	c, _ = client.New(cred)
+	c, _ := client.New(cred)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -55,9 +55,9 @@ Examples:
 				var chs []dupless.Change
 				var err error
 				if local != "" {
-					abs, err := filepath.Abs(local) // "." and ".." name the folder, as sync stores it
-					if err != nil {
-						return err
+					abs, aerr := filepath.Abs(local) // "." and ".." name the folder, as sync stores it
+					if aerr != nil {
+						return aerr
 					}
 					path := filepath.Base(abs)
 					if len(args) == 1 {

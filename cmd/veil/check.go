@@ -64,12 +64,14 @@ Examples:
 					for _, p := range res.Problems {
 						fmt.Fprintf(out, "damaged: %s: %s\n", p.Path, p.Err)
 					}
-					fmt.Fprintf(out, "checked %d files, %d dirs, %d snapshots (%d older versions), %d chunks present, %d read and verified (%s) in %s: ",
-						res.Files, res.Dirs, res.Snapshots, res.Versions, res.Chunks, res.ChunksRead, humanBytes(res.BytesRead), res.Duration.Round(1e6))
+					fmt.Fprintf(out, "checked %s, %s, %s (%s), %s present, %d read and verified (%s) in %s: ",
+						plural(res.Files, "file", "files"), plural(res.Dirs, "dir", "dirs"), plural(res.Snapshots, "snapshot", "snapshots"),
+						plural(res.Versions, "older version", "older versions"), plural(res.Chunks, "chunk", "chunks"), res.ChunksRead,
+						humanBytes(res.BytesRead), res.Duration.Round(1e6))
 					if len(res.Problems) == 0 {
 						fmt.Fprintln(out, "no damage")
 					} else {
-						fmt.Fprintf(out, "%d problems\n", len(res.Problems))
+						fmt.Fprintln(out, plural(len(res.Problems), "problem", "problems"))
 					}
 					if len(res.Problems) > res.Clashes { // a clash says its own repair
 						// put --force sends every chunk again, and the service replaces a
@@ -87,7 +89,7 @@ Examples:
 					}
 				}
 				if n := len(res.Problems); n > 0 {
-					return exitError{fmt.Sprintf("check found %d damaged files or versions", n), 3}
+					return exitError{"check found " + plural(n, "damaged file or version", "damaged files or versions"), 3}
 				}
 				return nil
 			})
@@ -142,7 +144,7 @@ Examples:
 				fmt.Fprintf(tw, "symlinks\t%d\n", st.Symlinks)
 				fmt.Fprintf(tw, "folders\t%d\n", st.Dirs)
 				if st.Fallback > 0 {
-					fmt.Fprintf(tw, "without dedup\t%d files (stored under random keys; put them again)\n", st.Fallback)
+					fmt.Fprintf(tw, "without dedup\t%s (stored under random keys; put them again)\n", plural(st.Fallback, "file", "files"))
 				}
 				fmt.Fprintf(tw, "snapshots\t%d\n", st.Snapshots)
 				fmt.Fprintf(tw, "file versions\t%d (%s)\n", st.Versions, humanBytes(st.VersionBytes))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
@@ -161,15 +162,21 @@ Examples:
 			}
 			if dry {
 				printChanges(out, false, res.Changes)
-				fmt.Fprintf(out, "%d changes (dry run: nothing changed)\n", len(res.Changes))
+				fmt.Fprintf(out, "%s (dry run: nothing changed)\n", plural(len(res.Changes), "change", "changes"))
 				return nil
 			}
 			rerr := o.report(out, "stored", res.Put, nil)
 			if err != nil {
-				return exitError{err.Error(), 3} // says "nothing removed" when files failed
+				msg := err.Error() // says "nothing removed" when files failed
+				if named, ok := o.named(res.Put); ok {
+					if rest, cut := strings.CutPrefix(msg, res.Put.Err().Error()); cut {
+						msg = named + rest // "1 file failed (named above); nothing removed"
+					}
+				}
+				return exitError{msg, 3}
 			}
 			if !o.quiet {
-				fmt.Fprintf(out, "removed %d entries no longer in %s (kept in snapshots)\n", res.Removed, args[0])
+				fmt.Fprintf(out, "removed %s no longer in %s (kept in snapshots)\n", plural(res.Removed, "entry", "entries"), args[0])
 			}
 			return rerr // exit 4: stored (and removed), some files without deduplication
 		},

@@ -77,4 +77,10 @@ func TestE2EDiffAndSync(t *testing.T) {
 	if _, errs, code := alice.run(t, "diff", "99", "latest"); code != 1 || !strings.Contains(errs, "no snapshot 99") {
 		t.Fatalf("diff with a missing snapshot: exit %d %q", code, errs)
 	}
+	// A local folder diff --local cannot read is an error, not "no changes" (found by
+	// staticcheck: the error was shadowed).
+	missing := filepath.Join(t.TempDir(), "missing")
+	if out, errs, code := alice.run(t, "diff", "--local", missing, "docs"); code != 1 || out != "" || !strings.HasPrefix(errs, "veil: ") {
+		t.Fatalf("diff --local of a missing folder: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
 }

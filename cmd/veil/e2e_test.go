@@ -84,6 +84,11 @@ func TestE2ETamperedBlob(t *testing.T) {
 	if code != 3 || !strings.Contains(errs, "victim.bin") || !strings.Contains(errs, "integrity") {
 		t.Fatalf("get of a tampered file: exit %d, stderr %q", code, errs)
 	}
+	// Said once, by its own line; the last line counts (found by a user walkthrough: a
+	// single failure was printed twice).
+	if strings.Count(errs, "victim.bin") != 1 || !strings.HasSuffix(errs, "\nveil: 1 file failed (named above)\n") {
+		t.Fatalf("get of a tampered file: stderr %q, want the file once and then the count", errs)
+	}
 	if _, err := os.Stat(filepath.Join(out, "dir", "victim.bin")); err == nil {
 		t.Fatal("the tampered file reached its destination")
 	}

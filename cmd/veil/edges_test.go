@@ -498,7 +498,7 @@ func TestE2EFIFOStoredAndRestored(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(src, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out := u.mustRun(t, "put", src); !strings.Contains(out, "1 FIFOs/devices") {
+	if out := u.mustRun(t, "put", src); !strings.Contains(out, "1 FIFO/device, ") {
 		t.Fatalf("put: %s", out)
 	}
 	var e map[string]any
@@ -593,5 +593,15 @@ func TestE2EMoveResume(t *testing.T) {
 	}
 	if out, _, code := u.run(t, "check"); code != 0 || !strings.Contains(out, "no damage") {
 		t.Fatalf("check after mv --resume: exit %d\n%s", code, out)
+	}
+}
+
+// A bad value of get --overwrite is a usage mistake: exit 2 and the usage line, as any
+// flag's (found by a user walkthrough: it exited 1).
+func TestE2EGetOverwriteBadValue(t *testing.T) {
+	u := localUser(t, "alice")
+	_, errs, code := u.run(t, "get", "--overwrite", "sometimes", "x", t.TempDir())
+	if code != exitUsage || !strings.HasPrefix(errs, `veil: --overwrite "sometimes": use always, if-changed or never`+"\nusage: veil get") {
+		t.Fatalf("get --overwrite sometimes: exit %d, stderr %q", code, errs)
 	}
 }

@@ -286,7 +286,7 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if o.overwrite, err = dupless.ParseOverwrite(overwrite); err != nil {
-				return err
+				return argError{err, cmd} // a flag's value: a usage mistake, exit 2
 			}
 			src := args[0]
 			dest := lastElem(src)

@@ -57,7 +57,7 @@ Examples:
 					if bad == 0 {
 						return nil
 					}
-					return exitError{fmt.Sprintf("%d entries failed verification", bad), 3}
+					return exitError{plural(bad, "entry", "entries") + " failed verification", 3}
 				}
 				out := cmd.OutOrStdout()
 				if o.json {
@@ -136,6 +136,10 @@ veil refused a file and a folder of one name may hold both; rm then asks which.)
 whose stored record is damaged is removed too, and said so: the damaged record is not
 kept as a version ('veil check' names the version lost; --json: "damaged").
 
+Several paths are one command: one lock and one snapshot for all of them, and every path
+is attempted. A path that fails is one line "veil: PATH: reason" (--json: {"path",
+"error"}); rm then exits 3 if others were removed, 1 if none was.
+
 A long rm -r reports progress on stderr every 100 entries (when stderr is a terminal, or
 with --progress). rm runs alone: while a put, mv, rm, sync or prune of yours runs on the
 same storage (from any device), it stops with "another veil command holds a conflicting
@@ -147,22 +151,20 @@ Examples:
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
-				for _, p := range args {
-					s, err := cl.Remove(cmd.Context(), p, recursive)
-					if err != nil {
-						return pathErr(p, err)
-					}
+				done, err := cl.RemoveEach(cmd.Context(), args, recursive)
+				return reportPaths(cmd, o.json, "removed", len(args), done, err, func(r dupless.PathResult) {
+					s := r.Summary
 					if s.Damaged > 0 {
-						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: removed %d damaged records; they were not kept as versions "+
-							"('veil check' names the versions lost, until 'veil forget' drops the snapshots they are in)\n", p, s.Damaged)
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: removed %s; they were not kept as versions "+
+							"('veil check' names the versions lost, until 'veil forget' drops the snapshots they are in)\n",
+							r.Path, plural(s.Damaged, "damaged record", "damaged records"))
 					}
 					if o.json {
-						out := names("removed", p)
+						out := names("removed", r.Path)
 						out["files"], out["dirs"], out["damaged"] = s.Files, s.Dirs, s.Damaged
 						json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 					}
-				}
-				return nil
+				})
 			})
 		},
 	}
@@ -224,7 +226,8 @@ func newMkdirCommand() *cobra.Command {
 		Use:   "mkdir PATH...",
 		Short: "Create stored directories (with their parents)",
 		Long: `mkdir creates each stored directory PATH and its missing parents. A directory cannot
-have the name of a stored file (nor be below one).
+have the name of a stored file (nor be below one). Several paths are one command (one
+snapshot), each attempted; failures as rm's ('veil rm --help').
 
 Examples:
   veil mkdir Archive/2026
@@ -232,15 +235,12 @@ Examples:
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
-				for _, p := range args {
-					if err := cl.Mkdir(cmd.Context(), p); err != nil {
-						return pathErr(p, err)
-					}
+				done, err := cl.MkdirEach(cmd.Context(), args)
+				return reportPaths(cmd, o.json, "created", len(args), done, err, func(r dupless.PathResult) {
 					if o.json {
-						json.NewEncoder(cmd.OutOrStdout()).Encode(names("created", p))
+						json.NewEncoder(cmd.OutOrStdout()).Encode(names("created", r.Path))
 					}
-				}
-				return nil
+				})
 			})
 		},
 	}
@@ -336,7 +336,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: removed %d locks of other veil commands; a command still running may lose chunks to this prune\n", len(broken))
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: removed %s of other veil commands; a command still running may lose chunks to this prune\n", plural(len(broken), "lock", "locks"))
 				}
 				res, err := cl.Prune(cmd.Context(), grace, dry)
 				if err != nil {

@@ -84,8 +84,8 @@ func printPlan(w io.Writer, o *clientFlags, cl *dupless.Client, srcs []string, d
 	for _, p := range plan {
 		fmt.Fprintf(w, "%s -> %s (%s)\n", p.Local, p.Dest, p.Type)
 	}
-	fmt.Fprintf(w, "would store %s, %s, %s, %s; %d excluded%s (dry run: nothing stored)\n", plural(sum.Files, "file"),
-		plural(sum.Dirs, "dir"), plural(sum.Symlinks, "link"), humanBytes(sum.Bytes), sum.Excluded, notStored(sum.NotStored))
+	fmt.Fprintf(w, "would store %s, %s, %s, %s; %d excluded%s (dry run: nothing stored)\n", plural(sum.Files, "file", "files"),
+		plural(sum.Dirs, "dir", "dirs"), plural(sum.Symlinks, "link", "links"), humanBytes(sum.Bytes), sum.Excluded, notStored(sum.NotStored))
 	if perr := sum.Err(); perr != nil {
 		return exitError{perr.Error(), 3}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/profile"
+	"github.com/veil-project/veil/internal/words"
 	"golang.org/x/term"
 )
 
@@ -38,7 +39,8 @@ type clientFlags struct {
 	entries      string // mv, rm: the verb of per-entry progress ("moved"), "" for none
 	progress     bool   // mv, rm --progress: progress lines even when stderr is no terminal
 	total        entryTotal
-	afterPass    func() // run by open once the passphrase is read (put: its prescan)
+	shown        atomic.Int64 // per-file failures said on stderr as they happened (open's File event)
+	afterPass    func()       // run by open once the passphrase is read (put: its prescan)
 }
 
 func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
@@ -123,6 +125,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 				ui.bar.Clear()
 			}
 			fmt.Fprintf(os.Stderr, "veil: %s: %s\n", path, oneLine(plainNetErrors(err)))
+			o.shown.Add(1)
 		}
 	}
 	if every != nil {
@@ -144,30 +147,44 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 	if o.json {
 		json.NewEncoder(out).Encode(s)
 	} else if !o.quiet || perr != nil {
-		fmt.Fprintf(out, "%s %s, %s, %s, ", verb, plural(s.Files, "file"), plural(s.Dirs, "dir"), plural(s.Symlinks, "link"))
+		fmt.Fprintf(out, "%s %s, %s, %s, ", verb, plural(s.Files, "file", "files"), plural(s.Dirs, "dir", "dirs"), plural(s.Symlinks, "link", "links"))
 		if s.Special > 0 {
-			fmt.Fprintf(out, "%d FIFOs/devices, ", s.Special)
+			fmt.Fprintf(out, "%s, ", plural(s.Special, "FIFO/device", "FIFOs/devices"))
 		}
 		fmt.Fprintf(out, "%s in %s", humanBytes(s.Bytes), s.Duration.Round(1e6))
 		if verb == "stored" {
-			fmt.Fprintf(out, ": %d chunks, %d sent, %d already stored; %s sent", s.Chunks, s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
+			fmt.Fprintf(out, ": %s, %d sent, %d already stored; %s sent", plural(s.Chunks, "chunk", "chunks"), s.ChunksUploaded, s.ChunksKept, humanBytes(s.BytesUploaded))
 			if s.Unchanged > 0 {
-				fmt.Fprintf(out, "; %s unchanged (not read)", plural(s.Unchanged, "file"))
+				fmt.Fprintf(out, "; %s unchanged (not read)", plural(s.Unchanged, "file", "files"))
 			}
 			if s.Excluded > 0 {
-				fmt.Fprintf(out, "; %d excluded", s.Excluded)
+				fmt.Fprintf(out, "; %d excluded", s.Excluded) // "1 excluded", "2 excluded": no noun
 			}
 			fmt.Fprint(out, notStored(s.NotStored))
 		}
 		fmt.Fprintln(out)
 		for why, n := range s.Fallback {
-			fmt.Fprintf(out, "%s stored WITHOUT deduplication (random key): %s\n", plural(n, "file"), why)
+			fmt.Fprintf(out, "%s stored WITHOUT deduplication (random key): %s\n", plural(n, "file", "files"), why)
 		}
 		if s.Kept > 0 {
-			fmt.Fprintf(out, "%s already there, kept (--overwrite)\n", plural(s.Kept, "file"))
+			fmt.Fprintf(out, "%s already there, kept (--overwrite)\n", plural(s.Kept, "file", "files"))
 		}
 	}
+	if msg, ok := o.named(s); ok {
+		return exitError{msg, 3}
+	}
 	return runStatus(s)
+}
+
+// named is the message of a transfer's per-file failures when each has had its line on
+// stderr already: it counts them rather than say the first again (found by a user
+// walkthrough: a single failure was printed twice). ok is false when some failure had no
+// line (with --json, or a folder's mode it could not set).
+func (o *clientFlags) named(s *dupless.Summary) (msg string, ok bool) {
+	if s == nil || len(s.Errors) == 0 || o.json || o.shown.Load() != int64(len(s.Errors)) {
+		return "", false
+	}
+	return plural(len(s.Errors), "file", "files") + " failed (named above)", true
 }
 
 // runStatus is the exit status of a transfer that went through, as its summary s says:
@@ -180,7 +197,7 @@ func runStatus(s *dupless.Summary) error {
 		return exitError{perr.Error(), 3}
 	}
 	if n := s.FallbackN; n > 0 {
-		return exitError{fmt.Sprintf("%s stored without deduplication (random key): %s", plural(n, "file"), mainReason(s.Fallback)),
+		return exitError{fmt.Sprintf("%s stored without deduplication (random key): %s", plural(n, "file", "files"), mainReason(s.Fallback)),
 			exitNoDedup}
 	}
 	return nil
@@ -206,18 +223,13 @@ func mainReason(m map[string]int) string {
 func notStored(kinds map[string]int) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		fmt.Fprintf(&b, "; %s not stored", plural(kinds[k], k))
+		fmt.Fprintf(&b, "; %s not stored", plural(kinds[k], k, k+"s"))
 	}
 	return b.String()
 }
 
-// plural is "1 file", "2 files".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
+// plural is "1 file", "2 files": every count in veil's user-facing lines goes through it.
+var plural = words.Count
 
 // with runs fn with an unlocked, connected client and releases it afterwards.
 func (o *clientFlags) with(cmd *cobra.Command, fn func(*dupless.Client) error) error {

@@ -112,7 +112,7 @@ Examples:
 					case v.Deleted:
 						fmt.Fprintf(tw, "-\t%d\t%s\tdeleted\t\n", v.Seq, stored)
 					case v.IsDir:
-						fmt.Fprintf(tw, "%d\t%d\t%s\t%d files\t\n", v.N, v.Seq, stored, v.Files)
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t\n", v.N, v.Seq, stored, plural(v.Files, "file", "files"))
 					case v.Err != "":
 						fmt.Fprintf(tw, "%d\t%d\t%s\t?\t(%s)\n", v.N, v.Seq, stored, v.Err)
 					default:
@@ -207,7 +207,7 @@ Examples:
 				var pr *dupless.PruneResult
 				if prune && !dry {
 					if pr, err = cl.Prune(cmd.Context(), grace, false); err != nil {
-						return fmt.Errorf("forgot %d snapshots; prune: %w", len(res.Remove), err)
+						return fmt.Errorf("forgot %s; prune: %w", plural(len(res.Remove), "snapshot", "snapshots"), err)
 					}
 				}
 				return printForget(cmd, o.json, dry, res, pr)
@@ -252,7 +252,7 @@ func printForget(cmd *cobra.Command, asJSON, dry bool, res *dupless.ForgetResult
 	if len(nums) > 0 {
 		list = " (" + strings.Join(nums, ", ") + ")"
 	}
-	fmt.Fprintf(out, "kept %d snapshots; %s %d%s\n", len(res.Keep), verb, len(res.Remove), list)
+	fmt.Fprintf(out, "kept %s; %s %d%s\n", plural(len(res.Keep), "snapshot", "snapshots"), verb, len(res.Remove), list)
 	if pr != nil {
 		printPrune(out, false, pr)
 	}
@@ -265,17 +265,20 @@ func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
 	if dry {
 		verb = "would remove"
 	}
-	fmt.Fprintf(out, "%d records and %d older versions in %d snapshots reference %d chunks; %s %d unreferenced chunks and %d versions (%s); %d kept as too recent\n",
-		res.Records, res.Versions, res.Snapshots, res.ChunksInUse, verb, res.ChunksRemoved, res.VersionsRemoved, humanBytes(res.BytesRemoved), res.ChunksTooYoung)
+	fmt.Fprintf(out, "%s and %s in %s reference %s; %s %s and %s (%s); %d kept as too recent\n",
+		plural(res.Records, "record", "records"), plural(res.Versions, "older version", "older versions"), plural(res.Snapshots, "snapshot", "snapshots"),
+		plural(res.ChunksInUse, "chunk", "chunks"), verb, plural(res.ChunksRemoved, "unreferenced chunk", "unreferenced chunks"),
+		plural(res.VersionsRemoved, "version", "versions"), humanBytes(res.BytesRemoved), res.ChunksTooYoung)
 	if res.NamesRemoved > 0 {
-		fmt.Fprintf(out, "%s %d long names' objects no stored path or snapshot uses\n", verb, res.NamesRemoved)
+		fmt.Fprintf(out, "%s %s no stored path or snapshot uses\n", verb, plural(res.NamesRemoved, "long name's object", "long names' objects"))
 	}
 	if res.VersionsMissing > 0 {
-		fmt.Fprintf(out, "%d versions listed by snapshots are not stored ('veil check' names them)\n", res.VersionsMissing)
+		fmt.Fprintf(out, "%s listed by snapshots not stored ('veil check' names them)\n", plural(res.VersionsMissing, "version", "versions"))
 	}
 	if res.VersionsDamaged > 0 {
-		fmt.Fprintf(out, "%d versions listed by snapshots are damaged (first: %s), so %d unreferenced chunks were kept: "+
-			"which chunks those versions refer to cannot be read\n", res.VersionsDamaged, res.Damaged[0], res.ChunksHeld)
+		fmt.Fprintf(out, "%s listed by snapshots damaged (first: %s), so %s kept: "+
+			"which chunks those versions refer to cannot be read\n", plural(res.VersionsDamaged, "version", "versions"), res.Damaged[0],
+			plural(res.ChunksHeld, "unreferenced chunk", "unreferenced chunks"))
 	}
 }
 
@@ -285,6 +288,6 @@ func pruneStatus(res *dupless.PruneResult) error {
 	if res == nil || res.VersionsDamaged == 0 {
 		return nil
 	}
-	return exitError{fmt.Sprintf("prune deleted no chunks: %d versions your snapshots list are damaged (first: %s; 'veil check' names them); "+
-		"'veil forget' the snapshots they are in, then prune again", res.VersionsDamaged, res.Damaged[0]), 3}
+	return exitError{fmt.Sprintf("prune deleted no chunks: %s your snapshots list damaged (first: %s; 'veil check' names them); "+
+		"'veil forget' the snapshots they are in, then prune again", plural(res.VersionsDamaged, "version", "versions"), res.Damaged[0]), 3}
 }

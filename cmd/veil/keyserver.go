@@ -338,8 +338,9 @@ Examples:
 			if r.Static {
 				what = "healthz"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s batch=%d c=%d: %.0f req/s, %.0f eval/s, p50 %.2f ms, p99 %.2f ms, %d errors, %d drops (%.2f%%)\n",
-				r.Transport, what, r.Batch, r.Concurrency, r.ReqPerSec, r.EvalPerSec, r.P50ms, r.P99ms, r.Errors, r.Drops, r.DropPct)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s batch=%d c=%d: %.0f req/s, %.0f eval/s, p50 %.2f ms, p99 %.2f ms, %s, %s (%.2f%%)\n",
+				r.Transport, what, r.Batch, r.Concurrency, r.ReqPerSec, r.EvalPerSec, r.P50ms, r.P99ms,
+				plural(int(r.Errors), "error", "errors"), plural(int(r.Drops), "drop", "drops"), r.DropPct)
 			return nil
 		},
 	}

@@ -261,7 +261,7 @@ func printMetalLs(w io.Writer, p *client.Profile, asJSON bool) error {
 	}
 	for _, f := range p.Files {
 		files = append(files, fileRow{First: f.First, Last: f.Last(), Blocks: f.Segments, Size: f.Size})
-		text += fmt.Sprintf("file\t%d..%d\t%d bytes in %d blocks\n", f.First, f.Last(), f.Size, f.Segments)
+		text += fmt.Sprintf("file\t%d..%d\t%s in %s\n", f.First, f.Last(), plural(int(f.Size), "byte", "bytes"), plural(int(f.Segments), "block", "blocks"))
 	}
 	if asJSON {
 		return json.NewEncoder(w).Encode(map[string]any{"capabilities": caps, "files": files})

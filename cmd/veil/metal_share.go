@@ -182,7 +182,7 @@ works on the shared files.
 			}
 			rows, text := []row{}, ""
 			if expired > 0 {
-				text += fmt.Sprintf("warning: %d epochs of the list expired before this receive\n", expired)
+				text += fmt.Sprintf("warning: %s of the list expired before this receive\n", plural(int(expired), "epoch", "epochs"))
 			}
 			for _, r := range got {
 				rows = append(rows, row{r.File, client.PermString(r.Perm), r.Index})
@@ -191,7 +191,7 @@ works on the shared files.
 			if err := p.Save(o.dir()); err != nil {
 				return err
 			}
-			text += fmt.Sprintf("%d capabilities received (%d entries downloaded)\n", len(got), entries)
+			text += fmt.Sprintf("%s received (%s downloaded)\n", plural(len(got), "capability", "capabilities"), plural(int(entries), "entry", "entries"))
 			return o.print(cmd.OutOrStdout(), map[string]any{"received": rows, "entries": entries, "expired_epochs": expired}, text)
 		},
 	}

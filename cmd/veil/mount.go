@@ -59,7 +59,7 @@ Examples:
 							json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 							return
 						}
-						fmt.Fprintf(cmd.OutOrStdout(), "mounted %d snapshots at %s (read-only); Ctrl-C to unmount\n", snaps, args[0])
+						fmt.Fprintf(cmd.OutOrStdout(), "mounted %s at %s (read-only); Ctrl-C to unmount\n", plural(snaps, "snapshot", "snapshots"), args[0])
 					},
 				})
 			})

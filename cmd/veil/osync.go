@@ -271,7 +271,8 @@ Examples:
 				return err
 			}
 			if !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "epoch %d: %s pending in %d files; %.1f%% full\n", st.Epoch, humanize.IBytes(st.PendingBytes), st.PendingInodes, 100*float64(st.Used)/float64(st.Capacity))
+				fmt.Fprintf(cmd.OutOrStdout(), "epoch %d: %s pending in %s; %.1f%% full\n", st.Epoch, humanize.IBytes(st.PendingBytes),
+					plural(int(st.PendingInodes), "file", "files"), 100*float64(st.Used)/float64(st.Capacity))
 			}
 			return nil
 		},

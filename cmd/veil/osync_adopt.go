@@ -48,8 +48,8 @@ Examples:
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s now follows the backend at epoch %d\n", rep.StateDir, rep.Epoch)
 			if rep.SetAside != "" {
-				fmt.Fprintf(out, "set aside, not applied: %s (%s; %d fragments were pending at its last checkpoint) in %s\n",
-					strings.Join(rep.Moved, ", "), humanize.IBytes(uint64(rep.Bytes)), rep.PendingFragments, rep.SetAside)
+				fmt.Fprintf(out, "set aside, not applied: %s (%s; %s pending at its last checkpoint) in %s\n",
+					strings.Join(rep.Moved, ", "), humanize.IBytes(uint64(rep.Bytes)), plural(int(rep.PendingFragments), "fragment", "fragments"), rep.SetAside)
 			}
 			return nil
 		},

@@ -62,8 +62,8 @@ func printStatus(out io.Writer, st oblivisync.BackendStatus) {
 	default:
 		fmt.Fprintf(out, "writer    stopped (state %s; read from its journal)\n", st.StateDir)
 	}
-	fmt.Fprintf(out, "buffer    %s pending in %d files (%d fragments); journal %s", humanize.IBytes(w.PendingBytes),
-		w.PendingInodes, w.PendingFrags, humanize.IBytes(uint64(w.JournalBytes)))
+	fmt.Fprintf(out, "buffer    %s pending in %s (%s); journal %s", humanize.IBytes(w.PendingBytes),
+		plural(int(w.PendingInodes), "file", "files"), plural(int(w.PendingFrags), "fragment", "fragments"), humanize.IBytes(uint64(w.JournalBytes)))
 	if w.Updated != "" {
 		fmt.Fprintf(out, ", as of %s", w.Updated)
 	}

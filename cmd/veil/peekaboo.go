@@ -151,9 +151,9 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 				}
 				n, err := c.Publish(cmd.Context(), pairs, 0, nil)
 				if err != nil {
-					return fmt.Errorf("published %d of %d pairs: %w", n, len(pairs), err)
+					return fmt.Errorf("published %d of %s: %w", n, plural(len(pairs), "pair", "pairs"), err)
 				}
-				return o.print(cmd.OutOrStdout(), map[string]int{"published": n}, fmt.Sprintf("published %d pairs\n", n))
+				return o.print(cmd.OutOrStdout(), map[string]int{"published": n}, "published "+plural(n, "pair", "pairs")+"\n")
 			})
 		},
 	}
@@ -189,7 +189,7 @@ func newPkbUnpublishCommand(o *pkbFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return o.print(cmd.OutOrStdout(), map[string]int{"removed": n}, fmt.Sprintf("removed %d pairs\n", n))
+				return o.print(cmd.OutOrStdout(), map[string]int{"removed": n}, "removed "+plural(n, "pair", "pairs")+"\n")
 			})
 		},
 	}

@@ -65,7 +65,7 @@ func TestPeekabooCLI(t *testing.T) {
 	if out := alice.mustRun(t, "peekaboo", "list"); strings.Count(out, "\n") != 4 || !strings.Contains(out, "secret.txt\thost-a:/s\t(acl: alice)") {
 		t.Fatalf("list: %q", out)
 	}
-	if out := alice.mustRun(t, "peekaboo", "unpublish", "photo.jpg"); !strings.Contains(out, "removed 1 pairs") {
+	if out := alice.mustRun(t, "peekaboo", "unpublish", "photo.jpg"); !strings.Contains(out, "removed 1 pair\n") {
 		t.Fatalf("unpublish: %q", out)
 	}
 	if out, errs, _ := bob.run(t, "peekaboo", "search", "photo.jpg"); out != "" || !strings.Contains(errs, "no match") {

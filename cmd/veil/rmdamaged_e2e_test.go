@@ -41,7 +41,7 @@ func TestE2ERmDamagedThenStatsAndPrune(t *testing.T) {
 		t.Fatalf("rm of a damaged file: exit %d\n%s\nstderr %s", code, out, errs)
 	}
 	u.mustRun(t, "stats")
-	if out := u.mustRun(t, "prune", "--grace", "0s"); !strings.Contains(out, "removed 1 unreferenced chunks") {
+	if out := u.mustRun(t, "prune", "--grace", "0s"); !strings.Contains(out, "removed 1 unreferenced chunk and") {
 		t.Fatalf("prune after rm of a damaged file:\n%s", out)
 	}
 	if out, _, code := u.run(t, "check"); code != 3 || !strings.Contains(out, "damaged: a.bin (snapshot ") || !strings.Contains(out, "veil forget") {

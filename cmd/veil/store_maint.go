@@ -76,8 +76,8 @@ crash, and stale upload files. It is safe while uploads run (they wait during th
 			if jsonOut {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %d unreferenced blobs (%s), %d orphaned blobs, %d stale uploads\n",
-				rep.Blobs, humanBytes(rep.Bytes), rep.OrphanBlobs, rep.StaleUploads)
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s (%s), %s, %s\n", plural(int(rep.Blobs), "unreferenced blob", "unreferenced blobs"),
+				humanBytes(rep.Bytes), plural(int(rep.OrphanBlobs), "orphaned blob", "orphaned blobs"), plural(int(rep.StaleUploads), "stale upload", "stale uploads"))
 			return nil
 		},
 	}
@@ -115,7 +115,7 @@ leftovers of crashes are reported but are not problems (gc reclaims them).
 					printFsck(w, rep)
 				}
 				if !rep.Clean() {
-					return exitError{fmt.Sprintf("fsck: %d problems", len(rep.Problems)), 3}
+					return exitError{"fsck: " + plural(len(rep.Problems), "problem", "problems"), 3}
 				}
 				return nil
 			})
@@ -133,10 +133,10 @@ func printFsck(w io.Writer, rep storeserver.FsckReport) {
 	}
 	state := "clean"
 	if !rep.Clean() {
-		state = fmt.Sprintf("%d problems", len(rep.Problems))
+		state = plural(len(rep.Problems), "problem", "problems")
 	}
-	fmt.Fprintf(w, "%s: %d objects, %d blobs (%d unreferenced), %d orphaned blobs, %d stale uploads\n",
-		state, rep.Objects, rep.Blobs, rep.GarbageBlobs, rep.OrphanBlobs, rep.StaleUploads)
+	fmt.Fprintf(w, "%s: %s, %s (%d unreferenced), %s, %s\n", state, plural(int(rep.Objects), "object", "objects"), plural(int(rep.Blobs), "blob", "blobs"),
+		rep.GarbageBlobs, plural(int(rep.OrphanBlobs), "orphaned blob", "orphaned blobs"), plural(int(rep.StaleUploads), "stale upload", "stale uploads"))
 }
 
 // printStoreStats prints the store's totals as a table, or as JSON.
@@ -148,8 +148,8 @@ func printStoreStats(w io.Writer, st storeserver.Stats, jsonOut bool) error {
 	if st.GarbageBlobs > 0 {
 		hint = "; 'veil store gc' reclaims them"
 	}
-	_, err := fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%d blobs)\n"+
-		"garbage         %s (%d blobs%s)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
-		humanBytes(st.PhysicalBytes), st.Blobs, humanBytes(st.GarbageBytes), st.GarbageBlobs, hint, st.DedupRatio)
+	_, err := fmt.Fprintf(w, "users           %d\nobjects         %d\nlogical bytes   %s\nphysical bytes  %s (%s)\n"+
+		"garbage         %s (%s%s)\ndedup ratio     %.2f\n", st.Users, st.Objects, humanBytes(st.LogicalBytes),
+		humanBytes(st.PhysicalBytes), plural(int(st.Blobs), "blob", "blobs"), humanBytes(st.GarbageBytes), plural(int(st.GarbageBlobs), "blob", "blobs"), hint, st.DedupRatio)
 	return err
 }

@@ -75,6 +75,6 @@ func printRoot(cmd *cobra.Command, asJSON bool, info *dupless.RootInfo) error {
 		fmt.Fprintln(out, "no tree root yet (nothing stored, or stored by an older veil: the next put writes one)")
 		return nil
 	}
-	fmt.Fprintf(out, "root %d  %s  %d records  sha256 %s\n", info.Seq, info.Time.Format(time.DateTime), info.Records, info.SHA256)
+	fmt.Fprintf(out, "root %d  %s  %s  sha256 %s\n", info.Seq, info.Time.Format(time.DateTime), plural(info.Records, "record", "records"), info.SHA256)
 	return nil
 }

@@ -44,6 +44,7 @@ var rules = []Rule{
 	// Foundations: no veil package above them.
 	{"internal/atomicfile", []string{"internal/...", "cmd/..."}},
 	{"internal/verr", []string{"internal/...", "cmd/..."}},        // errors every layer wraps
+	{"internal/words", []string{"internal/...", "cmd/..."}},       // the wording of counts ("1 file") every user-facing line shares
 	{"internal/backoff", []string{"internal/...", "cmd/..."}},     // the retry loop clients share
 	{"internal/failover", []string{"internal/...", "cmd/..."}},    // the endpoint rotation clients share
 	{"internal/fuseunmount", []string{"internal/...", "cmd/..."}}, // ending a FUSE mount: both mounts share it

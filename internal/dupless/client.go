@@ -152,7 +152,9 @@ func (c *Client) mleFor(n int) *mle.MLE {
 // and coalesces key requests, is closed by its owner.
 func (c *Client) Close() {}
 
-// Summary reports what an operation did.
+// Summary reports what an operation did. Chunks, ChunksUploaded and ChunksKept count the
+// chunks of the files stored (Files): a run cut short counts no chunk of a file it did not
+// store (BytesUploaded still counts all that went out).
 type Summary struct {
 	Files          int            `json:"files"`
 	Unchanged      int            `json:"unchanged"`            // files (among Files) already stored as they are: not read
@@ -164,8 +166,8 @@ type Summary struct {
 	Special        int            `json:"special"`         // FIFOs and devices (stored as metadata)
 	Bytes          int64          `json:"bytes"`           // plaintext bytes of the files
 	Chunks         int            `json:"chunks"`          // chunks in those files
-	ChunksUploaded int            `json:"chunks_uploaded"` // chunk objects sent
-	ChunksKept     int            `json:"chunks_kept"`     // already stored for this file, not resent
+	ChunksUploaded int            `json:"chunks_uploaded"` // chunks (among Chunks) sent: Chunks = ChunksUploaded + ChunksKept
+	ChunksKept     int            `json:"chunks_kept"`     // chunks (among Chunks) already stored, or sent for another file of the run
 	BytesUploaded  int64          `json:"bytes_uploaded"`  // ciphertext bytes sent (chunks + records)
 	Fallback       map[string]int `json:"fallback,omitempty"`
 	FallbackN      int            `json:"fallback_files"`    // put: files that fell back to a random key (no dedup) although a key server is configured
@@ -240,7 +242,7 @@ func (e *PartialError) Error() string {
 	if len(e.Files) == 1 {
 		return e.Files[0].Error()
 	}
-	return fmt.Sprintf("%d files failed, first: %v", len(e.Files), e.Files[0])
+	return fmt.Sprintf("%d files failed, first: %v", len(e.Files), e.Files[0]) // two or more
 }
 
 // workers runs fn on c.opts.Jobs goroutines for every task sent to the returned channel;

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // Move (veil mv) and its resumption. A folder's mv writes a move mark first
@@ -216,8 +217,8 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 		}
 	}
 	if len(kept) > 0 {
-		return fmt.Errorf("moved what was left of %s into %s, except %d files %s holds in another version (first: %s), kept in %s: "+
-			"remove or rename one of each pair, then run this mv again", src, dst, len(kept), dst, joinPath(src, minString(kept)), src)
+		return fmt.Errorf("moved what was left of %s into %s, except %s %s holds in another version (first: %s), kept in %s: "+
+			"remove or rename one of each pair, then run this mv again", src, dst, words.Count(len(kept), "file", "files"), dst, joinPath(src, minString(kept)), src)
 	}
 	// The root first: a mark deleted before it, a mv killed in between would leave what it
 	// moved unlisted, with nothing to lead its rerun to it.

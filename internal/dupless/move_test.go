@@ -204,7 +204,7 @@ func TestResumeMoveWithoutMark(t *testing.T) {
 	mustPut(t, c, filepath.Join(dir, "x"), "")
 	mustPut(t, c, filepath.Join(dir, "y"), "")
 	err = c.ResumeMove(ctx, "x", "y")
-	if err == nil || !strings.Contains(err.Error(), "except 1 files") || !strings.Contains(err.Error(), "x/a") {
+	if err == nil || !strings.Contains(err.Error(), "except 1 file y holds") || !strings.Contains(err.Error(), "x/a") {
 		t.Fatalf("resume onto a different file: %v", err)
 	}
 	for path, w := range map[string]string{"x/a": "mine", "y/a": "theirs", "y/b": "b"} {

@@ -130,12 +130,16 @@ func (c *Client) fillEntry(ctx context.Context, e *Entry, encDir, objName string
 }
 
 // Mkdir creates a directory (and its parents).
-func (c *Client) Mkdir(ctx context.Context, path string) (err error) {
-	unlock, err := c.lock(ctx, false)
-	if err != nil {
-		return err
+func (c *Client) Mkdir(ctx context.Context, path string) error {
+	done, err := c.MkdirEach(ctx, []string{path})
+	if len(done) == 1 && done[0].Err != nil {
+		return done[0].Err
 	}
-	defer unlockInto(&err, unlock)
+	return err
+}
+
+// mkdirChecked creates path under the command's lock, unless a file is on it.
+func (c *Client) mkdirChecked(ctx context.Context, path string) error {
 	if err := c.noFileOnPath(ctx, path); err != nil {
 		return err
 	}
@@ -163,15 +167,22 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 
 // Remove deletes a file or symlink; a directory only with recursive. Chunk objects are
 // left for Prune, since other files of the user may share them.
-func (c *Client) Remove(ctx context.Context, path string, recursive bool) (_ *Summary, err error) {
+func (c *Client) Remove(ctx context.Context, path string, recursive bool) (*Summary, error) {
+	done, err := c.RemoveEach(ctx, []string{path}, recursive)
+	if len(done) == 0 {
+		return &Summary{}, err
+	}
+	if done[0].Err != nil {
+		return done[0].Summary, done[0].Err
+	}
+	return done[0].Summary, err
+}
+
+// removeOne is Remove of one path, under the command's lock.
+func (c *Client) removeOne(ctx context.Context, path string, recursive bool) (*Summary, error) {
 	sum := &Summary{}
 	raw := path
 	path = cleanPath(path)
-	unlock, err := c.lockRemoving(ctx)
-	if err != nil {
-		return sum, err
-	}
-	defer unlockInto(&err, unlock)
 	kind, err := c.removeKind(ctx, raw)
 	if errors.Is(err, storage.ErrNotFound) {
 		return sum, c.finishRemove(path, strings.HasSuffix(raw, "/"), recursive, sum, err)

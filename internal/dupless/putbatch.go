@@ -292,7 +292,9 @@ func (b *putBatch) use(i int, r pending) {
 // put sends piece i's chunk through the run (once per run).
 func (b *putBatch) put(i int, e encrypted) {
 	u, fresh := b.f.run.store(b.f.ctx, e.ref, e.ct)
-	if !fresh {
+	if fresh {
+		b.f.sent++
+	} else {
 		b.f.kept++ // another file of the run is sending the same chunk
 	}
 	b.f.mine[b.pieces[i].digest] = pending{e.ref, u}

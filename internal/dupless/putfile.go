@@ -32,6 +32,7 @@ type filePut struct {
 	rec      *record                 // the key record being built
 	waits    []*upload               // uploads this file's record must not precede
 	kept     int                     // chunks reused rather than sent (counted if it commits)
+	sent     int                     // chunks this file sent, new to the run (counted if it commits)
 	owned    []*keyFuture            // keys this file derives for the whole run
 	fallback error                   // why some chunks have random keys (nil: none do)
 	suspect  bool                    // the put cache knew this file, but its ctime or inode changed or its entry is racy: read it
@@ -205,7 +206,7 @@ func (fp *filePut) commit() {
 				fp.run.cache.noteRead(c, path, fp.old, fp.fi, fp.readAt)
 			}
 		} else {
-			err = c.commitFile(fp.ctx, fp.run, fp.encDir, fp.encName, fp.rec, uploads, fp.fallback, fp.kept, fp.sum)
+			err = c.commitFile(fp.ctx, fp.run, fp.encDir, fp.encName, fp.rec, uploads, fp.fallback, fp.kept, fp.sent, fp.sum)
 			if err == nil {
 				fp.run.cache.noteRead(c, path, fp.rec, fp.fi, fp.readAt)
 			}
@@ -267,8 +268,10 @@ func (c *Client) unchanged(old *record, fi os.FileInfo) bool {
 	return true
 }
 
-// commitFile waits for a file's chunk uploads, then writes its key record.
-func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName string, rec *record, uploads []*upload, fallback error, kept int, sum *Summary) error {
+// commitFile waits for a file's chunk uploads, then writes its key record. Its chunks are
+// counted once it is stored: kept ones reused, sent ones it sent itself (so a run cut short
+// counts no chunk of a file it did not store: chunks = sent + kept, as the summary says).
+func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName string, rec *record, uploads []*upload, fallback error, kept, sent int, sum *Summary) error {
 	if fallback == nil {
 		rec.KeyID = c.ks.keyID()
 	}
@@ -313,6 +316,7 @@ func (c *Client) commitFile(ctx context.Context, run *putRun, encDir, encName st
 		s.Bytes += int64(rec.Size)
 		s.Chunks += len(rec.Chunks)
 		s.ChunksKept += kept
+		s.ChunksUploaded += sent
 		s.BytesUploaded += n
 		if fallback != nil {
 			s.Fallback[reason(fallback)]++

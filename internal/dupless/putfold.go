@@ -83,7 +83,7 @@ func (r *putRun) finishHeld(held []heldUpload, stored bool) {
 		}
 		size := int64(len(h.u.ct))
 		h.u.ct = nil
-		r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += size })
+		r.sum.add(func(s *Summary) { s.BytesUploaded += size }) // the chunk: counted by its file (commitFile)
 		r.bytes.Release(h.n)
 		close(h.u.done)
 	}

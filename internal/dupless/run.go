@@ -262,7 +262,7 @@ func (r *putRun) send(ctx context.Context, u *upload, dir, name string, n int64)
 	}
 	u.ct = nil
 	r.sum.reachable()
-	r.sum.add(func(s *Summary) { s.ChunksUploaded++; s.BytesUploaded += int64(len(ct)) })
+	r.sum.add(func(s *Summary) { s.BytesUploaded += int64(len(ct)) }) // the chunk: counted by its file (commitFile)
 }
 
 // await waits for an upload a record depends on. If it failed on a transient error, the

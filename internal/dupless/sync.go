@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // Local diff and mirroring (veil diff --local, veil sync): the stored folder made exactly
@@ -258,8 +259,8 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	gone, replaced := removals(changes, localKind(local, stored))
 	if len(gone) > 0 && !o.AllowEmpty {
 		if ents, err := os.ReadDir(local); err == nil && len(ents) == 0 {
-			return res, fmt.Errorf("%w: %s is empty; syncing it would remove everything stored under %s (%d entries)",
-				ErrSyncEmpty, local, stored, len(gone))
+			return res, fmt.Errorf("%w: %s is empty; syncing it would remove everything stored under %s (%s)",
+				ErrSyncEmpty, local, stored, words.Count(len(gone), "entry", "entries"))
 		}
 	}
 	// What changed kind locally (a file now a folder, or the reverse) is removed first, under
@@ -287,7 +288,7 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 		return res, err
 	}
 	if err := res.Put.Err(); err != nil && n > 0 {
-		return res, fmt.Errorf("%w; nothing removed but the %d entries whose kind changed (kept in snapshots)", err, n)
+		return res, fmt.Errorf("%w; nothing removed but the %s whose kind changed (kept in snapshots)", err, words.Count(n, "entry", "entries"))
 	} else if err != nil {
 		return res, fmt.Errorf("%w; nothing removed", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/storewire"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // A mistyped storage location never becomes a new, empty store: only init creates a local
@@ -91,7 +92,7 @@ const MinPassphrase = 12
 // WeakPassphrase returns a warning for a short new passphrase, or "".
 func WeakPassphrase(p []byte) string {
 	if n := len([]rune(string(p))); n < MinPassphrase {
-		return fmt.Sprintf("warning: a passphrase of %d characters is easy to guess for anyone with a copy of the key file; use %d or more (several words)", n, MinPassphrase)
+		return fmt.Sprintf("warning: a passphrase of %s is easy to guess for anyone with a copy of the key file; use %d or more (several words)", words.Count(n, "character", "characters"), MinPassphrase)
 	}
 	return ""
 }

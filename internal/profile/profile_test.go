@@ -80,3 +80,16 @@ func TestSecondInitOnOneLocationRefusedBeforeAnyPut(t *testing.T) {
 		t.Fatal("the refused init left a key file")
 	}
 }
+
+// The weak-passphrase warning counts in English: "1 character", "3 characters" (found by a
+// user walkthrough: "a passphrase of 1 characters").
+func TestWeakPassphraseWording(t *testing.T) {
+	for p, want := range map[string]string{"x": "a passphrase of 1 character is", "abc": "a passphrase of 3 characters is"} {
+		if got := WeakPassphrase([]byte(p)); !strings.Contains(got, want) {
+			t.Errorf("WeakPassphrase(%q) = %q, want %q", p, got, want)
+		}
+	}
+	if got := WeakPassphrase([]byte("correct horse battery")); got != "" {
+		t.Errorf("a long passphrase warned: %q", got)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-
-	"github.com/veil-project/veil/internal/storage"
 )
 
 // A Catalog is what a mount browses: the newest tree, held from the start, and every other
@@ -87,36 +85,22 @@ func (k *Catalog) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	if k.snaps != nil {
 		return k.snaps, nil
 	}
-	snaps := make([]Snapshot, len(k.seqs))
-	errs := make([]error, len(k.seqs))
-	sem := make(chan struct{}, 4) // roots decoded at once: each as large as its listing
-	var wg sync.WaitGroup
-	for i, s := range k.seqs {
-		if s == k.current.Snap.Seq {
-			snaps[i] = k.current.Snap
-			continue
+	// Roots decoded 4 at once: each is as large as its listing.
+	out, err := loadEach(ctx, k.seqs, 4, func(s uint64) (Snapshot, bool) {
+		if k.current == nil || s != k.current.Snap.Seq {
+			return Snapshot{}, false
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		return k.current.Snap, true
+	},
+		func(ctx context.Context, s uint64) (Snapshot, error) {
 			r, err := k.c.fetchRootSeq(ctx, s)
-			if err == nil {
-				snaps[i] = snapshotOf(r)
+			if err != nil {
+				return Snapshot{}, err
 			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	out := make([]Snapshot, 0, len(snaps))
-	for i, s := range snaps {
-		if errors.Is(errs[i], storage.ErrNotFound) {
-			continue // dropped by a forget meanwhile
-		}
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out = append(out, s)
+			return snapshotOf(r), nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	k.snaps = out
 	return out, nil

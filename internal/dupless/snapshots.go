@@ -53,32 +53,10 @@ func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
 	c.view.mu.Lock()
 	newest := c.view.newest
 	c.view.mu.Unlock()
-	roots := make([]*treeRoot, len(seqs))
-	errs := make([]error, len(seqs))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, s := range seqs {
-		if newest != nil && newest.Seq == s {
-			roots[i] = newest
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			roots[i], errs[i] = c.fetchRootSeq(ctx, s)
-		}()
-	}
-	wg.Wait()
-	var out []*treeRoot
-	for i, r := range roots {
-		if errors.Is(errs[i], storage.ErrNotFound) {
-			continue // dropped by a forget meanwhile
-		}
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		out = append(out, r)
+	out, err := loadEach(ctx, seqs, 8, func(s uint64) (*treeRoot, bool) { return newest, newest != nil && newest.Seq == s },
+		c.fetchRootSeq)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
@@ -221,4 +199,39 @@ func (c *Client) versionRecord(ctx context.Context, path string, h [32]byte, cur
 		}
 	}
 	return c.keys.openRecord(b, path)
+}
+
+// loadEach loads the roots numbered seqs (load), up to par at once, as T, in order; known
+// gives one without loading. A root a forget dropped meanwhile (storage.ErrNotFound) is
+// left out; any other error is the answer.
+func loadEach[T any](ctx context.Context, seqs []uint64, par int, known func(uint64) (T, bool),
+	load func(context.Context, uint64) (T, error)) ([]T, error) {
+	vals := make([]T, len(seqs))
+	errs := make([]error, len(seqs))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, s := range seqs {
+		if v, ok := known(s); ok {
+			vals[i] = v
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			vals[i], errs[i] = load(ctx, s)
+		}()
+	}
+	wg.Wait()
+	out := make([]T, 0, len(vals))
+	for i, v := range vals {
+		if errors.Is(errs[i], storage.ErrNotFound) {
+			continue // dropped by a forget meanwhile
+		}
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -128,7 +128,7 @@ func (s *Server) handleShareList(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "share list unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	// The reply is read in one read transaction: bound how long a slow client holds it.
+	// Bound how long a slow client holds a connection and a goroutine.
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.CallTimeout))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	if err := s.list.WriteSince(w, from); err != nil {

@@ -110,35 +110,71 @@ func (l *List) Prepare() error {
 
 // WriteSince writes to w the reply to a download from epoch from on: the closed epochs
 // from there on, the first epoch included (larger than from if older ones expired) and the
-// epoch to ask from next time. It reads in one read transaction (writers are not held up)
-// and writes each epoch's entries straight from the file's mapping, so its memory does
-// not grow with the list. An error after the first byte leaves w with a short reply,
-// which ReadListReply refuses.
+// epoch to ask from next time. It copies the entries out listPiece bytes at a time, each
+// piece in a read transaction of its own, so its memory does not grow with the list and no
+// transaction lasts while w waits for a slow client. Found by review: the whole reply was
+// written inside one read transaction, which holds bbolt's mmap lock; a write that grows
+// the file (and the open transaction kept freed pages from being reused) waited for it,
+// and every write after that one, so an account holder reading slowly stalled every call
+// (TestSlowListDownloadHoldsUpNobody). Closed epochs never change; one that expires
+// during the download cuts the reply. An error after the first byte leaves w with a short
+// reply, which ReadListReply refuses.
 func (l *List) WriteSince(w io.Writer, from uint64) error {
-	return l.db.View(func(tx *bbolt.Tx) error {
-		next := nextEpoch(tx)
+	var epochs [][]byte // the epochs the header counts, in order
+	var first, next, n uint64
+	err := l.db.View(func(tx *bbolt.Tx) error {
+		next = nextEpoch(tx)
+		first = next
 		c := tx.Bucket(bucketEpochs).Cursor()
-		first, n := next, uint64(0)
 		for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
 			if first == next {
 				first = binary.BigEndian.Uint64(k)
 			}
+			epochs = append(epochs, append([]byte(nil), k...))
 			n += uint64(len(v)-8) / EntryLen
-		}
-		if n > math.MaxUint32 {
-			return fmt.Errorf("share: %d entries since epoch %d, more than a reply holds", n, from)
-		}
-		if _, err := w.Write(listHeader(first, next, uint32(n))); err != nil {
-			return err
-		}
-		for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
-			if _, err := w.Write(v[8:]); err != nil {
-				return err
-			}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if n > math.MaxUint32 {
+		return fmt.Errorf("share: %d entries since epoch %d, more than a reply holds", n, from)
+	}
+	if _, err := w.Write(listHeader(first, next, uint32(n))); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, listPiece)
+	off := 8 // in epochs[0]'s record: past its closing time
+	for len(epochs) > 0 {
+		buf = buf[:0]
+		err := l.db.View(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketEpochs)
+			for len(epochs) > 0 && len(buf) < cap(buf) {
+				v := b.Get(epochs[0])
+				if v == nil {
+					return fmt.Errorf("share: epoch %d expired during the download", binary.BigEndian.Uint64(epochs[0]))
+				}
+				k := copy(buf[len(buf):cap(buf)], v[off:])
+				buf, off = buf[:len(buf)+k], off+k
+				if off == len(v) {
+					epochs, off = epochs[1:], 8
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// listPiece is how much of a download WriteSince copies out in one read transaction.
+const listPiece = 256 << 10
 
 func nextEpoch(tx *bbolt.Tx) uint64 {
 	if v := tx.Bucket(bucketShare).Get(keyNextEpoch); len(v) == 8 {

@@ -128,3 +128,66 @@ func TestParseListReplyRejects(t *testing.T) {
 		}
 	}
 }
+
+// cutWriter runs then before its first write goes through.
+type cutWriter struct {
+	bytes.Buffer
+	then func()
+}
+
+func (w *cutWriter) Write(p []byte) (int, error) {
+	if w.then != nil {
+		w.then()
+		w.then = nil
+	}
+	return w.Buffer.Write(p)
+}
+
+// A download larger than one piece (each copied in a read transaction of its own) is the
+// list, across epochs; an epoch that expires once the header is written cuts the reply,
+// which the client refuses (it is never a shorter list that looks whole).
+func TestListDownloadInPieces(t *testing.T) {
+	l, db := openList(t, filepath.Join(t.TempDir(), "l.db"))
+	defer db.Close()
+	now := time.Unix(1000, 0)
+	l.Now = func() time.Time { return now }
+	const per = 2*listPiece/EntryLen + 7 // each epoch spans three pieces
+	for ep := range 2 {
+		var es [][]byte
+		for i := range per {
+			es = append(es, entry(ep*per+i))
+		}
+		if err := l.AppendAll(es); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Hour)
+	}
+	r := since(t, l, 0)
+	if r.First != 0 || r.Next != 2 || len(r.Entries) != 2*per {
+		t.Fatalf("download: first %d next %d, %d entries, want %d", r.First, r.Next, len(r.Entries), 2*per)
+	}
+	seen := map[string]bool{}
+	for _, e := range r.Entries {
+		seen[string(e)] = true
+	}
+	for i := range 2 * per {
+		if !seen[string(entry(i))] {
+			t.Fatalf("entry %d missing from the download", i)
+		}
+	}
+	l.Retention = 90 * time.Minute // epoch 0 (closed at 1000 s) expires at the next Prepare
+	w := &cutWriter{then: func() {
+		if err := l.Prepare(); err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := l.WriteSince(w, 0); err == nil {
+		t.Fatal("a download whose first epoch expired meanwhile ended without an error")
+	}
+	if _, _, err := ReadListReply(&w.Buffer, func([]byte) error { return nil }); err == nil {
+		t.Fatal("a download cut by an expiry reads as a whole list")
+	}
+}

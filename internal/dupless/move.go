@@ -53,6 +53,9 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
 		return fmt.Errorf("cannot move %s into itself", src)
 	}
+	if strings.HasPrefix(src, dst+"/") { // no mv of veil's left it: a resume would flatten src into it
+		return fmt.Errorf("cannot move %s into %s, which holds it", src, dst)
+	}
 	unlock, err := c.lockRemoving(ctx)
 	if err != nil {
 		return err
@@ -154,11 +157,23 @@ func (c *Client) hasMark(ctx context.Context, name string) (bool, error) {
 // false when src is gone already.
 func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark string, resuming, srcExists bool) error {
 	var files, dirs []string
+	var kept []string // what dst holds in another version or kind: left in src
 	seen := map[string]bool{}
 	if srcExists {
 		err := c.walk(ctx, src, true, func(rel string, isDir bool, encDir, objName string) error {
 			seen[storage.Join(encDir, objName)] = true
+			if below(rel, kept) {
+				return nil
+			}
 			if isDir {
+				if resuming {
+					if k, err := c.kindOf(ctx, joinPath(dst, rel)); err == nil && k != typeDir {
+						kept = append(kept, rel) // a folder where dst holds a file: not below it
+						return nil
+					} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+						return err
+					}
+				}
 				dirs = append(dirs, rel)
 				return c.copyDirMeta(ctx, joinPath(src, rel), joinPath(dst, rel))
 			}
@@ -178,7 +193,6 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 		c.opts.Events.Total(len(files), 0)
 	}
 	var mu sync.Mutex
-	var kept []string // files dst holds in another version: left in src
 	err := c.parallel(ctx, len(files), func(ctx context.Context, i int) error {
 		from, to := joinPath(src, files[i]), joinPath(dst, files[i])
 		if resuming {
@@ -193,10 +207,21 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 				c.event(to, nil)
 				return nil
 			case found:
+				if err := c.listUnlisted(ctx, to); err != nil {
+					return err
+				}
 				mu.Lock()
 				kept = append(kept, files[i])
 				mu.Unlock()
 				return nil
+			}
+			if k, err := c.kindOf(ctx, to); err == nil && k == typeDir { // a file where dst holds a folder
+				mu.Lock()
+				kept = append(kept, files[i])
+				mu.Unlock()
+				return nil
+			} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
 			}
 		}
 		if err := c.moveRecord(ctx, from, to); err != nil {
@@ -217,7 +242,7 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 		}
 	}
 	if len(kept) > 0 {
-		return fmt.Errorf("moved what was left of %s into %s, except %s %s holds in another version (first: %s), kept in %s: "+
+		return fmt.Errorf("moved what was left of %s into %s, except %s %s holds in another version or kind (first: %s), kept in %s: "+
 			"remove or rename one of each pair, then run this mv again", src, dst, words.Count(len(kept), "file", "files"), dst, joinPath(src, minString(kept)), src)
 	}
 	// The root first: a mark deleted before it, a mv killed in between would leave what it
@@ -311,6 +336,33 @@ func (c *Client) sameRecord(ctx context.Context, p, q string) (bool, error) {
 	}
 	c.noteRecord(q, b)
 	return true, nil
+}
+
+// listUnlisted lists, in this command's root, the record of the file path when the root
+// lists none there and it opens under its path: a killed mv's, which moved it there and
+// deleted the source before another device stored a new file at the source. Found by
+// review: kept in the destination by the rerun, it was listed by no root (unreadable, and
+// no later rerun adopted it, the source being listed again).
+func (c *Client) listUnlisted(ctx context.Context, path string) error {
+	d, n, err := c.encFile(path)
+	if err != nil {
+		return err
+	}
+	q := storage.Join(d, n+keySuffix)
+	if _, listed := c.rootHash(q); listed {
+		return nil
+	}
+	b, err := c.getObject(ctx, d, n+keySuffix)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := c.keys.openRecord(b, q); err == nil {
+		c.noteRecord(q, b)
+	}
+	return nil
 }
 
 // adoptMoved lists, in this command's root, what a killed mv from encSrc to encDst moved
@@ -409,6 +461,16 @@ func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
 	}
 	_, err = c.writeRecord(ctx, de, dirMetaName, r)
 	return err
+}
+
+// below reports whether the relative path rel is one of dirs or below one.
+func below(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // minString returns the least of ss (not empty).

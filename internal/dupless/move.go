@@ -185,9 +185,11 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 		}
 	}
 	if resuming {
-		if err := c.adoptMoved(ctx, encSrc, encDst, seen); err != nil {
+		back, err := c.adoptMoved(ctx, src, encSrc, encDst, seen)
+		if err != nil {
 			return err
 		}
+		kept = append(kept, back...)
 	}
 	if c.opts.Events.Total != nil {
 		c.opts.Events.Total(len(files), 0)
@@ -368,9 +370,12 @@ func (c *Client) listUnlisted(ctx context.Context, path string) error {
 // adoptMoved lists, in this command's root, what a killed mv from encSrc to encDst moved
 // before it could publish its root: every record the root lists below encSrc that is gone
 // from there (seen: what the walk found there) and whose copy, the same record, is at its
-// place below encDst. Any other record the root lists and the storage lacks stays listed,
-// for check to report.
-func (c *Client) adoptMoved(ctx context.Context, encSrc, encDst string, seen map[string]bool) error {
+// place below encDst. A file whose place below encDst holds another version (another
+// device stored one there since) goes back to its place below src, from its kept version,
+// and is returned (relative to src) as kept; found by review: the rerun said it was done,
+// and the file, listed below src, was in no folder ls showed. Any other record the root
+// lists and the storage lacks stays listed, for check to report.
+func (c *Client) adoptMoved(ctx context.Context, src, encSrc, encDst string, seen map[string]bool) (back []string, err error) {
 	for _, p := range c.rootPaths(encSrc) {
 		if seen[p] {
 			continue
@@ -379,18 +384,27 @@ func (c *Client) adoptMoved(ctx context.Context, encSrc, encDst string, seen map
 		if _, err := c.be.Stat(ctx, pd, pn); err == nil {
 			continue // still there: src's own record, moved below
 		} else if !errors.Is(err, storage.ErrNotFound) {
-			return err
+			return nil, err
 		}
 		q := encDst + strings.TrimPrefix(p, encSrc)
 		same, err := c.sameRecord(ctx, p, q)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		if same {
+		switch {
+		case same:
 			c.noteDeleted(p)
+		case err == nil && !isDirMeta(p): // another version at q
+			r, err := c.readRecord(ctx, pd, pn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.describe(p), err)
+			}
+			if _, err := c.writeRecord(ctx, pd, pn, r); err != nil {
+				return nil, err
+			}
+			back = append(back, strings.TrimPrefix(c.describe(p), src+"/"))
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return nil, err
 		}
 	}
-	return nil
+	return back, nil
 }
 
 // finishFile finishes the mv of the file src to dst, which exists: when dst holds the same

@@ -182,3 +182,67 @@ func TestMoveRerunKilledTwice(t *testing.T) {
 		}
 	}
 }
+
+// A killed mv moved a file (unpublished); another device then stored a new file at its
+// place in the destination. The rerun puts the moved file back in the source, from its
+// kept version, and reports it kept there (found by review: the rerun said it was done,
+// and the file, still listed below the source, was in no folder ls showed).
+func TestMoveRerunAfterPutIntoDestKeepsSource(t *testing.T) {
+	fastRetries(t)
+	for left := int64(4); left < 40; left++ {
+		be := &killBE{Backend: newBackend(t)}
+		c, master, want := moveTreeFixture(t, be, Options{Jobs: 1})
+		be.left.Store(left)
+		be.armed.Store(true)
+		if err := c.Move(ctx, "tree", "moved"); err == nil {
+			t.Fatal("no kill point moved a file without finishing")
+		}
+		be.armed.Store(false)
+		other, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+		other.BreakLocks(ctx)
+		moved := ""
+		for rel := range want {
+			if _, err := other.List(ctx, "tree/"+rel, false); err == nil {
+				continue
+			}
+			dd, dn, _ := other.encFile("moved/" + rel)
+			if _, err := be.Stat(ctx, dd, dn+keySuffix); err == nil {
+				moved = rel
+				break
+			}
+		}
+		if moved == "" {
+			other.Close()
+			continue
+		}
+		local := filepath.Join(t.TempDir(), filepath.Base(moved))
+		write(t, local, []byte("newer"))
+		mustPut(t, other, local, filepath.Dir(filepath.Join("moved", moved)))
+		other.Close()
+
+		next, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+		defer next.Close()
+		err := next.Move(ctx, "tree", "moved")
+		if err == nil || !strings.Contains(err.Error(), "tree/"+moved) {
+			t.Fatalf("killed after %d changes, mv again with moved/%s stored anew: %v", left, moved, err)
+		}
+		ents, err := next.List(ctx, filepath.Dir(filepath.Join("tree", moved)), false)
+		if err != nil || len(ents) == 0 {
+			t.Fatalf("ls of tree/%s's folder: %v %v", moved, ents, err)
+		}
+		for path, w := range map[string]string{"tree/" + moved: want[moved], "moved/" + moved: "newer"} {
+			out := filepath.Join(t.TempDir(), "o")
+			if _, err := next.Get(ctx, path, out); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if b, _ := os.ReadFile(out); string(b) != w {
+				t.Fatalf("%s = %q, want %q", path, b, w)
+			}
+		}
+		if res, err := next.Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 {
+			t.Fatalf("check: %+v %v", res, err)
+		}
+		return
+	}
+	t.Fatal("no kill point left a moved file")
+}

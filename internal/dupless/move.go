@@ -94,7 +94,13 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 			return err
 		case done:
 			return nil
-		case srcErr != nil:
+		}
+		// Another file, or src's older version (another device stored src anew since): a
+		// killed mv's record at dst stays, listed (listUnlisted).
+		if err := c.listUnlisted(ctx, dst); err != nil {
+			return err
+		}
+		if srcErr != nil {
 			return srcErr
 		}
 		return exists
@@ -341,10 +347,10 @@ func (c *Client) sameRecord(ctx context.Context, p, q string) (bool, error) {
 }
 
 // listUnlisted lists, in this command's root, the record of the file path when the root
-// lists none there and it opens under its path: a killed mv's, which moved it there and
-// deleted the source before another device stored a new file at the source. Found by
-// review: kept in the destination by the rerun, it was listed by no root (unreadable, and
-// no later rerun adopted it, the source being listed again).
+// lists none there and it opens under its path: a killed mv's, which moved it there (and
+// maybe deleted the source) before another device stored a new file at the source. Found
+// by review: kept in the destination by the rerun, it was listed by no root (unreadable,
+// its reads saying to run the command again, and no later rerun adopted it).
 func (c *Client) listUnlisted(ctx context.Context, path string) error {
 	d, n, err := c.encFile(path)
 	if err != nil {

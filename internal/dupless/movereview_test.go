@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // A killed mv moved some files (unpublished) and deleted them from the source; another
@@ -245,4 +246,57 @@ func TestMoveRerunAfterPutIntoDestKeepsSource(t *testing.T) {
 		return
 	}
 	t.Fatal("no kill point left a moved file")
+}
+
+// A file's mv killed between its two steps, then another device stores a new version of
+// the source: the rerun refuses the destination as existing, and the destination, which
+// holds the source's old version, is listed (found by review: it was listed by no root,
+// its reads said to run the command again, and that said it exists).
+func TestFileMoveRerunAfterSourceStoredAnew(t *testing.T) {
+	fastRetries(t)
+	for left := int64(0); left < 12; left++ {
+		be := &killBE{Backend: newBackend(t)}
+		c, master, want := moveTreeFixture(t, be, Options{})
+		be.left.Store(left)
+		be.armed.Store(true)
+		err := c.Move(ctx, "tree/a", "tree/z")
+		be.armed.Store(false)
+		if err == nil {
+			t.Fatal("no kill point between the two steps")
+		}
+		other, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+		other.BreakLocks(ctx)
+		dd, dn, _ := other.encFile("tree/z")
+		sd, sn, _ := other.encFile("tree/a")
+		_, zerr := be.Stat(ctx, dd, dn+keySuffix)
+		_, aerr := be.Stat(ctx, sd, sn+keySuffix)
+		if zerr != nil || aerr != nil {
+			other.Close()
+			continue
+		}
+		local := filepath.Join(t.TempDir(), "a")
+		write(t, local, []byte("newer"))
+		mustPut(t, other, local, "tree")
+		other.Close()
+
+		next, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+		defer next.Close()
+		if err := next.Move(ctx, "tree/a", "tree/z"); !errors.Is(err, storage.ErrExists) {
+			t.Fatalf("mv again: %v", err)
+		}
+		for path, w := range map[string]string{"tree/a": "newer", "tree/z": want["a"]} {
+			out := filepath.Join(t.TempDir(), "o")
+			if _, err := next.Get(ctx, path, out); err != nil {
+				t.Fatalf("killed after %d changes: %s: %v", left, path, err)
+			}
+			if b, _ := os.ReadFile(out); string(b) != w {
+				t.Fatalf("%s = %q, want %q", path, b, w)
+			}
+		}
+		if res, err := next.Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 {
+			t.Fatalf("check: %+v %v", res, err)
+		}
+		return
+	}
+	t.Fatal("no kill point between the two steps")
 }

@@ -39,7 +39,8 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 // ResumeMove finishes a Move from src to dst that was interrupted, as Move run again
 // does, also when dst holds no move mark (an mv of an older veil, or a mark lost): it moves
 // what is left of src into the folder dst. A file dst already holds in another version
-// stays in src, reported; nothing is overwritten. With src gone it only makes sure the
+// stays in src, reported, as does an entry dst holds as the other kind (a file where src
+// has a folder, or the reverse); nothing is overwritten. dst may not hold src. With src gone it only makes sure the
 // tree root lists what the interrupted mv moved.
 func (c *Client) ResumeMove(ctx context.Context, src, dst string) error {
 	return c.move(ctx, src, dst, true)

@@ -431,6 +431,12 @@ func (c *Client) finishFile(ctx context.Context, src, dst string, srcExists bool
 	if _, listed := c.rootHash(p); !srcExists && !listed {
 		return false, nil
 	}
+	// Both listed: two files, however alike (an interrupted mv publishes no state with
+	// both: moveRecord's second step outlives a Ctrl-C, and a kill publishes neither).
+	// Found by review: mv of a file onto an identical stored one removed the source.
+	if _, listed := c.rootHash(q); srcExists && listed {
+		return false, nil
+	}
 	same, err := c.sameRecord(ctx, p, q)
 	if err != nil || !same {
 		return false, err
@@ -457,7 +463,9 @@ func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
 	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
 		return err
 	}
-	_, err = c.deleteRecord(ctx, sd, sn+keySuffix)
+	// Once written, the old record goes even if the command is interrupted: a Ctrl-C
+	// between the two steps would publish both, as two files (finishFile).
+	_, err = c.deleteRecord(context.WithoutCancel(ctx), sd, sn+keySuffix)
 	return err
 }
 

@@ -1,11 +1,15 @@
 package dupless
 
 import (
+	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
@@ -299,4 +303,82 @@ func TestFileMoveRerunAfterSourceStoredAnew(t *testing.T) {
 		return
 	}
 	t.Fatal("no kill point between the two steps")
+}
+
+// mv of a file onto a stored file with the same record (same content, time and mode) is
+// refused as onto any other file, and the source stays (found by review: taken for an mv
+// cut off between its two steps, the source was removed and the mv said it was done).
+func TestFileMoveOntoIdenticalFileRefused(t *testing.T) {
+	c := newClient(t, newBackend(t), mle.LocalKeys{})
+	dir := t.TempDir()
+	for _, p := range []string{"x/f", "y/f"} {
+		write(t, filepath.Join(dir, p), []byte("same"))
+		if err := os.Chtimes(filepath.Join(dir, p), time.Unix(1e9, 0), time.Unix(1e9, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPut(t, c, filepath.Join(dir, "x"), "")
+	mustPut(t, c, filepath.Join(dir, "y"), "")
+	if err := c.Move(ctx, "x/f", "y/f"); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("mv onto an identical file: %v", err)
+	}
+	if es, err := c.List(ctx, "x/f", false); err != nil || len(es) != 1 {
+		t.Fatalf("x/f after the refused mv: %v %v", es, err)
+	}
+}
+
+// cancelBE cancels a context once a record (.key) is stored, while armed.
+type cancelBE struct {
+	storage.Backend
+	armed  atomic.Bool
+	cancel func()
+}
+
+func (b *cancelBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
+	err := b.Backend.Put(ctx, d, n, r, s)
+	if err == nil && strings.HasSuffix(n, keySuffix) && b.armed.Swap(false) {
+		b.cancel()
+	}
+	return err
+}
+
+// Move and Delete fail on a cancelled context, as a request to a remote service does.
+func (b *cancelBE) Move(ctx context.Context, sd, sn, dd, dn string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.Backend.Move(ctx, sd, sn, dd, dn)
+}
+
+func (b *cancelBE) Delete(ctx context.Context, d, n string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.Backend.Delete(ctx, d, n)
+}
+
+// A file's mv interrupted (Ctrl-C) once its new record is written still removes the old
+// one: it never publishes both, which a rerun would take for two files.
+func TestFileMoveCancelledBetweenSteps(t *testing.T) {
+	be := &cancelBE{Backend: newBackend(t)}
+	c := newClient(t, be, mle.LocalKeys{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "x", "f"), []byte("f"))
+	mustPut(t, c, filepath.Join(dir, "x"), "")
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	be.cancel = cancel
+	be.armed.Store(true)
+	if err := c.Move(cctx, "x/f", "x/g"); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if err := c.Move(ctx, "x/f", "x/g"); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("mv again: %v", err)
+	}
+	if _, err := c.List(ctx, "x/f", false); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("x/f after the mv: %v", err)
+	}
+	if es, err := c.List(ctx, "x/g", false); err != nil || len(es) != 1 {
+		t.Fatalf("x/g: %v %v", es, err)
+	}
 }

@@ -188,7 +188,7 @@ and running the same mv again finishes it: it moves what is left of SRC into DES
 folder's mv leaves a small mark on the storage until it is done, by which it knows DEST
 as its own). --resume does that without the mark (an mv of an older veil): it moves what
 is left of the folder SRC into the existing folder DEST, and leaves in SRC, reported, any
-file DEST holds in another version. A long mv reports progress on stderr every 100
+file DEST holds in another version, and any folder DEST holds as a file (or the reverse). A long mv reports progress on stderr every 100
 entries (when stderr is a terminal, or with --progress). mv runs alone, as rm does:
 beside another command of yours on the same storage, one of the two stops with "another
 veil command holds a conflicting lock".

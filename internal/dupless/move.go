@@ -39,7 +39,8 @@ func (c *Client) Move(ctx context.Context, src, dst string) error {
 // ResumeMove finishes a Move from src to dst that was interrupted, as Move run again
 // does, also when dst holds no move mark (an mv of an older veil, or a mark lost): it moves
 // what is left of src into the folder dst. A file dst already holds in another version
-// stays in src, reported; nothing is overwritten. With src gone it only makes sure the
+// stays in src, reported, as does an entry dst holds as the other kind (a file where src
+// has a folder, or the reverse); nothing is overwritten. dst may not hold src. With src gone it only makes sure the
 // tree root lists what the interrupted mv moved.
 func (c *Client) ResumeMove(ctx context.Context, src, dst string) error {
 	return c.move(ctx, src, dst, true)
@@ -52,6 +53,9 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 	}
 	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
 		return fmt.Errorf("cannot move %s into itself", src)
+	}
+	if strings.HasPrefix(src, dst+"/") { // no mv of veil's left it: a resume would flatten src into it
+		return fmt.Errorf("cannot move %s into %s, which holds it", src, dst)
 	}
 	unlock, err := c.lockRemoving(ctx)
 	if err != nil {
@@ -91,7 +95,13 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 			return err
 		case done:
 			return nil
-		case srcErr != nil:
+		}
+		// Another file, or src's older version (another device stored src anew since): a
+		// killed mv's record at dst stays, listed (listUnlisted).
+		if err := c.listUnlisted(ctx, dst); err != nil {
+			return err
+		}
+		if srcErr != nil {
 			return srcErr
 		}
 		return exists
@@ -154,11 +164,23 @@ func (c *Client) hasMark(ctx context.Context, name string) (bool, error) {
 // false when src is gone already.
 func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark string, resuming, srcExists bool) error {
 	var files, dirs []string
+	var kept []string // what dst holds in another version or kind: left in src
 	seen := map[string]bool{}
 	if srcExists {
 		err := c.walk(ctx, src, true, func(rel string, isDir bool, encDir, objName string) error {
 			seen[storage.Join(encDir, objName)] = true
+			if below(rel, kept) {
+				return nil
+			}
 			if isDir {
+				if resuming {
+					if k, err := c.kindOf(ctx, joinPath(dst, rel)); err == nil && k != typeDir {
+						kept = append(kept, rel) // a folder where dst holds a file: not below it
+						return nil
+					} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+						return err
+					}
+				}
 				dirs = append(dirs, rel)
 				return c.copyDirMeta(ctx, joinPath(src, rel), joinPath(dst, rel))
 			}
@@ -170,15 +192,16 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 		}
 	}
 	if resuming {
-		if err := c.adoptMoved(ctx, encSrc, encDst, seen); err != nil {
+		back, err := c.adoptMoved(ctx, src, encSrc, encDst, seen)
+		if err != nil {
 			return err
 		}
+		kept = append(kept, back...)
 	}
 	if c.opts.Events.Total != nil {
 		c.opts.Events.Total(len(files), 0)
 	}
 	var mu sync.Mutex
-	var kept []string // files dst holds in another version: left in src
 	err := c.parallel(ctx, len(files), func(ctx context.Context, i int) error {
 		from, to := joinPath(src, files[i]), joinPath(dst, files[i])
 		if resuming {
@@ -193,10 +216,21 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 				c.event(to, nil)
 				return nil
 			case found:
+				if err := c.listUnlisted(ctx, to); err != nil {
+					return err
+				}
 				mu.Lock()
 				kept = append(kept, files[i])
 				mu.Unlock()
 				return nil
+			}
+			if k, err := c.kindOf(ctx, to); err == nil && k == typeDir { // a file where dst holds a folder
+				mu.Lock()
+				kept = append(kept, files[i])
+				mu.Unlock()
+				return nil
+			} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
 			}
 		}
 		if err := c.moveRecord(ctx, from, to); err != nil {
@@ -217,7 +251,7 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 		}
 	}
 	if len(kept) > 0 {
-		return fmt.Errorf("moved what was left of %s into %s, except %s %s holds in another version (first: %s), kept in %s: "+
+		return fmt.Errorf("moved what was left of %s into %s, except %s %s holds in another version or kind (first: %s), kept in %s: "+
 			"remove or rename one of each pair, then run this mv again", src, dst, words.Count(len(kept), "file", "files"), dst, joinPath(src, minString(kept)), src)
 	}
 	// The root first: a mark deleted before it, a mv killed in between would leave what it
@@ -313,12 +347,42 @@ func (c *Client) sameRecord(ctx context.Context, p, q string) (bool, error) {
 	return true, nil
 }
 
+// listUnlisted lists, in this command's root, the record of the file path when the root
+// lists none there and it opens under its path: a killed mv's, which moved it there (and
+// maybe deleted the source) before another device stored a new file at the source. Found
+// by review: kept in the destination by the rerun, it was listed by no root (unreadable,
+// its reads saying to run the command again, and no later rerun adopted it).
+func (c *Client) listUnlisted(ctx context.Context, path string) error {
+	d, n, err := c.encFile(path)
+	if err != nil {
+		return err
+	}
+	q := storage.Join(d, n+keySuffix)
+	if _, listed := c.rootHash(q); listed {
+		return nil
+	}
+	b, err := c.getObject(ctx, d, n+keySuffix)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := c.keys.openRecord(b, q); err == nil {
+		c.noteRecord(q, b)
+	}
+	return nil
+}
+
 // adoptMoved lists, in this command's root, what a killed mv from encSrc to encDst moved
 // before it could publish its root: every record the root lists below encSrc that is gone
 // from there (seen: what the walk found there) and whose copy, the same record, is at its
-// place below encDst. Any other record the root lists and the storage lacks stays listed,
-// for check to report.
-func (c *Client) adoptMoved(ctx context.Context, encSrc, encDst string, seen map[string]bool) error {
+// place below encDst. A file whose place below encDst holds another version (another
+// device stored one there since) goes back to its place below src, from its kept version,
+// and is returned (relative to src) as kept; found by review: the rerun said it was done,
+// and the file, listed below src, was in no folder ls showed. Any other record the root
+// lists and the storage lacks stays listed, for check to report.
+func (c *Client) adoptMoved(ctx context.Context, src, encSrc, encDst string, seen map[string]bool) (back []string, err error) {
 	for _, p := range c.rootPaths(encSrc) {
 		if seen[p] {
 			continue
@@ -327,18 +391,27 @@ func (c *Client) adoptMoved(ctx context.Context, encSrc, encDst string, seen map
 		if _, err := c.be.Stat(ctx, pd, pn); err == nil {
 			continue // still there: src's own record, moved below
 		} else if !errors.Is(err, storage.ErrNotFound) {
-			return err
+			return nil, err
 		}
 		q := encDst + strings.TrimPrefix(p, encSrc)
 		same, err := c.sameRecord(ctx, p, q)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		if same {
+		switch {
+		case same:
 			c.noteDeleted(p)
+		case err == nil && !isDirMeta(p): // another version at q
+			r, err := c.readRecord(ctx, pd, pn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.describe(p), err)
+			}
+			if _, err := c.writeRecord(ctx, pd, pn, r); err != nil {
+				return nil, err
+			}
+			back = append(back, strings.TrimPrefix(c.describe(p), src+"/"))
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return nil, err
 		}
 	}
-	return nil
+	return back, nil
 }
 
 // finishFile finishes the mv of the file src to dst, which exists: when dst holds the same
@@ -356,6 +429,12 @@ func (c *Client) finishFile(ctx context.Context, src, dst string, srcExists bool
 	}
 	p, q := storage.Join(sd, sn+keySuffix), storage.Join(dd, dn+keySuffix)
 	if _, listed := c.rootHash(p); !srcExists && !listed {
+		return false, nil
+	}
+	// Both listed: two files, however alike (an interrupted mv publishes no state with
+	// both: moveRecord's second step outlives a Ctrl-C, and a kill publishes neither).
+	// Found by review: mv of a file onto an identical stored one removed the source.
+	if _, listed := c.rootHash(q); srcExists && listed {
 		return false, nil
 	}
 	same, err := c.sameRecord(ctx, p, q)
@@ -384,7 +463,9 @@ func (c *Client) moveRecord(ctx context.Context, src, dst string) error {
 	if _, err := c.writeRecord(ctx, dd, dn+keySuffix, r); err != nil {
 		return err
 	}
-	_, err = c.deleteRecord(ctx, sd, sn+keySuffix)
+	// Once written, the old record goes even if the command is interrupted: a Ctrl-C
+	// between the two steps would publish both, as two files (finishFile).
+	_, err = c.deleteRecord(context.WithoutCancel(ctx), sd, sn+keySuffix)
 	return err
 }
 
@@ -409,6 +490,16 @@ func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
 	}
 	_, err = c.writeRecord(ctx, de, dirMetaName, r)
 	return err
+}
+
+// below reports whether the relative path rel is one of dirs or below one.
+func below(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // minString returns the least of ss (not empty).

@@ -188,14 +188,28 @@ func (c *Client) excludedStored(plain, base string) bool {
 }
 
 // stillGone keeps the removals whose local path (below local, which is stored as stored)
-// is still absent.
-func stillGone(gone []Change, local, stored string) []Change {
+// is still absent; of a folder that is a folder locally again, the removals below it
+// (changes) that are still absent. Found by review: a folder made again dropped its whole
+// removal, and what was gone from it stayed stored, the sync reporting success.
+func stillGone(gone, changes []Change, local, stored string) []Change {
 	var out []Change
 	for _, g := range gone {
 		rel := strings.TrimPrefix(strings.TrimPrefix(g.Path, stored), "/")
-		if _, err := os.Lstat(filepath.Join(local, filepath.FromSlash(rel))); errors.Is(err, fs.ErrNotExist) {
+		fi, err := os.Lstat(filepath.Join(local, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
 			out = append(out, g)
+			continue
 		}
+		if err != nil || !g.IsDir || !fi.IsDir() {
+			continue
+		}
+		var below []Change // one per folder, as gone
+		for _, ch := range changes {
+			if ch.Kind == "removed" && strings.HasPrefix(ch.Path, g.Path+"/") && !coveredBy(ch.Path, below) {
+				below = append(below, ch)
+			}
+		}
+		out = append(out, stillGone(below, changes, local, stored)...)
 	}
 	return out
 }
@@ -275,7 +289,7 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	// What is local again by then (its put stored it) is not removed: found by review, an
 	// editor's save by rename between the diff and the put's walk lost the file.
 	c.putThen = func(ctx context.Context) (err error) {
-		res.Removed, err = c.removeAll(ctx, stillGone(gone, local, stored), changes)
+		res.Removed, err = c.removeAll(ctx, stillGone(gone, changes, local, stored), changes)
 		return err
 	}
 	res.Put, err = c.Put(ctx, []string{local}, dest)

@@ -153,3 +153,40 @@ func TestQuotaRefusedLinkLeavesNoOrphan(t *testing.T) {
 		checkNoLeftovers(t, s, "alice", used)
 	})
 }
+
+// A batch whose large object's transaction is refused whatever the quota (a condition
+// that does not hold, another object's name a directory or under a file) is refused
+// before that object's content reaches the blob store: before, each such batch of a user
+// with a quota left it behind (any number of orphans, each up to the free quota).
+func TestQuotaRefusedBatchLeavesNoOrphan(t *testing.T) {
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		s := newService(t, Config{})
+		ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
+		if err := ns.Create(t.Context(), "d/sub"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ns.Put(t.Context(), "", "f", bytes.NewReader([]byte("x")), 1); err != nil {
+			t.Fatal(err)
+		}
+		used, _, _ := accountOf(t, s, "alice")
+		wrong := [32]byte{1}
+		for i, c := range []struct {
+			obj  storage.Object
+			want error
+		}{
+			{storage.Object{Name: "f", Absent: true}, storage.ErrExists},
+			{storage.Object{Name: "f", Data: []byte("y"), Create: true}, storage.ErrExists},
+			{storage.Object{Name: "f", Data: []byte("y"), Match: &wrong}, storage.ErrChanged},
+			{storage.Object{Name: "new", Data: []byte("y"), Match: &wrong}, storage.ErrChanged},
+			{storage.Object{Dir: "d", Name: "sub", Data: []byte("y")}, storage.ErrIsDir},
+			{storage.Object{Dir: "f", Name: "y", Data: []byte("y")}, storage.ErrNotDir},
+		} {
+			data := randBytes(uint64(200+i), 200<<10) // 6 x 200 KiB: more than the quota
+			err := ns.PutBatch(t.Context(), []storage.Object{{Dir: "b", Name: "big", Data: data}, c.obj})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("batch with %+v: %v, want %v", c.obj, err, c.want)
+			}
+		}
+		checkNoLeftovers(t, s, "alice", used)
+	})
+}

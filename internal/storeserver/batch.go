@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -76,26 +75,8 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if large >= 0 { // a blob of its own, held from gc until the transaction references it
 		o := objs[large]
 		var err error
-		// The conditions and the other objects' paths are checked in the reservation's
-		// read too: a batch its transaction refuses whatever the quota would leave the
-		// large object's content behind, as many times as it is sent.
-		pre := func(t metaTx) error {
-			if err := n.batchConds(t, objs); err != nil {
-				return err
-			}
-			for i, o := range objs {
-				if !o.Absent {
-					if _, err := n.linkCost(t, o.Dir, o.Name, 0); err != nil {
-						return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), err)
-					}
-				}
-			}
-			return nil
-		}
-		if r, err = n.reserve(ctx, o.Dir, o.Name, int64(len(o.Data)), true, pre); errors.Is(err, storage.ErrQuota) {
+		if r, err = n.reserve(ctx, o.Dir, o.Name, int64(len(o.Data)), true); err != nil {
 			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
-		} else if err != nil {
-			return fmt.Errorf("put batch: %w", err) // pre's: names the object
 		}
 		defer r.release()
 		sum, size, pin, err := s.spool(ctx, bytes.NewReader(o.Data), nil)
@@ -107,8 +88,19 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
 		r.charging(t)
-		if err := n.batchConds(t, objs); err != nil { // first, in the same transaction: all or nothing
-			return err
+		for i, o := range objs { // conditions first, in the same transaction: all or nothing
+			if !o.Create && !o.Absent && o.Match == nil {
+				continue
+			}
+			e, ok, err := t.entry(n.user, o.Dir, o.Name)
+			switch {
+			case err != nil:
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), err)
+			case o.Match == nil && ok:
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), storage.ErrExists)
+			case o.Match != nil && (!ok || e.isDir() || e.hash != *o.Match):
+				return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), storage.ErrChanged)
+			}
 		}
 		for i, link := range links {
 			if link == nil { // an absent condition
@@ -125,25 +117,6 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	s.metrics.observe("batch", total, start)
 	s.metrics.batch.Observe(float64(len(objs)))
-	return nil
-}
-
-// batchConds checks the conditions of a batch's objects against what is stored.
-func (n *Namespace) batchConds(t metaTx, objs []storage.Object) error {
-	for i, o := range objs {
-		if !o.Create && !o.Absent && o.Match == nil {
-			continue
-		}
-		e, ok, err := t.entry(n.user, o.Dir, o.Name)
-		switch {
-		case err != nil:
-			return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), err)
-		case o.Match == nil && ok:
-			return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), storage.ErrExists)
-		case o.Match != nil && (!ok || e.isDir() || e.hash != *o.Match):
-			return fmt.Errorf("batch object %d (%s): %w", i, storage.Join(o.Dir, o.Name), storage.ErrChanged)
-		}
-	}
 	return nil
 }
 

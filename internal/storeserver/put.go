@@ -33,7 +33,7 @@ func (n *Namespace) Put(ctx context.Context, dir, name string, r io.Reader, size
 		return fmt.Errorf("put %s: %d bytes, limit %d: %w", what, size, s.cfg.MaxObjectSize, storage.ErrTooLarge)
 	}
 	if size > InlineMax { // refused before reading: nothing written, nothing left behind
-		if _, err := n.reserve(ctx, dir, name, size, false, nil); err != nil {
+		if _, err := n.reserve(ctx, dir, name, size, false); err != nil {
 			return fmt.Errorf("put %s: %w", what, err)
 		}
 	}
@@ -72,7 +72,7 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 	var r *reservation
 	defer func() { r.release() }() // after the transaction: its bytes are in the user's usage
 	sum, got, pin, err := n.s.spool(ctx, body, func(size int64) (err error) {
-		r, err = n.reserve(ctx, dir, name, size, true, nil)
+		r, err = n.reserve(ctx, dir, name, size, true)
 		return err
 	})
 	if err != nil {

@@ -179,18 +179,16 @@ func (n *Namespace) claimUnbounded() *reservation {
 }
 
 // reserve refuses, before any content reaches the blob store, a put of size bytes to
-// dir/name that the user's quota cannot take with the reservations and claims in flight,
-// or that its transaction would refuse whatever the quota (linkCost; pre, if not nil,
-// checks the rest of a batch in the same read); with keep it holds what the put will
-// charge until release (after the transaction: the reservation is nil when it charges
-// nothing). The transaction still checks exactly; the answer depends on the user's own
-// usage only.
-func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, keep bool, pre func(metaTx) error) (*reservation, error) {
+// dir/name that the user's quota cannot take with the reservations and claims in flight;
+// with keep it holds what the put will charge until release (after the transaction:
+// the reservation is nil when it charges nothing). The transaction still checks exactly;
+// the answer depends on the user's own usage only.
+func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, keep bool) (*reservation, error) {
 	if !n.hasQuota() {
 		return nil, nil
 	}
 	for {
-		r, wait, err := n.tryReserve(ctx, dir, name, size, keep, pre)
+		r, wait, err := n.tryReserve(ctx, dir, name, size, keep)
 		if wait == nil {
 			return r, err
 		}
@@ -205,7 +203,7 @@ func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, k
 // tryReserve is reserve, or a channel to wait on before trying again while a claim
 // without a bound is in flight (one registered during the read is still in flight at
 // the end of it: its release waits for quotaMu).
-func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64, keep bool, pre func(metaTx) error) (*reservation, <-chan struct{}, error) {
+func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64, keep bool) (*reservation, <-chan struct{}, error) {
 	s := n.s
 	s.quotaMu.Lock() // held over the read: a commit then release cannot slip between them
 	defer s.quotaMu.Unlock()
@@ -219,11 +217,6 @@ func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64
 			return err // a missing user: the transaction answers
 		}
 		used, quota = u.used+m, u.quota
-		if pre != nil {
-			if err := pre(t); err != nil {
-				return err
-			}
-		}
 		need, err = n.linkCost(t, dir, name, size)
 		return err
 	})

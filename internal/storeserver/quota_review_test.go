@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
 )
 
 // failBlobs fails every blob store commit of content whose first byte is 0xEE: an upload
@@ -148,6 +149,33 @@ func TestQuotaRefusedLinkLeavesNoOrphan(t *testing.T) {
 				if !errors.Is(err, c.want) {
 					t.Fatalf("batch %s/%s: %v, want %v", c.dir, c.name, err, c.want)
 				}
+			}
+		}
+		checkNoLeftovers(t, s, "alice", used)
+	})
+}
+
+// A large put into a directory holding MaxDirEntries entries (or whose path would add an
+// entry to one) is refused before its content reaches the blob store: before, each such
+// put of a user with a quota left its content behind, any number of times.
+func TestQuotaFullDirectoryLeavesNoOrphan(t *testing.T) {
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		s := newService(t, Config{Limits: Limits{MaxDirEntries: 2}})
+		ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
+		for _, p := range [][2]string{{"", "f"}, {"d", "a"}, {"d", "b"}} { // "" holds d and f
+			if err := ns.Put(t.Context(), p[0], p[1], bytes.NewReader([]byte("x")), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		used, _, _ := accountOf(t, s, "alice")
+		for i, p := range [][2]string{{"d", "c"}, {"e", "c"}, {"d", "e"}} {
+			data := randBytes(uint64(300+i), 200<<10) // 3 x 200 KiB: more than the quota
+			if err := ns.Put(t.Context(), p[0], p[1], bytes.NewReader(data), -1); !errors.Is(err, storewire.ErrLimit) {
+				t.Fatalf("put %s/%s, a new entry in a full directory: %v", p[0], p[1], err)
+			}
+			err := ns.PutBatch(t.Context(), []storage.Object{{Dir: p[0], Name: p[1], Data: data}})
+			if !errors.Is(err, storewire.ErrLimit) {
+				t.Fatalf("batch %s/%s, a new entry in a full directory: %v", p[0], p[1], err)
 			}
 		}
 		checkNoLeftovers(t, s, "alice", used)

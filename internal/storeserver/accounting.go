@@ -89,12 +89,9 @@ func (n *Namespace) charge(t metaTx, data, meta int64) error {
 // addEntry accounts a new entry dir/name: one more in dir (within MaxDirEntries) and its
 // metadata bytes against the quota.
 func (n *Namespace) addEntry(t metaTx, dir, name string) error {
-	have, err := t.dirCount(n.user, dir)
+	have, err := n.roomIn(t, dir)
 	if err != nil {
 		return err
-	}
-	if lim := int64(n.s.cfg.Limits.MaxDirEntries); have >= lim {
-		return limitErr("directory %.64q has %d entries, limit %d", dir, have, lim)
 	}
 	if err := t.setDirCount(n.user, dir, have+1); err != nil {
 		return err

@@ -261,6 +261,9 @@ func (s *Service) unbounded(user string) <-chan struct{} {
 
 // linkCost is what linking size bytes at dir/name will charge (link): the content, less
 // the content it replaces, plus the names of the entry and of the directories it makes.
+// A link refused whatever the quota (dir/name is a directory, a file stands in dir's
+// path, or the directory it adds an entry to is full) fails here as link would: its content would otherwise be left in the blob store,
+// as many times as it is put.
 func (n *Namespace) linkCost(t metaTx, dir, name string, size int64) (int64, error) {
 	need := size
 	old, ok, err := t.entry(n.user, dir, name)
@@ -270,19 +273,36 @@ func (n *Namespace) linkCost(t metaTx, dir, name string, size int64) (int64, err
 	case ok && !old.isDir():
 		return need - old.size, nil // its directories exist
 	case ok:
-		return need, nil // a directory: link refuses it
+		return 0, storage.ErrIsDir
 	}
 	need += metaCost(dir, name)
 	parent := ""
 	for i, c := range splitDir(dir) {
-		if _, ok, err := t.entry(n.user, parent, c); err != nil {
+		if e, ok, err := t.entry(n.user, parent, c); err != nil {
 			return 0, err
 		} else if !ok {
-			return need + dirCost(dir, i), nil
+			_, err := n.roomIn(t, parent)
+			return need + dirCost(dir, i), err
+		} else if !e.isDir() {
+			return 0, fmt.Errorf("%q is a file: %w", storage.Join(parent, c), storage.ErrNotDir)
 		}
 		parent = storage.Join(parent, c)
 	}
-	return need, nil
+	_, err = n.roomIn(t, dir)
+	return need, err
+}
+
+// roomIn returns how many entries dir holds, and fails unless one more fits
+// (MaxDirEntries).
+func (n *Namespace) roomIn(t metaTx, dir string) (int64, error) {
+	have, err := t.dirCount(n.user, dir)
+	if err != nil {
+		return 0, err
+	}
+	if lim := int64(n.s.cfg.Limits.MaxDirEntries); have >= lim {
+		return 0, limitErr("directory %.64q has %d entries, limit %d", dir, have, lim)
+	}
+	return have, nil
 }
 
 // claimCost bounds what linking size bytes at dir/name may charge.

@@ -207,15 +207,7 @@ func TestResumeMoveWithoutMark(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "except 1 file y holds") || !strings.Contains(err.Error(), "x/a") {
 		t.Fatalf("resume onto a different file: %v", err)
 	}
-	for path, w := range map[string]string{"x/a": "mine", "y/a": "theirs", "y/b": "b"} {
-		out := filepath.Join(t.TempDir(), "o")
-		if _, err := c.Get(ctx, path, out); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if b, _ := os.ReadFile(out); string(b) != w {
-			t.Fatalf("%s = %q, want %q", path, b, w)
-		}
-	}
+	storedAre(t, c, map[string]string{"x/a": "mine", "y/a": "theirs", "y/b": "b"})
 }
 
 // A file's mv cut off between writing the new record and deleting the old one finishes

@@ -23,45 +23,10 @@ import (
 func TestMoveRerunAfterPutIntoSourceListsMoved(t *testing.T) {
 	fastRetries(t)
 	for left := int64(4); left < 40; left++ {
-		be := &killBE{Backend: newBackend(t)}
-		c, master, want := moveTreeFixture(t, be, Options{Jobs: 1})
-		be.left.Store(left)
-		be.armed.Store(true)
-		err := c.Move(ctx, "tree", "moved")
-		be.armed.Store(false)
-		if err == nil {
-			t.Fatalf("no kill point moved a file without finishing")
-		}
-		other, err := New(be, master, Options{Keys: mle.LocalKeys{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		other.BreakLocks(ctx)
-		moved := ""
-		for rel := range want {
-			if _, err := other.List(ctx, "tree/"+rel, false); err == nil {
-				continue
-			}
-			dd, dn, _ := other.encFile("moved/" + rel)
-			if _, err := be.Stat(ctx, dd, dn+keySuffix); err == nil {
-				moved = rel
-				break
-			}
-		}
-		if moved == "" {
-			other.Close()
+		next, want, moved := killedMoveThenPut(t, left, "tree")
+		if next == nil {
 			continue
 		}
-		local := filepath.Join(t.TempDir(), filepath.Base(moved))
-		write(t, local, []byte("newer"))
-		mustPut(t, other, local, filepath.Dir(filepath.Join("tree", moved)))
-		other.Close()
-
-		next, err := New(be, master, Options{Keys: mle.LocalKeys{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer next.Close()
 		if err := next.Move(ctx, "tree", "moved"); err == nil {
 			t.Fatalf("mv again over a file stored anew: no error")
 		}
@@ -103,15 +68,7 @@ func TestResumeMoveFolderOntoFile(t *testing.T) {
 	if res, err := c.Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 {
 		t.Fatalf("check: %+v %v", res, err)
 	}
-	for path, w := range map[string]string{"x/a/f": "folder's file", "y/a": "a file", "y/b": "b"} {
-		out := filepath.Join(t.TempDir(), "o")
-		if _, err := c.Get(ctx, path, out); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if b, _ := os.ReadFile(out); string(b) != w {
-			t.Fatalf("%s = %q, want %q", path, b, w)
-		}
-	}
+	storedAre(t, c, map[string]string{"x/a/f": "folder's file", "y/a": "a file", "y/b": "b"})
 }
 
 // The reverse: x holds a file a, y a folder a; the file stays in x.
@@ -195,38 +152,10 @@ func TestMoveRerunKilledTwice(t *testing.T) {
 func TestMoveRerunAfterPutIntoDestKeepsSource(t *testing.T) {
 	fastRetries(t)
 	for left := int64(4); left < 40; left++ {
-		be := &killBE{Backend: newBackend(t)}
-		c, master, want := moveTreeFixture(t, be, Options{Jobs: 1})
-		be.left.Store(left)
-		be.armed.Store(true)
-		if err := c.Move(ctx, "tree", "moved"); err == nil {
-			t.Fatal("no kill point moved a file without finishing")
-		}
-		be.armed.Store(false)
-		other, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
-		other.BreakLocks(ctx)
-		moved := ""
-		for rel := range want {
-			if _, err := other.List(ctx, "tree/"+rel, false); err == nil {
-				continue
-			}
-			dd, dn, _ := other.encFile("moved/" + rel)
-			if _, err := be.Stat(ctx, dd, dn+keySuffix); err == nil {
-				moved = rel
-				break
-			}
-		}
-		if moved == "" {
-			other.Close()
+		next, want, moved := killedMoveThenPut(t, left, "moved")
+		if next == nil {
 			continue
 		}
-		local := filepath.Join(t.TempDir(), filepath.Base(moved))
-		write(t, local, []byte("newer"))
-		mustPut(t, other, local, filepath.Dir(filepath.Join("moved", moved)))
-		other.Close()
-
-		next, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
-		defer next.Close()
 		err := next.Move(ctx, "tree", "moved")
 		if err == nil || !strings.Contains(err.Error(), "tree/"+moved) {
 			t.Fatalf("killed after %d changes, mv again with moved/%s stored anew: %v", left, moved, err)
@@ -235,15 +164,7 @@ func TestMoveRerunAfterPutIntoDestKeepsSource(t *testing.T) {
 		if err != nil || len(ents) == 0 {
 			t.Fatalf("ls of tree/%s's folder: %v %v", moved, ents, err)
 		}
-		for path, w := range map[string]string{"tree/" + moved: want[moved], "moved/" + moved: "newer"} {
-			out := filepath.Join(t.TempDir(), "o")
-			if _, err := next.Get(ctx, path, out); err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			if b, _ := os.ReadFile(out); string(b) != w {
-				t.Fatalf("%s = %q, want %q", path, b, w)
-			}
-		}
+		storedAre(t, next, map[string]string{"tree/" + moved: want[moved], "moved/" + moved: "newer"})
 		if res, err := next.Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 {
 			t.Fatalf("check: %+v %v", res, err)
 		}
@@ -288,15 +209,7 @@ func TestFileMoveRerunAfterSourceStoredAnew(t *testing.T) {
 		if err := next.Move(ctx, "tree/a", "tree/z"); !errors.Is(err, storage.ErrExists) {
 			t.Fatalf("mv again: %v", err)
 		}
-		for path, w := range map[string]string{"tree/a": "newer", "tree/z": want["a"]} {
-			out := filepath.Join(t.TempDir(), "o")
-			if _, err := next.Get(ctx, path, out); err != nil {
-				t.Fatalf("killed after %d changes: %s: %v", left, path, err)
-			}
-			if b, _ := os.ReadFile(out); string(b) != w {
-				t.Fatalf("%s = %q, want %q", path, b, w)
-			}
-		}
+		storedAre(t, next, map[string]string{"tree/a": "newer", "tree/z": want["a"]})
 		if res, err := next.Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 {
 			t.Fatalf("check: %+v %v", res, err)
 		}
@@ -380,5 +293,66 @@ func TestFileMoveCancelledBetweenSteps(t *testing.T) {
 	}
 	if es, err := c.List(ctx, "x/g", false); err != nil || len(es) != 1 {
 		t.Fatalf("x/g: %v %v", es, err)
+	}
+}
+
+// killedMoveThenPut kills 'mv tree moved' (moveTreeFixture's tree, one file at a time)
+// after left storage changes, then has another device store "newer" at the place, below
+// side ("tree" or "moved"), of a file the killed mv had moved: a fresh client (nil when
+// this kill point moved no file), the tree's contents and the moved file's path below
+// the two folders.
+func killedMoveThenPut(t *testing.T, left int64, side string) (*Client, map[string]string, string) {
+	t.Helper()
+	be := &killBE{Backend: newBackend(t)}
+	c, master, want := moveTreeFixture(t, be, Options{Jobs: 1})
+	be.left.Store(left)
+	be.armed.Store(true)
+	err := c.Move(ctx, "tree", "moved")
+	be.armed.Store(false)
+	if err == nil {
+		t.Fatalf("no kill point moved a file without finishing")
+	}
+	other, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.BreakLocks(ctx)
+	moved := ""
+	for rel := range want {
+		if _, err := other.List(ctx, "tree/"+rel, false); err == nil {
+			continue
+		}
+		dd, dn, _ := other.encFile("moved/" + rel)
+		if _, err := be.Stat(ctx, dd, dn+keySuffix); err == nil {
+			moved = rel
+			break
+		}
+	}
+	if moved == "" {
+		return nil, nil, ""
+	}
+	local := filepath.Join(t.TempDir(), filepath.Base(moved))
+	write(t, local, []byte("newer"))
+	mustPut(t, other, local, filepath.Dir(filepath.Join(side, moved)))
+	next, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Close)
+	return next, want, moved
+}
+
+// storedAre checks that c reads each stored path as its content in want.
+func storedAre(t *testing.T, c *Client, want map[string]string) {
+	t.Helper()
+	for path, w := range want {
+		out := filepath.Join(t.TempDir(), "o")
+		if _, err := c.Get(ctx, path, out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if b, _ := os.ReadFile(out); string(b) != w {
+			t.Fatalf("%s = %q, want %q", path, b, w)
+		}
 	}
 }

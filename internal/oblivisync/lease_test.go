@@ -162,18 +162,7 @@ func TestLeaseTakeOver(t *testing.T) {
 // refuses to start; Adopt sets its journal aside and it then follows the backend; a
 // state that is not behind is not adopted.
 func TestAdopt(t *testing.T) {
-	dir := newBackend(t, 8, 16<<10, 2)
-	stA, stB := t.TempDir(), t.TempDir()
-	a := openW(t, dir, stA)
-	f := must(a.Create(rootIno, "f", 0o644, 0, 0))
-	must(a.Write(f.Ino, 0, []byte("v1")))
-	drain(t, a, 50)
-	must(a.Write(f.Ino, 0, []byte("v3, never synced")))
-	a.Close()
-	b := openW(t, dir, stB)
-	must(b.Write(f.Ino, 0, []byte("v2")))
-	drain(t, b, 50)
-	b.Close()
+	dir, stA, stB, f := behindWriter(t)
 
 	_, err := OpenWriter(dir, testPass, Options{StateDir: stA, UnsafeNoFsync: true})
 	wantErr(t, err, ErrBehind, "adopt --backend")
@@ -186,7 +175,7 @@ func TestAdopt(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rep.SetAside, checkpointName)); err != nil {
 		t.Fatal("old checkpoint not kept:", err)
 	}
-	a = openW(t, dir, stA)
+	a := openW(t, dir, stA)
 	defer a.Close()
 	buf := make([]byte, 16)
 	if n, err := a.Read(f.Ino, 0, buf); err != nil || string(buf[:n]) != "v2" {
@@ -263,18 +252,7 @@ func TestLeaseRecreatedWhenDeleted(t *testing.T) {
 func TestAdoptInterruptedCanBeRerun(t *testing.T) {
 	defer func() { testOnlyAdoptMoved = nil }()
 	for stop := 1; ; stop++ {
-		dir := newBackend(t, 8, 16<<10, 2)
-		stA, stB := t.TempDir(), t.TempDir()
-		a := openW(t, dir, stA)
-		f := must(a.Create(rootIno, "f", 0o644, 0, 0))
-		must(a.Write(f.Ino, 0, []byte("v1")))
-		drain(t, a, 50)
-		must(a.Write(f.Ino, 0, []byte("v3, never synced")))
-		a.Close()
-		b := openW(t, dir, stB)
-		must(b.Write(f.Ino, 0, []byte("v2")))
-		drain(t, b, 50)
-		b.Close()
+		dir, stA, _, f := behindWriter(t)
 
 		moved := 0
 		testOnlyAdoptMoved = func(string) {
@@ -307,4 +285,24 @@ func TestAdoptInterruptedCanBeRerun(t *testing.T) {
 		}
 		w.Close()
 	}
+}
+
+// behindWriter makes a backend whose writer A (state stA) synced "v1" to file f, wrote
+// "v3, never synced" and closed, after which writer B (state stB) synced "v2": A's state
+// is behind the backend.
+func behindWriter(t *testing.T) (dir, stA, stB string, f Attr) {
+	t.Helper()
+	dir = newBackend(t, 8, 16<<10, 2)
+	stA, stB = t.TempDir(), t.TempDir()
+	a := openW(t, dir, stA)
+	f = must(a.Create(rootIno, "f", 0o644, 0, 0))
+	must(a.Write(f.Ino, 0, []byte("v1")))
+	drain(t, a, 50)
+	must(a.Write(f.Ino, 0, []byte("v3, never synced")))
+	a.Close()
+	b := openW(t, dir, stB)
+	must(b.Write(f.Ino, 0, []byte("v2")))
+	drain(t, b, 50)
+	b.Close()
+	return dir, stA, stB, f
 }

@@ -15,15 +15,7 @@ import (
 // on each.
 func matchNodes(t *testing.T) (na, nb *Namespace) {
 	t.Helper()
-	dir := t.TempDir()
-	la, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	la, lb := sharedBlobDir(t)
 	a := newPGService(t, Config{Blobs: la})
 	b := secondNode(t, a, Config{Blobs: lb})
 	na, _ = addUser(t, a, "alice")
@@ -136,4 +128,19 @@ func firstNonNilErr(errs []error) error {
 		}
 	}
 	return nil
+}
+
+// sharedBlobDir is one blob directory opened twice: the blob stores of two nodes.
+func sharedBlobDir(t *testing.T) (storage.Backend, storage.Backend) {
+	t.Helper()
+	dir := t.TempDir()
+	la, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return la, lb
 }

@@ -215,15 +215,7 @@ var errAbandoned = fmt.Errorf("upload abandoned: %w", context.Canceled)
 // gate, with pins that last 2 s.
 func gatedNodes(t *testing.T) (a, b *Service, ga, gb *gateBackend) {
 	t.Helper()
-	dir := t.TempDir()
-	la, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	la, lb := sharedBlobDir(t)
 	ga, gb = newGate(la), newGate(lb)
 	a = newPGService(t, Config{Blobs: ga, RequestTimeout: time.Second}) // pin lease: 2 s
 	b = secondNode(t, a, Config{Blobs: gb, RequestTimeout: time.Second})

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/veil-project/veil/internal/allinone"
 	"github.com/veil-project/veil/internal/testutil"
@@ -32,37 +29,14 @@ func TestWriteInviteAppearsOnlyComplete(t *testing.T) {
 	if err := os.MkdirAll(invites, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
-	if err != nil {
-		t.Skipf("inotify: %v", err)
-	}
-	defer syscall.Close(fd)
-	if _, err := syscall.InotifyAddWatch(fd, invites, syscall.IN_CREATE|syscall.IN_MODIFY|syscall.IN_MOVED_TO); err != nil {
-		t.Skipf("inotify watch: %v", err)
-	}
+	written := testutil.WatchWrites(t, invites)
 	if _, err := writeInvite(dir, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64<<10)
 	var events []string
-	for {
-		n, err := syscall.Read(fd, buf)
-		if n <= 0 || err != nil {
-			break
-		}
-		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
-			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := string(bytes.TrimRight(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)], "\x00"))
-			off += syscall.SizeofInotifyEvent + int(ev.Len)
-			if name != "alice.invite" && name != "alice.peekaboo" {
-				continue
-			}
-			switch {
-			case ev.Mask&syscall.IN_CREATE != 0:
-				events = append(events, "created "+name)
-			case ev.Mask&syscall.IN_MODIFY != 0:
-				events = append(events, "modified "+name)
-			}
+	for _, ev := range written() {
+		if strings.HasSuffix(ev, " alice.invite") || strings.HasSuffix(ev, " alice.peekaboo") {
+			events = append(events, ev)
 		}
 	}
 	if len(events) > 0 {

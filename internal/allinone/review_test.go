@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"unsafe"
 
 	"github.com/veil-project/veil/internal/keyserver"
 	"github.com/veil-project/veil/internal/metal/access"
@@ -139,30 +137,13 @@ func TestInitWritesConfigAtomically(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
-	if err != nil {
-		t.Skipf("inotify: %v", err)
-	}
-	defer syscall.Close(fd)
-	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_CREATE|syscall.IN_MODIFY|syscall.IN_MOVED_TO); err != nil {
-		t.Skipf("inotify watch: %v", err)
-	}
+	written := testutil.WatchWrites(t, dir)
 	if _, err := Init(dir, freeConfig(t)); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := syscall.Read(fd, buf)
-		if n <= 0 || err != nil {
-			break
-		}
-		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
-			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := strings.TrimRight(string(buf[off+syscall.SizeofInotifyEvent:off+syscall.SizeofInotifyEvent+int(ev.Len)]), "\x00")
-			off += syscall.SizeofInotifyEvent + int(ev.Len)
-			if name == configFile && ev.Mask&(syscall.IN_CREATE|syscall.IN_MODIFY) != 0 {
-				t.Fatalf("%s was written in place (event %#x): a crash can leave it torn", configFile, ev.Mask)
-			}
+	for _, ev := range written() {
+		if strings.HasSuffix(ev, " "+configFile) {
+			t.Fatalf("%s was written in place (%s): a crash can leave it torn", configFile, ev)
 		}
 	}
 }

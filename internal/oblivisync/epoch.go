@@ -95,7 +95,11 @@ func (es *epochState) put(geo geometry, g gap, obj uint64, idx uint32, data []by
 // Sync runs one epoch: rewrite exactly k random backend files and the superblock. The
 // frontend stays usable while the files are written (the slow, fsync-bound part): only
 // planning and bookkeeping hold the writer's lock.
-func (w *Writer) Sync() (EpochReport, error) {
+func (w *Writer) Sync() (EpochReport, error) { return w.sync(w.prepare) }
+
+// sync is Sync with its epoch planned by planEpoch (w.prepare; a test plans as an older
+// writer would), which is called with w.mu held.
+func (w *Writer) sync(planEpoch func() (*plan, error)) (EpochReport, error) {
 	w.epochMu.Lock()
 	defer w.epochMu.Unlock()
 	start := time.Now()
@@ -110,7 +114,7 @@ func (w *Writer) Sync() (EpochReport, error) {
 		w.mu.Unlock()
 		return EpochReport{}, err
 	}
-	pl, err := w.prepare()
+	pl, err := planEpoch()
 	jf := w.j.f
 	w.mu.Unlock()
 	if err == nil {

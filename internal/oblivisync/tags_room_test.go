@@ -9,31 +9,22 @@ import (
 // its superblock has no tags, so its page table may use the room they need.
 func olderWritersSync(t *testing.T, w *Writer) EpochReport {
 	t.Helper()
-	w.epochMu.Lock()
-	defer w.epochMu.Unlock()
-	w.mu.Lock()
-	pl, err := w.prepare()
+	rep, err := w.sync(func() (*plan, error) {
+		pl, err := w.prepare()
+		if err != nil {
+			return pl, err
+		}
+		pl.sb.HasTags, pl.sb.Tags = false, nil
+		w.packPages(pl.es, pl.sb, pl.commits)
+		if len(pl.commits) > 0 {
+			pl.sb.LastChange = pl.sb.Epoch
+		}
+		return pl, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl.sb.HasTags, pl.sb.Tags = false, nil
-	w.packPages(pl.es, pl.sb, pl.commits)
-	if len(pl.commits) > 0 {
-		pl.sb.LastChange = pl.sb.Epoch
-	}
-	jf := w.j.f
-	w.mu.Unlock()
-	err = w.writeEpoch(pl, jf)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.be.setInflight(nil)
-	if err == nil {
-		err = w.finish(pl)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pl.rep
+	return rep
 }
 
 // A backend written before the tags whose page table leaves no room for them (though its

@@ -83,11 +83,18 @@ var (
 	_ gofs.NodeGetattrer  = (*special)(nil)
 )
 
-// errno maps a dupless error of a lookup or listing to what the kernel gets: absent names
-// are ENOENT, anything else (integrity, the service unreachable) EIO, logged.
-func errno(log *slog.Logger, what string, err error) syscall.Errno {
+// errno maps a dupless error of a kernel request (ctx: the request's own context, not
+// the bounded one) to what the kernel gets: absent names are ENOENT; a request the kernel
+// interrupted (a signal reached the reader while it waited) is EINTR, which the reader's
+// libc or Go runtime retries; anything else (integrity, the service unreachable or past
+// Config.ReadTimeout) is EIO, logged. Found by CI: Go's preemption signal reaching a test
+// blocked in open(2) made the kernel interrupt the lookup, and the read failed with EIO.
+func errno(ctx context.Context, log *slog.Logger, what string, err error) syscall.Errno {
 	if errors.Is(err, storage.ErrNotFound) {
 		return syscall.ENOENT
+	}
+	if ctx.Err() != nil {
+		return syscall.EINTR
 	}
 	log.Warn("veil mount: read failed", "path", what, "err", err)
 	return syscall.EIO
@@ -134,11 +141,11 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	defer cancel()
 	v, err := d.cat.View(bctx, d.seq)
 	if err != nil {
-		return nil, errno(d.log, d.path, err)
+		return nil, errno(ctx, d.log, d.path, err)
 	}
 	n, err := v.Lookup(bctx, d.path, name)
 	if err != nil {
-		return nil, errno(d.log, d.path+"/"+name, err)
+		return nil, errno(ctx, d.log, d.path+"/"+name, err)
 	}
 	fillAttr(n, &out.Attr)
 	var child gofs.InodeEmbedder
@@ -161,11 +168,11 @@ func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	defer cancel()
 	v, err := d.cat.View(bctx, d.seq)
 	if err != nil {
-		return nil, errno(d.log, d.path, err)
+		return nil, errno(ctx, d.log, d.path, err)
 	}
 	es, err := v.Entries(bctx, d.path)
 	if err != nil {
-		return nil, errno(d.log, d.path, err)
+		return nil, errno(ctx, d.log, d.path, err)
 	}
 	out := make([]fuse.DirEntry, 0, len(es))
 	for _, e := range es {
@@ -205,6 +212,9 @@ func (f *file) Read(ctx context.Context, _ gofs.FileHandle, dest []byte, off int
 	defer cancel()
 	n, err := f.cat.ReadAt(bctx, f.node, dest, off)
 	if err != nil { // the file exists: a chunk the service lost is EIO, never ENOENT (found by review)
+		if ctx.Err() != nil {
+			return nil, syscall.EINTR // interrupted by the kernel, as in errno
+		}
 		f.log.Warn("veil mount: read failed", "path", f.node.Name, "err", err)
 		return nil, syscall.EIO
 	}

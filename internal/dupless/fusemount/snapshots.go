@@ -41,7 +41,7 @@ func (s *snapsDir) names(ctx context.Context) ([]string, map[string]uint64, sysc
 	defer cancel()
 	snaps, err := s.cat.Snapshots(bctx)
 	if err != nil {
-		return nil, nil, errno(s.log, "snapshots", err)
+		return nil, nil, errno(ctx, s.log, "snapshots", err)
 	}
 	names, seqs, taken := make([]string, len(snaps)), make(map[string]uint64, len(snaps)), map[string]bool{}
 	for i, sn := range snaps {

@@ -2,10 +2,13 @@ package fusemount
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,5 +117,56 @@ func pass(dst, src net.Conn, gate *atomic.Bool) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// A lookup the kernel interrupts (a signal reached the reader while the service was slow
+// to answer) is retried by the reader, not failed: the mount answers EINTR, which Go's
+// os.Open retries. Found by CI: Go's own preemption signal reaching a test blocked in
+// open(2) made the kernel interrupt the lookup, and the mount answered EIO.
+func TestMountInterruptedLookupIsRetried(t *testing.T) {
+	url, cred, gate := stalledService(t)
+	be, err := remote.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
+	want := []byte("read after an interrupted lookup")
+	os.WriteFile(filepath.Join(src, "sub", "file"), want, 0o644)
+	m := startMountWith(t, be, src, func(*Config) {})
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGUSR1) // caught: the signal only interrupts the open
+	defer signal.Stop(sigs)
+
+	gate.Store(true) // the service stops answering: sub's lookup waits on it
+	defer gate.Store(false)
+	tid := make(chan int, 1)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // the signal goes to the thread blocked in open(2)
+		defer runtime.UnlockOSThread()
+		tid <- syscall.Gettid()
+		got, err := os.ReadFile(filepath.Join(m.dir, "current", "src", "sub", "file"))
+		if err == nil && string(got) != string(want) {
+			err = fmt.Errorf("read %q, want %q", got, want)
+		}
+		done <- err
+	}()
+	id := <-tid
+	time.Sleep(500 * time.Millisecond) // the open is waiting on the stalled service
+	if err := syscall.Tgkill(os.Getpid(), id, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the kernel has interrupted the lookup
+	gate.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("read after an interrupted lookup: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the read still waits 60 s after the service answered again")
 	}
 }

@@ -65,6 +65,10 @@ type Client struct {
 	oneAtATime atomic.Bool
 	serial     chan struct{} // holds one token while a request is out (one-at-a-time mode)
 
+	// serverMax is the request size a key server's 413 (its MaxBatch below this client's)
+	// taught derive; 0 until then.
+	serverMax atomic.Int64
+
 	// Concurrent DeriveKeys calls are coalesced (coalesce.go): loop gathers them from reqs
 	// into requests, at most MaxInflight (slots) at once, run under ctx; Close cancels ctx,
 	// stops the loop and waits (wg) for the requests before closing the transport.

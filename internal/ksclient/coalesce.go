@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/oprf"
@@ -122,12 +123,31 @@ func (c *Client) derive(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest
 	}
 	c.tr.prepare(ctx)
 	step := max(1, min(c.opts.MaxBatch, c.tr.maxElements(pub.ElementSize(), pub.ProofSize())))
-	for i := 0; i < len(ds); i += step {
-		got, err := c.batch(ctx, pub, ds[i:min(i+step, len(ds))])
+	if l := int(c.serverMax.Load()); l > 0 {
+		step = min(step, l)
+	}
+	for i := 0; i < len(ds); {
+		n := min(step, len(ds)-i)
+		got, err := c.batch(ctx, pub, ds[i:i+n])
+		if batchTooLarge(err) && n > 1 {
+			// A key server configured with a smaller MaxBatch than this client's: halve
+			// the request until it fits, and remember the size for later requests.
+			step = (n + 1) / 2
+			c.serverMax.Store(int64(step))
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		keys = append(keys, got...)
+		i += n
 	}
 	return keys, nil
+}
+
+// batchTooLarge reports whether err is the key server's answer that a request held more
+// inputs than its MaxBatch (HTTP 413).
+func batchTooLarge(err error) bool {
+	var se statusError
+	return errors.As(err, &se) && se.code == http.StatusRequestEntityTooLarge
 }

@@ -17,9 +17,10 @@ import (
 // Catalog is the snapshots retained when it was opened (OpenCatalog), for a mount.
 type Catalog struct {
 	c       *Client
-	current *View    // the newest snapshot (nil: none yet)
-	seqs    []uint64 // the retained roots' numbers, oldest first, current's last
-	keep    int      // loaded snapshots held besides current
+	current *View            // the newest snapshot (nil: none yet)
+	seqs    []uint64         // the retained roots' numbers, oldest first, current's last
+	sizes   map[uint64]int64 // their objects' sizes as listed (the snapshot cache's check)
+	keep    int              // loaded snapshots held besides current
 
 	listMu sync.Mutex
 	snaps  []Snapshot // read by the first Snapshots
@@ -52,12 +53,13 @@ func (c *Client) OpenCatalog(ctx context.Context, keep int) (*Catalog, error) {
 		return k, nil
 	}
 	k.current = newView(c, newest)
-	written, marks, err := c.rootObjects(ctx)
+	written, sizes, err := c.rootSizes(ctx)
 	if err != nil {
 		return nil, err
 	}
+	k.sizes = sizes
 	for s := range written {
-		if !marks[s] && s < newest.Seq { // newer ones: published since refresh, not this mount's
+		if sizes[s] > 0 && s < newest.Seq { // newer ones: published since refresh, not this mount's; 0: a gap mark
 			k.seqs = append(k.seqs, s)
 		}
 	}
@@ -85,20 +87,13 @@ func (k *Catalog) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	if k.snaps != nil {
 		return k.snaps, nil
 	}
-	// Roots decoded 4 at once: each is as large as its listing.
-	out, err := loadEach(ctx, k.seqs, 4, func(s uint64) (Snapshot, bool) {
+	// Roots not described yet decoded 4 at once: each is as large as its listing.
+	out, err := k.c.describeRoots(ctx, k.seqs, k.sizes, 4, func(s uint64) (*treeRoot, bool) {
 		if k.current == nil || s != k.current.Snap.Seq {
-			return Snapshot{}, false
+			return nil, false
 		}
-		return k.current.Snap, true
-	},
-		func(ctx context.Context, s uint64) (Snapshot, error) {
-			r, err := k.c.fetchRootSeq(ctx, s)
-			if err != nil {
-				return Snapshot{}, err
-			}
-			return snapshotOf(r), nil
-		})
+		return k.current.root, true
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,21 @@ func (c *Client) rootListing(ctx context.Context) (map[uint64]time.Time, error) 
 // (loadRoots) need not fetch. A listing that hides a root (as empty or not at all) hides
 // it either way; what is fetched is still authenticated.
 func (c *Client) rootObjects(ctx context.Context) (written map[uint64]time.Time, marks map[uint64]bool, err error) {
+	written, sizes, err := c.rootSizes(ctx)
+	if err != nil || written == nil {
+		return nil, nil, err
+	}
+	marks = map[uint64]bool{}
+	for s, n := range sizes {
+		if n == 0 {
+			marks[s] = true
+		}
+	}
+	return written, marks, nil
+}
+
+// rootSizes is rootObjects giving each number's object size (0: a gap mark).
+func (c *Client) rootSizes(ctx context.Context) (written map[uint64]time.Time, sizes map[uint64]int64, err error) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, nil
@@ -56,16 +71,13 @@ func (c *Client) rootObjects(ctx context.Context) (written map[uint64]time.Time,
 	if err != nil {
 		return nil, nil, fmt.Errorf("list tree roots: %w", err)
 	}
-	written, marks = map[uint64]time.Time{}, map[uint64]bool{}
+	written, sizes = map[uint64]time.Time{}, map[uint64]int64{}
 	for _, i := range infos {
 		if s, ok := parseRootName(i.Name); ok && !i.IsDir {
-			written[s] = i.ModTime
-			if i.Size == 0 {
-				marks[s] = true
-			}
+			written[s], sizes[s] = i.ModTime, i.Size
 		}
 	}
-	return written, marks, nil
+	return written, sizes, nil
 }
 
 // dropRoots replaces the snapshots keep does not keep by gap marks (oldest first), after

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -67,15 +68,21 @@ func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
-	roots, err := c.loadRoots(ctx)
+	written, sizes, err := c.rootSizes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Snapshot, len(roots))
-	for i, r := range roots {
-		out[i] = snapshotOf(r)
+	var seqs []uint64
+	for s := range written {
+		if sizes[s] > 0 { // not a gap mark
+			seqs = append(seqs, s)
+		}
 	}
-	return out, nil
+	slices.Sort(seqs)
+	c.view.mu.Lock()
+	newest := c.view.newest
+	c.view.mu.Unlock()
+	return c.describeRoots(ctx, seqs, sizes, 8, func(s uint64) (*treeRoot, bool) { return newest, newest != nil && newest.Seq == s })
 }
 
 // PinSnapshot makes every later read of this client (Get, List, Log...) see snapshot seq;

@@ -1,0 +1,213 @@
+package dupless
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/veil-project/veil/internal/atomicfile"
+)
+
+// The snapshot cache (docs/formats/snapshot-cache.md): a local file beside the put cache
+// that keeps, for every tree root this device has described, what `veil snapshots` and a
+// mount's snapshots/ show of it (time, counts, the object's SHA-256) with the object's
+// size. Listing the snapshots then reads the roots' directory and only the roots not
+// described yet: a root is written once under its number and never changed (forget
+// replaces it by an empty gap mark), so a description stays true while an object of that
+// number and size is listed. Before, each listing read every root whole (a root names
+// every record: 100 snapshots of 7,000 files were ~40 MB per `veil snapshots`). Opening a
+// snapshot still reads and authenticates its root; a description is only ever shown. The
+// file is sealed under the put cache's key with its own associated data, bound to the
+// storage location; one that fails its check is rebuilt, never trusted.
+
+const (
+	snapCacheVersion   = 0x01
+	snapCacheEntrySize = 8 + 8 + 8 + 4 + 4 + 32
+	maxSnapCacheBytes  = 64 << 20
+)
+
+// snapDesc is a cached description: the root object's size and its Snapshot.
+type snapDesc struct {
+	size int64
+	snap Snapshot
+}
+
+func snapCacheAD(location string) []byte {
+	return append([]byte("veil/v1 snapshot cache\x00"), location...)
+}
+
+// snapCachePath is the snapshot cache beside the put cache pc (".put" -> ".snaps").
+func snapCachePath(pc *PutCache) string {
+	return strings.TrimSuffix(pc.Path, ".put") + ".snaps"
+}
+
+func marshalSnapCache(ds map[uint64]snapDesc) []byte {
+	seqs := slices.Sorted(maps.Keys(ds))
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(seqs)*snapCacheEntrySize), uint32(len(seqs)))
+	for _, s := range seqs {
+		d := ds[s]
+		b = binary.BigEndian.AppendUint64(b, s)
+		b = binary.BigEndian.AppendUint64(b, uint64(d.size))
+		b = binary.BigEndian.AppendUint64(b, uint64(d.snap.Time.UnixNano()))
+		b = binary.BigEndian.AppendUint32(b, uint32(d.snap.Files))
+		b = binary.BigEndian.AppendUint32(b, uint32(d.snap.Records))
+		sum, _ := hex.DecodeString(d.snap.SHA256) // snapshotOf's hex of 32 bytes
+		b = append(b, sum...)
+	}
+	return b
+}
+
+func unmarshalSnapCache(b []byte) (map[uint64]snapDesc, error) {
+	if len(b) < 4 {
+		return nil, errors.New("snapshot cache: truncated")
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if len(b) != n*snapCacheEntrySize {
+		return nil, fmt.Errorf("snapshot cache: %d bytes for %d entries", len(b), n)
+	}
+	out := make(map[uint64]snapDesc, n)
+	var prev uint64
+	for i := 0; i < n; i++ {
+		e := b[i*snapCacheEntrySize:]
+		s := binary.BigEndian.Uint64(e)
+		if i > 0 && s <= prev {
+			return nil, errors.New("snapshot cache: entries not in increasing order")
+		}
+		prev = s
+		size := int64(binary.BigEndian.Uint64(e[8:]))
+		if size <= 0 {
+			return nil, fmt.Errorf("snapshot cache: root %d of %d bytes", s, size)
+		}
+		out[s] = snapDesc{size: size, snap: Snapshot{
+			Seq:     s,
+			Time:    time.Unix(0, int64(binary.BigEndian.Uint64(e[16:]))),
+			Files:   int(binary.BigEndian.Uint32(e[24:])),
+			Records: int(binary.BigEndian.Uint32(e[28:])),
+			SHA256:  hex.EncodeToString(e[32:64]),
+		}}
+	}
+	return out, nil
+}
+
+// sealSnapCache encrypts ds for the storage location (XChaCha20-Poly1305 under the put
+// cache's key, with the snapshot cache's own associated data).
+func (k *userKeys) sealSnapCache(ds map[uint64]snapDesc, location string, nonce []byte) []byte {
+	plain := marshalSnapCache(ds)
+	out := make([]byte, recordHeader, recordHeader+len(plain)+k.cache.Overhead())
+	out[0] = snapCacheVersion
+	copy(out[1:], nonce)
+	return k.cache.Seal(out, out[1:recordHeader], plain, snapCacheAD(location))
+}
+
+func (k *userKeys) openSnapCache(b []byte, location string) (map[uint64]snapDesc, error) {
+	if len(b) < recordHeader+k.cache.Overhead() {
+		return nil, fmt.Errorf("snapshot cache: %d bytes is too short", len(b))
+	}
+	if b[0] != snapCacheVersion {
+		return nil, fmt.Errorf("snapshot cache: unknown version %d", b[0])
+	}
+	plain, err := k.cache.Open(nil, b[1:recordHeader], b[recordHeader:], snapCacheAD(location))
+	if err != nil {
+		return nil, errors.New("snapshot cache: authentication failed (corrupt, another key's, or another location's)")
+	}
+	return unmarshalSnapCache(plain)
+}
+
+// readSnapCache loads the snapshot cache of this client's location: empty without a put
+// cache (no profile), when absent, or when it cannot be used (logged; rebuilt by the
+// caller's write).
+func (c *Client) readSnapCache() map[uint64]snapDesc {
+	pc := c.opts.Cache
+	if pc == nil {
+		return nil
+	}
+	p := snapCachePath(pc)
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[uint64]snapDesc{}
+	}
+	if err == nil && fi.Size() > maxSnapCacheBytes {
+		err = fmt.Errorf("snapshot cache: %d bytes is too large", fi.Size())
+	}
+	var b []byte
+	if err == nil {
+		b, err = os.ReadFile(p)
+	}
+	var ds map[uint64]snapDesc
+	if err == nil {
+		ds, err = c.keys.openSnapCache(b, pc.Location)
+	}
+	if err != nil {
+		c.log.Warn("snapshot cache not used (rebuilt from the roots)", "file", p, "err", err)
+		return map[uint64]snapDesc{}
+	}
+	return ds
+}
+
+// writeSnapCache replaces the snapshot cache (temp + rename, no fsync: a lost or torn
+// file costs root reads, never a wrong description, since it fails authentication).
+func (c *Client) writeSnapCache(ds map[uint64]snapDesc) {
+	pc := c.opts.Cache
+	if pc == nil {
+		return
+	}
+	p := snapCachePath(pc)
+	var nonce [recordHeader - 1]byte
+	rand.Read(nonce[:])
+	err := os.MkdirAll(filepath.Dir(p), 0o700)
+	if err == nil {
+		err = atomicfile.Write(p, c.keys.sealSnapCache(ds, pc.Location, nonce[:]), 0o600, false)
+	}
+	if err != nil {
+		c.log.Warn("snapshot cache not saved (the next listing reads the roots)", "file", p, "err", err)
+	}
+}
+
+// describeRoots describes the roots seqs (sizes: their objects' sizes as listed), in
+// order, from held (roots this client holds), the snapshot cache, or by reading the root
+// (par at once); it saves what it read, and forgets roots no longer listed. A root a
+// forget dropped meanwhile is left out.
+func (c *Client) describeRoots(ctx context.Context, seqs []uint64, sizes map[uint64]int64, par int,
+	held func(uint64) (*treeRoot, bool)) ([]Snapshot, error) {
+	cached := c.readSnapCache()
+	descs, err := loadEach(ctx, seqs, par, func(s uint64) (snapDesc, bool) {
+		if r, ok := held(s); ok && int64(r.size) == sizes[s] {
+			return snapDesc{size: sizes[s], snap: snapshotOf(r)}, true
+		}
+		d, ok := cached[s]
+		return d, ok && d.size == sizes[s]
+	}, func(ctx context.Context, s uint64) (snapDesc, error) {
+		r, err := c.fetchRootSeq(ctx, s)
+		if err != nil {
+			return snapDesc{}, err
+		}
+		return snapDesc{size: int64(r.size), snap: snapshotOf(r)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Snapshot, len(descs))
+	keep := make(map[uint64]snapDesc, len(descs))
+	for i, d := range descs {
+		out[i], keep[d.snap.Seq] = d.snap, d
+	}
+	same := func(a, b snapDesc) bool {
+		return a.size == b.size && a.snap.Time.Equal(b.snap.Time) && a.snap.Files == b.snap.Files &&
+			a.snap.Records == b.snap.Records && a.snap.SHA256 == b.snap.SHA256
+	}
+	if cached != nil && !maps.EqualFunc(keep, cached, same) { // nil: no profile, nothing to save
+		c.writeSnapCache(keep)
+	}
+	return out, nil
+}

@@ -84,6 +84,14 @@ func TestSnapshotsListedFromCache(t *testing.T) {
 		t.Fatalf("listing from the cache differs:\n%v\n%v", first, again)
 	}
 	be.n.Store(0)
+	got, err := open().PinTime(ctx, first[1].Time) // get --at: picks from the descriptions
+	if err != nil || got.Seq != first[1].Seq {
+		t.Fatalf("pin to the second snapshot's time: %v %v", got, err)
+	}
+	if n := be.n.Load(); n != 2 {
+		t.Fatalf("pinning by time read %d roots, want 2 (the newest and the one pinned)", n)
+	}
+	be.n.Store(0)
 	k, err := open().OpenCatalog(ctx, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,11 @@ func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
+	return c.snapshots(ctx)
+}
+
+// snapshots is Snapshots after refresh.
+func (c *Client) snapshots(ctx context.Context) ([]Snapshot, error) {
 	written, sizes, err := c.rootSizes(ctx)
 	if err != nil {
 		return nil, err
@@ -112,25 +117,28 @@ func (c *Client) PinTime(ctx context.Context, t time.Time) (Snapshot, error) {
 	if err := c.refresh(ctx); err != nil {
 		return Snapshot{}, err
 	}
-	roots, err := c.loadRoots(ctx)
+	snaps, err := c.snapshots(ctx) // described, mostly from the snapshot cache: one root read below
 	if err != nil {
 		return Snapshot{}, err
 	}
-	var pick *treeRoot
-	for _, r := range roots {
-		if r.Time <= t.UnixNano() {
-			pick = r
+	var pick *Snapshot
+	for i, s := range snaps {
+		if !s.Time.After(t) {
+			pick = &snaps[i]
 		}
 	}
 	if pick == nil {
-		if len(roots) == 0 {
+		if len(snaps) == 0 {
 			return Snapshot{}, errors.New("no snapshots yet (the first put makes one)")
 		}
 		return Snapshot{}, fmt.Errorf("no snapshot at or before %s (the oldest is from %s)",
-			t.Format(time.RFC3339), time.Unix(0, roots[0].Time).Format(time.RFC3339))
+			t.Format(time.RFC3339), snaps[0].Time.Format(time.RFC3339))
 	}
-	c.pinTo(pick)
-	return snapshotOf(pick), nil
+	got, err := c.pinSeq(ctx, pick.Seq)
+	if err == nil && got.SHA256 != pick.SHA256 {
+		return Snapshot{}, fmt.Errorf("%w: tree root %d is not the one listed", ErrIntegrity, pick.Seq)
+	}
+	return got, err
 }
 
 // PinVersion pins the client to the snapshot where version n of path (as Log numbers

@@ -161,6 +161,9 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 				fmt.Fprintf(out, "; %d excluded", s.Excluded) // "1 excluded", "2 excluded": no noun
 			}
 			fmt.Fprint(out, notStored(s.NotStored))
+			if s.ChangedWhileRead > 0 {
+				fmt.Fprintf(out, "; %s changed while read (stored as read; the next put stores again)", plural(s.ChangedWhileRead, "file", "files"))
+			}
 		}
 		fmt.Fprintln(out)
 		for why, n := range s.Fallback {

@@ -172,8 +172,11 @@ type Summary struct {
 	Fallback       map[string]int `json:"fallback,omitempty"`
 	FallbackN      int            `json:"fallback_files"`    // put: files that fell back to a random key (no dedup) although a key server is configured
 	Damaged        int            `json:"damaged,omitempty"` // rm: records removed that were damaged (not opening under this key): not kept as versions
-	Errors         []FileError    `json:"errors,omitempty"`
-	Duration       time.Duration  `json:"duration_ns"`
+	// put: files that changed while they were read (size, mtime or ctime): stored as read,
+	// stored again by the next put
+	ChangedWhileRead int           `json:"changed_while_read,omitempty"`
+	Errors           []FileError   `json:"errors,omitempty"`
+	Duration         time.Duration `json:"duration_ns"`
 
 	mu        sync.Mutex
 	stop      func(error)  // ends the run early (put: the service can store nothing, or is down)

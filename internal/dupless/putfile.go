@@ -53,6 +53,7 @@ func (c *Client) putFile(ctx context.Context, t putTask, sum *Summary, run *putR
 	}
 	err = fp.storeChunks()
 	if err == nil {
+		fp.noteChanged()
 		fp.commit()
 	} else {
 		run.releaseHeld() // no record will take them
@@ -107,6 +108,25 @@ func (fp *filePut) open() (err error) {
 		return errors.New("replaced while being stored: not stored")
 	}
 	return nil
+}
+
+// noteChanged warns when the file changed while it was read (its size, mtime or ctime now
+// differ from when it was opened), as tar and borg do: what was stored is what was read,
+// possibly a mix of two versions, under the mtime of the open. The record's mtime then
+// differs from the file's, so the next put reads and stores it again. Found by a user
+// walkthrough: a log file written during the put was stored torn without a word.
+func (fp *filePut) noteChanged() {
+	now, err := fp.f.Stat()
+	if err != nil {
+		return
+	}
+	c0, _, _, ok0 := statIDs(fp.fi)
+	c1, _, _, ok1 := statIDs(now)
+	if now.Size() == fp.fi.Size() && now.ModTime().Equal(fp.fi.ModTime()) && (!ok0 || !ok1 || c0 == c1) {
+		return
+	}
+	fp.c.log.Warn("file changed while it was read: stored as read, the next put stores it again", "path", fp.t.local)
+	fp.sum.add(func(s *Summary) { s.ChangedWhileRead++ })
 }
 
 // openNoFollow opens a local file for reading without following a link or blocking on a

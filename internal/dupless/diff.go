@@ -3,6 +3,7 @@ package dupless
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -41,54 +42,83 @@ func (ch Change) Symbol() string {
 	return "M"
 }
 
-// resolve turns a point spec into a root: "" or "latest" is the newest, a number is that
-// snapshot, anything else a time (ParseWhen): the newest snapshot at or before it.
-func (c *Client) resolve(ctx context.Context, spec string, roots []*treeRoot) (*treeRoot, error) {
-	if len(roots) == 0 {
-		return nil, errors.New("no snapshots yet (the first put makes one)")
+// resolve turns a point spec into a snapshot: "" or "latest" is the newest, a number is
+// that snapshot, anything else a time (ParseWhen): the newest snapshot at or before it.
+func resolve(spec string, snaps []Snapshot) (Snapshot, error) {
+	if len(snaps) == 0 {
+		return Snapshot{}, errors.New("no snapshots yet (the first put makes one)")
 	}
 	if spec == "" || spec == "latest" {
-		return roots[len(roots)-1], nil
+		return snaps[len(snaps)-1], nil
 	}
 	if n, err := strconv.ParseUint(spec, 10, 64); err == nil {
-		for _, r := range roots {
-			if r.Seq == n {
-				return r, nil
+		for _, s := range snaps {
+			if s.Seq == n {
+				return s, nil
 			}
 		}
-		return nil, fmt.Errorf("no snapshot %d (see 'veil snapshots')", n)
+		return Snapshot{}, fmt.Errorf("no snapshot %d (see 'veil snapshots')", n)
 	}
 	t, err := ParseWhen(spec, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("%q is neither a snapshot number nor a time: %w", spec, err)
+		return Snapshot{}, fmt.Errorf("%q is neither a snapshot number nor a time: %w", spec, err)
 	}
-	var pick *treeRoot
-	for _, r := range roots {
-		if r.Time <= t.UnixNano() {
-			pick = r
+	var pick *Snapshot
+	for i, s := range snaps {
+		if !s.Time.After(t) {
+			pick = &snaps[i]
 		}
 	}
 	if pick == nil {
-		return nil, fmt.Errorf("no snapshot at or before %s", t.Format(time.RFC3339))
+		return Snapshot{}, fmt.Errorf("no snapshot at or before %s", t.Format(time.RFC3339))
 	}
-	return pick, nil
+	return *pick, nil
+}
+
+// resolveRoot is resolve, then the snapshot's root (rootOf).
+func (c *Client) resolveRoot(ctx context.Context, spec string, snaps []Snapshot) (*treeRoot, error) {
+	s, err := resolve(spec, snaps)
+	if err != nil {
+		return nil, err
+	}
+	return c.rootOf(ctx, s)
+}
+
+// rootOf reads the root s describes (the newest is held), checked against the
+// description it was picked by (from the snapshot cache, which a swapped root of the same
+// size could have misled).
+func (c *Client) rootOf(ctx context.Context, s Snapshot) (*treeRoot, error) {
+	c.view.mu.Lock()
+	r := c.view.newest
+	c.view.mu.Unlock()
+	if r == nil || r.Seq != s.Seq {
+		var err error
+		if r, err = c.fetchRootSeq(ctx, s.Seq); err != nil {
+			return nil, err
+		}
+	}
+	if hex.EncodeToString(r.sum[:]) != s.SHA256 {
+		return nil, fmt.Errorf("%w: tree root %d is not the one listed", ErrIntegrity, s.Seq)
+	}
+	return r, nil
 }
 
 // Diff lists what changed below path ("" for everything) from snapshot spec from to
-// snapshot spec to (see resolve), sorted by path.
+// snapshot spec to (see resolve), sorted by path. It reads the two roots only (the others
+// are described by the snapshot cache, snapcache.go).
 func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, error) {
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
-	roots, err := c.loadRoots(ctx)
+	snaps, err := c.snapshots(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a, err := c.resolve(ctx, from, roots)
+	a, err := c.resolveRoot(ctx, from, snaps)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.resolve(ctx, to, roots)
+	b, err := c.resolveRoot(ctx, to, snaps)
 	if err != nil {
 		return nil, err
 	}

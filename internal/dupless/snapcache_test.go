@@ -58,7 +58,8 @@ func snapDevice(t *testing.T, be storage.Backend, dev *device, n int) func() *Cl
 
 // A listing of the snapshots reads each root once on a device: the next listing, and a
 // mount's snapshots/, describe them from the snapshot cache and read only the newest root
-// (which every command reads). Before, every listing read every root whole.
+// (which every command reads); pinning by time and diff read only the roots they use.
+// Before, each read every root whole.
 func TestSnapshotsListedFromCache(t *testing.T) {
 	be := &rootGets{Backend: newBackend(t)}
 	dev := newDevice(t, "/srv/snaps")
@@ -90,6 +91,13 @@ func TestSnapshotsListedFromCache(t *testing.T) {
 	}
 	if n := be.n.Load(); n != 2 {
 		t.Fatalf("pinning by time read %d roots, want 2 (the newest and the one pinned)", n)
+	}
+	be.n.Store(0)
+	if _, err := open().Diff(ctx, "1", "3", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := be.n.Load(); n != 3 {
+		t.Fatalf("diff 1 3 read %d roots, want 3 (the newest, 1 and 3)", n)
 	}
 	be.n.Store(0)
 	k, err := open().OpenCatalog(ctx, 2)

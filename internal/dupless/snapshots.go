@@ -134,11 +134,12 @@ func (c *Client) PinTime(ctx context.Context, t time.Time) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("no snapshot at or before %s (the oldest is from %s)",
 			t.Format(time.RFC3339), snaps[0].Time.Format(time.RFC3339))
 	}
-	got, err := c.pinSeq(ctx, pick.Seq)
-	if err == nil && got.SHA256 != pick.SHA256 {
-		return Snapshot{}, fmt.Errorf("%w: tree root %d is not the one listed", ErrIntegrity, pick.Seq)
+	r, err := c.rootOf(ctx, *pick)
+	if err != nil {
+		return Snapshot{}, err
 	}
-	return got, err
+	c.pinTo(r)
+	return snapshotOf(r), nil
 }
 
 // PinVersion pins the client to the snapshot where version n of path (as Log numbers

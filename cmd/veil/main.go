@@ -44,7 +44,8 @@ Scripts (docs/scripting.md): results go to stdout, errors to stderr as one line
 stopped short by Ctrl-C or SIGTERM (servers and mounts stop on them and exit 0); find
 exits 0 found, 1 nothing found, 2 could not search. With --json every result is JSON, and a
 command that fails ends stdout with {"error": "...", "exit_code": N}; a name that is not
-valid UTF-8 gets its exact bytes beside it in base64 ("path_bytes" next to "path").`,
+valid UTF-8 gets its exact bytes beside it in base64 ("path_bytes" next to "path"). Text
+output quotes a name holding control characters as shells do ($'evil\nname').`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -47,3 +47,21 @@ func TestNameRoundTripsThroughBash(t *testing.T) {
 		t.Fatalf("bash read back %q, want %q", got, names)
 	}
 }
+
+// Whatever the bytes, Name and Escape print no control character and valid UTF-8, and
+// leave a clean name as it is.
+func FuzzNameIsClean(f *testing.F) {
+	for _, s := range []string{"report.pdf", "evil\nname", "\x1b[2J", "\xff", "$'x'", "\u009b", "it's \\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, out := range []string{Name(s), Escape(s)} {
+			if !clean(out) {
+				t.Fatalf("%q printed as %q", s, out)
+			}
+		}
+		if clean(s) && Escape(s) != s || (clean(s) && !strings.HasPrefix(s, "$'")) != (Name(s) == s) {
+			t.Fatalf("%q: Name %q, Escape %q", s, Name(s), Escape(s))
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // A user's own checks and figures: veil check, veil stats (no admin access needed).
@@ -62,7 +63,7 @@ Examples:
 					json.NewEncoder(out).Encode(res)
 				} else {
 					for _, p := range res.Problems {
-						fmt.Fprintf(out, "damaged: %s: %s\n", p.Path, p.Err)
+						fmt.Fprintf(out, "damaged: %s: %s\n", words.Name(p.Path), words.Escape(p.Err))
 					}
 					fmt.Fprintf(out, "checked %s, %s, %s (%s), %s present, %d read and verified (%s) in %s: ",
 						plural(res.Files, "file", "files"), plural(res.Dirs, "dir", "dirs"), plural(res.Snapshots, "snapshot", "snapshots"),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // veil diff (two snapshots, or a local folder and what is stored) and veil sync (the
@@ -95,12 +96,12 @@ func printChanges(out io.Writer, asJSON bool, chs []dupless.Change) error {
 		return json.NewEncoder(out).Encode(chs)
 	}
 	for _, ch := range chs {
-		p := ch.Path
+		p := words.Name(ch.Path)
 		if ch.IsDir {
 			p += "/"
 		}
 		if ch.Err != "" {
-			p += " (" + ch.Err + ")"
+			p += " (" + words.Escape(ch.Err) + ")"
 		}
 		fmt.Fprintf(out, "%s %s\n", ch.Symbol(), p)
 	}

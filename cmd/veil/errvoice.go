@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // The error voice: every error is one line "veil: ...", without Go's raw transport
@@ -60,7 +61,7 @@ func markUsageErrors(root *cobra.Command) {
 // errorLines is what main prints for err on stderr: one line, and for a usage error the
 // usage line.
 func errorLines(err error) string {
-	msg := errorMessage(err)
+	msg := textMessage(err)
 	var ue argError
 	if errors.As(err, &ue) {
 		return fmt.Sprintf("veil: %s\nusage: %s (see 'veil %s --help')\n", msg, ue.cmd.UseLine(), strings.TrimPrefix(ue.cmd.CommandPath(), "veil "))
@@ -68,10 +69,42 @@ func errorLines(err error) string {
 	return fmt.Sprintf("veil: %s\n", msg)
 }
 
-// errorMessage is err as its stderr line says it, without "veil: " (and the text of
-// --json's error object).
-func errorMessage(err error) string {
-	msg := oneLine(plainNetErrors(err))
+// errorMessage is err as its stderr line says it, without "veil: ", but with names as
+// they are: the text of --json's error object (JSON escapes what a terminal must not see).
+func errorMessage(err error) string { return voice(err, oneLine(plainNetErrors(err))) }
+
+// textMessage is err as its stderr line says it, without "veil: ": errorMessage's text
+// with every control character and byte that is not UTF-8 escaped in place
+// (words.Escape), so that a name in it cannot forge a line or reach the terminal as an
+// escape sequence; the line breaks errors.Join puts between errors still read "; ".
+func textMessage(err error) string { return voice(err, oneLine(escapedText(err))) }
+
+// escapedText is err's text escaped (words.Escape) but for the line breaks errors.Join
+// put between errors, found by walking err's chain: each wrapper whose text ends with the
+// wrapped error's adds its own prefix, escaped.
+func escapedText(err error) string {
+	if _, ok := err.(*url.Error); ok {
+		return words.Escape(plainNetErrors(err))
+	}
+	msg := err.Error()
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var texts, parts []string
+		for _, e := range j.Unwrap() {
+			texts = append(texts, e.Error())
+			parts = append(parts, escapedText(e))
+		}
+		if strings.Join(texts, "\n") == msg {
+			return strings.Join(parts, "\n")
+		}
+	}
+	if in := errors.Unwrap(err); in != nil && strings.HasSuffix(msg, in.Error()) {
+		return words.Escape(strings.TrimSuffix(msg, in.Error())) + escapedText(in)
+	}
+	return words.Escape(plainNetErrors(err))
+}
+
+// voice adds to msg, the text of err, what the error voice says beside it.
+func voice(err error, msg string) string {
 	var ue argError
 	switch {
 	case errors.As(err, &ue):

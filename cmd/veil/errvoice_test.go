@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -19,5 +21,27 @@ func TestUnknownSubcommand(t *testing.T) {
 	out, errs, code := u.run(t, "metal", "account")
 	if code != 0 || !strings.Contains(out, "Available Commands:") || errs != "" {
 		t.Errorf("veil metal account: exit %d, %q %q", code, out, errs)
+	}
+}
+
+// The stderr line escapes a name's control characters in place (a newline in a name is
+// \n, not a second line nor "; "), while the errors errors.Join put on lines of their own
+// still read "; ", also under withExit; --json's error text keeps the name as it is.
+func TestTextMessageEscapesNames(t *testing.T) {
+	name := fmt.Errorf("docs/evil\nveil: forged \x1b[2J: %w", errors.New("not found"))
+	for _, c := range []struct {
+		err        error
+		text, json string
+	}{
+		{name, `docs/evil\nveil: forged \033[2J: not found`, "docs/evil; veil: forged \x1b[2J: not found"},
+		{withExit(errors.Join(name, errors.New("b\tc")), 3), `docs/evil\nveil: forged \033[2J: not found; b\tc`, "docs/evil; veil: forged \x1b[2J: not found; b c"},
+		{fmt.Errorf("metal: %w", errors.Join(errors.New("server 1 down"), errors.New("server 2 down"))), "metal: server 1 down; server 2 down", "metal: server 1 down; server 2 down"},
+	} {
+		if got := textMessage(c.err); got != c.text {
+			t.Errorf("textMessage(%q) = %q, want %q", c.err, got, c.text)
+		}
+		if got := errorMessage(c.err); got != c.json {
+			t.Errorf("errorMessage(%q) = %q, want %q", c.err, got, c.json)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/words"
 	"io/fs"
 	"strings"
 	"time"
@@ -67,28 +68,28 @@ Examples:
 					}
 					return failed()
 				}
-				// Names are printed as they are, outside any column layout: text/tabwriter
-				// would turn a tab in a name into padding and treat a 0xff byte (invalid
-				// UTF-8 names) as its escape character, garbling every later line.
+				// Names are printed outside any column layout (text/tabwriter would treat a
+				// 0xff byte as its escape character, garbling every later line), quoted
+				// $'...' when they hold a control character or bytes that are not UTF-8.
 				type row struct{ mode, size, when, name string }
 				rows := make([]row, 0, len(es))
 				var w [3]int
 				for _, e := range es {
-					name := lastElem(e.Path)
+					name := words.Name(lastElem(e.Path))
 					if e.IsDir {
 						name += "/"
 					}
 					if e.Symlink != "" {
-						name += " -> " + e.Symlink
+						name += " -> " + words.Name(e.Symlink)
 					}
 					if !long {
 						if e.Err != "" {
-							name += " (" + e.Err + ")"
+							name += " (" + words.Escape(e.Err) + ")"
 						}
 						fmt.Fprintln(out, name)
 						continue
 					}
-					r := row{"?", "?", "?", " " + name + " (" + e.Err + ")"}
+					r := row{"?", "?", "?", " " + name + " (" + words.Escape(e.Err) + ")"}
 					if e.Err == "" {
 						mark := " "
 						if e.Fallback {
@@ -157,7 +158,7 @@ Examples:
 					if s.Damaged > 0 {
 						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: removed %s; they were not kept as versions "+
 							"('veil check' names the versions lost, until 'veil forget' drops the snapshots they are in)\n",
-							r.Path, plural(s.Damaged, "damaged record", "damaged records"))
+							words.Escape(r.Path), plural(s.Damaged, "damaged record", "damaged records"))
 					}
 					if o.json {
 						out := names("removed", r.Path)
@@ -278,7 +279,7 @@ Examples:
 					if o.json {
 						json.NewEncoder(cmd.OutOrStdout()).Encode(names("path", h))
 					} else {
-						fmt.Fprintln(cmd.OutOrStdout(), h)
+						fmt.Fprintln(cmd.OutOrStdout(), words.Name(h))
 					}
 				}
 				if len(hits) == 0 {

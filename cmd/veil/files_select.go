@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // put's selection flags: --exclude-file, --files-from, --dry-run.
@@ -82,7 +83,7 @@ func printPlan(w io.Writer, o *clientFlags, cl *dupless.Client, srcs []string, d
 			"symlinks": sum.Symlinks, "bytes": sum.Bytes, "excluded": sum.Excluded, "not_stored": sum.NotStored, "errors": sum.Errors})
 	}
 	for _, p := range plan {
-		fmt.Fprintf(w, "%s -> %s (%s)\n", p.Local, p.Dest, p.Type)
+		fmt.Fprintf(w, "%s -> %s (%s)\n", words.Name(p.Local), words.Name(p.Dest), p.Type)
 	}
 	fmt.Fprintf(w, "would store %s, %s, %s, %s; %d excluded%s (dry run: nothing stored)\n", plural(sum.Files, "file", "files"),
 		plural(sum.Dirs, "dir", "dirs"), plural(sum.Symlinks, "link", "links"), humanBytes(sum.Bytes), sum.Excluded, notStored(sum.NotStored))

@@ -124,7 +124,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 			if ui.bar != nil {
 				ui.bar.Clear()
 			}
-			fmt.Fprintf(os.Stderr, "veil: %s: %s\n", path, oneLine(plainNetErrors(err)))
+			fmt.Fprintf(os.Stderr, "veil: %s: %s\n", words.Escape(path), textMessage(err))
 			o.shown.Add(1)
 		}
 	}

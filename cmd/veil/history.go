@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/words"
 )
 
 // History commands: log, snapshots, forget, and the --at/--version/--snapshot flags of get
@@ -114,7 +115,7 @@ Examples:
 					case v.IsDir:
 						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t\n", v.N, v.Seq, stored, plural(v.Files, "file", "files"))
 					case v.Err != "":
-						fmt.Fprintf(tw, "%d\t%d\t%s\t?\t(%s)\n", v.N, v.Seq, stored, v.Err)
+						fmt.Fprintf(tw, "%d\t%d\t%s\t?\t(%s)\n", v.N, v.Seq, stored, words.Escape(v.Err))
 					default:
 						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", v.N, v.Seq, stored, humanBytes(v.Size), v.ModTime.Local().Format(time.DateTime))
 					}
@@ -277,7 +278,7 @@ func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
 	}
 	if res.VersionsDamaged > 0 {
 		fmt.Fprintf(out, "%s listed by snapshots damaged (first: %s), so %s kept: "+
-			"which chunks those versions refer to cannot be read\n", plural(res.VersionsDamaged, "version", "versions"), res.Damaged[0],
+			"which chunks those versions refer to cannot be read\n", plural(res.VersionsDamaged, "version", "versions"), words.Escape(res.Damaged[0]),
 			plural(res.ChunksHeld, "unreferenced chunk", "unreferenced chunks"))
 	}
 }

@@ -40,10 +40,12 @@ Start with 'veil serve' for an all-in-one local deployment, or see README.md.
 
 Scripts (docs/scripting.md): results go to stdout, errors to stderr as one line
 "veil: ...". Exit status 0 is success, 1 failure, 2 a usage mistake, 3 some items failed
-(the rest went through), 4 put stored some files without deduplication; find exits 0
-found, 1 nothing found, 2 could not search. With --json every result is JSON, and a
+(the rest went through), 4 put stored some files without deduplication, 130 and 143
+stopped short by Ctrl-C or SIGTERM (servers and mounts stop on them and exit 0); find
+exits 0 found, 1 nothing found, 2 could not search. With --json every result is JSON, and a
 command that fails ends stdout with {"error": "...", "exit_code": N}; a name that is not
-valid UTF-8 gets its exact bytes beside it in base64 ("path_bytes" next to "path").`,
+valid UTF-8 gets its exact bytes beside it in base64 ("path_bytes" next to "path"). Text
+output quotes a name holding control characters as shells do ($'evil\nname').`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -93,22 +95,21 @@ func main() {
 	root := newRootCommand()
 	markUsageErrors(root)
 	cmd, err := root.ExecuteContextC(ctx)
-	interrupted := ctx.Err() != nil // before stop(), which cancels ctx too
+	sig := interruptedBy(ctx) // before stop(), which cancels ctx too
 	stop()
-	// Stopped here, not in a PostRun: cobra skips that when a command fails, and `veil
-	// serve` ends with an error (interrupted) — its profile would stay empty.
+	// Stopped here, not in a PostRun: cobra skips that when a command fails (an
+	// interrupted put), and its profile would stay empty.
 	pprof.StopCPUProfile()
 	trace.Stop()
 	if err != nil {
 		code := exitCode(err)
-		if interrupted && !isUsage(err) {
-			// Ctrl-C or SIGTERM: say so, not "context canceled" or a transport error
-			// about it (put, get: run the same command again to finish). Exit 1, but
-			// find keeps its 2: for it, 1 would read as "nothing found".
+		if sig != 0 && !isUsage(err) {
+			// Ctrl-C or SIGTERM stopped the command short: say so, not "context canceled"
+			// or a transport error about it (put, get: run the same command again to
+			// finish), and exit as shells and scripts expect of a command a signal ended,
+			// 128 + the signal's number (130, 143), find included.
 			err = errors.New("interrupted")
-			if code != exitFindFailed {
-				code = 1
-			}
+			code = exitSignal + int(sig)
 		}
 		fmt.Fprint(os.Stderr, errorLines(err))
 		if wantsJSONError(cmd) {
@@ -116,27 +117,48 @@ func main() {
 		}
 		os.Exit(code)
 	}
+	// A command that finished its work although a signal came (a server's clean shutdown
+	// is the usual case: veil serve, store serve, mount) exits 0.
 }
+
+// exitSignal + the signal's number is the exit status of a command a signal stopped short,
+// as a shell reports a process the signal killed: 130 for SIGINT, 143 for SIGTERM.
+const exitSignal = 128
 
 // sameInterruption is how soon after the first a signal is the same interruption: 'timeout
 // -s INT' and a kill of the process group deliver one signal twice, microseconds apart.
 const sameInterruption = 500 * time.Millisecond
 
-// interruptible returns the context of a command: the first Ctrl-C or SIGTERM cancels it,
-// and the command finishes what it must (the writes in flight, the tree root of what it
-// stored); a second one ends the process at once, as the signal does by default, unless
-// it follows the first within sameInterruption (found by a user walkthrough: 'timeout -s
-// INT' killed a put still unlocking its key, or mid-write, leaving its lock behind).
+// interrupted is the cause of a command's context that a signal cancelled.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+
+// interruptedBy returns the signal that cancelled ctx, or 0.
+func interruptedBy(ctx context.Context) syscall.Signal {
+	var i interrupted
+	if errors.As(context.Cause(ctx), &i) {
+		return i.sig
+	}
+	return 0
+}
+
+// interruptible returns the context of a command: the first Ctrl-C or SIGTERM cancels it
+// (its cause names the signal: interruptedBy), and the command finishes what it must (the
+// writes in flight, the tree root of what it stored); a second one ends the process at
+// once, as the signal does by default, unless it follows the first within
+// sameInterruption (found by a user walkthrough: 'timeout -s INT' killed a put still
+// unlocking its key, or mid-write, leaving its lock behind).
 func interruptible() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-sigs
-		first := time.Now()
-		cancel()
+		first := (<-sigs).(syscall.Signal)
+		start := time.Now()
+		cancel(interrupted{first})
 		for sig := range sigs {
-			if time.Since(first) >= sameInterruption {
+			if time.Since(start) >= sameInterruption {
 				signal.Reset(sig)
 				if s, ok := sig.(syscall.Signal); ok {
 					syscall.Kill(os.Getpid(), s)
@@ -145,5 +167,5 @@ func interruptible() (context.Context, context.CancelFunc) {
 			}
 		}
 	}()
-	return ctx, func() { signal.Stop(sigs); cancel() }
+	return ctx, func() { signal.Stop(sigs); cancel(nil) }
 }

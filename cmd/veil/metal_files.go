@@ -102,10 +102,11 @@ func newMetalRead(o *metalFlags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "read ID [OUT|-]",
 		Short: "Read the file starting at file id ID to OUT (default stdout)",
-		Long: `read fetches the file whose first segment is at file id ID (empty if never written),
-reading each of its segments and checking they belong to one write: a segment of another
-file or of an interrupted write is refused with an error, never returned. Neither server
-learns ID or that this was a read.
+		Long: `read fetches the file whose first segment is at file id ID, reading each of its
+segments and checking they belong to one write: a segment of another file or of an
+interrupted write is refused with an error, never returned, and so is an id never written
+("never written", exit 1; an empty file written there reads as empty). Neither server
+learns ID, that this was a read, or what it found.
 
 OUT is written atomically (a temporary file beside it, fsync, rename) and only once every
 segment checked; an OUT that exists and is not a regular file (a device, a FIFO, a

@@ -57,8 +57,19 @@ func TestMetalFiles(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "write: access 4 of 4") {
 		t.Fatalf("write: exit %d, stderr %q", code, errs)
 	}
+	// An id never written is no file (exit 1, one line), not an empty one; OUT stays.
 	out := filepath.Join(dir, "out")
 	os.WriteFile(out, []byte("an older copy"), 0o600)
+	for _, args := range [][]string{{"7"}, {"7", out}, {"7", "--json"}} {
+		o, errs, code := alice.run(t, append([]string{"metal", "read"}, args...)...)
+		if code != 1 || !strings.HasPrefix(errs, "veil: file id 7: never written: no file starts there") || strings.Count(errs, "\n") != 1 ||
+			(o != "") != (args[len(args)-1] == "--json") {
+			t.Fatalf("read %v of an id never written: exit %d, stdout %q, stderr %q", args, code, o, errs)
+		}
+	}
+	if b, _ := os.ReadFile(out); string(b) != "an older copy" {
+		t.Fatalf("a read of an id never written replaced OUT: %q", b)
+	}
 	if _, errs, code := alice.run(t, "metal", "read", "0", out); code != 0 || !strings.Contains(errs, "read: access 4 of 4") {
 		t.Fatalf("read: exit %d, stderr %q", code, errs)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
@@ -17,6 +18,7 @@ func init() { register(newMountCommand) }
 
 func newMountCommand() *cobra.Command {
 	var o clientFlags
+	var readTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "mount MOUNTPOINT",
 		Short: "Browse your stored files and snapshots as a read-only folder (FUSE)",
@@ -35,12 +37,25 @@ the snapshots that existed when it started; mount again to see newer ones. It ru
 Ctrl-C, SIGTERM or 'fusermount3 -u MOUNTPOINT'.
 Needs FUSE (/dev/fuse and fusermount3: apt install fuse3).
 
+--read-timeout bounds each request the kernel makes of the mount (a read, a lookup, a
+folder's listing), fetching from the storage service included. Past it the program
+reading gets an I/O error (EIO), as from a disk that stopped answering, the mount says so
+on stderr ("read failed") and goes on serving. The default, 90s, lets a read fetch the two chunks it
+needs at most (8 MiB each) over a link of 200 kB/s. Raise it for a slower link; lower it
+(10s, say) to have a backup or indexing tool scanning the mount fail fast when the service
+is down instead of waiting 90s per file. It takes a Go duration (30s, 2m, 1m30s), at least
+1s.
+
 Examples:
   mkdir -p ~/veil && veil mount ~/veil
   ls ~/veil/snapshots/ && cp ~/veil/snapshots/2026-11-20T18:02:11/Documents/report.pdf .
-  veil mount --json /mnt/veil     # prints {"mountpoint": ..., "snapshots": N} once mounted`,
+  veil mount --json /mnt/veil     # prints {"mountpoint": ..., "snapshots": N} once mounted
+  veil mount --read-timeout 5m ~/veil   # a slow link: wait up to 5 minutes per read`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if readTimeout < fusemount.MinReadTimeout {
+				return argError{fmt.Errorf("--read-timeout %v: give at least %v (a duration such as 30s or 5m)", readTimeout, fusemount.MinReadTimeout), cmd}
+			}
 			if err := emptyMountpoint(args[0]); err != nil {
 				return err
 			}
@@ -50,7 +65,7 @@ Examples:
 					level = slog.LevelDebug
 				}
 				return fusemount.Run(cmd.Context(), fusemount.Config{
-					Client: cl, Mountpoint: args[0],
+					Client: cl, Mountpoint: args[0], ReadTimeout: readTimeout,
 					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 					Ready: func(snaps int) {
 						if o.json {
@@ -66,6 +81,7 @@ Examples:
 		},
 	}
 	o.addFlags(c, false)
+	c.Flags().DurationVar(&readTimeout, "read-timeout", fusemount.DefaultReadTimeout, "how long a read, lookup or listing may wait for the storage service before the program reading gets an I/O error (at least 1s)")
 	return c
 }
 

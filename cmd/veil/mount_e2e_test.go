@@ -100,3 +100,56 @@ func TestE2EMount(t *testing.T) {
 }
 
 func execCommand(name string, args ...string) { _ = exec.Command(name, args...).Run() }
+
+// --read-timeout bounds each request of the kernel: with the storage service stopped
+// (SIGSTOP: it accepts connections and never answers), a read fails with EIO once the
+// timeout has passed, not after the 90 s default; the mount serves on, and a value that
+// is not a duration of at least 1s is a usage error before anything is mounted.
+func TestE2EMountReadTimeout(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testutil.Missing(t, "/dev/fuse not available")
+	}
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	want := randomFile(t, filepath.Join(src, "a.bin"), 300<<10, 1)
+	wantB := randomFile(t, filepath.Join(src, "b.bin"), 300<<10, 2)
+	alice.mustRun(t, "put", src)
+	mnt := t.TempDir()
+	for _, bad := range []string{"0s", "500ms", "-5s", "5"} {
+		_, errs, code := alice.run(t, "mount", "--read-timeout", bad, mnt)
+		if code != exitUsage || !strings.Contains(errs, "--read-timeout") || strings.Count(errs, "\n") != 2 {
+			t.Errorf("mount --read-timeout %s: exit %d, stderr %q", bad, code, errs)
+		}
+	}
+
+	t.Setenv("VEIL_CONFIG", alice.config)
+	t.Setenv("VEIL_PASSWORD_FILE", alice.passFile)
+	p := testutil.Start(t, veilBin, "mount", "--read-timeout", "2s", mnt)
+	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), "mounted 1 snapshot") })
+	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+	if b, err := os.ReadFile(filepath.Join(mnt, "current/docs/a.bin")); err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("read with the service up: %d bytes, %v", len(b), err)
+	}
+
+	d.proc.Cmd.Process.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { d.proc.Cmd.Process.Signal(syscall.SIGCONT) })
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := os.ReadFile(filepath.Join(mnt, "current/docs/b.bin")); done <- err }()
+	select {
+	case err := <-done:
+		if took := time.Since(start); !errors.Is(err, syscall.EIO) || took < 2*time.Second {
+			t.Fatalf("read with the service stopped: %v after %v, want EIO after 2s", err, took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("read with the service stopped still waiting after 30s (--read-timeout 2s)")
+	}
+	d.proc.Cmd.Process.Signal(syscall.SIGCONT)
+	if b, err := os.ReadFile(filepath.Join(mnt, "current/docs/b.bin")); err != nil || !bytes.Equal(b, wantB) {
+		t.Fatalf("read once the service is back: %d bytes, %v", len(b), err)
+	}
+	if !strings.Contains(p.Output(), "read failed") {
+		t.Errorf("the mount did not say the read failed:\n%s", p.Output())
+	}
+}

@@ -263,8 +263,9 @@ func TestE2EErrorsNameTheUsersFolder(t *testing.T) {
 	}
 }
 
-// An interrupted find exits 2 (could not search), never 1 ("nothing found"): here the
-// storage service accepts connections and never answers, and find gets Ctrl-C.
+// An interrupted find exits 130, as every command Ctrl-C stops short does, never 1
+// ("nothing found"): here the storage service accepts connections and never answers, and
+// find gets Ctrl-C.
 func TestE2EFindInterrupted(t *testing.T) {
 	u := localUser(t, "alice")
 	storeDir := t.TempDir()
@@ -298,8 +299,8 @@ func TestE2EFindInterrupted(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitFindFailed || errb.String() != "veil: interrupted\n" ||
-		lastJSON(t, out.String())["exit_code"] != float64(exitFindFailed) {
+	if code := cmd.ProcessState.ExitCode(); code != 130 || errb.String() != "veil: interrupted\n" ||
+		lastJSON(t, out.String())["exit_code"] != float64(130) {
 		t.Fatalf("interrupted find: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver"
 	"github.com/veil-project/veil/internal/storewire"
+	"github.com/veil-project/veil/internal/words"
 )
 
 func newStoreStatsCommand() *cobra.Command {
@@ -129,7 +130,7 @@ leftovers of crashes are reported but are not problems (gc reclaims them).
 
 func printFsck(w io.Writer, rep storeserver.FsckReport) {
 	for _, p := range rep.Problems {
-		fmt.Fprintf(w, "problem: %s\n", p)
+		fmt.Fprintf(w, "problem: %s\n", words.Escape(p))
 	}
 	state := "clean"
 	if !rep.Clean() {

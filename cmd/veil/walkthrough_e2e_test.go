@@ -117,8 +117,8 @@ func TestE2EDoubledSignalIsOneInterruption(t *testing.T) {
 		cmd.Process.Signal(os.Interrupt)
 		err := cmd.Wait()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "interrupted") {
-			t.Fatalf("put given SIGINT twice 20 ms apart: %v, stderr %q; want exit 1 and \"interrupted\"", err, errb.String())
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "interrupted") {
+			t.Fatalf("put given SIGINT twice 20 ms apart: %v, stderr %q; want exit 130 and \"interrupted\"", err, errb.String())
 		}
 	}
 }

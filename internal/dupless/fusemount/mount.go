@@ -39,6 +39,10 @@ const DefaultLoaded = 4
 // (8 MiB each at most), which a link of 200 kB/s brings in this time.
 const DefaultReadTimeout = 90 * time.Second
 
+// MinReadTimeout is the shortest Config.ReadTimeout 'veil mount --read-timeout' accepts:
+// below it a read that needs a chunk fails on an ordinary link.
+const MinReadTimeout = time.Second
+
 // staticDir is a directory whose children are fixed when the mount starts.
 type staticDir struct {
 	gofs.Inode

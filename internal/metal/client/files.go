@@ -143,8 +143,11 @@ func readFile(ctx context.Context, b blocks, caps CapabilityFunc, first uint64, 
 	var nh *segment.NotHeadError
 	switch {
 	case errors.Is(err, segment.ErrEmpty):
-		progress(o, 1, total)
-		return []byte{}, s, pad(ctx, b, c0, first, 1, total, o)
+		// A slot never written decrypts to zeros, and every write puts a version 1 header
+		// in each segment (an empty file included), so this is no file, not an empty one.
+		// Told here, after the access, from what only the client decrypted: the servers
+		// see the one access any read of a one-segment file makes (total, when padded).
+		return fail(1, fmt.Errorf("file id %d: %w: no file starts there ('veil metal ls' lists the files written from this profile)", first, err))
 	case errors.As(err, &nh):
 		return fail(1, fmt.Errorf("file id %d is not the start of a file: it holds segment %d of %d of the file at id %d", first, nh.Index+1, nh.Count, first-uint64(nh.Index)))
 	case err != nil:

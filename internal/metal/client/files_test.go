@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/metal/access"
+	"github.com/veil-project/veil/internal/metal/segment"
 )
 
 // memBlocks is an in-memory deployment for the segmentation logic (the real servers are
@@ -113,8 +114,15 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Fatalf("a negative --pad: %v", err)
 	}
 	m.log = nil
-	if got, s, err := readFile(ctx, m, caps(0, 63), 50, FileOptions{}); err != nil || len(got) != 0 || s.Segments != 1 || len(m.log) != 1 {
-		t.Fatalf("a never-written id: %q %+v %v", got, s, err)
+	if got, _, err := readFile(ctx, m, caps(0, 63), 50, FileOptions{}); !errors.Is(err, segment.ErrEmpty) || got != nil || len(m.log) != 1 ||
+		!strings.HasPrefix(err.Error(), "file id 50: never written: no file starts there") {
+		t.Fatalf("a never-written id: %q %v after %d accesses", got, err, len(m.log))
+	}
+	if _, err := writeFile(ctx, m, caps(0, 63), 50, nil, FileOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, s, err := readFile(ctx, m, caps(0, 63), 50, FileOptions{}); err != nil || got == nil || len(got) != 0 || s.Segments != 1 {
+		t.Fatalf("an empty file: %q %+v %v", got, s, err)
 	}
 }
 

@@ -55,6 +55,11 @@ func TestPaddedAccessCountHidesRefusal(t *testing.T) {
 			func(b blocks) error { _, _, err := readFile(ctx, b, caps(0, 63), 0, FileOptions{Pad: pad}); return err }, "refused"},
 		{"read of a non-head id", func(bool, uint64) bool { return false },
 			func(b blocks) error { _, _, err := readFile(ctx, b, caps(0, 63), 2, FileOptions{Pad: pad}); return err }, "not the start of a file"},
+		{"read of an id never written", func(bool, uint64) bool { return false },
+			func(b blocks) error {
+				_, _, err := readFile(ctx, b, caps(0, 63), 40, FileOptions{Pad: pad})
+				return err
+			}, "never written"},
 		{"write refused at its second segment", func(w bool, id uint64) bool { return w && id == 10 },
 			func(b blocks) error {
 				_, err := writeFile(ctx, b, caps(0, 63), 8, fill(80, 1), FileOptions{Pad: pad})

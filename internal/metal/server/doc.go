@@ -6,9 +6,12 @@
 // carrying a client-chosen request id and this server's part of the request
 // (docs/formats/metal-server.md), plus /healthz and /metrics. Server 1 also dials Server
 // 2's POST /v1/peer with a client certificate from Server 2's CA (mutual TLS) and upgrades
-// it to the 2PC stream (internal/metal/twopc); over it, Server 1 announces each request id,
-// Server 2 answers once the client's part for that id reached it, and both run the call
-// (internal/metal/access). Calls run one at a time, in Server 1's order.
+// it to the 2PC stream (internal/metal/twopc); over it, Server 1 asks about each request
+// id, Server 2 answers at once whether the client's part for that id is there, and both run
+// the call (internal/metal/access). Ids whose part is missing wait, and Server 1 asks about
+// all of them in one query per poll (pairing.go, query.go), so requests sent to one server
+// only cost the link the same however many there are. Calls run one at a time, in Server
+// 1's order.
 //
 // Layering: a service. It imports internal/metal/access and the protocol packages below it,
 // internal/server and internal/pki; it must not import clients, cmd or other systems.

@@ -9,7 +9,7 @@ import (
 	"github.com/veil-project/veil/internal/metal/access"
 )
 
-func httpClient(t *testing.T, caPEM string) *http.Client {
+func httpClient(t testing.TB, caPEM string) *http.Client {
 	cfg, err := ClientTLS([]byte(caPEM), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,9 @@ func get(t *testing.T, d access.Deployment, i int, url string) string {
 	if i == 1 {
 		ca = d.CA2
 	}
-	resp, err := httpClient(t, ca).Get(url)
+	hc := httpClient(t, ca)
+	defer hc.CloseIdleConnections() // each connection would hold one of the server's --max-conns
+	resp, err := hc.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func get(t *testing.T, d access.Deployment, i int, url string) string {
 }
 
 // testWriter sends server logs to the test log (shown on failure or with -v).
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,7 +25,8 @@ const upgradeProto = "veil-metal-2pc"
 // already), writes straight to the connection.
 type conn struct {
 	net.Conn
-	r *bufio.Reader
+	r     *bufio.Reader
+	query bool // Server 1: Server 2 answered the upgrade with link version 2 (it takes queries)
 }
 
 func (c *conn) Read(p []byte) (int, error) { return c.r.Read(p) }
@@ -50,7 +50,7 @@ func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetDeadline(time.Time{})
-	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", upgradeProto)
+	rw.WriteString(upgradeResponse(!s.linkV1.Load()))
 	if err := rw.Flush(); err != nil {
 		c.Close()
 		return
@@ -61,6 +61,16 @@ func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
 	default:
 	}
 	s.links <- &conn{Conn: c, r: rw.Reader}
+}
+
+// upgradeResponse is Server 2's answer to the link upgrade; with the link version header
+// when it takes queries.
+func upgradeResponse(query bool) string {
+	v := ""
+	if query {
+		v = linkHeader + ": " + linkVersion + "\r\n"
+	}
+	return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " + upgradeProto + "\r\nConnection: Upgrade\r\n" + v + "\r\n"
 }
 
 func (s *Server) dialPeer(ctx context.Context) (*conn, error) {
@@ -88,7 +98,7 @@ func (s *Server) dialPeer(ctx context.Context) (*conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	return &conn{Conn: nc, r: br}, nil
+	return &conn{Conn: nc, r: br, query: resp.Header.Get(linkHeader) == linkVersion}, nil
 }
 
 // linkLoop keeps the 2PC link up and runs calls over it until ctx ends.
@@ -153,7 +163,7 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 	}
 	s.log.Info("2PC link up", "calls", p.Calls())
 	if s.role == 1 {
-		return s.lead(ctx, sess, p)
+		return s.lead(ctx, sess, p, c.query)
 	}
 	return s.follow(sess, p)
 }
@@ -177,5 +187,3 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
-
-var errMissing = errors.New("server 2 did not receive its part of this request (send both parts, same id)")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -79,6 +80,7 @@ type Server struct {
 	shKeys *share.ServerKeys
 	list   *share.List  // Server 1: the capability broadcast list
 	sh     *share.Party // the link's sharing party (used by the call loop only)
+	linkV1 atomic.Bool  // tests: Server 2 answers the link upgrade as a version-1 server (no queries)
 }
 
 // Open loads dir (made by Init).

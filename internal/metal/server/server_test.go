@@ -37,9 +37,13 @@ type pair struct {
 	delay  time.Duration // LinkDelay of both servers
 }
 
-func startPair(t *testing.T) *pair { return startPairDelay(t, 0) }
+func startPair(t testing.TB) *pair { return startPairDelay(t, 0) }
 
-func startPairDelay(t *testing.T, delay time.Duration) *pair {
+func startPairDelay(t testing.TB, delay time.Duration) *pair {
+	return startPairParams(t, delay, testParams)
+}
+
+func startPairParams(t testing.TB, delay time.Duration, params access.Params) *pair {
 	p := &pair{delay: delay}
 	var ls [2]server.Listeners
 	for i := range ls {
@@ -50,7 +54,7 @@ func startPairDelay(t *testing.T, delay time.Duration) *pair {
 		p.addr[i] = ls[i].Addr()
 		p.dir[i] = filepath.Join(t.TempDir(), "s")
 	}
-	if err := Init(p.dir[1], InitOptions{Role: 2, Endpoint: "https://" + p.addr[1], Params: testParams}); err != nil {
+	if err := Init(p.dir[1], InitOptions{Role: 2, Endpoint: "https://" + p.addr[1], Params: params}); err != nil {
 		t.Fatal(err)
 	}
 	cred, err := os.ReadFile(filepath.Join(p.dir[1], FilePeerCred))
@@ -70,7 +74,7 @@ func startPairDelay(t *testing.T, delay time.Duration) *pair {
 	return p
 }
 
-func (p *pair) serve(t *testing.T, i int, ls server.Listeners) {
+func (p *pair) serve(t testing.TB, i int, ls server.Listeners) {
 	s, err := Open(p.dir[i], Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), PairTimeout: 2 * time.Second, RedialInterval: 50 * time.Millisecond, PingInterval: 100 * time.Millisecond, LinkDelay: p.delay,
 		TestTap: func(path string, body []byte) {
 			p.mu.Lock()
@@ -95,7 +99,7 @@ func (p *pair) serve(t *testing.T, i int, ls server.Listeners) {
 }
 
 // restart stops server i and serves it again on the same address from its directory.
-func (p *pair) restart(t *testing.T, i int) {
+func (p *pair) restart(t testing.TB, i int) {
 	p.stop[i]()
 	ls, err := server.Listen(p.addr[i], "")
 	if err != nil {
@@ -104,7 +108,7 @@ func (p *pair) restart(t *testing.T, i int) {
 	p.serve(t, i, ls)
 }
 
-func (p *pair) client(t *testing.T) *client.Client {
+func (p *pair) client(t testing.TB) *client.Client {
 	var c *client.Client
 	testutil.WaitFor(t, 30*time.Second, "the servers' 2PC link", func() bool {
 		var err error

@@ -140,6 +140,9 @@ func (c *Client) Mkdir(ctx context.Context, path string) error {
 
 // mkdirChecked creates path under the command's lock, unless a file is on it.
 func (c *Client) mkdirChecked(ctx context.Context, path string) error {
+	if err := c.refusePending(ctx, "", "", cleanPath(path)); err != nil {
+		return err
+	}
 	if err := c.noFileOnPath(ctx, path); err != nil {
 		return err
 	}
@@ -183,6 +186,9 @@ func (c *Client) removeOne(ctx context.Context, path string, recursive bool) (*S
 	sum := &Summary{}
 	raw := path
 	path = cleanPath(path)
+	if err := c.refusePending(ctx, "", "", path); err != nil {
+		return sum, err
+	}
 	kind, err := c.removeKind(ctx, raw)
 	if errors.Is(err, storage.ErrNotFound) {
 		return sum, c.finishRemove(path, strings.HasSuffix(raw, "/"), recursive, sum, err)

@@ -126,6 +126,11 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 			c.saveCache(cache)
 		}
 	}()
+	if !lockless { // a lock-free put's batch requires no mark (commitLockless)
+		if err := c.refusePending(ctx, "", "", putNames(locals, dest)...); err != nil {
+			return sum, err
+		}
+	}
 	if c.putFirst != nil {
 		if err := c.putFirst(ctx); err != nil { // Sync's replacements of what changed kind
 			return sum, err
@@ -299,6 +304,15 @@ func walkLocals(locals []string, dest string, exclude []string) *walked {
 		}
 	}
 	return w
+}
+
+// putNames are the names a put of locals to dest stores under.
+func putNames(locals []string, dest string) []string {
+	out := make([]string, len(locals))
+	for i, l := range locals {
+		out[i] = joinPath(dest, filepath.Base(filepath.Clean(l)))
+	}
+	return out
 }
 
 func joinPath(parts ...string) string {

@@ -191,9 +191,9 @@ folder's mv leaves a small mark on the storage until it is done, by which it kno
 as its own). --resume does that without the mark (an mv of an older veil): it moves what
 is left of the folder SRC into the existing folder DEST, and leaves in SRC, reported, any
 file DEST holds in another version, and any folder DEST holds as a file (or the reverse).
-While a folder's mv is unfinished, every command that would change a name below SRC or
-DEST (mv, rm, mkdir, put) refuses, naming it; --resume without SRC and DEST finishes every
-such mv, each as running it again would. A long mv reports progress on stderr every 100
+While a folder's mv that was killed is unfinished, every command that would change SRC,
+DEST or a name below them (mv, rm, mkdir, put) refuses, naming it; --resume without SRC
+and DEST finishes every unfinished mv, each as running it again would. A long mv reports progress on stderr every 100
 entries (when stderr is a terminal, or with --progress). mv runs alone, as rm does:
 beside another command of yours on the same storage, one of the two stops with "another
 veil command holds a conflicting lock".

@@ -73,10 +73,16 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 		return err
 	}
 	mark := moveMark(encSrc, encDst)
-	marked, err := c.hasMark(ctx, mark)
+	own, marked, err := c.hasMark(ctx, mark)
 	if err != nil {
 		return err
 	}
+	ran := false // this run wrote or used the mark: settled if it fails
+	defer func() {
+		if err != nil && ran {
+			c.settle(ctx, src, dst, mark)
+		}
+	}()
 	srcKind, srcErr := c.kindOf(ctx, src)
 	if srcErr != nil && !errors.Is(srcErr, storage.ErrNotFound) {
 		return srcErr
@@ -91,6 +97,7 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 			}
 			return srcErr
 		}
+		ran = srcKind == typeDir
 		return c.moveNew(ctx, src, dst, srcKind, encSrc, encDst, mark)
 	}
 	if err != nil {
@@ -123,11 +130,12 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 	}
 	switch {
 	case marked || resume:
-		if !marked { // a --resume killed in turn is pending too
-			if err := c.writeMark(ctx, src, dst, mark); err != nil {
+		if !marked || own.Settled { // running: a --resume or rerun killed in turn is pending too
+			if err := c.writeMark(ctx, src, dst, mark, false); err != nil {
 				return err
 			}
 		}
+		ran = true
 		return c.moveTree(ctx, src, dst, encSrc, encDst, mark, true, srcErr == nil)
 	case srcErr != nil:
 		return srcErr
@@ -146,7 +154,7 @@ func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc,
 	if kind != typeDir {
 		return c.moveRecord(ctx, src, dst)
 	}
-	if err := c.writeMark(ctx, src, dst, mark); err != nil {
+	if err := c.writeMark(ctx, src, dst, mark, false); err != nil {
 		return err
 	}
 	if err := c.mkdir(ctx, dst); err != nil {
@@ -155,16 +163,16 @@ func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc,
 	return c.moveTree(ctx, src, dst, encSrc, encDst, mark, false, true)
 }
 
-// hasMark reports whether the move mark name is stored and is this key's (of this veil's
-// or of an older one, which names no folders), among the marks the command read.
-func (c *Client) hasMark(ctx context.Context, name string) (bool, error) {
+// hasMark returns the move mark name, if it is stored and is this key's (of this veil's or
+// of an older one, which names no folders), among the marks the command read.
+func (c *Client) hasMark(ctx context.Context, name string) (PendingMove, bool, error) {
 	marks, err := c.pending(ctx)
 	for _, m := range marks {
 		if m.name == name {
-			return true, err
+			return m, true, err
 		}
 	}
-	return false, err
+	return PendingMove{}, false, err
 }
 
 // moveTree moves everything below the folder src into the folder dst, then removes src's

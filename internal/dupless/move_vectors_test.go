@@ -13,16 +13,17 @@ const moveMarkVectorFile = "../../testdata/dupless/move-marks.json"
 
 // moveMarkVector is one move mark: a folder mv's plain and encrypted source and
 // destination paths, the mark's object name, and the mark sealed for it (master key
-// 0x42..., nonce 0x07...) as this veil writes it (naming the folders) and as session 13's
-// did (naming none).
+// 0x42..., nonce 0x07...) as this veil writes it (naming the folders: running, and settled)
+// and as session 13's did (naming none).
 type moveMarkVector struct {
 	SrcPath string `json:"src_path"` // plain, as the mark names it
 	DstPath string `json:"dst_path"`
 	Src     string `json:"src"` // encrypted
 	Dst     string `json:"dst"`
-	Object  string `json:"object"` // .veil/moves/<hex SHA-256("veil/v1 move" 0 src 0 dst)>
-	Sealed  string `json:"sealed"` // session 13's mark: a key record of type 3, no target
-	Named   string `json:"named"`  // this veil's: its target src_path 0x00 dst_path
+	Object  string `json:"object"`  // .veil/moves/<hex SHA-256("veil/v1 move" 0 src 0 dst)>
+	Sealed  string `json:"sealed"`  // session 13's mark: a key record of type 3, no target
+	Named   string `json:"named"`   // this veil's: its target src_path 0x00 dst_path, mode 0 (running)
+	Settled string `json:"settled"` // the same, mode 1 (settled)
 }
 
 // TestMoveMarkVectors pins the move mark (docs/formats/key-record.md, "Move marks"): its
@@ -41,8 +42,9 @@ func TestMoveMarkVectors(t *testing.T) {
 			obj := storage.Join(movesDir, moveMark(s, d))
 			nonce := bytes.Repeat([]byte{7}, recordHeader-1)
 			old := k.sealRecordNonce(&record{Type: typeDir}, obj, nonce)
-			named := k.sealRecordNonce(markRecord(plain[0], plain[1]), obj, nonce)
-			out = append(out, moveMarkVector{plain[0], plain[1], s, d, obj, hex.EncodeToString(old), hex.EncodeToString(named)})
+			named := k.sealRecordNonce(markRecord(plain[0], plain[1], false), obj, nonce)
+			settled := k.sealRecordNonce(markRecord(plain[0], plain[1], true), obj, nonce)
+			out = append(out, moveMarkVector{plain[0], plain[1], s, d, obj, hex.EncodeToString(old), hex.EncodeToString(named), hex.EncodeToString(settled)})
 		}
 		return out
 	})
@@ -57,14 +59,15 @@ func TestMoveMarkVectors(t *testing.T) {
 		for _, sealed := range []struct {
 			hex      string
 			src, dst string
-		}{{mv.Sealed, "", ""}, {mv.Named, mv.SrcPath, mv.DstPath}} {
+			settled  bool
+		}{{mv.Sealed, "", "", false}, {mv.Named, mv.SrcPath, mv.DstPath, false}, {mv.Settled, mv.SrcPath, mv.DstPath, true}} {
 			b := testutil.Unhex(t, sealed.hex)
 			r, err := k.openRecord(b, mv.Object)
 			if err != nil {
 				t.Fatalf("vector %d: the mark does not open under its path: %v", i, err)
 			}
-			if m, ok := c.parseMark(name, r); !ok || m.Src != sealed.src || m.Dst != sealed.dst {
-				t.Errorf("vector %d: the mark names %q -> %q (ok %v), want %q -> %q", i, m.Src, m.Dst, ok, sealed.src, sealed.dst)
+			if m, ok := c.parseMark(name, r); !ok || m.Src != sealed.src || m.Dst != sealed.dst || m.Settled != sealed.settled {
+				t.Errorf("vector %d: the mark names %q -> %q, settled %v (ok %v), want %q -> %q, %v", i, m.Src, m.Dst, m.Settled, ok, sealed.src, sealed.dst, sealed.settled)
 			}
 			if _, err := k.openRecord(b, v[1-i].Object); err == nil {
 				t.Errorf("vector %d opens under another mark's path", i)

@@ -15,6 +15,14 @@ import (
 // marks under its lock and refuses a name a pending mv covers, naming the mv to finish
 // first. Found by review: a killed 'veil mv tree moved' then 'veil mv tree other' left
 // moved/ half filled with files no root listed, and nothing said why.
+//
+// A mv that ends with an error (one it reports: Ctrl-C, a file kept in its source) first
+// publishes its root, then marks its mark settled: nothing it moved is unlisted, so other
+// commands go on, and one that changes its source or destination themselves (rm -r, mv
+// of either, or of a folder holding one) drops the mark, so that no later mv onto a new
+// folder of that name merges into it (found by review). A rerun makes the mark running
+// again before it moves anything. Only a mv that ended without a word (killed, or its root
+// not published) leaves a running mark, which refuses.
 
 // ErrMovePending reports a name that an interrupted folder mv still covers.
 var ErrMovePending = errors.New("an interrupted 'veil mv' is pending")
@@ -22,8 +30,15 @@ var ErrMovePending = errors.New("an interrupted 'veil mv' is pending")
 // PendingMove is an interrupted folder mv, read back from its mark.
 type PendingMove struct {
 	Src, Dst string // plain paths; both "" in a mark of an older veil, which names neither
+	Settled  bool   // its last run ended with an error, after publishing its root
 	name     string // the mark's object name below .veil/moves
 }
+
+// Mark states, in the mark's mode field.
+const (
+	markRunning = 0
+	markSettled = 1
+)
 
 // marked reports whether m is the mark of the mv from src to dst (plain paths).
 func (m PendingMove) marked(src, dst string) bool { return m.Src == src && m.Dst == dst && src != "" }
@@ -31,6 +46,12 @@ func (m PendingMove) marked(src, dst string) bool { return m.Src == src && m.Dst
 // covers reports whether the name path is, holds, or lies inside m's source or destination.
 func (m PendingMove) covers(path string) bool {
 	return m.Src != "" && (related(path, m.Src) || related(path, m.Dst))
+}
+
+// replaces reports whether the name path is m's source or destination or holds one.
+func (m PendingMove) replaces(path string) bool {
+	holds := func(p string) bool { return path == "" || path == p || strings.HasPrefix(p, path+"/") }
+	return m.Src != "" && (holds(m.Src) || holds(m.Dst))
 }
 
 func related(a, b string) bool {
@@ -51,15 +72,21 @@ func (e *pendingError) Error() string {
 func (e *pendingError) Unwrap() error { return ErrMovePending }
 
 // markRecord is the move mark of the folder mv from src to dst: a folder record whose
-// target is src 0x00 dst.
-func markRecord(src, dst string) *record { return &record{Type: typeDir, Target: src + "\x00" + dst} }
+// target is src 0x00 dst, its mode markRunning or markSettled.
+func markRecord(src, dst string, settled bool) *record {
+	r := &record{Type: typeDir, Target: src + "\x00" + dst}
+	if settled {
+		r.Mode = markSettled
+	}
+	return r
+}
 
 // maxMarkNames is what a record's target holds (u16 length).
 const maxMarkNames = 1<<16 - 1
 
 // writeMark writes the mark of the mv from src to dst, under the name mark.
-func (c *Client) writeMark(ctx context.Context, src, dst, mark string) error {
-	r := markRecord(src, dst)
+func (c *Client) writeMark(ctx context.Context, src, dst, mark string, settled bool) error {
+	r := markRecord(src, dst, settled)
 	if len(r.Target) > maxMarkNames {
 		return fmt.Errorf("cannot move %s to %s: the two paths are longer than %d bytes together", src, dst, maxMarkNames-1)
 	}
@@ -67,6 +94,19 @@ func (c *Client) writeMark(ctx context.Context, src, dst, mark string) error {
 		return fmt.Errorf("write the move mark: %w", err)
 	}
 	return nil
+}
+
+// settle ends a run of the mv from src to dst that failed: it publishes the command's root
+// (what the run moved is then listed), then marks the mark settled. Either failing, the
+// mark stays running: other commands keep refusing what it covers.
+func (c *Client) settle(ctx context.Context, src, dst, mark string) {
+	ctx = context.WithoutCancel(ctx)
+	if err := c.publishChanges(ctx); err != nil {
+		return // reported by the command's unlock, which tries again
+	}
+	if err := c.writeMark(ctx, src, dst, mark, true); err != nil {
+		c.log.Warn("the move mark stays running", "err", err)
+	}
 }
 
 // dropMark deletes the mark name, and .veil/moves with it once it is empty: a lock-free put
@@ -88,8 +128,9 @@ func (c *Client) dropMovesDir(ctx context.Context) {
 // readMarks reads every move mark this key wrote. A mark that does not open under this key
 // is not this key's and is skipped; one whose names do not make its object name is taken
 // for damaged, and skipped too (the mv it stood for refuses its destination as existing
-// and names --resume, as without a mark). With none, an empty .veil/moves goes.
-func (c *Client) readMarks(ctx context.Context) ([]PendingMove, error) {
+// and names --resume, as without a mark). With none and drop (under the lock, where no mv
+// is writing one), an empty .veil/moves goes.
+func (c *Client) readMarks(ctx context.Context, drop bool) ([]PendingMove, error) {
 	infos, err := c.be.List(ctx, movesDir)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
@@ -116,7 +157,7 @@ func (c *Client) readMarks(ctx context.Context) ([]PendingMove, error) {
 		}
 		out = append(out, m)
 	}
-	if len(infos) == 0 {
+	if len(infos) == 0 && drop {
 		c.dropMovesDir(ctx)
 	}
 	return out, nil
@@ -125,12 +166,12 @@ func (c *Client) readMarks(ctx context.Context) ([]PendingMove, error) {
 // parseMark reads the names of the mark name, r: none (an older veil's mark), or src and
 // dst, clean, neither holding the other, whose encrypted paths make name.
 func (c *Client) parseMark(name string, r *record) (PendingMove, bool) {
-	m := PendingMove{name: name}
-	if r.Type != typeDir || len(r.Chunks) != 0 {
+	m := PendingMove{name: name, Settled: r.Mode == markSettled}
+	if r.Type != typeDir || len(r.Chunks) != 0 || r.Mode > markSettled {
 		return m, false
 	}
 	if r.Target == "" {
-		return m, true
+		return PendingMove{name: name}, r.Mode == markRunning
 	}
 	src, dst, ok := strings.Cut(r.Target, "\x00")
 	if !ok || src == "" || dst == "" || cleanPath(src) != src || cleanPath(dst) != dst || related(src, dst) {
@@ -153,7 +194,7 @@ func (c *Client) startMarks(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		marks, err = c.readMarks(ctx)
+		marks, err = c.readMarks(ctx, true)
 	}()
 	c.marks = sync.OnceValues(func() ([]PendingMove, error) {
 		<-done
@@ -164,13 +205,14 @@ func (c *Client) startMarks(ctx context.Context) {
 // pending returns the move marks, as read when the command took its lock.
 func (c *Client) pending(ctx context.Context) ([]PendingMove, error) {
 	if c.marks == nil {
-		return c.readMarks(ctx)
+		return c.readMarks(ctx, false)
 	}
 	return c.marks()
 }
 
-// refusePending refuses path, a name the command is about to change, when a pending mv
-// other than the mv from src to dst (its own: "" for a command that is no mv) covers it.
+// refusePending refuses path, a name the command is about to change, when a running mark
+// of a mv other than the mv from src to dst (its own: "" for a command that is no mv)
+// covers it. A settled mark whose source or destination path replaces is dropped.
 func (c *Client) refusePending(ctx context.Context, src, dst string, paths ...string) error {
 	marks, err := c.pending(ctx)
 	if err != nil {
@@ -181,8 +223,15 @@ func (c *Client) refusePending(ctx context.Context, src, dst string, paths ...st
 			continue
 		}
 		for _, p := range paths {
-			if m.covers(p) {
+			switch {
+			case !m.covers(p):
+			case !m.Settled:
 				return &pendingError{path: p, m: m}
+			case m.replaces(p):
+				if err := c.dropMark(ctx, m.name); err != nil {
+					return fmt.Errorf("drop the mark of the interrupted 'veil mv %s %s': %w", shellWord(m.Src), shellWord(m.Dst), err)
+				}
+				c.log.Info("an interrupted mv is dropped: its source or destination changes", "src", m.Src, "dst", m.Dst)
 			}
 		}
 	}
@@ -197,7 +246,7 @@ func (c *Client) ResumePending(ctx context.Context) (done []PendingMove, older i
 	if err := c.checkOwner(ctx); err != nil {
 		return nil, 0, err
 	}
-	marks, err := c.readMarks(ctx)
+	marks, err := c.readMarks(ctx, false)
 	if err != nil {
 		return nil, 0, err
 	}

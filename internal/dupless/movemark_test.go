@@ -1,9 +1,11 @@
 package dupless
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -139,7 +141,7 @@ func TestLonePutWithPendingMove(t *testing.T) {
 	mustPut(t, c, filepath.Join(dir, "tree"), "")
 	encSrc, _ := c.keys.encPath("tree")
 	encDst, _ := c.keys.encPath("moved")
-	if err := c.writeMark(ctx, "tree", "moved", moveMark(encSrc, encDst)); err != nil { // as a killed mv leaves it
+	if err := c.writeMark(ctx, "tree", "moved", moveMark(encSrc, encDst), false); err != nil { // as a killed mv leaves it
 		t.Fatal(err)
 	}
 	var batches []bool // whether each batch went without the lock
@@ -177,4 +179,94 @@ func TestLonePutWithPendingMove(t *testing.T) {
 		t.Fatalf("a lone put once the mv is done: batches %v, want one without the lock", batches)
 	}
 	storedAre(t, dev(), map[string]string{"moved/a": "a", "moved/one": "two", "other/one": "one"})
+}
+
+// cancelledMove runs 'mv tree moved' on moveTreeFixture's tree and cancels it (Ctrl-C)
+// after its first file: it reports the interruption, publishes its root and settles its
+// mark.
+func cancelledMove(t *testing.T) (*Client, storage.Backend, []byte, map[string]string) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	var armed atomic.Bool
+	be := newBackend(t)
+	c, master, want := moveTreeFixture(t, be, Options{Jobs: 1, Events: Events{File: func(string, error) {
+		if armed.Load() {
+			cancel()
+		}
+	}}})
+	armed.Store(true)
+	err := c.Move(cctx, "tree", "moved")
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("mv cancelled: %v", err)
+	}
+	armed.Store(false)
+	marks, err := c.readMarks(ctx, false)
+	if err != nil || len(marks) != 1 || !marks[0].Settled {
+		t.Fatalf("the cancelled mv's mark: %+v %v", marks, err)
+	}
+	return c, be, master, want
+}
+
+// A mv that reports its interruption (Ctrl-C) publishes its root and settles its mark:
+// nothing it moved is unlisted, so other commands go on; one inside its folders keeps the
+// mark (running the mv again still finishes it), and one that changes a folder itself
+// (rm -r moved) drops it, so that a later mv onto a new folder of that name refuses it as
+// existing instead of merging into it (found by review).
+func TestSettledMoveMark(t *testing.T) {
+	c, be, master, want := cancelledMove(t)
+	if err := c.Mkdir(ctx, "moved/new"); err != nil {
+		t.Fatalf("mkdir inside a settled mv's destination: %v", err)
+	}
+	if _, err := c.Remove(ctx, "moved/new", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Move(ctx, "tree", "moved"); err != nil { // the mark kept: finishes it
+		t.Fatalf("mv again: %v", err)
+	}
+	checkMovedOnce(t, be, master, want)
+
+	c, _, _, _ = cancelledMove(t)
+	if _, err := c.Remove(ctx, "moved", true); err != nil {
+		t.Fatalf("rm -r of a settled mv's destination: %v", err)
+	}
+	if marks, _ := c.readMarks(ctx, false); len(marks) != 0 {
+		t.Fatalf("marks after rm -r moved: %+v", marks)
+	}
+	if err := c.Mkdir(ctx, "moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Move(ctx, "tree", "moved"); !errors.Is(err, storage.ErrExists) || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("mv onto a new folder of a dropped mv's name: %v", err)
+	}
+	if es, err := c.List(ctx, "moved", false); err != nil || len(es) != 0 {
+		t.Fatalf("the new moved: %v %v", es, err)
+	}
+}
+
+// A rerun that keeps files (the destination holds another version) settles its mark: the
+// user removes one of the pair, which the mark does not refuse, and the mv run again
+// finishes (a running mark would have refused the rm, and nothing could finish the mv).
+func TestKeptFilesThenRerun(t *testing.T) {
+	be := newBackend(t)
+	c, _, _ := moveTreeFixture(t, be, Options{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "x", "a"), []byte("mine"))
+	write(t, filepath.Join(dir, "x", "b"), []byte("b"))
+	write(t, filepath.Join(dir, "y", "a"), []byte("theirs"))
+	mustPut(t, c, filepath.Join(dir, "x"), "")
+	mustPut(t, c, filepath.Join(dir, "y"), "")
+	if err := c.ResumeMove(ctx, "x", "y"); err == nil || !strings.Contains(err.Error(), "x/a") {
+		t.Fatalf("resume onto a different file: %v", err)
+	}
+	if _, err := c.Remove(ctx, "y/a", false); err != nil {
+		t.Fatalf("rm of one of the pair: %v", err)
+	}
+	if err := c.Move(ctx, "x", "y"); err != nil {
+		t.Fatalf("mv again: %v", err)
+	}
+	storedAre(t, c, map[string]string{"y/a": "mine", "y/b": "b"})
+	if marks, _ := be.List(ctx, movesDir); len(marks) != 0 {
+		t.Fatalf("marks left: %v", marks)
+	}
 }

@@ -152,6 +152,9 @@ func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc,
 		}
 	}
 	if kind != typeDir {
+		if err := c.recordFolders(ctx, dst, false); err != nil {
+			return err
+		}
 		return c.moveRecord(ctx, src, dst)
 	}
 	if err := c.writeMark(ctx, src, dst, mark, false); err != nil {

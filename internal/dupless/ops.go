@@ -163,9 +163,11 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
 	}
-	r := &record{Type: typeDir, Mode: 0o755, MTime: time.Now().UnixNano()}
-	_, err = c.writeRecord(ctx, enc, dirMetaName, r)
-	return err
+	r := &record{Type: typeDir, Mode: implicitDirMode, MTime: time.Now().UnixNano()}
+	return c.recordFolders(ctx, path, false, func(ctx context.Context) error { // its parents' beside it
+		_, err := c.writeRecord(ctx, enc, dirMetaName, r)
+		return err
+	})
 }
 
 // Remove deletes a file or symlink; a directory only with recursive. Chunk objects are

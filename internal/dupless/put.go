@@ -148,6 +148,14 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 			return sum, err
 		}
 	}
+	// The folders of dest get records if they have none: under the lock, whose put does it.
+	if missing, err := c.unrecordedFolders(ctx, dest, true); err != nil {
+		return sum, err
+	} else if len(missing) > 0 && lockless {
+		return sum, errNeedLock
+	} else if err := c.recordFolders(ctx, dest, true); err != nil {
+		return sum, err
+	}
 	// A service that can store nothing (disk full, its storage down) stops the run at the
 	// first file that says so, instead of failing every other file in turn.
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -610,6 +610,25 @@ func TestE2EMovePendingRefused(t *testing.T) {
 	u.mustRun(t, "put", "-q", src)
 	killAfter(t, u, "veil: moved 100 of 600 entries", "mv", "--progress", "many", "moved")
 	u.mustRun(t, "mkdir", "elsewhere") // elsewhere: goes on; takes over the killed mv's lock (a warning)
+	// ls says which mv left what the root lists otherwise.
+	noted := 0
+	for _, side := range []string{"many", "moved"} {
+		for d := range 5 {
+			out, _, _ := u.run(t, "ls", fmt.Sprintf("%s/d%d", side, d))
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if !strings.Contains(line, "(") {
+					continue
+				}
+				if !strings.Contains(line, "(left by an interrupted 'veil mv many moved', which is pending: run it again, or run 'veil mv --resume', to finish it)") {
+					t.Fatalf("ls %s/d%d: %q", side, d, line)
+				}
+				noted++
+			}
+		}
+	}
+	if noted == 0 {
+		t.Fatal("ls showed nothing the killed mv moved")
+	}
 	one := filepath.Join(t.TempDir(), "one")
 	randomFile(t, one, 10, 1)
 	for _, args := range [][]string{{"mv", "many", "other"}, {"rm", "-r", "moved"}, {"put", one, "--to", "many/d1"}, {"mkdir", "moved/d9"}} {

@@ -238,6 +238,24 @@ func (c *Client) refusePending(ctx context.Context, src, dst string, paths ...st
 	return nil
 }
 
+// pendingNote is what ls says of an entry the tree root lists otherwise, below path, when a
+// killed mv covers path: the mv moved it, and running it again finishes it ("" when none
+// does). Found by review: ls said "rolled back ... or written by a command that did not
+// finish", and nothing said which command.
+func (c *Client) pendingNote(ctx context.Context, path string) string {
+	marks, err := c.readMarks(ctx, false)
+	if err != nil {
+		return ""
+	}
+	for _, m := range marks {
+		if !m.Settled && m.covers(path) {
+			return fmt.Sprintf("left by an interrupted 'veil mv %s %s', which is pending: run it again, or run 'veil mv --resume', to finish it",
+				shellWord(m.Src), shellWord(m.Dst))
+		}
+	}
+	return ""
+}
+
 // ResumePending finishes every interrupted folder mv whose mark names its folders, one
 // after another, as running each again would ('veil mv --resume' without SRC and DEST),
 // and returns them. older counts the marks of an older veil, which name no folders: the

@@ -30,7 +30,7 @@ func wantPending(t *testing.T, what string, err error) {
 // elsewhere go on, and 'mv --resume' without names finishes it.
 func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 	fastRetries(t)
-	marked := 0
+	marked, noted := 0, 0
 	for left := int64(0); ; left++ {
 		be := &killBE{Backend: newBackend(t)}
 		c, master, want := moveTreeFixture(t, be, Options{Jobs: 2})
@@ -39,8 +39,8 @@ func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 		err := c.Move(ctx, "tree", "moved")
 		be.armed.Store(false)
 		if err == nil {
-			if marked < 10 {
-				t.Fatalf("%d kill points left a mark", marked)
+			if marked < 10 || noted == 0 {
+				t.Fatalf("%d kill points left a mark, ls named it %d times", marked, noted)
 			}
 			return
 		}
@@ -59,6 +59,19 @@ func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 			continue // killed before it wrote its mark: nothing done
 		}
 		marked++
+		// ls says which mv left what the root lists otherwise.
+		for _, d := range []string{"tree", "tree/d", "tree/d/f", "moved", "moved/d", "moved/d/f"} {
+			es, _ := next.List(ctx, d, false)
+			for _, e := range es {
+				if e.Err == "" {
+					continue
+				}
+				if !strings.HasPrefix(e.Err, "left by an interrupted 'veil mv tree moved', which is pending") {
+					t.Fatalf("killed after %d changes: ls %s: %s: %s", left, d, e.Path, e.Err)
+				}
+				noted++
+			}
+		}
 		local := filepath.Join(t.TempDir(), "new")
 		write(t, local, []byte("new"))
 		wantPending(t, "mv tree other", next.Move(ctx, "tree", "other"))

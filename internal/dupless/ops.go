@@ -60,6 +60,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 		return nil, c.inFolder(encDir, err)
 	}
 	var out []Entry
+	var stale []int // entries the root lists otherwise: what a killed mv moved?
 	expect := c.rootChildren(encDir)
 	for _, fi := range infos {
 		if isInternal(fi.Name) {
@@ -78,6 +79,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 		if _, listed := expect[fi.Name]; expect != nil && !isDir && !listed {
 			if err := c.stale(ErrStale); err != nil {
 				e.Err = err.Error() // a record the root does not list: rolled back from a deletion?
+				stale = append(stale, len(out))
 			}
 		}
 		delete(expect, fi.Name)
@@ -98,7 +100,15 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 			continue
 		}
 		if err := c.stale(fmt.Errorf("deleted: %w", ErrStale)); err != nil {
+			stale = append(stale, len(out))
 			out = append(out, Entry{Path: joinPath(path, plain), IsDir: isDir, Err: err.Error()})
+		}
+	}
+	if len(stale) > 0 {
+		if note := c.pendingNote(ctx, path); note != "" {
+			for _, i := range stale {
+				out[i].Err = note
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

@@ -97,12 +97,16 @@ func (c *Client) writeMark(ctx context.Context, src, dst, mark string, settled b
 }
 
 // settle ends a run of the mv from src to dst that failed: it publishes the command's root
-// (what the run moved is then listed), then marks the mark settled. Either failing, the
-// mark stays running: other commands keep refusing what it covers.
+// (what the run moved is then listed), then marks the mark settled, if the run got as far
+// as writing it. Either failing, the mark stays running: other commands keep refusing what
+// it covers.
 func (c *Client) settle(ctx context.Context, src, dst, mark string) {
 	ctx = context.WithoutCancel(ctx)
 	if err := c.publishChanges(ctx); err != nil {
 		return // reported by the command's unlock, which tries again
+	}
+	if _, err := c.be.Stat(ctx, movesDir, mark); err != nil {
+		return // none (the run failed before it wrote it), or the mark stays as it is
 	}
 	if err := c.writeMark(ctx, src, dst, mark, true); err != nil {
 		c.log.Warn("the move mark stays running", "err", err)

@@ -283,3 +283,16 @@ func TestKeptFilesThenRerun(t *testing.T) {
 		t.Fatalf("marks left: %v", marks)
 	}
 }
+
+// A folder's mv that fails before it writes its mark (a file on its destination's path)
+// leaves none, settled or not: .veil/moves stays absent, and lone puts lock-free.
+func TestFailedMoveLeavesNoMark(t *testing.T) {
+	be := newBackend(t)
+	c, _, _ := moveTreeFixture(t, be, Options{})
+	if err := c.Move(ctx, "tree/d", "tree/a/x"); err == nil || !strings.Contains(err.Error(), "tree/a is a stored file") {
+		t.Fatalf("mv below a file: %v", err)
+	}
+	if _, err := be.Stat(ctx, veilDir, "moves"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf(".veil/moves after a failed mv: %v", err)
+	}
+}

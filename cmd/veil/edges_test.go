@@ -596,6 +596,63 @@ func TestE2EMoveResume(t *testing.T) {
 	}
 }
 
+// A folder mv SIGKILLed halfway is pending: a mv of its source elsewhere, an rm of its
+// destination, a put into its source refuse in one line that names it and --resume (found
+// by review: a second mv went through, left files in the destination no root listed, and
+// 'ls' of the source said "not found" with nothing saying why); 'mv --resume' alone
+// finishes it and says so.
+func TestE2EMovePendingRefused(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "many")
+	for i := range 600 {
+		randomFile(t, filepath.Join(src, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%03d", i)), 10, byte(i))
+	}
+	u.mustRun(t, "put", "-q", src)
+	killAfter(t, u, "veil: moved 100 of 600 entries", "mv", "--progress", "many", "moved")
+	u.mustRun(t, "mkdir", "elsewhere") // elsewhere: goes on; takes over the killed mv's lock (a warning)
+	// ls says which mv left what the root lists otherwise.
+	noted := 0
+	for _, side := range []string{"many", "moved"} {
+		for d := range 5 {
+			out, _, _ := u.run(t, "ls", fmt.Sprintf("%s/d%d", side, d))
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if !strings.Contains(line, "(") {
+					continue
+				}
+				if !strings.Contains(line, "(left by an interrupted 'veil mv many moved', which is pending: run it again, or run 'veil mv --resume', to finish it)") {
+					t.Fatalf("ls %s/d%d: %q", side, d, line)
+				}
+				noted++
+			}
+		}
+	}
+	if noted == 0 {
+		t.Fatal("ls showed nothing the killed mv moved")
+	}
+	one := filepath.Join(t.TempDir(), "one")
+	randomFile(t, one, 10, 1)
+	for _, args := range [][]string{{"mv", "many", "other"}, {"rm", "-r", "moved"}, {"put", one, "--to", "many/d1"}, {"mkdir", "moved/d9"}} {
+		errs := u.mustFail(t, args...)
+		if !strings.Contains(errs, "an interrupted 'veil mv many moved' is pending; run it again, or run 'veil mv --resume', to finish it first") ||
+			strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("veil %v with a mv pending: %q", args, errs)
+		}
+	}
+	if out := u.mustRun(t, "mv", "--resume"); out != "finished the interrupted mv of many to moved\n" {
+		t.Fatalf("mv --resume: %q", out)
+	}
+	if out := u.mustRun(t, "mv", "--resume"); out != "no interrupted mv to finish\n" {
+		t.Fatalf("mv --resume again: %q", out)
+	}
+	if out := u.mustRun(t, "ls", "moved/d1"); strings.Count(out, "\n") != 120 {
+		t.Fatalf("ls moved/d1 after mv --resume: %q", out)
+	}
+	if out, _, code := u.run(t, "check"); code != 0 || !strings.Contains(out, "no damage") {
+		t.Fatalf("check after mv --resume: exit %d\n%s", code, out)
+	}
+	u.mustRun(t, "mv", "moved", "many")
+}
+
 // A bad value of get --overwrite is a usage mistake: exit 2 and the usage line, as any
 // flag's (found by a user walkthrough: it exited 1).
 func TestE2EGetOverwriteBadValue(t *testing.T) {

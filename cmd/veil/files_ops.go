@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/veil-project/veil/internal/words"
 )
 
 func newLsCommand() *cobra.Command {
@@ -179,7 +181,7 @@ func newMvCommand() *cobra.Command {
 	var o clientFlags
 	var resume bool
 	c := &cobra.Command{
-		Use:   "mv [--resume] SRC DEST",
+		Use:   "mv [--resume] SRC DEST | mv --resume",
 		Short: "Rename or move a stored file or directory",
 		Long: `mv renames SRC to DEST. No content is re-sent: only the small key records are re-sealed
 for their new names (records are bound to their names, so the storage service cannot swap
@@ -189,7 +191,10 @@ and running the same mv again finishes it: it moves what is left of SRC into DES
 folder's mv leaves a small mark on the storage until it is done, by which it knows DEST
 as its own). --resume does that without the mark (an mv of an older veil): it moves what
 is left of the folder SRC into the existing folder DEST, and leaves in SRC, reported, any
-file DEST holds in another version, and any folder DEST holds as a file (or the reverse). A long mv reports progress on stderr every 100
+file DEST holds in another version, and any folder DEST holds as a file (or the reverse).
+While a folder's mv that was killed is unfinished, every command that would change SRC,
+DEST or a name below them (mv, rm, mkdir, put) refuses, naming it; --resume without SRC
+and DEST finishes every unfinished mv, each as running it again would. A long mv reports progress on stderr every 100
 entries (when stderr is a terminal, or with --progress). mv runs alone, as rm does:
 beside another command of yours on the same storage, one of the two stops with "another
 veil command holds a conflicting lock".
@@ -197,10 +202,19 @@ veil command holds a conflicting lock".
 Examples:
   veil mv notes.txt archive/notes-2025.txt
   veil mv Documents Archive/Documents
-  veil mv --resume Documents Archive/Documents`,
-		Args: cobra.ExactArgs(2),
+  veil mv --resume Documents Archive/Documents
+  veil mv --resume`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if resume && len(args) == 0 {
+				return nil
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.with(cmd, func(cl *dupless.Client) error {
+				if len(args) == 0 {
+					return resumePending(cmd, cl, o.json)
+				}
 				move := cl.Move
 				if resume {
 					move = cl.ResumeMove
@@ -219,6 +233,31 @@ Examples:
 	o.addProgressFlag(c, "moved")
 	c.Flags().BoolVar(&resume, "resume", false, "finish an interrupted mv: move what is left of SRC into the existing DEST")
 	return c
+}
+
+// resumePending is 'veil mv --resume' without SRC and DEST: it finishes every interrupted
+// folder mv whose mark names it, and says which (stdout), and what it cannot (stderr).
+func resumePending(cmd *cobra.Command, cl *dupless.Client, asJSON bool) error {
+	done, older, err := cl.ResumePending(cmd.Context())
+	for _, m := range done {
+		if asJSON {
+			if err := json.NewEncoder(cmd.OutOrStdout()).Encode(names("moved", m.Src, "to", m.Dst)); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "finished the interrupted mv of %s to %s\n", m.Src, m.Dst)
+	}
+	if err != nil {
+		return err
+	}
+	if older > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "veil: %s left by an older veil name no folders: run each interrupted mv again as you typed it, "+
+			"or 'veil mv --resume SRC DEST'\n", words.Count(older, "move mark", "move marks"))
+	} else if len(done) == 0 && !asJSON {
+		fmt.Fprintln(cmd.OutOrStdout(), "no interrupted mv to finish")
+	}
+	return nil
 }
 
 func newMkdirCommand() *cobra.Command {

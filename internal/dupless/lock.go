@@ -158,11 +158,11 @@ func (c *Client) checkOwner(ctx context.Context) error {
 // and the returned function publishes the next tree root before it releases the lock
 // (reporting a failure to publish). Prune (exclusive) changes no record.
 func (c *Client) lock(ctx context.Context, exclusive bool) (func() error, error) {
-	begin := c.beginChanges
+	begin := c.beginMarked
 	if exclusive {
 		begin = c.refresh
 	}
-	return c.takeLock(ctx, exclusive, begin, func() {})
+	return c.takeLock(ctx, exclusive, begin, func() { c.marks = nil })
 }
 
 // lockRemoving is the lock of a command that removes or moves records (rm, mv, sync): it
@@ -180,13 +180,25 @@ func (c *Client) lockRemoving(ctx context.Context) (func() error, error) {
 		if err != nil {
 			return err
 		}
-		if err := c.beginChanges(ctx); err != nil {
+		if err := c.beginMarked(ctx); err != nil {
 			u()
 			return err
 		}
 		unmark = u
 		return nil
-	}, func() { unmark() })
+	}, func() { unmark(); c.marks = nil })
+}
+
+// beginMarked is beginChanges, with the move marks read beside it (startMarks): the
+// command refuses what a pending mv covers.
+func (c *Client) beginMarked(ctx context.Context) error {
+	c.startMarks(ctx)
+	if err := c.beginChanges(ctx); err != nil {
+		c.marks()
+		c.marks = nil
+		return err
+	}
+	return nil
 }
 
 // takeLock takes the lock and runs begin under it; the returned function publishes the

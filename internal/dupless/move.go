@@ -69,6 +69,20 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 	if err != nil {
 		return err
 	}
+	if err := c.refusePending(ctx, src, dst, src, dst); err != nil {
+		return err
+	}
+	mark := moveMark(encSrc, encDst)
+	own, marked, err := c.hasMark(ctx, mark)
+	if err != nil {
+		return err
+	}
+	ran := false // this run wrote or used the mark: settled if it fails
+	defer func() {
+		if err != nil && ran {
+			c.settle(ctx, src, dst, mark)
+		}
+	}()
 	srcKind, srcErr := c.kindOf(ctx, src)
 	if srcErr != nil && !errors.Is(srcErr, storage.ErrNotFound) {
 		return srcErr
@@ -76,9 +90,15 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 	dstKind, err := c.kindOf(ctx, dst)
 	if errors.Is(err, storage.ErrNotFound) {
 		if srcErr != nil {
+			if marked { // the mv left nothing to do: another veil's removed its source
+				if err := c.dropMark(ctx, mark); err != nil {
+					return fmt.Errorf("delete the move mark: %w", err)
+				}
+			}
 			return srcErr
 		}
-		return c.moveNew(ctx, src, dst, srcKind, encSrc, encDst)
+		ran = srcKind == typeDir
+		return c.moveNew(ctx, src, dst, srcKind, encSrc, encDst, mark)
 	}
 	if err != nil {
 		return err
@@ -108,13 +128,14 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 	if srcErr == nil && srcKind != typeDir {
 		return exists
 	}
-	mark := moveMark(encSrc, encDst)
-	marked, err := c.hasMark(ctx, mark)
-	if err != nil {
-		return err
-	}
 	switch {
 	case marked || resume:
+		if !marked || own.Settled { // running: a --resume or rerun killed in turn is pending too
+			if err := c.writeMark(ctx, src, dst, mark, false); err != nil {
+				return err
+			}
+		}
+		ran = true
 		return c.moveTree(ctx, src, dst, encSrc, encDst, mark, true, srcErr == nil)
 	case srcErr != nil:
 		return srcErr
@@ -124,18 +145,20 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 }
 
 // moveNew moves src to dst, which does not exist.
-func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc, encDst string) error {
+func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc, encDst, mark string) error {
 	if parent, _ := storage.Split(dst); parent != "" {
 		if err := c.noFileOnPath(ctx, parent); err != nil {
 			return err
 		}
 	}
 	if kind != typeDir {
+		if err := c.recordFolders(ctx, dst, false); err != nil {
+			return err
+		}
 		return c.moveRecord(ctx, src, dst)
 	}
-	mark := moveMark(encSrc, encDst)
-	if _, err := c.writeRecord(ctx, movesDir, mark, &record{Type: typeDir}); err != nil {
-		return fmt.Errorf("write the move mark: %w", err)
+	if err := c.writeMark(ctx, src, dst, mark, false); err != nil {
+		return err
 	}
 	if err := c.mkdir(ctx, dst); err != nil {
 		return err
@@ -143,16 +166,16 @@ func (c *Client) moveNew(ctx context.Context, src, dst string, kind int, encSrc,
 	return c.moveTree(ctx, src, dst, encSrc, encDst, mark, false, true)
 }
 
-// hasMark reports whether the move mark name is stored and is this key's.
-func (c *Client) hasMark(ctx context.Context, name string) (bool, error) {
-	_, err := c.readRecord(ctx, movesDir, name)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, storage.ErrNotFound) || errors.Is(err, ErrRecord):
-		return false, nil
+// hasMark returns the move mark name, if it is stored and is this key's (of this veil's or
+// of an older one, which names no folders), among the marks the command read.
+func (c *Client) hasMark(ctx context.Context, name string) (PendingMove, bool, error) {
+	marks, err := c.pending(ctx)
+	for _, m := range marks {
+		if m.name == name {
+			return m, true, err
+		}
 	}
-	return false, fmt.Errorf("read the move mark: %w", err)
+	return PendingMove{}, false, err
 }
 
 // moveTree moves everything below the folder src into the folder dst, then removes src's
@@ -258,7 +281,7 @@ func (c *Client) moveTree(ctx context.Context, src, dst, encSrc, encDst, mark st
 	if err := c.publishChanges(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	if err := c.be.Delete(ctx, movesDir, mark); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := c.dropMark(ctx, mark); err != nil {
 		return fmt.Errorf("moved %s to %s; deleting the move mark: %w", src, dst, err)
 	}
 	return nil

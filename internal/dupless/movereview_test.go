@@ -1,6 +1,7 @@
 package dupless
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -297,7 +298,8 @@ func TestFileMoveCancelledBetweenSteps(t *testing.T) {
 }
 
 // killedMoveThenPut kills 'mv tree moved' (moveTreeFixture's tree, one file at a time)
-// after left storage changes, then has another device store "newer" at the place, below
+// after left storage changes, then has another device of an older veil (which does not
+// read move marks: asOlderVeil) store "newer" at the place, below
 // side ("tree" or "moved"), of a file the killed mv had moved: a fresh client (nil when
 // this kill point moved no file), the tree's contents and the moved file's path below
 // the two folders.
@@ -334,7 +336,7 @@ func killedMoveThenPut(t *testing.T, left int64, side string) (*Client, map[stri
 	}
 	local := filepath.Join(t.TempDir(), filepath.Base(moved))
 	write(t, local, []byte("newer"))
-	mustPut(t, other, local, filepath.Dir(filepath.Join(side, moved)))
+	asOlderVeil(t, be, func() { mustPut(t, other, local, filepath.Dir(filepath.Join(side, moved))) })
 	next, err := New(be, master, Options{Keys: mle.LocalKeys{}})
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +355,31 @@ func storedAre(t *testing.T, c *Client, want map[string]string) {
 		}
 		if b, _ := os.ReadFile(out); string(b) != w {
 			t.Fatalf("%s = %q, want %q", path, b, w)
+		}
+	}
+}
+
+// asOlderVeil runs fn as a veil older than names in move marks would: one that does not
+// see them (they are set aside while fn runs, and put back).
+func asOlderVeil(t *testing.T, be storage.Backend, fn func()) {
+	t.Helper()
+	marks, _ := be.List(ctx, movesDir)
+	saved := map[string][]byte{}
+	for _, m := range marks {
+		rc, err := be.Get(ctx, movesDir, m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[m.Name], _ = io.ReadAll(rc)
+		rc.Close()
+		if err := be.Delete(ctx, movesDir, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fn()
+	for name, b := range saved {
+		if err := be.Put(ctx, movesDir, name, bytes.NewReader(b), int64(len(b))); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -60,6 +60,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 		return nil, c.inFolder(encDir, err)
 	}
 	var out []Entry
+	var stale []int // entries the root lists otherwise: what a killed mv moved?
 	expect := c.rootChildren(encDir)
 	for _, fi := range infos {
 		if isInternal(fi.Name) {
@@ -78,6 +79,7 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 		if _, listed := expect[fi.Name]; expect != nil && !isDir && !listed {
 			if err := c.stale(ErrStale); err != nil {
 				e.Err = err.Error() // a record the root does not list: rolled back from a deletion?
+				stale = append(stale, len(out))
 			}
 		}
 		delete(expect, fi.Name)
@@ -98,7 +100,15 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 			continue
 		}
 		if err := c.stale(fmt.Errorf("deleted: %w", ErrStale)); err != nil {
+			stale = append(stale, len(out))
 			out = append(out, Entry{Path: joinPath(path, plain), IsDir: isDir, Err: err.Error()})
+		}
+	}
+	if len(stale) > 0 {
+		if note := c.pendingNote(ctx, path); note != "" {
+			for _, i := range stale {
+				out[i].Err = note
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -140,6 +150,9 @@ func (c *Client) Mkdir(ctx context.Context, path string) error {
 
 // mkdirChecked creates path under the command's lock, unless a file is on it.
 func (c *Client) mkdirChecked(ctx context.Context, path string) error {
+	if err := c.refusePending(ctx, "", "", cleanPath(path)); err != nil {
+		return err
+	}
 	if err := c.noFileOnPath(ctx, path); err != nil {
 		return err
 	}
@@ -160,9 +173,11 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
 	}
-	r := &record{Type: typeDir, Mode: 0o755, MTime: time.Now().UnixNano()}
-	_, err = c.writeRecord(ctx, enc, dirMetaName, r)
-	return err
+	r := &record{Type: typeDir, Mode: implicitDirMode, MTime: time.Now().UnixNano()}
+	return c.recordFolders(ctx, path, false, func(ctx context.Context) error { // its parents' beside it
+		_, err := c.writeRecord(ctx, enc, dirMetaName, r)
+		return err
+	})
 }
 
 // Remove deletes a file or symlink; a directory only with recursive. Chunk objects are
@@ -183,6 +198,9 @@ func (c *Client) removeOne(ctx context.Context, path string, recursive bool) (*S
 	sum := &Summary{}
 	raw := path
 	path = cleanPath(path)
+	if err := c.refusePending(ctx, "", "", path); err != nil {
+		return sum, err
+	}
 	kind, err := c.removeKind(ctx, raw)
 	if errors.Is(err, storage.ErrNotFound) {
 		return sum, c.finishRemove(path, strings.HasSuffix(raw, "/"), recursive, sum, err)

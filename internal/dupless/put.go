@@ -126,6 +126,11 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 			c.saveCache(cache)
 		}
 	}()
+	if !lockless { // a lock-free put's batch requires no mark (commitLockless)
+		if err := c.refusePending(ctx, "", "", putNames(locals, dest)...); err != nil {
+			return sum, err
+		}
+	}
 	if c.putFirst != nil {
 		if err := c.putFirst(ctx); err != nil { // Sync's replacements of what changed kind
 			return sum, err
@@ -142,6 +147,14 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		if err := c.noFileOnPath(ctx, dest); err != nil {
 			return sum, err
 		}
+	}
+	// The folders of dest get records if they have none: under the lock, whose put does it.
+	if missing, err := c.unrecordedFolders(ctx, dest, true); err != nil {
+		return sum, err
+	} else if len(missing) > 0 && lockless {
+		return sum, errNeedLock
+	} else if err := c.recordFolders(ctx, dest, true); err != nil {
+		return sum, err
 	}
 	// A service that can store nothing (disk full, its storage down) stops the run at the
 	// first file that says so, instead of failing every other file in turn.
@@ -299,6 +312,15 @@ func walkLocals(locals []string, dest string, exclude []string) *walked {
 		}
 	}
 	return w
+}
+
+// putNames are the names a put of locals to dest stores under.
+func putNames(locals []string, dest string) []string {
+	out := make([]string, len(locals))
+	for i, l := range locals {
+		out[i] = joinPath(dest, filepath.Base(filepath.Clean(l)))
+	}
+	return out
 }
 
 func joinPath(parts ...string) string {

@@ -192,8 +192,13 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	if _, ok := c.be.(storage.MatchBatcher); ok && had && !c.noMatch.Load() {
 		recObj.Match = &listed // replaced only if it is what root n lists (recordcas.go)
 	}
+	// No move mark either: a put under the lock lists them and refuses a name a pending
+	// mv covers (movemark.go); .veil/moves goes once its last mark does.
+	movesDirName, movesName := storage.Split(movesDir)
+	movesAbsent := storage.Object{Dir: movesDirName, Name: movesName, Absent: true}
 	batch := func() error {
-		objs := append(append(heldObjects(held), names...), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true}, recObj, fr.obj)
+		objs := append(append(heldObjects(held), names...), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true},
+			movesAbsent, recObj, fr.obj)
 		return storage.PutAll(ctx, c.be, append(objs, run.conds...))
 	}
 	err = batch()

@@ -101,6 +101,8 @@ func TestLocklessPutOneBatch(t *testing.T) {
 		var k []string
 		for _, o := range objs {
 			switch {
+			case o.Absent && o.Dir == veilDir && o.Name == "moves":
+				k = append(k, "absent moves")
 			case o.Absent && o.Name == pruneMark:
 				k = append(k, "absent "+o.Name)
 			case o.Absent:
@@ -125,8 +127,8 @@ func TestLocklessPutOneBatch(t *testing.T) {
 	}
 	// The record is created (root n lists none), and the name is not a directory (absent):
 	// what the put assumed from root n instead of looking it up (loneFromRoot).
-	if got := strings.Join(kinds, " | "); got != "chunk,absent "+pruneMark+",record (create),root (drafted),absent name" {
-		t.Fatalf("batches %q, want one holding chunk, the prune mark's absence, record (created), root and the name's absence", got)
+	if got := strings.Join(kinds, " | "); got != "chunk,absent "+pruneMark+",absent moves,record (create),root (drafted),absent name" {
+		t.Fatalf("batches %q, want one holding chunk, the prune mark's and the move marks' absence, record (created), root and the name's absence", got)
 	}
 	if locks, err := be.List(ctx, locksDir); err == nil && len(locks) > 0 || err != nil && !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("locks after a lock-free put: %v, %v", locks, err)

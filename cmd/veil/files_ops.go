@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/veil-project/veil/internal/dupless"
-	"github.com/veil-project/veil/internal/words"
 	"io/fs"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/words"
 )
 

@@ -75,6 +75,7 @@ type Client struct {
 	noAbsent    atomic.Bool                   // the service refused an absent condition (older than batch version 3)
 	noLarge     atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10)
 	noMatch     atomic.Bool                   // the service refused a match condition (older than batch version 4): records unconditional
+	noMoveMatch atomic.Bool                   // the service refused a conditional move (older than session 14): rm reads what it keeps first
 	markSeen    atomic.Bool                   // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark
 	memSaved    chan error                    // a lock-free put's root memory save, awaited at its end (under c.changing)
 	loneRead    time.Time                     // when the lock-free put read its root (loneTooOld)

@@ -93,12 +93,17 @@ func (c *Client) keepBeforeWrite(ctx context.Context, path string) error {
 }
 
 // removeRecord deletes the record at dir/name; if the root lists it, the object is moved
-// to its kept name instead, once its bytes (read earlier, or now) are the version the root
-// lists: an object that is not (damaged, or an unfinished command's record) is deleted, as
-// its bytes are no version any snapshot lists. Found by review: rm of a damaged file moved
-// it to the kept name, and stats and prune stopped for good on a kept version that does not
-// match its name (TestRemoveDamagedRecordKeepsNothing). damaged: the object deleted did not
-// open under this key (the version the root lists is then not kept, unless it was before).
+// to its kept name instead, only while its bytes are the version the root lists: an object
+// that is not (damaged, or an unfinished command's record) is deleted, as its bytes are no
+// version any snapshot lists. Found by review: rm of a damaged file moved it to the kept
+// name, and stats and prune stopped for good on a kept version that does not match its
+// name (TestRemoveDamagedRecordKeepsNothing). damaged: the object deleted did not open
+// under this key (the version the root lists is then not kept, unless it was before).
+//
+// On a service with conditional moves the service checks the bytes: one request, as a
+// move alone (TestRemoveTreeOneRequestPerFile). Otherwise the bytes are read first (read
+// earlier by the command, or now: one more request), and so they are when the service
+// finds the object is not the version (moveKept).
 func (c *Client) removeRecord(ctx context.Context, dir, name string) (damaged bool, err error) {
 	path := storage.Join(dir, name)
 	h, listed := c.rootHash(path)
@@ -109,7 +114,14 @@ func (c *Client) removeRecord(ctx context.Context, dir, name string) (damaged bo
 	b := c.view.read[path]
 	delete(c.view.read, path)
 	c.view.mu.Unlock()
-	if b == nil { // one more request than a move alone: what is moved must be the version
+	if b == nil || sha256.Sum256(b) == h {
+		err := c.moveKept(ctx, dir, name, h, b != nil)
+		if !errors.Is(err, errUnchecked) && !errors.Is(err, storage.ErrChanged) {
+			return false, err
+		}
+		b = nil // the bytes there are to be read (no conditional moves), or changed since read
+	}
+	if b == nil {
 		if b, err = c.getObject(ctx, dir, name); err != nil {
 			return false, err
 		}
@@ -118,12 +130,37 @@ func (c *Client) removeRecord(ctx context.Context, dir, name string) (damaged bo
 		_, oerr := c.keys.openRecord(b, path)
 		return oerr != nil, c.be.Delete(ctx, dir, name)
 	}
+	return false, c.moveKept(ctx, dir, name, h, true)
+}
+
+// errUnchecked is moveKept's answer when it moved nothing: the service has no conditional
+// moves and the caller has not read the object.
+var errUnchecked = errors.New("the object's bytes are unchecked")
+
+// moveKept moves dir/name to the kept name of version h (deleting it when that is kept
+// already). On a service with conditional moves the move holds only while the object is
+// h (storage.ErrChanged otherwise, moving nothing); on one without, it is made only when
+// read says the caller read the object and found it is h (else errUnchecked, no request).
+// A service that refuses a conditional move as unknown (older than session 14) is told so
+// by remote.Backend.MoveMatch (storage.ErrNoConditions): the client then moves as before,
+// after reading, for the rest of its life (c.noMoveMatch).
+func (c *Client) moveKept(ctx context.Context, dir, name string, h [32]byte, read bool) error {
 	vd, vn := versionLocation(h)
-	err = c.be.Move(ctx, dir, name, vd, vn)
-	if errors.Is(err, storage.ErrExists) { // kept already
-		return false, c.be.Delete(ctx, dir, name)
+	err := errUnchecked
+	if mm, ok := c.be.(storage.MatchMover); ok && !c.noMoveMatch.Load() {
+		err = mm.MoveMatch(ctx, dir, name, vd, vn, h)
+		if errors.Is(err, storage.ErrNoConditions) {
+			c.noMoveMatch.Store(true)
+			err = errUnchecked
+		}
 	}
-	return false, err
+	if errors.Is(err, errUnchecked) && read {
+		err = c.be.Move(ctx, dir, name, vd, vn)
+	}
+	if errors.Is(err, storage.ErrExists) { // kept already (a conditional move checks its source first)
+		return c.be.Delete(ctx, dir, name)
+	}
+	return err
 }
 
 // getObject reads a whole record-sized object.

@@ -74,8 +74,22 @@ type MatchBatcher interface {
 	BatchMatches()
 }
 
+// MatchMover is a Backend whose moves can also be conditional on the source's content:
+// the storage service from session 14, in process and remote.
+//
+//   - MoveMatch is Move of a file whose content hashes (SHA-256) to match, checked within
+//     the move's transaction; otherwise (other content, a directory) it fails with
+//     ErrChanged and moves nothing. The source is checked first: ErrNotFound when it is
+//     absent, then ErrChanged, then ErrExists when the destination exists (so ErrExists
+//     says the source matched). A remote service older than it refuses the move, moving
+//     nothing, with an error that wraps ErrNoConditions.
+type MatchMover interface {
+	Backend
+	MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error
+}
+
 // ErrNoConditions is a conditional object (Object.Create, Object.Absent, Object.Match) sent to a backend without
-// conditional batches.
+// conditional batches, or a conditional move (MatchMover) to a service without them.
 var ErrNoConditions = errors.New("conditional objects need a backend with conditional batches")
 
 // LargeBatcher is a BatchPutter that also takes ONE object per batch larger than

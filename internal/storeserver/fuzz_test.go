@@ -97,17 +97,3 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
-
-// FuzzDecodeMove checks the move body parser on arbitrary bytes.
-func FuzzDecodeMove(f *testing.F) {
-	f.Add([]byte(`{"src_dir":"a","src_name":"b","dst_dir":"","dst_name":"d"}`))
-	f.Add([]byte(`{"src_dir":1}`))
-	f.Add([]byte(`{} {}`))
-	f.Add([]byte(`{"x":"y"}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeMove(bytes.NewReader(b))
-		if err != nil && m != (storewire.MoveRequest{}) {
-			t.Fatal("partial result with an error")
-		}
-	})
-}

@@ -1,12 +1,9 @@
 package storeserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -185,42 +182,25 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request, a apiReq)
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// maxJSONBody bounds request bodies that are JSON (move).
-const maxJSONBody = 64 << 10
+// maxJSONBody bounds request bodies that are JSON (move, admin).
+const maxJSONBody = storewire.MaxMoveBody
 
+// handleMove moves, unconditionally or (with a match, session 14) only while the source
+// is a file of that content (Namespace.MoveMatch).
 func (s *Service) handleMove(w http.ResponseWriter, r *http.Request, a apiReq) {
-	m, err := decodeMove(r.Body)
+	m, match, err := storewire.ReadMove(r.Body)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: err.Error()})
+		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: "move: " + err.Error()})
 		return
 	}
-	if err := a.ns.Move(r.Context(), m.SrcDir, m.SrcName, m.DstDir, m.DstName); err != nil {
+	if match != nil {
+		err = a.ns.MoveMatch(r.Context(), m.SrcDir, m.SrcName, m.DstDir, m.DstName, *match)
+	} else {
+		err = a.ns.Move(r.Context(), m.SrcDir, m.SrcName, m.DstDir, m.DstName)
+	}
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// decodeMove parses a move request body strictly: one JSON object, known fields only,
-// nothing but white space after it, at most maxJSONBody bytes in all. (json.Decoder.More
-// is no test for trailing data: it is false before a ']' or '}', and a body cut at the
-// limit hid whatever followed.)
-func decodeMove(r io.Reader) (storewire.MoveRequest, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxJSONBody+1))
-	switch {
-	case err != nil:
-		return storewire.MoveRequest{}, errors.New("move: reading the body: " + err.Error())
-	case len(b) > maxJSONBody:
-		return storewire.MoveRequest{}, fmt.Errorf("move: body longer than %d bytes", maxJSONBody)
-	}
-	var m storewire.MoveRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return storewire.MoveRequest{}, errors.New("move: body is not a JSON move request: " + err.Error())
-	}
-	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) != 0 {
-		return storewire.MoveRequest{}, errors.New("move: trailing data after the JSON object")
-	}
-	return m, nil
 }

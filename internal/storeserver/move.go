@@ -14,6 +14,21 @@ import (
 // prefix on every moved name) count against the quota: the work is O(the moved tree),
 // which the quota bounds.
 func (n *Namespace) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
+	return n.move(ctx, srcDir, srcName, dstDir, dstName, nil)
+}
+
+// MoveMatch is Move of a file whose content hashes to match, checked in the move's
+// transaction after the source is found and before the destination is looked at:
+// storage.ErrChanged, moving nothing, when the source is a directory or other content
+// (storage.MatchMover). The DupLESS client's rm keeps a record as a version this way,
+// in one request, only while it is the version its tree root lists.
+func (n *Namespace) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
+	return n.move(ctx, srcDir, srcName, dstDir, dstName, &match)
+}
+
+var _ storage.MatchMover = (*Namespace)(nil)
+
+func (n *Namespace) move(ctx context.Context, srcDir, srcName, dstDir, dstName string, match *[32]byte) error {
 	lim := n.s.cfg.Limits
 	if err := lim.checkPath(srcDir, srcName); err != nil {
 		return err
@@ -39,6 +54,9 @@ func (n *Namespace) Move(ctx context.Context, srcDir, srcName, dstDir, dstName s
 		e, err := n.lookup(t, srcDir, srcName)
 		if err != nil {
 			return err
+		}
+		if match != nil && (e.isDir() || e.hash != *match) {
+			return storage.ErrChanged
 		}
 		if _, ok, err := t.entry(n.user, dstDir, dstName); err != nil || ok {
 			return firstErr(err, storage.ErrExists)

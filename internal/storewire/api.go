@@ -47,14 +47,6 @@ func (e Entry) Info() storage.Info {
 	return storage.Info{Dir: e.Dir, Name: e.Name, Size: e.Size, IsDir: e.IsDir, ModTime: e.ModTime}
 }
 
-// MoveRequest is the body of POST /v1/move.
-type MoveRequest struct {
-	SrcDir  string `json:"src_dir"`
-	SrcName string `json:"src_name"`
-	DstDir  string `json:"dst_dir"`
-	DstName string `json:"dst_name"`
-}
-
 // Stats is the body of GET /v1/stats.
 type Stats struct {
 	Users         int     `json:"users"`

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -79,13 +80,32 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 
 // Move renames a file or a directory tree.
 func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
+	return b.move(ctx, srcDir, srcName, dstDir, dstName, nil)
+}
+
+// MoveMatch renames a file only while its content hashes to match (storage.MatchMover):
+// a move body with a match (session 14). A service older than that refuses the body as
+// 400 bad_request (an unknown field), moving nothing; the error then wraps
+// storage.ErrNoConditions, so the caller can tell "no conditional moves here" from
+// "changed" (412, storage.ErrChanged).
+func (b *Backend) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
+	err := b.move(ctx, srcDir, srcName, dstDir, dstName, &match)
+	if errors.Is(err, storewire.ErrBadBatch) { // bad_request: the body is well formed (storewire.ReadMove)
+		return fmt.Errorf("%w (the service is older than conditional moves): %w", err, storage.ErrNoConditions)
+	}
+	return err
+}
+
+var _ storage.MatchMover = (*Backend)(nil)
+
+func (b *Backend) move(ctx context.Context, srcDir, srcName, dstDir, dstName string, match *[32]byte) error {
 	if err := storage.CheckPath(srcDir, srcName); err != nil {
 		return err
 	}
 	if err := storage.CheckPath(dstDir, dstName); err != nil {
 		return err
 	}
-	body, _ := json.Marshal(storewire.MoveRequest{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})
+	body, _ := json.Marshal(storewire.NewMoveRequest(srcDir, srcName, dstDir, dstName, match))
 	u := b.base.String() + "/" + storewire.Version + "/move"
 	if err := b.call(ctx, http.MethodPost, u, body, nil); err != nil {
 		return fmt.Errorf("move %s to %s: %w", storage.Join(srcDir, srcName), storage.Join(dstDir, dstName), err)

@@ -34,6 +34,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Search", testSearch},
 		{"MoveFile", testMoveFile},
 		{"MoveDir", testMoveDir},
+		{"MoveMatch", testMoveMatch},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"FailingReader", testFailingReader},
 		{"Batch", testBatch},

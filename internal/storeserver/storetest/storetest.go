@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -75,6 +76,41 @@ func Start(t testing.TB, o Options) (string, storewire.Credential, string) {
 	t.Helper()
 	s, cred, dir := Open(t, o)
 	return Serve(t, s, nil), cred, dir
+}
+
+// OlderMoves serves h as a service from before conditional moves (session 14) answers: a
+// move body its parser does not know (the four path fields only, strictly) is refused as
+// 400 bad_request, as that parser did, and counted in refused (if not nil); other
+// requests go to h.
+func OlderMoves(t testing.TB, h http.Handler, refused *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/move") {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var m struct {
+				SrcDir  string `json:"src_dir"`
+				SrcName string `json:"src_name"`
+				DstDir  string `json:"dst_dir"`
+				DstName string `json:"dst_name"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&m); err != nil {
+				if refused != nil {
+					refused.Add(1)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				json.NewEncoder(w).Encode(storewire.Error{Code: storewire.CodeBadRequest, Message: "move: body is not a JSON move request: " + err.Error()})
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // OlderBatches serves h as a service from before batch version 4 (match conditions)

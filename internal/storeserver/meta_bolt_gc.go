@@ -3,6 +3,7 @@ package storeserver
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -63,4 +64,74 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 		rep.OrphanBlobs++
 	}
 	return rep, nil
+}
+
+// blobPins counts the uploads holding each blob (boltMeta.hold), so that a refused
+// upload removes its content only when no other upload is about to reference it.
+type blobPins struct {
+	mu       sync.Mutex
+	n        map[[32]byte]int
+	removing map[[32]byte]chan struct{} // closed when discard has removed the blob
+}
+
+// add counts a hold on h, once no discard is removing h (an upload of the same content
+// then writes it anew).
+func (p *blobPins) add(ctx context.Context, h [32]byte) error {
+	p.mu.Lock()
+	for p.removing[h] != nil {
+		done := p.removing[h]
+		p.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	p.n[h]++
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *blobPins) drop(h [32]byte) {
+	p.mu.Lock()
+	if p.n[h]--; p.n[h] <= 0 {
+		delete(p.n, h)
+	}
+	p.mu.Unlock()
+}
+
+// discard removes h from blobs when the caller's pin is its only hold and no record
+// counts it (a record without references is gc's: its content predates the upload).
+// Only an upload's hold creates a record of content in the blob store (incref), and
+// holds of h wait meanwhile, so nothing can come to reference it during the removal.
+func (m *boltMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error {
+	defer pin.release()
+	p := &m.pins
+	p.mu.Lock()
+	alone := p.n[h] == 1 && p.removing[h] == nil
+	done := make(chan struct{})
+	if alone {
+		p.removing[h] = done
+	}
+	p.mu.Unlock()
+	if !alone {
+		return nil
+	}
+	defer func() {
+		p.mu.Lock()
+		delete(p.removing, h)
+		p.mu.Unlock()
+		close(done)
+	}()
+	var known bool
+	err := m.view(ctx, func(t metaTx) error {
+		_, _, ok, err := t.blob(h)
+		known = ok
+		return err
+	})
+	if err != nil || known {
+		return err
+	}
+	return blobs.remove(ctx, h)
 }

@@ -116,3 +116,27 @@ func collectInt64(rows pgx.Rows, err error) ([]int64, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
+
+// discard ends an upload's pin and, when it was the row's only pin and the row has no
+// reference, marks the row deleting in the same statement, as collect marks it: holds of
+// the content wait (hold), another node's gc keeps off it until the claim runs out, a
+// reference is refused. Then it removes the blob and the row, as collect does. A
+// transaction that did reference the blob (an outcome unknown to the caller) holds the
+// row lock until it commits, and the statement then sees its reference.
+func (m *pgMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error {
+	tag, err := m.pool.Exec(ctx, `UPDATE veil_blobs SET pins = 0, deleting = TRUE,
+			pinned_until = now() + $3 * INTERVAL '1 second'
+		WHERE hash = $1 AND gen = $2 AND pins = 1 AND refs = 0 AND data IS NULL AND NOT deleting`,
+		h[:], pin.gen, m.gcClaim())
+	if err != nil || tag.RowsAffected() == 0 {
+		pin.release() // not the only hold, referenced, or the database failed: gc decides
+		return pgFault(err)
+	}
+	if err := blobs.remove(ctx, h); err != nil {
+		return fmt.Errorf("remove %x: %w", h[:8], err) // the row's claim runs out: gc finishes
+	}
+	if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, h[:]); err != nil {
+		return pgFault(err)
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package storeserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/testutil"
+)
+
+// forEachStore runs fn per metadata database and blob store (the data directory, and
+// an S3 bucket of a real S3 server, versitygw); open makes a new service.
+func forEachStore(t *testing.T, fn func(t *testing.T, open func(*testing.T) *Service)) {
+	srv := testutil.StartS3(t)
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		t.Run("disk", func(t *testing.T) {
+			fn(t, func(t *testing.T) *Service { return newService(t, Config{}) })
+		})
+		t.Run("s3", func(t *testing.T) {
+			fn(t, func(t *testing.T) *Service { return newService(t, Config{Blobs: srv.NewBucket(t, "blobs", "")}) })
+		})
+	})
+}
+
+// A batch its transaction refuses whatever the quota (a condition that does not hold,
+// another object's name a directory or under a file) leaves nothing of its large object
+// in the blob store: before, each such batch left that content behind (for a user with a
+// quota, any number of orphans, each up to the free quota, until gc). The reservation
+// does not read the batch's other names (that cost PostgreSQL a round trip per object
+// under a lock every user's release waits for); the refused upload removes its content.
+func TestQuotaRefusedBatchLeavesNoOrphan(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(*testing.T) *Service) {
+		s := open(t)
+		for _, user := range []string{"alice", "bob"} { // with a quota, without
+			var opts []UserOption
+			if user == "alice" {
+				opts = append(opts, WithQuota(256<<10))
+			}
+			ns, _ := addUser(t, s, user, opts...)
+			if err := ns.Create(t.Context(), "d/sub"); err != nil {
+				t.Fatal(err)
+			}
+			if err := ns.Put(t.Context(), "", "f", bytes.NewReader([]byte("x")), 1); err != nil {
+				t.Fatal(err)
+			}
+			used, _, _ := accountOf(t, s, user)
+			wrong := [32]byte{1}
+			for i, c := range []struct {
+				obj  storage.Object
+				want error
+			}{
+				{storage.Object{Name: "f", Absent: true}, storage.ErrExists},
+				{storage.Object{Name: "f", Data: []byte("y"), Create: true}, storage.ErrExists},
+				{storage.Object{Name: "f", Data: []byte("y"), Match: &wrong}, storage.ErrChanged},
+				{storage.Object{Name: "new", Data: []byte("y"), Match: &wrong}, storage.ErrChanged},
+				{storage.Object{Dir: "d", Name: "sub", Data: []byte("y")}, storage.ErrIsDir},
+				{storage.Object{Dir: "f", Name: "y", Data: []byte("y")}, storage.ErrNotDir},
+			} {
+				data := randBytes(uint64(200+i), 200<<10) // 6 x 200 KiB: more than the quota
+				err := ns.PutBatch(t.Context(), []storage.Object{{Dir: "b", Name: "big", Data: data}, c.obj})
+				if !errors.Is(err, c.want) {
+					t.Fatalf("%s: batch with %+v: %v, want %v", user, c.obj, err, c.want)
+				}
+			}
+			checkNoLeftovers(t, s, user, used)
+		}
+		checkBooksEmpty(t, s)
+	})
+}
+
+// pauseBlobs holds the first blob store commit (once done) or remove (before it
+// starts) until resume is closed; the others pass.
+type pauseBlobs struct {
+	blobStore
+	onRemove bool // pause a remove, not a commit
+	first    atomic.Bool
+	paused   chan struct{}
+	resume   chan struct{}
+}
+
+func newPauseBlobs(s *Service, onRemove bool) *pauseBlobs {
+	p := &pauseBlobs{blobStore: s.blobs, onRemove: onRemove, paused: make(chan struct{}), resume: make(chan struct{})}
+	s.blobs = p
+	return p
+}
+
+// wait returns once the blob store call is paused.
+func (p *pauseBlobs) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the blob store call to pause never came")
+	}
+}
+
+func (p *pauseBlobs) pause() {
+	if p.first.CompareAndSwap(false, true) {
+		close(p.paused)
+		<-p.resume
+	}
+}
+
+func (p *pauseBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+	err := p.blobStore.commit(ctx, h, tmp, size)
+	if !p.onRemove {
+		p.pause()
+	}
+	return err
+}
+
+func (p *pauseBlobs) remove(ctx context.Context, h [32]byte) error {
+	if p.onRemove {
+		p.pause()
+	}
+	return p.blobStore.remove(ctx, h)
+}
+
+// A large put refused by its transaction after its reservation (its name became a
+// directory meanwhile) removes its content: before, it was left for gc.
+func TestRefusedPutLeavesNoOrphan(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(*testing.T) *Service) {
+		s := open(t)
+		ns, _ := addUser(t, s, "alice", WithQuota(1<<20))
+		p := newPauseBlobs(s, false)
+		done := make(chan error, 1)
+		go func() { done <- ns.Put(t.Context(), "", "x", bytes.NewReader(randBytes(1, 300<<10)), 300<<10) }()
+		p.wait(t) // its content is in the blob store, its transaction not yet run
+		if err := ns.Create(t.Context(), "x"); err != nil {
+			t.Fatal(err)
+		}
+		used, _, _ := accountOf(t, s, "alice")
+		close(p.resume)
+		if err := <-done; !errors.Is(err, storage.ErrIsDir) {
+			t.Fatalf("put onto a directory made meanwhile: %v, want %v", err, storage.ErrIsDir)
+		}
+		checkNoLeftovers(t, s, "alice", used)
+		checkBooksEmpty(t, s)
+	})
+}
+
+// A refused upload removes its content only when nothing else has a claim on it: not
+// when a file references it, nor when another upload of the same content holds it
+// (stored, its transaction still to come), and an upload of the same content arriving
+// while it is being removed waits and stores it again. Each case loses the file's
+// content with a removal that ignores it.
+func TestRefusedUploadKeepsSharedContent(t *testing.T) {
+	refuse := func(ns *Namespace, data []byte) error {
+		err := ns.PutBatch(context.Background(), []storage.Object{{Name: "big", Data: data}, {Name: "f", Absent: true}})
+		if !errors.Is(err, storage.ErrExists) {
+			return fmt.Errorf("refused batch: %v, want %v", err, storage.ErrExists)
+		}
+		return nil
+	}
+	refused := func(t *testing.T, ns *Namespace, data []byte) {
+		t.Helper()
+		if err := refuse(ns, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(t *testing.T, ns *Namespace, name string, want []byte) {
+		t.Helper()
+		if got, err := getBytes(t, ns, "", name); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s after a refused upload of its content: %d bytes, %v", name, len(got), err)
+		}
+	}
+	forEachStore(t, func(t *testing.T, open func(*testing.T) *Service) {
+		setup := func(t *testing.T) (s *Service, alice, bob *Namespace) {
+			s = open(t)
+			alice, _ = addUser(t, s, "alice", WithQuota(4<<20))
+			bob, _ = addUser(t, s, "bob", WithQuota(4<<20))
+			putBytes(t, bob, "", "f", []byte("x"))
+			return s, alice, bob
+		}
+		t.Run("referenced", func(t *testing.T) {
+			s, alice, bob := setup(t)
+			data := randBytes(11, 300<<10)
+			putBytes(t, alice, "", "a", data)
+			refused(t, bob, data)
+			same(t, alice, "a", data)
+			fsckClean(t, s)
+		})
+		t.Run("held", func(t *testing.T) {
+			s, alice, bob := setup(t)
+			p := newPauseBlobs(s, false)
+			data := randBytes(12, 300<<10)
+			done := make(chan error, 1)
+			go func() { done <- alice.Put(t.Context(), "", "h", bytes.NewReader(data), int64(len(data))) }()
+			p.wait(t) // alice's content is stored, her transaction still to come
+			refused(t, bob, data)
+			close(p.resume)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			same(t, alice, "h", data)
+			fsckClean(t, s)
+		})
+		t.Run("removing", func(t *testing.T) {
+			s, alice, bob := setup(t)
+			p := newPauseBlobs(s, true)
+			data := randBytes(13, 300<<10)
+			bobDone := make(chan error, 1)
+			go func() { bobDone <- refuse(bob, data) }()
+			p.wait(t) // bob's refused content is being removed
+			done := make(chan error, 1)
+			go func() { done <- alice.Put(t.Context(), "", "r", bytes.NewReader(data), int64(len(data))) }()
+			select {
+			case err := <-done:
+				t.Fatalf("a put of content being removed did not wait for the removal: %v", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			close(p.resume)
+			if err := <-bobDone; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			same(t, alice, "r", data)
+			fsckClean(t, s)
+		})
+	})
+}

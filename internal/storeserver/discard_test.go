@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,4 +227,112 @@ func TestRefusedUploadKeepsSharedContent(t *testing.T) {
 			fsckClean(t, s)
 		})
 	})
+}
+
+// gateMeta holds the first read-only transaction after arm, once its reads are done,
+// until open is closed: a quota reservation that has read the usage and not yet counted
+// what is in flight.
+type gateMeta struct {
+	metaStore
+	armed  atomic.Bool
+	inside chan struct{}
+	open   chan struct{}
+}
+
+func (g *gateMeta) view(ctx context.Context, fn func(metaTx) error) error {
+	err := g.metaStore.view(ctx, fn)
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.inside)
+		<-g.open
+	}
+	return err
+}
+
+// countBlobs counts blob store commits.
+type countBlobs struct {
+	blobStore
+	n atomic.Int64
+}
+
+func (c *countBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+	c.n.Add(1)
+	return c.blobStore.commit(ctx, h, tmp, size)
+}
+
+// A large object's quota reservation holds no lock over its read of the usage: a write
+// of the same user that commits and releases its claim meanwhile neither waits for the
+// read (before, every release of every user waited for any reservation's database read)
+// nor is missed by it: the reservation counts a claim released during its read as still
+// in flight (the read may predate its commit), and reads again after a move's claim
+// without a bound; the large object is refused before its content reaches the blob store.
+func TestQuotaReservationReadHoldsNoRelease(t *testing.T) {
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		t.Run("put", func(t *testing.T) {
+			s := newService(t, Config{})
+			ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
+			duringReservationRead(t, s, ns, 200<<10, func() error {
+				return ns.Put(context.Background(), "", "small", bytes.NewReader(randBytes(22, 60<<10)), 60<<10)
+			})
+		})
+		t.Run("move", func(t *testing.T) {
+			s := newService(t, Config{})
+			ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
+			var objs []storage.Object
+			for i := range 200 {
+				objs = append(objs, storage.Object{Dir: "d", Name: fmt.Sprint(i), Data: []byte{1}})
+			}
+			if err := ns.PutBatch(t.Context(), objs); err != nil {
+				t.Fatal(err)
+			}
+			used, meta, quota := accountOf(t, s, "alice")
+			duringReservationRead(t, s, ns, quota-used-meta-10_000, func() error { // fits, not with the move
+				return ns.Move(context.Background(), "", "d", "", "d"+strings.Repeat("x", 100)) // +20,000 bytes
+			})
+		})
+	})
+}
+
+// duringReservationRead runs write while a batch's large object of size bytes is in its
+// quota reservation, between the read of the usage and the count of what is in flight:
+// write must not wait for it, and the object, which fits without write, not with it,
+// must be refused without reaching the blob store.
+func duringReservationRead(t *testing.T, s *Service, ns *Namespace, size int64, write func() error) {
+	t.Helper()
+	g := &gateMeta{metaStore: s.meta, inside: make(chan struct{}), open: make(chan struct{})}
+	s.meta = g
+	c := &countBlobs{blobStore: s.blobs}
+	s.blobs = c
+	var once sync.Once
+	release := func() { once.Do(func() { close(g.open) }) }
+	defer release()
+	g.armed.Store(true)
+	large := make(chan error, 1)
+	go func() {
+		large <- ns.PutBatch(context.Background(), []storage.Object{{Name: "big", Data: randBytes(21, int(size))}})
+	}()
+	select {
+	case <-g.inside: // the reservation has read the usage
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reservation never read the usage")
+	}
+	done := make(chan error, 1)
+	go func() { done <- write() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write waited for a large object's quota reservation to read the database")
+	}
+	used, _, _ := accountOf(t, s, ns.user)
+	release()
+	if err := <-large; !errors.Is(err, storage.ErrQuota) {
+		t.Fatalf("%d bytes that fit only without the write: %v, want %v", size, err, storage.ErrQuota)
+	}
+	if n := c.n.Load(); n != 0 {
+		t.Fatalf("the refused object reached the blob store (%d commits): its reservation missed the write committed during its read", n)
+	}
+	checkNoLeftovers(t, s, ns.user, used)
+	checkBooksEmpty(t, s)
 }

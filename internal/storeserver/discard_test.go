@@ -336,3 +336,61 @@ func duringReservationRead(t *testing.T, s *Service, ns *Namespace, size int64, 
 	checkNoLeftovers(t, s, ns.user, used)
 	checkBooksEmpty(t, s)
 }
+
+// barrierBlobs returns from a blob store commit once k commits have been made (or after
+// a second), so that k uploads reach their transactions together.
+type barrierBlobs struct {
+	blobStore
+	k    int
+	mu   sync.Mutex
+	n    int
+	full chan struct{}
+}
+
+func (b *barrierBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+	err := b.blobStore.commit(ctx, h, tmp, size)
+	b.mu.Lock()
+	if b.n++; b.n == b.k {
+		close(b.full)
+	}
+	full := b.full
+	b.mu.Unlock()
+	select {
+	case <-full:
+	case <-time.After(time.Second):
+	}
+	return err
+}
+
+// Refused uploads of the same content ending together leave nothing behind: the last to
+// end removes it. Found by review of the first version, which read the count of holds
+// and dropped its own in two steps: two uploads could each see the other's hold.
+func TestRefusedUploadsOfSameContent(t *testing.T) {
+	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		s := newService(t, Config{})
+		var users []*Namespace
+		for _, name := range []string{"alice", "bob", "carol"} {
+			ns, _ := addUser(t, s, name, WithQuota(4<<20))
+			putBytes(t, ns, "", "f", []byte("x"))
+			users = append(users, ns)
+		}
+		inner := s.blobs
+		for round := range 10 {
+			s.blobs = &barrierBlobs{blobStore: inner, k: len(users), full: make(chan struct{})}
+			data := randBytes(uint64(100+round), 100<<10)
+			errs := make(chan error, len(users))
+			for _, ns := range users {
+				go func() {
+					errs <- ns.PutBatch(context.Background(), []storage.Object{{Name: "big", Data: data}, {Name: "f", Absent: true}})
+				}()
+			}
+			for range users {
+				if err := <-errs; !errors.Is(err, storage.ErrExists) {
+					t.Fatalf("round %d: %v, want %v", round, err, storage.ErrExists)
+				}
+			}
+		}
+		s.blobs = inner
+		checkNoLeftovers(t, s, "alice", 1)
+	})
+}

@@ -95,32 +95,38 @@ func (p *blobPins) add(ctx context.Context, h [32]byte) error {
 
 func (p *blobPins) drop(h [32]byte) {
 	p.mu.Lock()
+	p.dropLocked(h)
+	p.mu.Unlock()
+}
+
+func (p *blobPins) dropLocked(h [32]byte) {
 	if p.n[h]--; p.n[h] <= 0 {
 		delete(p.n, h)
 	}
-	p.mu.Unlock()
 }
 
 // discard removes h from blobs when the caller's pin is its only hold and no record
 // counts it (a record without references is gc's: its content predates the upload).
 // Only an upload's hold creates a record of content in the blob store (incref), and
-// holds of h wait meanwhile, so nothing can come to reference it during the removal.
-func (m *boltMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error {
-	defer pin.release()
+// holds of h wait meanwhile, so nothing can come to reference it during the removal. A
+// pin that is not alone is dropped in the same critical section as the count is read,
+// so of two refused uploads of the same content the second to end finds itself alone.
+func (m *boltMeta) discard(ctx context.Context, h [32]byte, _ blobPin, blobs blobStore) error {
+	defer m.gcMu.RUnlock() // the pin's hold on gc; its count is dropped below
 	p := &m.pins
 	p.mu.Lock()
-	alone := p.n[h] == 1 && p.removing[h] == nil
-	done := make(chan struct{})
-	if alone {
-		p.removing[h] = done
-	}
-	p.mu.Unlock()
-	if !alone {
+	if p.n[h] != 1 || p.removing[h] != nil {
+		p.dropLocked(h)
+		p.mu.Unlock()
 		return nil
 	}
+	done := make(chan struct{})
+	p.removing[h] = done
+	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		delete(p.removing, h)
+		p.dropLocked(h)
 		p.mu.Unlock()
 		close(done)
 	}()

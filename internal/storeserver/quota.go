@@ -224,8 +224,9 @@ func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64
 	s.holdMu.Lock()
 	b := s.book(n.user)
 	if b.unbound > 0 {
+		idle := b.idle
 		s.holdMu.Unlock()
-		return nil, b.idle, nil
+		return nil, idle, nil
 	}
 	rd := &usageRead{}
 	b.reads[rd] = struct{}{}

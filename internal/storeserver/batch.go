@@ -72,6 +72,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 	c := n.claim(claimed) // one claim for the inline objects (quota.go), before the reservation
 	defer c.release()
 	var r *reservation
+	settle := func(error) {}
 	if large >= 0 { // a blob of its own, held from gc until the transaction references it
 		o := objs[large]
 		var err error
@@ -83,7 +84,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		if err != nil {
 			return fmt.Errorf("put batch: object %d (%s): %w", large, storage.Join(o.Dir, o.Name), err)
 		}
-		defer pin.release()
+		settle = func(err error) { s.settle(sum, pin, err) } // refused: its content is removed
 		links[large] = n.link(o.Dir, o.Name, sum, size, nil, pin.gen)
 	}
 	err := s.meta.updateNames(ctx, n.user, names, func(t metaTx) error {
@@ -112,6 +113,7 @@ func (n *Namespace) PutBatch(ctx context.Context, objs []storage.Object) error {
 		}
 		return nil
 	})
+	settle(err)
 	if err != nil {
 		return fmt.Errorf("put batch: %w", err)
 	}

@@ -32,6 +32,11 @@ type metaStore interface {
 	// pin's release is called: an upload holds it from before it makes the blob durable
 	// until its reference (incref with the pin's generation) is committed.
 	hold(ctx context.Context, h [32]byte, size int64) (blobPin, error)
+	// discard ends pin, the hold on h of an upload whose transaction did not reference
+	// it, and removes h from blobs as collect would if no record references it and no
+	// other upload holds it (pin is released either way): a refused upload leaves
+	// nothing for gc. Holds of h made meanwhile wait until the removal is done.
+	discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error
 	// readHold keeps gc from removing blobs between a lookup and the open of the content.
 	readHold() (release func())
 	// collect removes unreferenced blob records and their content, and content without a

@@ -20,10 +20,11 @@ type boltMeta struct {
 	// (and by a read between lookup and open), exclusively by gc while it sweeps, so gc
 	// never removes a blob being referenced or read.
 	gcMu sync.RWMutex
+	pins blobPins // uploads holding each blob (discard)
 }
 
 func newBoltMeta(db *bolt.DB, groups func(int)) *boltMeta {
-	m := &boltMeta{db: db}
+	m := &boltMeta{db: db, pins: blobPins{n: map[[32]byte]int{}, removing: map[[32]byte]chan struct{}{}}}
 	m.commit = newCommitter(func(group []*commitReq) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			for _, r := range group {
@@ -49,9 +50,15 @@ func (m *boltMeta) view(_ context.Context, fn func(metaTx) error) error {
 	return m.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (m *boltMeta) hold(context.Context, [32]byte, int64) (blobPin, error) {
+func (m *boltMeta) hold(ctx context.Context, h [32]byte, _ int64) (blobPin, error) {
+	if err := m.pins.add(ctx, h); err != nil { // before gcMu: a removal does not wait for gc
+		return blobPin{}, err
+	}
 	m.gcMu.RLock()
-	return blobPin{release: m.gcMu.RUnlock}, nil
+	return blobPin{release: func() {
+		m.pins.drop(h)
+		m.gcMu.RUnlock()
+	}}, nil
 }
 
 func (m *boltMeta) readHold() func() {

@@ -3,6 +3,7 @@ package storeserver
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -63,4 +64,80 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 		rep.OrphanBlobs++
 	}
 	return rep, nil
+}
+
+// blobPins counts the uploads holding each blob (boltMeta.hold), so that a refused
+// upload removes its content only when no other upload is about to reference it.
+type blobPins struct {
+	mu       sync.Mutex
+	n        map[[32]byte]int
+	removing map[[32]byte]chan struct{} // closed when discard has removed the blob
+}
+
+// add counts a hold on h, once no discard is removing h (an upload of the same content
+// then writes it anew).
+func (p *blobPins) add(ctx context.Context, h [32]byte) error {
+	p.mu.Lock()
+	for p.removing[h] != nil {
+		done := p.removing[h]
+		p.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	p.n[h]++
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *blobPins) drop(h [32]byte) {
+	p.mu.Lock()
+	p.dropLocked(h)
+	p.mu.Unlock()
+}
+
+func (p *blobPins) dropLocked(h [32]byte) {
+	if p.n[h]--; p.n[h] <= 0 {
+		delete(p.n, h)
+	}
+}
+
+// discard removes h from blobs when the caller's pin is its only hold and no record
+// counts it (a record without references is gc's: its content predates the upload).
+// Only an upload's hold creates a record of content in the blob store (incref), and
+// holds of h wait meanwhile, so nothing can come to reference it during the removal. A
+// pin that is not alone is dropped in the same critical section as the count is read,
+// so of two refused uploads of the same content the second to end finds itself alone.
+func (m *boltMeta) discard(ctx context.Context, h [32]byte, _ blobPin, blobs blobStore) error {
+	defer m.gcMu.RUnlock() // the pin's hold on gc; its count is dropped below
+	p := &m.pins
+	p.mu.Lock()
+	if p.n[h] != 1 || p.removing[h] != nil {
+		p.dropLocked(h)
+		p.mu.Unlock()
+		return nil
+	}
+	done := make(chan struct{})
+	p.removing[h] = done
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.removing, h)
+		p.dropLocked(h)
+		p.mu.Unlock()
+		close(done)
+	}()
+	var known bool
+	err := m.view(ctx, func(t metaTx) error {
+		_, _, ok, err := t.blob(h)
+		known = ok
+		return err
+	})
+	if err != nil || known {
+		return err
+	}
+	return blobs.remove(ctx, h)
 }

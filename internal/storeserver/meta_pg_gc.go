@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -115,4 +116,37 @@ func collectInt64(rows pgx.Rows, err error) ([]int64, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// discard ends an upload's pin and, when it was the row's only pin and the row has no
+// reference, marks the row deleting in the same statement, as collect marks it: holds of
+// the content wait (hold), another node's gc keeps off it until the claim runs out, a
+// reference is refused. Then it removes the blob and the row, as collect does. One
+// statement, so of two refused uploads of the same content the second to end sees the
+// first's pin gone. A transaction that did reference the blob (an outcome unknown to the
+// caller) holds the row lock until it commits, and the statement then sees its reference.
+func (m *pgMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error {
+	var gone bool
+	err := m.pool.QueryRow(ctx, `UPDATE veil_blobs SET pins = pins - 1,
+			deleting = (pins = 1 AND refs = 0 AND data IS NULL),
+			pinned_until = CASE WHEN pins = 1 AND refs = 0 AND data IS NULL
+				THEN now() + $3 * INTERVAL '1 second' ELSE pinned_until END
+		WHERE hash = $1 AND gen = $2 AND pins > 0 AND NOT deleting
+		RETURNING deleting`, h[:], pin.gen, m.gcClaim()).Scan(&gone)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows): // marked by gc (the pin's lease ran out) or gone
+		return nil
+	case err != nil:
+		pin.release() // the pin's lease keeps gc away until it runs out
+		return pgFault(err)
+	case !gone: // referenced, or held by another upload
+		return nil
+	}
+	if err := blobs.remove(ctx, h); err != nil {
+		return fmt.Errorf("remove %x: %w", h[:8], err) // the row's claim runs out: gc finishes
+	}
+	if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, h[:]); err != nil {
+		return pgFault(err)
+	}
+	return nil
 }

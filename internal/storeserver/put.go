@@ -78,12 +78,31 @@ func (n *Namespace) putFile(ctx context.Context, dir, name string, body io.Reade
 	if err != nil {
 		return 0, err
 	}
-	defer pin.release()
 	link := n.link(dir, name, sum, got, nil, pin.gen)
-	return got, n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), func(t metaTx) error {
+	err = n.s.meta.updateNames(ctx, n.user, linkNames(dir, name), func(t metaTx) error {
 		r.charging(t)
 		return link(t)
 	})
+	n.s.settle(sum, pin, err)
+	return got, err
+}
+
+// settle ends an upload's hold on its blob after the transaction that was to reference
+// it (err its outcome). A refused upload's content is removed unless another record
+// references it or another upload holds it (metaStore.discard), rather than left for gc:
+// before, a batch its transaction refused (a condition that does not hold, a name that is
+// a directory or under a file) left its large object behind, as many times as it was
+// sent. The removal does not wait for the request's context.
+func (s *Service) settle(sum [32]byte, pin blobPin, err error) {
+	if err == nil {
+		pin.release()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+	defer cancel()
+	if err := s.meta.discard(ctx, sum, pin, s.blobs); err != nil {
+		s.cfg.Logger.Warn("a refused upload's content is left for gc", "blob", hexName(sum)[:16], "err", err)
+	}
 }
 
 // spool streams body into a temporary file, fsyncs it, and commits it to the blob store

@@ -16,7 +16,9 @@ import (
 // kept settled until that transaction:
 //   - a large put reserves (Namespace.reserve): it reads the user's usage and refuses the
 //     put unless usage + every reservation and claim in flight + what the put will charge
-//     fits the quota; its bytes stay held until after its transaction;
+//     fits the quota; its bytes stay held until after its transaction. No lock is held
+//     over the read: a claim or reservation released during it counts as in flight
+//     (usageRead), since the read may predate its transaction's commit;
 //   - every other write that may grow the user's usage (inline puts and batches, Create,
 //     Move) claims an upper bound of what it will charge (Namespace.claim: no database
 //     read, one claim per batch) until after its transaction, so a reservation made
@@ -40,6 +42,15 @@ type quotaBook struct {
 	unbound int                       // how many of them have no bound (a move)
 	idle    chan struct{}             // closed when unbound drops to 0
 	held    map[*reservation]struct{} // reservations: checked, content headed for the blob store
+	reads   map[*usageRead]struct{}   // reservations reading the usage (tryReserve)
+}
+
+// usageRead is a reservation's read of the usage in progress: what was released
+// meanwhile, which the read may or may not have seen charged, so the reservation counts
+// it as still in flight.
+type usageRead struct {
+	released int64 // bytes of the claims and reservations released since the read began
+	unbound  bool  // a claim without a bound was released since: read again
 }
 
 // reservation is a large put's reservation (held) or a write's claim.
@@ -61,11 +72,13 @@ func (r *reservation) release() {
 	}
 	r.once.Do(func() {
 		s := r.s
-		s.quotaMu.Lock() // not between a reservation's read of the usage and its count
-		defer s.quotaMu.Unlock()
 		s.holdMu.Lock()
 		defer s.holdMu.Unlock()
 		b := s.quota[r.user]
+		for rd := range b.reads { // a read in progress may predate the charge: count it
+			rd.released += r.bytes
+			rd.unbound = rd.unbound || r.nobound
+		}
 		if r.held {
 			delete(b.held, r)
 			s.nHeld.Add(-1)
@@ -104,7 +117,7 @@ func (r *reservation) charging(t metaTx) {
 
 // dropIfEmpty forgets the book of user when it holds nothing (holdMu held).
 func (b *quotaBook) dropIfEmpty(s *Service, user string) {
-	if b.claims == 0 && len(b.held) == 0 {
+	if b.claims == 0 && len(b.held) == 0 && len(b.reads) == 0 {
 		delete(s.quota, user)
 	}
 }
@@ -113,7 +126,7 @@ func (b *quotaBook) dropIfEmpty(s *Service, user string) {
 func (s *Service) book(user string) *quotaBook {
 	b := s.quota[user]
 	if b == nil {
-		b = &quotaBook{held: map[*reservation]struct{}{}}
+		b = &quotaBook{held: map[*reservation]struct{}{}, reads: map[*usageRead]struct{}{}}
 		s.quota[user] = b
 	}
 	return b
@@ -201,15 +214,23 @@ func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, k
 }
 
 // tryReserve is reserve, or a channel to wait on before trying again while a claim
-// without a bound is in flight (one registered during the read is still in flight at
-// the end of it: its release waits for quotaMu).
+// without a bound is in flight. No lock is held over its read of the usage: a claim or
+// reservation released during the read (its transaction committed before or after the
+// read saw the usage) is counted as still in flight (usageRead), and one without a bound
+// makes it read again. Before, a lock every release took was held over the read, so each
+// reservation's database round trip held up every user's writes.
 func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64, keep bool) (*reservation, <-chan struct{}, error) {
 	s := n.s
-	s.quotaMu.Lock() // held over the read: a commit then release cannot slip between them
-	defer s.quotaMu.Unlock()
-	if wait := s.unbounded(n.user); wait != nil {
-		return nil, wait, nil
+	s.holdMu.Lock()
+	b := s.book(n.user)
+	if b.unbound > 0 {
+		idle := b.idle
+		s.holdMu.Unlock()
+		return nil, idle, nil
 	}
+	rd := &usageRead{}
+	b.reads[rd] = struct{}{}
+	s.holdMu.Unlock()
 	var need, used, quota int64
 	err := s.meta.view(ctx, func(t metaTx) error {
 		u, m, ok, err := t.account(n.user)
@@ -220,26 +241,27 @@ func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64
 		need, err = n.linkCost(t, dir, name, size)
 		return err
 	})
-	if err != nil || need <= 0 {
-		return nil, nil, err
-	}
 	s.holdMu.Lock()
 	defer s.holdMu.Unlock()
-	b := s.book(n.user)
-	if b.unbound > 0 {
+	delete(b.reads, rd) // b stays in s.quota while it has a read
+	defer b.dropIfEmpty(s, n.user)
+	switch {
+	case err != nil || need <= 0:
+		return nil, nil, err
+	case b.unbound > 0:
 		return nil, b.idle, nil
+	case rd.unbound:
+		return nil, closed, nil
 	}
-	inflight := b.claimed // committed ones too: the read of the usage may predate their commit
+	inflight := b.claimed + rd.released // committed ones too: the read may predate their commit
 	for r := range b.held {
 		inflight += r.bytes
 	}
 	if used+inflight+need > quota {
-		b.dropIfEmpty(s, n.user)
 		return nil, nil, fmt.Errorf("user %q would store %d more bytes, %d of %d in use or being stored: %w",
 			n.user, need, used+inflight, quota, storage.ErrQuota)
 	}
 	if !keep {
-		b.dropIfEmpty(s, n.user)
 		return nil, nil, nil
 	}
 	r := &reservation{s: s, user: n.user, bytes: need, held: true}
@@ -248,16 +270,8 @@ func (n *Namespace) tryReserve(ctx context.Context, dir, name string, size int64
 	return r, nil, nil
 }
 
-// unbounded returns a channel closed once no claim without a bound of user's is in
-// flight, nil if none is.
-func (s *Service) unbounded(user string) <-chan struct{} {
-	s.holdMu.Lock()
-	defer s.holdMu.Unlock()
-	if b := s.quota[user]; b != nil && b.unbound > 0 {
-		return b.idle
-	}
-	return nil
-}
+// closed is a closed channel: try again at once.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // linkCost is what linking size bytes at dir/name will charge (link): the content, less
 // the content it replaces, plus the names of the entry and of the directories it makes.

@@ -280,3 +280,26 @@ func TestQuotaMoveBeforeReservation(t *testing.T) {
 		checkNoLeftovers(t, s, "alice", 200)
 	})
 }
+
+// BenchmarkQuotaReserve is a large put's quota reservation (its read of the usage and
+// the names it adds, in PostgreSQL), 16 at once by 8 users: go test
+// ./internal/storeserver -run '^$' -bench QuotaReserve
+func BenchmarkQuotaReserve(b *testing.B) {
+	s := newPGService(&testing.T{}, Config{})
+	var nss []*Namespace
+	for i := range 8 {
+		ns, _ := addUser(&testing.T{}, s, fmt.Sprint("u", i), WithQuota(1<<40))
+		nss = append(nss, ns)
+	}
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ns := nss[n.Add(1)%int64(len(nss))]
+		for pb.Next() {
+			if _, err := ns.reserve(context.Background(), "d", "name", 1<<20, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -103,13 +103,12 @@ type Service struct {
 	tmpMu  sync.RWMutex
 	active sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
 
-	// quota is each user's reservations and claims in flight (quota.go), guarded by
-	// holdMu; quotaMu keeps a release out of a reservation's read of the usage. nHeld
-	// counts the reservations of all users.
-	quotaMu sync.Mutex
-	holdMu  sync.Mutex
-	quota   map[string]*quotaBook
-	nHeld   atomic.Int64
+	// quota is each user's reservations, claims and reads of the usage in flight
+	// (quota.go), guarded by holdMu (never held over a database read). nHeld counts the
+	// reservations of all users.
+	holdMu sync.Mutex
+	quota  map[string]*quotaBook
+	nHeld  atomic.Int64
 
 	users   *userCache
 	metrics *metrics

@@ -44,7 +44,7 @@ func (s *Server) evaluate(ctx context.Context, client, transport string, body []
 		return nil, &evalError{http.StatusBadRequest, kswire.CodeBadRequest, "malformed", err}
 	}
 	if len(req.Elements) > s.cfg.MaxBatch {
-		return nil, &evalError{http.StatusRequestEntityTooLarge, kswire.CodeBadRequest, "batch_too_large",
+		return nil, &evalError{http.StatusRequestEntityTooLarge, kswire.CodeBatchTooLarge, "batch_too_large",
 			errors.New("batch of " + strconv.Itoa(len(req.Elements)) + " exceeds the limit of " + strconv.Itoa(s.cfg.MaxBatch))}
 	}
 	key := s.state.Load().ring.keys[req.KeyID]

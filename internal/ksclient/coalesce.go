@@ -145,9 +145,13 @@ func (c *Client) derive(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest
 	return keys, nil
 }
 
+// errBatchTooLarge is the key server's UDP refusal of a request with more inputs than its
+// MaxBatch (error code 0x05; HTTPS answers 413).
+var errBatchTooLarge = errors.New("request refused: more inputs than the key server takes at once (code 5)")
+
 // batchTooLarge reports whether err is the key server's answer that a request held more
-// inputs than its MaxBatch (HTTP 413).
+// inputs than its MaxBatch (HTTP 413, or UDP error code 0x05).
 func batchTooLarge(err error) bool {
 	var se statusError
-	return errors.As(err, &se) && se.code == http.StatusRequestEntityTooLarge
+	return errors.Is(err, errBatchTooLarge) || errors.As(err, &se) && se.code == http.StatusRequestEntityTooLarge
 }

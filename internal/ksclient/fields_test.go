@@ -259,6 +259,7 @@ func TestFieldsDatagramToClient(t *testing.T) {
 		{"sequence (key server)", reMAC(func(d *kswire.Datagram) { d.Seq += 100 }), ksclient.ErrKSUnavailable, ""},
 		{"error rate limited (key server)", reMAC(func(d *kswire.Datagram) { d.Type, d.Body = kswire.TypeError, []byte{kswire.CodeRateLimited} }), ksclient.ErrRateLimited, ""},
 		{"error revoked (key server)", reMAC(func(d *kswire.Datagram) { d.Type, d.Body = kswire.TypeError, []byte{kswire.CodeRevoked} }), ksclient.ErrUnauthorized, ""},
+		{"error batch too large on one input (key server)", reMAC(func(d *kswire.Datagram) { d.Type, d.Body = kswire.TypeError, []byte{kswire.CodeBatchTooLarge} }), ksclient.ErrUnexpected, "code 5"},
 		{"error unknown code (key server)", reMAC(func(d *kswire.Datagram) { d.Type, d.Body = kswire.TypeError, []byte{77} }), ksclient.ErrBadResponse, "code 77"},
 		{"error long body (key server)", reMAC(func(d *kswire.Datagram) { d.Type, d.Body = kswire.TypeError, []byte{1, 1} }), ksclient.ErrBadResponse, "malformed error datagram"},
 		{"response body (key server)", reMAC(func(d *kswire.Datagram) { d.Body[20] ^= 1 }), ksclient.ErrBadResponse, ""},

@@ -176,6 +176,8 @@ func udpError(body []byte) error {
 		return ErrUnauthorized
 	case kswire.CodeUnknownKey:
 		return fmt.Errorf("%w: key not served", ErrBadResponse)
+	case kswire.CodeBatchTooLarge:
+		return fmt.Errorf("%w: %w", ErrUnexpected, errBatchTooLarge)
 	}
 	return fmt.Errorf("%w: request refused (code %d)", ErrBadResponse, body[0])
 }

@@ -35,6 +35,9 @@ const (
 	CodeUnknownKey  byte = 2 // the key id is not served
 	CodeBadRequest  byte = 3 // the body did not parse or evaluate
 	CodeRevoked     byte = 4 // the client's credential was revoked
+	// CodeBatchTooLarge: more inputs than the server's MaxBatch (HTTPS answers 413); the
+	// client sends fewer per request. Session 14; before, code 3.
+	CodeBatchTooLarge byte = 5
 )
 
 // Grant is what opening a UDP session over HTTPS yields.

@@ -53,12 +53,15 @@ type failVector struct {
 }
 
 type vectors struct {
-	Comment   string        `json:"comment"`
-	Suites    []suiteVector `json:"suites"`
-	Grant     string        `json:"grant"`
-	Datagram  string        `json:"datagram"`
-	MustFail  []failVector  `json:"must_fail"`
-	Generated string        `json:"generated"`
+	Comment  string        `json:"comment"`
+	Suites   []suiteVector `json:"suites"`
+	Grant    string        `json:"grant"`
+	Datagram string        `json:"datagram"`
+	// ErrorDatagram is the key server's answer to that request had it held more inputs
+	// than its MaxBatch: an error datagram with code 0x05 (session 14).
+	ErrorDatagram string       `json:"error_datagram"`
+	MustFail      []failVector `json:"must_fail"`
+	Generated     string       `json:"generated"`
 }
 
 func h(b []byte) string { return hex.EncodeToString(b) }
@@ -122,6 +125,7 @@ func generate(t *testing.T) *vectors {
 	g := vectorGrant()
 	v.Grant = h(AppendGrant(nil, g))
 	v.Datagram = h(AppendDatagram(nil, &Datagram{Type: TypeRequest, Session: g.ID, Seq: 7, Body: testutil.Unhex(t, v.Suites[0].Request)}, &g.MACKey))
+	v.ErrorDatagram = h(AppendDatagram(nil, &Datagram{Type: TypeError, Session: g.ID, Seq: 7, Body: []byte{CodeBatchTooLarge}}, &g.MACKey))
 	dg := testutil.Unhex(t, v.Datagram)
 	flip := func(b []byte, i int) []byte { c := bytes.Clone(b); c[i] ^= 1; return c }
 	req := testutil.Unhex(t, v.Suites[0].Request)
@@ -205,6 +209,13 @@ func TestVectors(t *testing.T) {
 	}
 	if h(AppendDatagram(nil, d, &g.MACKey)) != v.Datagram {
 		t.Fatal("datagram encoding differs")
+	}
+	ed := &Datagram{Type: TypeError, Session: g.ID, Seq: 7, Body: []byte{CodeBatchTooLarge}}
+	if h(AppendDatagram(nil, ed, &g.MACKey)) != v.ErrorDatagram {
+		t.Fatal("error datagram (batch too large) encoding differs")
+	}
+	if d, err := OpenDatagram(testutil.Unhex(t, v.ErrorDatagram), &g.MACKey); err != nil || d.Type != TypeError || !bytes.Equal(d.Body, []byte{0x05}) {
+		t.Fatalf("error datagram: %v", err)
 	}
 	for _, f := range v.MustFail {
 		b := testutil.Unhex(t, f.Hex)

@@ -67,7 +67,8 @@ func (c *Client) WriteFile(ctx context.Context, caps CapabilityFunc, first uint6
 }
 
 // ReadFile reads the file whose head is at first, checking every segment belongs to the
-// head's write. A never-written id reads as an empty file.
+// head's write. A never-written id is an error wrapping segment.ErrEmpty (an empty file
+// written there reads as empty).
 func (c *Client) ReadFile(ctx context.Context, caps CapabilityFunc, first uint64, o FileOptions) ([]byte, Span, error) {
 	return readFile(ctx, c, caps, first, o)
 }

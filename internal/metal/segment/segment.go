@@ -20,7 +20,8 @@ const NonceLen = 16
 // MinBlockSize is the smallest block that holds a header and at least 15 bytes of content.
 const MinBlockSize = HeaderLen + 15
 
-// ErrEmpty reports a block that was never written (all zeros): an empty file.
+// ErrEmpty reports a block that was never written (all zeros): no segment, since every
+// write, an empty file's included, puts a version 1 header in each block.
 var ErrEmpty = errors.New("never written")
 
 // Header is one segment's header.

@@ -137,7 +137,12 @@ func (m *pgMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blo
 	case errors.Is(err, pgx.ErrNoRows): // marked by gc (the pin's lease ran out) or gone
 		return nil
 	case err != nil:
-		pin.release() // the pin's lease keeps gc away until it runs out
+		// The pin is not released again: the statement may have run and dropped it, its
+		// answer lost (pgx reports a read on the connection it closed as "conn closed",
+		// safe to retry), and a second drop would take another upload's pin, so gc could
+		// collect the content under that upload, whose transaction then fails
+		// (TestPGDiscardAnswerLostKeepsOtherPin). A pin kept so is left to its lease, as
+		// a dead node's is; so is the mark, if the statement made one.
 		return pgFault(err)
 	case !gone: // referenced, or held by another upload
 		return nil

@@ -274,6 +274,7 @@ func TestE2EFindInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	connected := make(chan struct{}, 1)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -281,6 +282,10 @@ func TestE2EFindInterrupted(t *testing.T) {
 				return
 			}
 			defer c.Close() // held open, never answered
+			select {
+			case connected <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	cred := filepath.Join(storeDir, "alice.cred")
@@ -295,7 +300,13 @@ func TestE2EFindInterrupted(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	select { // find waits on the service (a fixed 1.5 s sleep before assumed it)
+	case <-connected:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("find did not connect to the storage service within 30 s: %q", errb.String())
+	}
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != exitFindFailed || errb.String() != "veil: interrupted\n" ||

@@ -3,6 +3,7 @@ package keyserver
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -130,8 +131,9 @@ func TestClientGivingUpIsNotAStoreFailure(t *testing.T) {
 	defer cancel()
 	hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+"/v1/evaluate", bytes.NewReader(req))
 	if resp, err := httpsClient(alice, true).Do(hreq); err == nil {
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		t.Fatal("answered before t_D")
+		t.Fatalf("answered before t_D: %s %q", resp.Status, b)
 	}
 	var limiter, cancelled string
 	testutil.WaitFor(t, 20*time.Second, "the abandoned query's rejection on /metrics", func() bool {

@@ -275,6 +275,7 @@ func TestE2EFindInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	connected := make(chan struct{}, 1)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -282,6 +283,10 @@ func TestE2EFindInterrupted(t *testing.T) {
 				return
 			}
 			defer c.Close() // held open, never answered
+			select {
+			case connected <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	cred := filepath.Join(storeDir, "alice.cred")
@@ -296,7 +301,13 @@ func TestE2EFindInterrupted(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	select { // find waits on the service (a fixed 1.5 s sleep before assumed it)
+	case <-connected:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("find did not connect to the storage service within 30 s: %q", errb.String())
+	}
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 130 || errb.String() != "veil: interrupted\n" ||

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -98,20 +99,31 @@ func (u *user) refuses(t *testing.T, args ...string) string {
 // the next command had to take over) whenever the put was still busy a moment after the
 // first: unlocking the key (argon2id) takes a few hundred milliseconds, and ignores
 // cancellation. A second signal that follows the first this closely is the same
-// interruption; one later still ends the process at once.
+// interruption; one later still ends the process at once. The passphrase comes through a
+// FIFO, so the signals go out once veil has read it (it then unlocks the key): sent 50 ms
+// after the start, as before, under load they reached veil before it caught SIGINT at all,
+// and killed it (a flaky test).
 func TestE2EDoubledSignalIsOneInterruption(t *testing.T) {
 	u := localUser(t, "alice")
 	src := t.TempDir()
 	randomFile(t, filepath.Join(src, "f"), 1<<20, 1)
+	pass, err := os.ReadFile(u.passFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "pass")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
 		cmd := exec.Command(veilBin, "put", "-q", filepath.Join(src, "f"))
-		cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+		cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+fifo)
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond) // unlocking the key
+		giveThroughFIFO(t, cmd, &errb, fifo, pass) // veil is unlocking the key
 		cmd.Process.Signal(os.Interrupt)
 		time.Sleep(20 * time.Millisecond)
 		cmd.Process.Signal(os.Interrupt)
@@ -120,5 +132,32 @@ func TestE2EDoubledSignalIsOneInterruption(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "interrupted") {
 			t.Fatalf("put given SIGINT twice 20 ms apart: %v, stderr %q; want exit 130 and \"interrupted\"", err, errb.String())
 		}
+	}
+}
+
+// giveThroughFIFO writes data into the FIFO at path once cmd has opened it to read (so cmd
+// is running its main), failing the test (with cmd's stderr) if it does not within 30 s.
+func giveThroughFIFO(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer, path string, data []byte) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Non-blocking: ENXIO until a reader has the FIFO open.
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			_, err = f.Write(data)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if !errors.Is(err, syscall.ENXIO) || time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%s not opened for reading within 30 s: %v; stderr %q", path, err, stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // batchBE is a backend with batch uploads: each batch is stored object by object on the
@@ -199,17 +200,13 @@ func TestBatchQueueCoalescesWhileOneIsOut(t *testing.T) {
 	}
 }
 
-// waitQueued waits until n objects wait in q.
+// waitQueued waits until n objects wait in q (up to 30 s: it was 1,000 polls 1 ms
+// apart, a guess at how soon the goroutines run on a loaded machine).
 func waitQueued(t *testing.T, q *batchQueue, n int) {
 	t.Helper()
-	for range 1000 {
+	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%d objects queued", n), func() bool {
 		q.mu.Lock()
-		got := len(q.queue)
-		q.mu.Unlock()
-		if got == n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("%d objects never queued", n)
+		defer q.mu.Unlock()
+		return len(q.queue) == n
+	})
 }

@@ -2,11 +2,13 @@ package testutil
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,15 +41,62 @@ func Missing(t testing.TB, msg string) {
 	t.Skip(msg)
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a port on 127.0.0.1, free for TCP and UDP a moment ago, for a server a
+// test starts (often another process). It lies below the kernel's ephemeral range, which
+// the kernel hands out to every outgoing connection and to listeners on port 0: a port
+// from there (as this was) could be taken by any connection of the tests running alongside
+// before the server bound it, and the server then failed to start. Nor is a port returned
+// twice in one test binary.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	lo := ephemeralLow()
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 1000 {
+		port := freePortMin + rand.IntN(lo-freePortMin)
+		if !freePorts.given[port] && bindable(port) {
+			freePorts.given[port] = true
+			return port
+		}
+	}
+	t.Fatalf("no free port in %d-%d", freePortMin, lo-1)
+	return 0
+}
+
+// freePortMin is the lowest port FreePort returns: above the well-known services' ports.
+const freePortMin = 10000
+
+// freePorts are the ports FreePort has returned in this process.
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default when it
+// cannot be read, or when the range starts too low to leave room below it).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if lo, err := strconv.Atoi(f[0]); err == nil && lo > freePortMin+1000 {
+			return lo
+		}
+	}
+	return 32768
+}
+
+// bindable reports whether port on 127.0.0.1 can be bound for TCP and for UDP.
+func bindable(port int) bool {
+	l, err := net.Listen("tcp", Addr(port))
 	if err != nil {
-		t.Fatal(err)
+		return false
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	u, err := net.ListenPacket("udp", Addr(port))
+	if err != nil {
+		return false
+	}
+	u.Close()
+	return true
 }
 
 // Addr returns "127.0.0.1:port".

@@ -19,6 +19,7 @@ import (
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver/storetest"
 	"github.com/veil-project/veil/internal/storewire"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // A read through the mount from a storage service that stopped answering (a stopped
@@ -155,7 +156,9 @@ func TestMountInterruptedLookupIsRetried(t *testing.T) {
 		done <- err
 	}()
 	id := <-tid
-	time.Sleep(500 * time.Millisecond) // the open is waiting on the stalled service
+	// The open waits on the stalled service (a fixed 500 ms sleep assumed it: under load
+	// the signal could come first, and the test then passed without an interruption).
+	testutil.WaitFor(t, 30*time.Second, "the reader blocked in open(2)", func() bool { return blockedIn(id, syscall.SYS_OPENAT) })
 	if err := syscall.Tgkill(os.Getpid(), id, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
@@ -169,4 +172,17 @@ func TestMountInterruptedLookupIsRetried(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the read still waits 60 s after the service answered again")
 	}
+}
+
+// blockedIn reports whether thread tid of this process sleeps, interruptibly, in system
+// call nr. (A read(2) of a mounted file waits on the page cache uninterruptibly, state D:
+// signals do not interrupt reads, so no such test exists for Read.)
+func blockedIn(tid int, nr uintptr) bool {
+	sc, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/syscall", tid))
+	if err != nil || !strings.HasPrefix(string(sc), fmt.Sprint(nr)+" ") {
+		return false
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	i := strings.LastIndexByte(string(st), ')') // the state follows the command's name
+	return err == nil && i > 0 && strings.HasPrefix(string(st[i:]), ") S ")
 }

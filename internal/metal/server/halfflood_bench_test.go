@@ -21,7 +21,7 @@ func BenchmarkAccountUnderHalfFlood(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			params := testParams
 			params.D = 10 // 512 accounts
-			p := startPairParams(b, 10*time.Millisecond, params)
+			p := startPairParams(b, 10*time.Millisecond, 2*time.Second, params)
 			c := p.client(b)
 			if _, err := c.CreateAccount(context.Background()); err != nil {
 				b.Fatal(err)

@@ -3,6 +3,7 @@ package dupless
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -295,4 +296,58 @@ func TestFailedMoveLeavesNoMark(t *testing.T) {
 	if _, err := be.Stat(ctx, veilDir, "moves"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf(".veil/moves after a failed mv: %v", err)
 	}
+}
+
+// 'veil mv --resume' without names tries every pending mv, not only those before the
+// first that fails: a settled mv that keeps files (the destination holds another version)
+// fails each time it runs until the user removes one of the pair, and a running mark
+// listed after it was never finished, though it refuses every name it covers (found by
+// review). Each failure is reported, and the others are done.
+func TestResumePendingGoesOnPastAFailure(t *testing.T) {
+	be := newBackend(t)
+	c, master, want := moveTreeFixture(t, be, Options{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "x", "a"), []byte("mine"))
+	write(t, filepath.Join(dir, "y", "a"), []byte("theirs"))
+	mustPut(t, c, filepath.Join(dir, "x"), "")
+	mustPut(t, c, filepath.Join(dir, "y"), "")
+	if err := c.ResumeMove(ctx, "x", "y"); err == nil {
+		t.Fatal("resume onto a different file went through")
+	}
+	failing, err := c.readMarks(ctx, false)
+	if err != nil || len(failing) != 1 || !failing[0].Settled {
+		t.Fatalf("the kept mv's mark: %+v %v", failing, err)
+	}
+	// A killed 'mv tree DST' that wrote its mark only, listed after the failing one (the
+	// service lists names in order): DST is the first of moved, moved1, ... whose mark
+	// sorts after it.
+	encSrc, _ := c.keys.encPath("tree")
+	dst := "moved"
+	for i := 1; ; i++ {
+		encDst, _ := c.keys.encPath(dst)
+		if m := moveMark(encSrc, encDst); m > failing[0].name {
+			if err := c.writeMark(ctx, "tree", dst, m, false); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		dst = fmt.Sprintf("moved%d", i)
+	}
+	next, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	done, older, err := next.ResumePending(ctx)
+	if err == nil || !strings.Contains(err.Error(), "'veil mv x y'") || older != 0 {
+		t.Fatalf("mv --resume: err %v, older %d", err, older)
+	}
+	if len(done) != 1 || done[0].Src != "tree" || done[0].Dst != dst {
+		t.Fatalf("mv --resume finished %+v, want tree -> %s", done, dst)
+	}
+	all := map[string]string{"x/a": "mine", "y/a": "theirs"}
+	for rel, data := range want {
+		all[dst+"/"+rel] = data
+	}
+	storedAre(t, next, all)
 }

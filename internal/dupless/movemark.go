@@ -282,11 +282,11 @@ func (c *Client) ResumePending(ctx context.Context) (done []PendingMove, older i
 			older++
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return done, older, errors.Join(append(errs, err)...)
-		}
 		if err := c.move(ctx, m.Src, m.Dst, true); err != nil {
 			errs = append(errs, fmt.Errorf("finishing 'veil mv %s %s': %w", shellWord(m.Src), shellWord(m.Dst), err))
+			if ctx.Err() != nil { // interrupted: the rest is left for the next run
+				break
+			}
 			continue
 		}
 		done = append(done, m)

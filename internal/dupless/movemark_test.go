@@ -338,6 +338,12 @@ func TestResumePendingGoesOnPastAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if done, _, err := next.ResumePending(cctx); !errors.Is(err, context.Canceled) || len(done) != 0 ||
+		strings.Count(err.Error(), "finishing") != 1 { // interrupted: stops at once
+		t.Fatalf("mv --resume interrupted: %v %+v", err, done)
+	}
 	done, older, err := next.ResumePending(ctx)
 	if err == nil || !strings.Contains(err.Error(), "'veil mv x y'") || older != 0 {
 		t.Fatalf("mv --resume: err %v, older %d", err, older)

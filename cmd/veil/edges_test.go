@@ -685,7 +685,7 @@ func TestE2EResumePendingGoesOn(t *testing.T) {
 	u.mustRun(t, "rm", "q/a")
 	out, errs, code := u.run(t, "mv", "--resume")
 	if code != 3 || out != "finished the interrupted mv of p to q\n" || strings.Count(errs, "\n") != 1 ||
-		!strings.Contains(errs, `finishing 'veil mv 'e\033[31m\nx' y'`) {
+		!strings.Contains(errs, `finishing 'veil mv $'e\033[31m\nx' y'`) {
 		t.Fatalf("mv --resume with one mv keeping files: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	u.mustRun(t, "rm", "y/a")

@@ -357,3 +357,21 @@ func TestResumePendingGoesOnPastAFailure(t *testing.T) {
 	}
 	storedAre(t, next, all)
 }
+
+// A name in a command line veil suggests ('veil mv S D' is pending: run it again) pastes
+// back as the name: one holding a control character is quoted $'...', as text output
+// quotes names; '...' carried it raw, and the CLI's error line, escaping it in place,
+// showed a word that pasted as another name (found by review).
+func TestShellWordPastesBack(t *testing.T) {
+	for in, want := range map[string]string{
+		"tree":         "tree",
+		"my docs":      "'my docs'",
+		"it's":         `'it'\''s'`,
+		"e\x1b[31m\nx": `$'e\033[31m\nx'`,
+		"caf\xe9 it's": `$'caf\351 it\'s'`,
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -662,3 +662,34 @@ func TestE2EGetOverwriteBadValue(t *testing.T) {
 		t.Fatalf("get --overwrite sometimes: exit %d, stderr %q", code, errs)
 	}
 }
+
+// 'veil mv --resume' without names tries every pending mv: one that keeps files (its
+// destination holds another version) does not stop the others (found by review: those
+// listed after it were never finished). Some finished and some not is exit 3, each
+// failure on stderr; the names it prints are quoted as every text output quotes them.
+func TestE2EResumePendingGoesOn(t *testing.T) {
+	u := localUser(t, "alice")
+	const evil = "e\x1b[31m\nx"
+	dir := t.TempDir()
+	for i, p := range []string{evil + "/a", "y/a", "p/a", "q/a"} {
+		randomFile(t, filepath.Join(dir, p), 10, byte(i))
+	}
+	for _, p := range []string{evil, "y", "p", "q"} {
+		u.mustRun(t, "put", "-q", filepath.Join(dir, p))
+	}
+	for _, mv := range [][2]string{{evil, "y"}, {"p", "q"}} { // each keeps a: both marks stay, settled
+		if errs := u.mustFail(t, "mv", "--resume", mv[0], mv[1]); !strings.Contains(errs, "another version") {
+			t.Fatalf("mv --resume onto another version: %q", errs)
+		}
+	}
+	u.mustRun(t, "rm", "q/a")
+	out, errs, code := u.run(t, "mv", "--resume")
+	if code != 3 || out != "finished the interrupted mv of p to q\n" || strings.Count(errs, "\n") != 1 ||
+		!strings.Contains(errs, `finishing 'veil mv $'e\033[31m\nx' y'`) {
+		t.Fatalf("mv --resume with one mv keeping files: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	u.mustRun(t, "rm", "y/a")
+	if out := u.mustRun(t, "mv", "--resume"); out != `finished the interrupted mv of $'e\033[31m\nx' to y`+"\n" {
+		t.Fatalf("mv --resume: %q", out)
+	}
+}

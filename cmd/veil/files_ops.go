@@ -193,7 +193,8 @@ is left of the folder SRC into the existing folder DEST, and leaves in SRC, repo
 file DEST holds in another version, and any folder DEST holds as a file (or the reverse).
 While a folder's mv that was killed is unfinished, every command that would change SRC,
 DEST or a name below them (mv, rm, mkdir, put) refuses, naming it; --resume without SRC
-and DEST finishes every unfinished mv, each as running it again would. A long mv reports progress on stderr every 100
+and DEST finishes every unfinished mv, each as running it again would (one that fails does not
+stop the others; some finished and some not exits 3). A long mv reports progress on stderr every 100
 entries (when stderr is a terminal, or with --progress). mv runs alone, as rm does:
 beside another command of yours on the same storage, one of the two stops with "another
 veil command holds a conflicting lock".
@@ -236,6 +237,7 @@ Examples:
 
 // resumePending is 'veil mv --resume' without SRC and DEST: it finishes every interrupted
 // folder mv whose mark names it, and says which (stdout), and what it cannot (stderr).
+// Some finished and some not is exit 3, as for rm of several paths.
 func resumePending(cmd *cobra.Command, cl *dupless.Client, asJSON bool) error {
 	done, older, err := cl.ResumePending(cmd.Context())
 	for _, m := range done {
@@ -245,15 +247,18 @@ func resumePending(cmd *cobra.Command, cl *dupless.Client, asJSON bool) error {
 			}
 			continue
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "finished the interrupted mv of %s to %s\n", m.Src, m.Dst)
-	}
-	if err != nil {
-		return err
+		fmt.Fprintf(cmd.OutOrStdout(), "finished the interrupted mv of %s to %s\n", words.Name(m.Src), words.Name(m.Dst))
 	}
 	if older > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "veil: %s left by an older veil name no folders: run each interrupted mv again as you typed it, "+
 			"or 'veil mv --resume SRC DEST'\n", words.Count(older, "move mark", "move marks"))
-	} else if len(done) == 0 && !asJSON {
+	}
+	switch {
+	case err != nil && len(done) > 0 && cmd.Context().Err() == nil:
+		return withExit(err, 3)
+	case err != nil:
+		return err
+	case len(done) == 0 && older == 0 && !asJSON:
 		fmt.Fprintln(cmd.OutOrStdout(), "no interrupted mv to finish")
 	}
 	return nil

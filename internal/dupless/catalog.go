@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 )
 
 // A Catalog is what a mount browses: the newest tree, held from the start, and every other
@@ -17,10 +18,11 @@ import (
 // Catalog is the snapshots retained when it was opened (OpenCatalog), for a mount.
 type Catalog struct {
 	c       *Client
-	current *View            // the newest snapshot (nil: none yet)
-	seqs    []uint64         // the retained roots' numbers, oldest first, current's last
-	sizes   map[uint64]int64 // their objects' sizes as listed (the snapshot cache's check)
-	keep    int              // loaded snapshots held besides current
+	current *View                // the newest snapshot (nil: none yet)
+	seqs    []uint64             // the retained roots' numbers, oldest first, current's last
+	sizes   map[uint64]int64     // their objects' sizes as listed (the snapshot cache's check)
+	written map[uint64]time.Time // and their times as listed
+	keep    int                  // loaded snapshots held besides current
 
 	listMu sync.Mutex
 	snaps  []Snapshot // read by the first Snapshots
@@ -57,7 +59,7 @@ func (c *Client) OpenCatalog(ctx context.Context, keep int) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.sizes = sizes
+	k.sizes, k.written = sizes, written
 	for s := range written {
 		if sizes[s] > 0 && s < newest.Seq { // newer ones: published since refresh, not this mount's; 0: a gap mark
 			k.seqs = append(k.seqs, s)
@@ -88,7 +90,7 @@ func (k *Catalog) Snapshots(ctx context.Context) ([]Snapshot, error) {
 		return k.snaps, nil
 	}
 	// Roots not described yet decoded 4 at once: each is as large as its listing.
-	out, err := k.c.describeRoots(ctx, k.seqs, k.sizes, 4, func(s uint64) (*treeRoot, bool) {
+	out, err := k.c.describeRoots(ctx, k.seqs, k.sizes, k.written, 4, func(s uint64) (*treeRoot, bool) {
 		if k.current == nil || s != k.current.Snap.Seq {
 			return nil, false
 		}

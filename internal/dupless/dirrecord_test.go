@@ -61,3 +61,25 @@ func TestImplicitFoldersHaveRecords(t *testing.T) {
 		t.Fatalf("check: %+v %v", res, err)
 	}
 }
+
+// A put that has nothing to store (its local paths are missing) makes no folder: found by
+// review, 'veil put missing --to new/sub' reported the missing file and still published a
+// snapshot holding the empty folders new and new/sub.
+func TestPutOfNothingMakesNoFolder(t *testing.T) {
+	_, dev := newGateBE(t)
+	c := dev()
+	one := filepath.Join(t.TempDir(), "one")
+	write(t, one, []byte("one"))
+	mustPut(t, c, one, "")
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, locals := range [][]string{{missing}, {missing, missing + "2"}} { // lone, and not
+		s, err := dev().Put(ctx, locals, "new/sub")
+		if err != nil || len(s.Errors) != len(locals) {
+			t.Fatalf("put of missing files: %v %+v", err, s.Errors)
+		}
+	}
+	es, err := dev().List(ctx, "", false)
+	if err != nil || len(es) != 1 || es[0].Path != "one" {
+		t.Fatalf("stored after puts of nothing: %+v %v", es, err)
+	}
+}

@@ -389,10 +389,16 @@ func minString(ss []string) string {
 	return m
 }
 
-// shellWord quotes a path for a command line shown to the user, when it needs it.
+// shellWord quotes a path for a command line shown to the user, when it needs it: $'...'
+// (words.Name) when it holds a control character or bytes that are not UTF-8, which
+// '...' would carry raw (escaped in place by the CLI's error line, it no longer pasted as
+// the name: found by review).
 func shellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+,:@%") == "" {
 		return s
+	}
+	if words.Escape(s) != s {
+		return words.Name(s)
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -263,7 +263,11 @@ func (c *Client) pendingNote(ctx context.Context, path string) string {
 // ResumePending finishes every interrupted folder mv whose mark names its folders, one
 // after another, as running each again would ('veil mv --resume' without SRC and DEST),
 // and returns them. older counts the marks of an older veil, which name no folders: the
-// user has to run those mvs again as typed (or with --resume SRC DEST).
+// user has to run those mvs again as typed (or with --resume SRC DEST). A mv that fails
+// (one that keeps files its destination holds in another version fails until the user
+// removes one of each pair) does not stop the others: found by review, a running mark
+// listed after such a one was never finished, and went on refusing what it covers. err
+// joins the failures, each naming its mv.
 func (c *Client) ResumePending(ctx context.Context) (done []PendingMove, older int, err error) {
 	if err := c.checkOwner(ctx); err != nil {
 		return nil, 0, err
@@ -272,15 +276,20 @@ func (c *Client) ResumePending(ctx context.Context) (done []PendingMove, older i
 	if err != nil {
 		return nil, 0, err
 	}
+	var errs []error
 	for _, m := range marks {
 		if m.Src == "" {
 			older++
 			continue
 		}
 		if err := c.move(ctx, m.Src, m.Dst, true); err != nil {
-			return done, older, fmt.Errorf("finishing 'veil mv %s %s': %w", shellWord(m.Src), shellWord(m.Dst), err)
+			errs = append(errs, fmt.Errorf("finishing 'veil mv %s %s': %w", shellWord(m.Src), shellWord(m.Dst), err))
+			if ctx.Err() != nil { // interrupted: the rest is left for the next run
+				break
+			}
+			continue
 		}
 		done = append(done, m)
 	}
-	return done, older, nil
+	return done, older, errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package dupless
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -294,5 +295,83 @@ func TestFailedMoveLeavesNoMark(t *testing.T) {
 	}
 	if _, err := be.Stat(ctx, veilDir, "moves"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf(".veil/moves after a failed mv: %v", err)
+	}
+}
+
+// 'veil mv --resume' without names tries every pending mv, not only those before the
+// first that fails: a settled mv that keeps files (the destination holds another version)
+// fails each time it runs until the user removes one of the pair, and a running mark
+// listed after it was never finished, though it refuses every name it covers (found by
+// review). Each failure is reported, and the others are done.
+func TestResumePendingGoesOnPastAFailure(t *testing.T) {
+	be := newBackend(t)
+	c, master, want := moveTreeFixture(t, be, Options{})
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "x", "a"), []byte("mine"))
+	write(t, filepath.Join(dir, "y", "a"), []byte("theirs"))
+	mustPut(t, c, filepath.Join(dir, "x"), "")
+	mustPut(t, c, filepath.Join(dir, "y"), "")
+	if err := c.ResumeMove(ctx, "x", "y"); err == nil {
+		t.Fatal("resume onto a different file went through")
+	}
+	failing, err := c.readMarks(ctx, false)
+	if err != nil || len(failing) != 1 || !failing[0].Settled {
+		t.Fatalf("the kept mv's mark: %+v %v", failing, err)
+	}
+	// A killed 'mv tree DST' that wrote its mark only, listed after the failing one (the
+	// service lists names in order): DST is the first of moved, moved1, ... whose mark
+	// sorts after it.
+	encSrc, _ := c.keys.encPath("tree")
+	dst := "moved"
+	for i := 1; ; i++ {
+		encDst, _ := c.keys.encPath(dst)
+		if m := moveMark(encSrc, encDst); m > failing[0].name {
+			if err := c.writeMark(ctx, "tree", dst, m, false); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		dst = fmt.Sprintf("moved%d", i)
+	}
+	next, err := New(be, master, Options{Keys: mle.LocalKeys{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if done, _, err := next.ResumePending(cctx); !errors.Is(err, context.Canceled) || len(done) != 0 ||
+		strings.Count(err.Error(), "finishing") != 1 { // interrupted: stops at once
+		t.Fatalf("mv --resume interrupted: %v %+v", err, done)
+	}
+	done, older, err := next.ResumePending(ctx)
+	if err == nil || !strings.Contains(err.Error(), "'veil mv x y'") || older != 0 {
+		t.Fatalf("mv --resume: err %v, older %d", err, older)
+	}
+	if len(done) != 1 || done[0].Src != "tree" || done[0].Dst != dst {
+		t.Fatalf("mv --resume finished %+v, want tree -> %s", done, dst)
+	}
+	all := map[string]string{"x/a": "mine", "y/a": "theirs"}
+	for rel, data := range want {
+		all[dst+"/"+rel] = data
+	}
+	storedAre(t, next, all)
+}
+
+// A name in a command line veil suggests ('veil mv S D' is pending: run it again) pastes
+// back as the name: one holding a control character is quoted $'...', as text output
+// quotes names; '...' carried it raw, and the CLI's error line, escaping it in place,
+// showed a word that pasted as another name (found by review).
+func TestShellWordPastesBack(t *testing.T) {
+	for in, want := range map[string]string{
+		"tree":         "tree",
+		"my docs":      "'my docs'",
+		"it's":         `'it'\''s'`,
+		"e\x1b[31m\nx": `$'e\033[31m\nx'`,
+		"caf\xe9 it's": `$'caf\351 it\'s'`,
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -148,14 +148,6 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 			return sum, err
 		}
 	}
-	// The folders of dest get records if they have none: under the lock, whose put does it.
-	if missing, err := c.unrecordedFolders(ctx, dest, true); err != nil {
-		return sum, err
-	} else if len(missing) > 0 && lockless {
-		return sum, errNeedLock
-	} else if err := c.recordFolders(ctx, dest, true); err != nil {
-		return sum, err
-	}
 	// A service that can store nothing (disk full, its storage down) stops the run at the
 	// first file that says so, instead of failing every other file in turn.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -164,6 +156,18 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	tasks, total, err := c.scan(locals, dest, sum, pre)
 	if err != nil {
 		return sum, err
+	}
+	// The folders of dest get records if they have none, under the lock (whose put does
+	// it), once the walk found something to store: found by review, a put of missing
+	// files published a snapshot holding dest's folders, empty.
+	if len(tasks) > 0 {
+		if missing, err := c.unrecordedFolders(ctx, dest, true); err != nil {
+			return sum, err
+		} else if len(missing) > 0 && lockless {
+			return sum, errNeedLock
+		} else if err := c.recordFolders(ctx, dest, true); err != nil {
+			return sum, err
+		}
 	}
 	if c.opts.Events.Total != nil {
 		c.opts.Events.Total(len(tasks), total)

@@ -201,12 +201,16 @@ func sameSnaps(a, b []Snapshot) bool {
 
 const snapCacheVectorFile = "../../testdata/dupless/snapshot-cache.json"
 
+// snapCacheV1 is a snapshot cache of version 1 (session 14 before review: entries without
+// the root's listed time), sealed as genSnapCacheVectors seals.
+const snapCacheV1 = "010c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c2bfffd02f98ae183e791bee03a4af1677bbf09d0363d0029ecd0a9d8c808883804b6638e320f808998da471f32f1f538bb1fa4333013be736ca5d6cc91ee33ff813df5c96a32a3b4b7bbb7673034a38f53aae919e0492f74bf1fc92d12326ebf1500877980da9cd2d2594a0a31b4a1efbd72f5acd843bd6452d6b7b75d8682c02436e6bbb9ed28119f5935c09b7b0985f8d8800a"
+
 // genSnapCacheVectors: the master key is 32 bytes of 0x42, as in put-cache.json.
 func genSnapCacheVectors() []cacheVector {
 	k, _ := deriveUserKeys(bytes.Repeat([]byte{0x42}, MasterKeySize))
 	nonce := bytes.Repeat([]byte{0x0c}, recordHeader-1)
 	ds := map[uint64]snapDesc{
-		3: {size: 1234, snap: Snapshot{Seq: 3, Time: time.Unix(0, 1764400000000000001), Files: 7, Records: 9,
+		3: {size: 1234, written: time.Unix(0, 1764400000500000000), snap: Snapshot{Seq: 3, Time: time.Unix(0, 1764400000000000001), Files: 7, Records: 9,
 			SHA256: hex.EncodeToString(bytes.Repeat([]byte{0xaa}, 32))}},
 		10: {size: 98765, snap: Snapshot{Seq: 10, Time: time.Unix(0, 1764400060000000000), Files: 1, Records: 2,
 			SHA256: hex.EncodeToString(bytes.Repeat([]byte{0x01}, 32))}},
@@ -221,7 +225,9 @@ func genSnapCacheVectors() []cacheVector {
 	flipped := bytes.Clone(good)
 	flipped[len(flipped)-20] ^= 1
 	bad("one bit flipped", loc, flipped)
-	bad("unknown version", loc, append([]byte{2}, good[1:]...))
+	bad("unknown version", loc, append([]byte{3}, good[1:]...))
+	v1, _ := hex.DecodeString(snapCacheV1)
+	bad("version 1 (no listed time): not used, rebuilt", loc, v1)
 	bad("truncated", loc, good[:len(good)-1])
 	bad("a put cache file (same key, another purpose)", loc,
 		k.sealCache(&cacheFile{Entries: map[string]cacheEntry{}}, loc, nonce))
@@ -264,4 +270,75 @@ func FuzzOpenSnapCache(f *testing.F) {
 			t.Fatalf("re-encoding differs")
 		}
 	})
+}
+
+// The storage service restored from a backup (and accepted: veil root accept) numbers
+// its next roots as those it lost: the same tree put again makes roots of the same numbers
+// and sizes, other bytes. A description kept of a lost root is not taken for the new one:
+// found by review, the listing showed the lost roots' times, and diff or get --at of such
+// a snapshot failed for good with "tree root N is not the one listed".
+func TestSnapshotCacheAfterRestore(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	be := newBackendAt(t, store)
+	dev := newDevice(t, "/srv/restored")
+	master := NewMasterKey()
+	src := filepath.Join(t.TempDir(), "src")
+	version := func(i int) {
+		write(t, filepath.Join(src, "f"), randBytes(100+i, uint64(i)))
+		dev.put(t, be, master, src, "")
+	}
+	open := func() *Client {
+		c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: dev.mem, Cache: dev.cache,
+			Logger: slog.New(slog.NewTextHandler(dev.logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	version(0)
+	version(1)
+	if err := os.CopyFS(filepath.Join(dir, "backup"), os.DirFS(store)); err != nil {
+		t.Fatal(err)
+	}
+	version(2)
+	version(3)
+	version(4)
+	lost, err := open().Snapshots(ctx) // described: 1 to 5
+	if err != nil || len(lost) != 5 {
+		t.Fatalf("before the restore: %v %v", lost, err)
+	}
+	time.Sleep(10 * time.Millisecond) // the roots put again are of another time
+	if err := os.RemoveAll(store); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "backup"), store); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open().AcceptRoot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	version(2)
+	version(3)
+	version(4)
+	snaps, err := open().Snapshots(ctx)
+	if err != nil || len(snaps) != 5 {
+		t.Fatalf("after the restore: %v %v", snaps, err)
+	}
+	fresh, err := open().loadRoots(ctx)
+	if err != nil || len(fresh) != len(snaps) {
+		t.Fatalf("roots: %d, %v", len(fresh), err)
+	}
+	for i, s := range snaps {
+		if s.SHA256 != hex.EncodeToString(fresh[i].sum[:]) || !s.Time.Equal(time.Unix(0, fresh[i].Time)) {
+			t.Errorf("snapshot %d listed as of %v (%s), stored of %v: a lost root's description", s.Seq, s.Time, s.SHA256, time.Unix(0, fresh[i].Time))
+		}
+	}
+	if _, err := open().Diff(ctx, "3", "4", ""); err != nil {
+		t.Fatalf("diff 3 4 after the restore: %v", err)
+	}
+	if _, err := open().PinTime(ctx, snaps[3].Time); err != nil {
+		t.Fatalf("pin to snapshot 4's time after the restore: %v", err)
+	}
 }

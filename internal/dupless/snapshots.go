@@ -87,7 +87,7 @@ func (c *Client) snapshots(ctx context.Context) ([]Snapshot, error) {
 	c.view.mu.Lock()
 	newest := c.view.newest
 	c.view.mu.Unlock()
-	return c.describeRoots(ctx, seqs, sizes, 8, func(s uint64) (*treeRoot, bool) { return newest, newest != nil && newest.Seq == s })
+	return c.describeRoots(ctx, seqs, sizes, written, 8, func(s uint64) (*treeRoot, bool) { return newest, newest != nil && newest.Seq == s })
 }
 
 // PinSnapshot makes every later read of this client (Get, List, Log...) see snapshot seq;

@@ -158,30 +158,36 @@ func TestRotation(t *testing.T) {
 	}
 }
 
-// A key server whose MaxBatch is below the client's (an operator's choice) answers a
-// large request 413: the client halves its requests until they fit and keeps that size,
-// so a put still gets every key. Found by review: the 413 reached the user unsplit.
+// A key server whose MaxBatch is below the client's (an operator's choice) refuses a
+// larger request (HTTPS 413; UDP error code 0x05, batch too large): the client halves its
+// requests until they fit and keeps that size, so a put still gets every key, each the one
+// single requests derive. Found by review: the 413 reached the user unsplit, and over UDP
+// the refusal was code 0x03 (bad request).
 func TestDeriveSplitsForSmallerServerBatch(t *testing.T) {
-	k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{MaxBatch: 5})
-	alice := k.cred("alice")
-	c := k.client(alice, "https", ksclient.Options{MaxBatch: 64})
-	ctx := context.Background()
-	ds := digestsN(23, "small-batch")
-	keys, err := c.DeriveKeys(ctx, ds)
-	if err != nil {
-		t.Fatalf("derive 23 digests from a key server taking 5 per request: %v", err)
-	}
-	ref := k.client(alice, "https", ksclient.Options{MaxBatch: 1})
-	for i, d := range ds {
-		want, err := ref.DeriveKeys(ctx, []mle.Digest{d})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if keys[i] != want[0] {
-			t.Fatalf("digest %d: split derivation gave another key", i)
-		}
-	}
-	if _, err := c.DeriveKeys(ctx, digestsN(9, "again")); err != nil {
-		t.Fatalf("a later derivation: %v", err)
+	for _, tr := range []string{"https", "udp"} {
+		t.Run(tr, func(t *testing.T) {
+			k := startKS(t, initDir(t, "ristretto255"), keyserver.Config{MaxBatch: 5})
+			alice := k.cred("alice")
+			c := k.client(alice, tr, ksclient.Options{MaxBatch: 64})
+			ctx := context.Background()
+			ds := digestsN(23, "small-batch-"+tr)
+			keys, err := c.DeriveKeys(ctx, ds)
+			if err != nil {
+				t.Fatalf("derive 23 digests from a key server taking 5 per request: %v", err)
+			}
+			ref := k.client(alice, "https", ksclient.Options{MaxBatch: 1})
+			for i, d := range ds {
+				want, err := ref.DeriveKeys(ctx, []mle.Digest{d})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if keys[i] != want[0] {
+					t.Fatalf("digest %d: split derivation gave another key", i)
+				}
+			}
+			if _, err := c.DeriveKeys(ctx, digestsN(9, "again-"+tr)); err != nil {
+				t.Fatalf("a later derivation: %v", err)
+			}
+		})
 	}
 }

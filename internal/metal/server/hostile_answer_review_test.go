@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -27,21 +26,7 @@ func TestHostileQueryAnswerEndsLink(t *testing.T) {
 		{"an answer 0x03", func(n int) []byte { return append(bytes.Repeat([]byte{answerRun}, n-1), 3) }, "0x03"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			c1, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c2, err := ln.Accept()
-			ln.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c1.Close()
-			defer c2.Close()
+			c1, c2 := tcpPair(t)
 			s := &Server{cfg: Config{PairTimeout: time.Minute, PingInterval: time.Hour}, jobs: make(chan *job, 8), m: newMetrics()}
 			s.cfg.defaults()
 			var jobs []*job

@@ -18,21 +18,7 @@ import (
 // the start is still asked about again, in polls at least 10 round trips apart. If asking
 // about new jobs set the pause before the next poll, no poll would come while they did.
 func TestNewJobsDoNotHoldBackPolls(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2, err := ln.Accept()
-	ln.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c1.Close()
-	defer c2.Close()
+	c1, c2 := tcpPair(t)
 	s := &Server{cfg: Config{PairTimeout: time.Minute, PingInterval: time.Hour}, jobs: make(chan *job), m: newMetrics()}
 	s.cfg.defaults()
 	var first [idLen]byte
@@ -99,4 +85,26 @@ func TestNewJobsDoNotHoldBackPolls(t *testing.T) {
 			t.Fatalf("two polls %v apart on a link of 20 ms round trips", d)
 		}
 	}
+}
+
+// tcpPair returns the two ends of a loopback TCP connection (Server 1's link and the
+// scripted Server 2's), closed with the test.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c1, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := ln.Accept()
+	if err != nil {
+		c1.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c1.Close(); c2.Close() })
+	return c1, c2
 }

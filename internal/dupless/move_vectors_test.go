@@ -23,7 +23,9 @@ type moveMarkVector struct {
 	Object  string `json:"object"`  // .veil/moves/<hex SHA-256("veil/v1 move" 0 src 0 dst)>
 	Sealed  string `json:"sealed"`  // session 13's mark: a key record of type 3, no target
 	Named   string `json:"named"`   // this veil's: its target src_path 0x00 dst_path, mode 0 (running)
-	Settled string `json:"settled"` // the same, mode 1 (settled)
+	Settled string `json:"settled"` // the same, mode 1 (settled), sealed for SettledObject
+	// SettledObject is where a settled mark lives: .veil/moves-settled/<the same name>
+	SettledObject string `json:"settled_object"`
 }
 
 // TestMoveMarkVectors pins the move mark (docs/formats/key-record.md, "Move marks"): its
@@ -43,8 +45,9 @@ func TestMoveMarkVectors(t *testing.T) {
 			nonce := bytes.Repeat([]byte{7}, recordHeader-1)
 			old := k.sealRecordNonce(&record{Type: typeDir}, obj, nonce)
 			named := k.sealRecordNonce(markRecord(plain[0], plain[1], false), obj, nonce)
-			settled := k.sealRecordNonce(markRecord(plain[0], plain[1], true), obj, nonce)
-			out = append(out, moveMarkVector{plain[0], plain[1], s, d, obj, hex.EncodeToString(old), hex.EncodeToString(named), hex.EncodeToString(settled)})
+			sobj := storage.Join(settledDir, moveMark(s, d))
+			settled := k.sealRecordNonce(markRecord(plain[0], plain[1], true), sobj, nonce)
+			out = append(out, moveMarkVector{plain[0], plain[1], s, d, obj, hex.EncodeToString(old), hex.EncodeToString(named), hex.EncodeToString(settled), sobj})
 		}
 		return out
 	})
@@ -55,14 +58,18 @@ func TestMoveMarkVectors(t *testing.T) {
 		if got := storage.Join(movesDir, moveMark(mv.Src, mv.Dst)); got != mv.Object {
 			t.Errorf("vector %d: mark %s, want %s", i, got, mv.Object)
 		}
+		if got := storage.Join(settledDir, moveMark(mv.Src, mv.Dst)); got != mv.SettledObject {
+			t.Errorf("vector %d: settled mark %s, want %s", i, got, mv.SettledObject)
+		}
 		_, name := storage.Split(mv.Object)
 		for _, sealed := range []struct {
-			hex      string
-			src, dst string
-			settled  bool
-		}{{mv.Sealed, "", "", false}, {mv.Named, mv.SrcPath, mv.DstPath, false}, {mv.Settled, mv.SrcPath, mv.DstPath, true}} {
+			hex, object string
+			src, dst    string
+			settled     bool
+		}{{mv.Sealed, mv.Object, "", "", false}, {mv.Named, mv.Object, mv.SrcPath, mv.DstPath, false},
+			{mv.Settled, mv.SettledObject, mv.SrcPath, mv.DstPath, true}} {
 			b := testutil.Unhex(t, sealed.hex)
-			r, err := k.openRecord(b, mv.Object)
+			r, err := k.openRecord(b, sealed.object)
 			if err != nil {
 				t.Fatalf("vector %d: the mark does not open under its path: %v", i, err)
 			}

@@ -17,7 +17,8 @@ import (
 // moved/ half filled with files no root listed, and nothing said why.
 //
 // A mv that ends with an error (one it reports: Ctrl-C, a file kept in its source) first
-// publishes its root, then marks its mark settled: nothing it moved is unlisted, so other
+// publishes its root, then marks its mark settled (moving it to .veil/moves-settled, where
+// it does not hold lock-free puts under the lock): nothing it moved is unlisted, so other
 // commands go on, and one that changes its source or destination themselves (rm -r, mv
 // of either, or of a folder holding one) drops the mark, so that no later mv onto a new
 // folder of that name merges into it (found by review). A rerun makes the mark running
@@ -31,7 +32,8 @@ var ErrMovePending = errors.New("an interrupted 'veil mv' is pending")
 type PendingMove struct {
 	Src, Dst string // plain paths; both "" in a mark of an older veil, which names neither
 	Settled  bool   // its last run ended with an error, after publishing its root
-	name     string // the mark's object name below .veil/moves
+	name     string // the mark's object name below dir
+	dir      string // .veil/moves, or .veil/moves-settled
 }
 
 // Mark states, in the mark's mode field.
@@ -84,14 +86,25 @@ func markRecord(src, dst string, settled bool) *record {
 // maxMarkNames is what a record's target holds (u16 length).
 const maxMarkNames = 1<<16 - 1
 
-// writeMark writes the mark of the mv from src to dst, under the name mark.
+// writeMark writes the mark of the mv from src to dst, under the name mark: running in
+// .veil/moves; settled in .veil/moves-settled, then deleting the running copy (settle's
+// case). A crash in between leaves both copies, which readMarks takes for running (it
+// refuses what it covers until the mv runs again: never less than the mark said). A rerun
+// of a settled mv writes it running, then drops the settled copy (move).
 func (c *Client) writeMark(ctx context.Context, src, dst, mark string, settled bool) error {
 	r := markRecord(src, dst, settled)
 	if len(r.Target) > maxMarkNames {
 		return fmt.Errorf("cannot move %s to %s: the two paths are longer than %d bytes together", src, dst, maxMarkNames-1)
 	}
-	if _, err := c.writeRecord(ctx, movesDir, mark, r); err != nil {
+	dir := movesDir
+	if settled {
+		dir = settledDir
+	}
+	if _, err := c.writeRecord(ctx, dir, mark, r); err != nil {
 		return fmt.Errorf("write the move mark: %w", err)
+	}
+	if settled {
+		return c.dropMarkIn(ctx, movesDir, mark)
 	}
 	return nil
 }
@@ -113,29 +126,62 @@ func (c *Client) settle(ctx context.Context, src, dst, mark string) {
 	}
 }
 
-// dropMark deletes the mark name, and .veil/moves with it once it is empty: a lock-free put
-// requires .veil/moves absent (commitLockless), and goes under the lock while it exists.
-func (c *Client) dropMark(ctx context.Context, name string) error {
-	if err := c.be.Delete(ctx, movesDir, name); err != nil && !errors.Is(err, storage.ErrNotFound) {
+// dropMarkIn deletes the mark name from dir (.veil/moves or .veil/moves-settled), and dir
+// with it once it is empty: a lock-free put requires .veil/moves absent (commitLockless),
+// and goes under the lock while it exists.
+func (c *Client) dropMarkIn(ctx context.Context, dir, name string) error {
+	if err := c.be.Delete(ctx, dir, name); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	c.dropMovesDir(ctx)
+	c.dropDir(ctx, dir)
 	return nil
 }
 
-// dropMovesDir deletes .veil/moves if it is empty (the storage service refuses otherwise).
-func (c *Client) dropMovesDir(ctx context.Context) {
-	d, n := storage.Split(movesDir)
+// dropDir deletes the folder dir of .veil/ if it is empty (the storage service refuses
+// otherwise).
+func (c *Client) dropDir(ctx context.Context, dir string) {
+	d, n := storage.Split(dir)
 	c.be.Delete(ctx, d, n) // not empty, or gone: either way nothing to do
 }
 
-// readMarks reads every move mark this key wrote. A mark that does not open under this key
-// is not this key's and is skipped; one whose names do not make its object name is taken
-// for damaged, and skipped too (the mv it stood for refuses its destination as existing
-// and names --resume, as without a mark). With none and drop (under the lock, where no mv
-// is writing one), an empty .veil/moves goes.
+// readMarks reads every move mark this key wrote: the running ones (.veil/moves) and the
+// settled ones (.veil/moves-settled), listed at once; a name in both is running. A mark
+// that does not open under this key is not this key's and is skipped; one whose names do
+// not make its object name is taken for damaged, and skipped too (the mv it stood for
+// refuses its destination as existing and names --resume, as without a mark). With drop
+// (under the lock, where no mv is writing one), an empty folder of marks goes.
 func (c *Client) readMarks(ctx context.Context, drop bool) ([]PendingMove, error) {
-	infos, err := c.be.List(ctx, movesDir)
+	var settled []PendingMove
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		settled, serr = c.readMarksIn(ctx, settledDir, drop)
+	}()
+	running, err := c.readMarksIn(ctx, movesDir, drop)
+	<-done
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, m := range running {
+		seen[m.name] = true
+	}
+	for _, m := range settled {
+		if !seen[m.name] {
+			m.Settled = true
+			running = append(running, m)
+		}
+	}
+	return running, nil
+}
+
+// readMarksIn reads the marks in dir (readMarks).
+func (c *Client) readMarksIn(ctx context.Context, dir string, drop bool) ([]PendingMove, error) {
+	infos, err := c.be.List(ctx, dir)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
@@ -147,7 +193,7 @@ func (c *Client) readMarks(ctx context.Context, drop bool) ([]PendingMove, error
 		if i.IsDir {
 			continue
 		}
-		r, err := c.readRecord(ctx, movesDir, i.Name)
+		r, err := c.readRecord(ctx, dir, i.Name)
 		if errors.Is(err, ErrRecord) || errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
@@ -159,10 +205,11 @@ func (c *Client) readMarks(ctx context.Context, drop bool) ([]PendingMove, error
 			c.log.Warn("a move mark whose names do not match it: ignored", "mark", i.Name)
 			continue
 		}
+		m.dir = dir
 		out = append(out, m)
 	}
 	if len(infos) == 0 && drop {
-		c.dropMovesDir(ctx)
+		c.dropDir(ctx, dir)
 	}
 	return out, nil
 }
@@ -232,7 +279,7 @@ func (c *Client) refusePending(ctx context.Context, src, dst string, paths ...st
 			case !m.Settled:
 				return &pendingError{path: p, m: m}
 			case m.replaces(p):
-				if err := c.dropMark(ctx, m.name); err != nil {
+				if err := c.dropMarkIn(ctx, m.dir, m.name); err != nil {
 					return fmt.Errorf("drop the mark of the interrupted 'veil mv %s %s': %w", shellWord(m.Src), shellWord(m.Dst), err)
 				}
 				c.log.Info("an interrupted mv is dropped: its source or destination changes", "src", m.Src, "dst", m.Dst)

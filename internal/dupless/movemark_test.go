@@ -375,3 +375,46 @@ func TestShellWordPastesBack(t *testing.T) {
 		}
 	}
 }
+
+// A settled mark (a mv that reported its interruption) refuses nothing, so it holds no
+// lone put under the lock: it lives in .veil/moves-settled, and a lock-free put requires
+// only .veil/moves absent. Found by review: kept in .veil/moves, it sent every lone small
+// put down the locked path (23 requests instead of 11-12) until a command dropped it.
+func TestLonePutWithSettledMark(t *testing.T) {
+	be, dev := newGateBE(t)
+	c := dev()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "tree", "a"), []byte("a"))
+	mustPut(t, c, filepath.Join(dir, "tree"), "")
+	encSrc, _ := c.keys.encPath("tree")
+	encDst, _ := c.keys.encPath("moved")
+	if err := c.writeMark(ctx, "tree", "moved", moveMark(encSrc, encDst), true); err != nil { // as a Ctrl-C'd mv leaves it
+		t.Fatal(err)
+	}
+	var batches []bool // whether each batch went without the lock
+	be.onBatch = func(objs []storage.Object) { batches = append(batches, isLockless(objs)) }
+	one := filepath.Join(dir, "one")
+	write(t, one, []byte("one"))
+	if _, err := dev().Put(ctx, []string{one}, "tree"); err != nil { // inside the settled mv's source
+		t.Fatal(err)
+	}
+	if len(batches) != 1 || !batches[0] {
+		t.Fatalf("a lone put beside a settled mark: batches %v, want one without the lock", batches)
+	}
+	marks, err := dev().readMarks(ctx, false)
+	if err != nil || len(marks) != 1 || !marks[0].Settled || marks[0].Src != "tree" {
+		t.Fatalf("the settled mark after the put: %+v %v", marks, err)
+	}
+	if _, err := be.Stat(ctx, veilDir, "moves"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf(".veil/moves with only a settled mark: %v", err)
+	}
+	if err := dev().Move(ctx, "tree", "moved"); err != nil { // the settled mv run again finishes it
+		t.Fatal(err)
+	}
+	if marks, _ := dev().readMarks(ctx, false); len(marks) != 0 {
+		t.Fatalf("marks after the mv finished: %+v", marks)
+	}
+	if _, err := be.Stat(ctx, veilDir, "moves-settled"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf(".veil/moves-settled after the mv finished: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/veil-project/veil/internal/peekaboo/client"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/words"
 )
 
 func init() { register(newPeekabooCommand) }
@@ -245,6 +246,11 @@ your identity) and prints the values of matching pairs you may see; --advanced a
 the matched keys (encrypted by the K-server for you alone). At most --limit results (the
 K-server's first matches; V-server ACLs are applied after).
 
+Keys and values are other users' bytes: on a terminal, control characters in them are
+shown escaped (\n, \033), so that no published value can move your cursor or send your
+terminal escape sequences; into a pipe or file they are written as published, and --json
+gives them exactly.
+
 --private-query hides the query from both servers (exact match only): each server gets
 one half of a distributed point function over a table both hold, and the V-server then
 releases the values of the pair ids found (docs/design-peekaboo.md, "Private queries").
@@ -284,12 +290,12 @@ releases the values of the pair ids found (docs/design-peekaboo.md, "Private que
 					return json.NewEncoder(w).Encode(map[string]any{"query": args[0], "results": out,
 						"reply_bytes": r.ReplyBytes, "kserver_fingerprint": c.KServerFingerprint(), "private_query": private})
 				}
+				tty := false
+				if f, ok := w.(*os.File); ok {
+					tty = isTerminal(f)
+				}
 				for _, f := range r.Found {
-					if so.Advanced {
-						fmt.Fprintf(w, "%s\t%s\n", f.Key, f.Value)
-					} else {
-						fmt.Fprintf(w, "%s\n", f.Value)
-					}
+					fmt.Fprint(w, searchLine(f.Key, string(f.Value), so.Advanced, tty))
 				}
 				if len(r.Found) == 0 {
 					fmt.Fprintln(cmd.ErrOrStderr(), "no match")
@@ -305,4 +311,18 @@ releases the values of the pair ids found (docs/design-peekaboo.md, "Private que
 	c.Flags().BoolVar(&pseud, "pseudonyms", false, "prove the pseudonyms owners granted you (cached in the profile)")
 	c.Flags().BoolVar(&refresh, "refresh-pseudonyms", false, "fetch and open your pseudonym grants again (implies --pseudonyms)")
 	return c
+}
+
+// searchLine is one result of a search as text: the value, after its key with --advanced.
+// On a terminal (tty) control characters are escaped in place (words.Escape): keys and
+// values are other users' bytes, and printed raw one could forge output lines or send the
+// terminal escape sequences.
+func searchLine(key, value string, advanced, tty bool) string {
+	if tty {
+		key, value = words.Escape(key), words.Escape(value)
+	}
+	if advanced {
+		return key + "\t" + value + "\n"
+	}
+	return value + "\n"
 }

@@ -1,15 +1,8 @@
 package dupless
 
 import (
-	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-
-	"github.com/veil-project/veil/internal/atomicfile"
 )
 
 // The put cache (docs/formats/put-cache.md): a local file, per profile and storage
@@ -104,29 +97,16 @@ func unmarshalCache(b []byte) (*cacheFile, error) {
 	return f, nil
 }
 
-// sealCache encrypts f for the storage location (compressed, then XChaCha20-Poly1305).
+// sealCache encrypts f for the storage location (compressed, then sealed: localfile.go).
 func (k *userKeys) sealCache(f *cacheFile, location string, nonce []byte) []byte {
-	plain := cacheEnc.EncodeAll(f.marshal(), nil)
-	out := make([]byte, recordHeader, recordHeader+len(plain)+k.cache.Overhead())
-	out[0] = cacheVersion
-	copy(out[1:], nonce)
-	return k.cache.Seal(out, out[1:recordHeader], plain, cacheAD(location))
+	return k.sealLocal(cacheVersion, nonce, cacheEnc.EncodeAll(f.marshal(), nil), cacheAD(location))
 }
-
-// errCacheVersion is a cache file of another version: rebuilt, not an error to the user.
-var errCacheVersion = errors.New("put cache: unknown version")
 
 // openCache authenticates and parses a cache file of the storage location.
 func (k *userKeys) openCache(b []byte, location string) (*cacheFile, error) {
-	if len(b) < recordHeader+k.cache.Overhead() {
-		return nil, fmt.Errorf("put cache: %d bytes is too short", len(b))
-	}
-	if b[0] != cacheVersion {
-		return nil, fmt.Errorf("%w %d", errCacheVersion, b[0])
-	}
-	z, err := k.cache.Open(nil, b[1:recordHeader], b[recordHeader:], cacheAD(location))
+	z, err := k.openLocal("put cache", cacheVersion, b, cacheAD(location))
 	if err != nil {
-		return nil, errors.New("put cache: authentication failed (corrupt, another key's, or another location's)")
+		return nil, err
 	}
 	plain, err := rootDec.DecodeAll(z, nil)
 	if err != nil {
@@ -139,37 +119,18 @@ func (k *userKeys) openCache(b []byte, location string) (*cacheFile, error) {
 // be used is reported (err) and treated as empty: the caller rebuilds it.
 func (k *userKeys) readCache(pc *PutCache) (*cacheFile, error) {
 	empty := &cacheFile{Entries: map[string]cacheEntry{}}
-	fi, err := os.Stat(pc.Path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return empty, nil
+	b, err := readLocal("put cache", pc.Path, maxCacheBytes)
+	if err != nil || b == nil {
+		return empty, err
 	}
-	if err == nil && fi.Size() > maxCacheBytes {
-		err = fmt.Errorf("put cache: %d bytes is too large", fi.Size())
-	}
-	var b []byte
-	if err == nil {
-		b, err = os.ReadFile(pc.Path)
-	}
-	var f *cacheFile
-	if err == nil {
-		f, err = k.openCache(b, pc.Location)
-	}
+	f, err := k.openCache(b, pc.Location)
 	if err != nil {
 		return empty, err
 	}
 	return f, nil
 }
 
-// writeCache replaces the cache file (temp + rename, without fsync). A machine crash may
-// leave the previous cache or no valid file at all: the first fails no check but its
-// entries are used only while the authenticated root lists the same record hashes, the
-// second fails authentication and is rebuilt. Either way it costs reads, never a wrong
-// skip, so the two fsyncs (a few ms of every lone put) buy nothing here.
+// writeCache replaces the cache file (writeLocal).
 func (k *userKeys) writeCache(pc *PutCache, f *cacheFile) error {
-	var nonce [recordHeader - 1]byte
-	rand.Read(nonce[:])
-	if err := os.MkdirAll(filepath.Dir(pc.Path), 0o700); err != nil {
-		return err
-	}
-	return atomicfile.Write(pc.Path, k.sealCache(f, pc.Location, nonce[:]), 0o600, false)
+	return k.writeLocal(pc.Path, cacheVersion, cacheEnc.EncodeAll(f.marshal(), nil), cacheAD(pc.Location))
 }

@@ -2,20 +2,14 @@ package dupless
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/veil-project/veil/internal/atomicfile"
 )
 
 // The snapshot cache (docs/formats/snapshot-cache.md): a local file beside the put cache
@@ -128,54 +122,34 @@ func unmarshalSnapCache(b []byte) (map[uint64]snapDesc, error) {
 	return out, nil
 }
 
-// sealSnapCache encrypts ds for the storage location (XChaCha20-Poly1305 under the put
+// sealSnapCache encrypts ds for the storage location (localfile.go: under the put
 // cache's key, with the snapshot cache's own associated data).
 func (k *userKeys) sealSnapCache(ds map[uint64]snapDesc, location string, nonce []byte) []byte {
-	plain := marshalSnapCache(ds)
-	out := make([]byte, recordHeader, recordHeader+len(plain)+k.cache.Overhead())
-	out[0] = snapCacheVersion
-	copy(out[1:], nonce)
-	return k.cache.Seal(out, out[1:recordHeader], plain, snapCacheAD(location))
+	return k.sealLocal(snapCacheVersion, nonce, marshalSnapCache(ds), snapCacheAD(location))
 }
 
 func (k *userKeys) openSnapCache(b []byte, location string) (map[uint64]snapDesc, error) {
-	if len(b) < recordHeader+k.cache.Overhead() {
-		return nil, fmt.Errorf("snapshot cache: %d bytes is too short", len(b))
-	}
-	if b[0] != snapCacheVersion {
-		return nil, fmt.Errorf("snapshot cache: unknown version %d", b[0])
-	}
-	plain, err := k.cache.Open(nil, b[1:recordHeader], b[recordHeader:], snapCacheAD(location))
+	plain, err := k.openLocal("snapshot cache", snapCacheVersion, b, snapCacheAD(location))
 	if err != nil {
-		return nil, errors.New("snapshot cache: authentication failed (corrupt, another key's, or another location's)")
+		return nil, err
 	}
 	return unmarshalSnapCache(plain)
 }
 
 // readSnapCache loads the snapshot cache of this client's location: empty without a put
-// cache (no profile), when absent, or when it cannot be used (logged; rebuilt by the
-// caller's write).
+// cache (no profile), when absent or of an older version, or when it cannot be used
+// (logged; rebuilt by the caller's write).
 func (c *Client) readSnapCache() map[uint64]snapDesc {
 	pc := c.opts.Cache
 	if pc == nil {
 		return nil
 	}
 	p := snapCachePath(pc)
-	fi, err := os.Stat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[uint64]snapDesc{}
-	}
-	if err == nil && fi.Size() > maxSnapCacheBytes {
-		err = fmt.Errorf("snapshot cache: %d bytes is too large", fi.Size())
-	}
-	var b []byte
-	if err == nil {
-		b, err = os.ReadFile(p)
+	b, err := readLocal("snapshot cache", p, maxSnapCacheBytes)
+	if err == nil && (len(b) == 0 || b[0] < snapCacheVersion) {
+		return map[uint64]snapDesc{} // none, or an older format: rebuilt, without a warning
 	}
 	var ds map[uint64]snapDesc
-	if err == nil && len(b) > 0 && b[0] < snapCacheVersion {
-		return map[uint64]snapDesc{} // an older format: rebuilt, without a warning
-	}
 	if err == nil {
 		ds, err = c.keys.openSnapCache(b, pc.Location)
 	}
@@ -186,21 +160,15 @@ func (c *Client) readSnapCache() map[uint64]snapDesc {
 	return ds
 }
 
-// writeSnapCache replaces the snapshot cache (temp + rename, no fsync: a lost or torn
-// file costs root reads, never a wrong description, since it fails authentication).
+// writeSnapCache replaces the snapshot cache (writeLocal: a lost or torn file costs root
+// reads, never a wrong description).
 func (c *Client) writeSnapCache(ds map[uint64]snapDesc) {
 	pc := c.opts.Cache
 	if pc == nil {
 		return
 	}
 	p := snapCachePath(pc)
-	var nonce [recordHeader - 1]byte
-	rand.Read(nonce[:])
-	err := os.MkdirAll(filepath.Dir(p), 0o700)
-	if err == nil {
-		err = atomicfile.Write(p, c.keys.sealSnapCache(ds, pc.Location, nonce[:]), 0o600, false)
-	}
-	if err != nil {
+	if err := c.keys.writeLocal(p, snapCacheVersion, marshalSnapCache(ds), snapCacheAD(pc.Location)); err != nil {
 		c.log.Warn("snapshot cache not saved (the next listing reads the roots)", "file", p, "err", err)
 	}
 }

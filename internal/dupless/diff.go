@@ -63,16 +63,25 @@ func resolve(spec string, snaps []Snapshot) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%q is neither a snapshot number nor a time: %w", spec, err)
 	}
+	return atOrBefore(snaps, t)
+}
+
+// atOrBefore is the newest of snaps (oldest first) taken at or before t.
+func atOrBefore(snaps []Snapshot, t time.Time) (Snapshot, error) {
 	var pick *Snapshot
 	for i, s := range snaps {
 		if !s.Time.After(t) {
 			pick = &snaps[i]
 		}
 	}
-	if pick == nil {
-		return Snapshot{}, fmt.Errorf("no snapshot at or before %s", t.Format(time.RFC3339))
+	switch {
+	case pick != nil:
+		return *pick, nil
+	case len(snaps) == 0:
+		return Snapshot{}, errors.New("no snapshots yet (the first put makes one)")
 	}
-	return *pick, nil
+	return Snapshot{}, fmt.Errorf("no snapshot at or before %s (the oldest is from %s)",
+		t.Format(time.RFC3339), snaps[0].Time.Format(time.RFC3339))
 }
 
 // resolveRoot is resolve, then the snapshot's root (rootOf).

@@ -121,20 +121,11 @@ func (c *Client) PinTime(ctx context.Context, t time.Time) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	var pick *Snapshot
-	for i, s := range snaps {
-		if !s.Time.After(t) {
-			pick = &snaps[i]
-		}
+	pick, err := atOrBefore(snaps, t)
+	if err != nil {
+		return Snapshot{}, err
 	}
-	if pick == nil {
-		if len(snaps) == 0 {
-			return Snapshot{}, errors.New("no snapshots yet (the first put makes one)")
-		}
-		return Snapshot{}, fmt.Errorf("no snapshot at or before %s (the oldest is from %s)",
-			t.Format(time.RFC3339), snaps[0].Time.Format(time.RFC3339))
-	}
-	r, err := c.rootOf(ctx, *pick)
+	r, err := c.rootOf(ctx, pick)
 	if err != nil {
 		return Snapshot{}, err
 	}

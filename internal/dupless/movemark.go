@@ -145,26 +145,35 @@ func (c *Client) dropDir(ctx context.Context, dir string) {
 }
 
 // readMarks reads every move mark this key wrote: the running ones (.veil/moves) and the
-// settled ones (.veil/moves-settled), listed at once; a name in both is running. A mark
+// settled ones (.veil/moves-settled); a name in both is running. A mark
 // that does not open under this key is not this key's and is skipped; one whose names do
 // not make its object name is taken for damaged, and skipped too (the mv it stood for
 // refuses its destination as existing and names --resume, as without a mark). With drop
 // (under the lock, where no mv is writing one), an empty folder of marks goes.
 func (c *Client) readMarks(ctx context.Context, drop bool) ([]PendingMove, error) {
-	var settled []PendingMove
-	var serr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		settled, serr = c.readMarksIn(ctx, settledDir, drop)
-	}()
-	running, err := c.readMarksIn(ctx, movesDir, drop)
-	<-done
-	if err == nil {
-		err = serr
+	// One listing of .veil says which folders of marks exist: usually neither, and a
+	// command pays one request for both (it runs beside the tree root's fetch).
+	infos, err := c.be.List(ctx, veilDir)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list the move marks: %w", err)
+	}
+	var running, settled []PendingMove
+	for _, i := range infos {
+		if !i.IsDir {
+			continue
+		}
+		switch storage.Join(veilDir, i.Name) {
+		case movesDir:
+			running, err = c.readMarksIn(ctx, movesDir, drop)
+		case settledDir:
+			settled, err = c.readMarksIn(ctx, settledDir, drop)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	seen := map[string]bool{}
 	for _, m := range running {

@@ -31,7 +31,7 @@ func postBatch(t *testing.T, url string, cred storewire.Credential, body []byte)
 // The answer to a batch is the same whether its content was new to the service or held
 // already (by this user or another): status, headers and body.
 func TestBatchAnswerSameForNewAndDuplicate(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		url := serve(t, s)
 		_, alice := addUser(t, s, "alice")

@@ -19,15 +19,15 @@ import (
 func BenchmarkPut4KiB(b *testing.B) {
 	for _, via := range []string{"inprocess", "inprocess-quota", "https"} {
 		b.Run(via, func(b *testing.B) {
-			s := newTestService(&testing.T{}, Config{})
+			s := newTestService(b, Config{})
 			var opts []UserOption
 			if via == "inprocess-quota" {
 				opts = append(opts, WithQuota(1<<40))
 			}
-			ns, cred := addUser(&testing.T{}, s, "bench", opts...)
+			ns, cred := addUser(b, s, "bench", opts...)
 			var be storage.Backend = ns
 			if via == "https" {
-				t := &testing.T{}
+				t := b
 				be = remoteFor(t, serve(t, s), cred)
 			}
 			var n atomic.Int64
@@ -57,7 +57,7 @@ func BenchmarkPut4KiB(b *testing.B) {
 
 // BenchmarkGet64MiB measures one client reading a 64 MiB object through the HTTPS API.
 func BenchmarkGet64MiB(b *testing.B) {
-	t := &testing.T{}
+	t := b
 	s := newTestService(t, Config{})
 	_, cred := addUser(t, s, "bench")
 	rb := remoteFor(t, serve(t, s), cred)
@@ -83,7 +83,7 @@ func BenchmarkGet64MiB(b *testing.B) {
 // (a 404: what a lone put's look at the next root number gets), through the HTTPS API:
 // the per-request cost on client and service together.
 func BenchmarkGetSmall(b *testing.B) {
-	t := &testing.T{}
+	t := b
 	s := newTestService(t, Config{})
 	_, cred := addUser(t, s, "bench")
 	rb := remoteFor(t, serve(t, s), cred)

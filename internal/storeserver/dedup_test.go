@@ -48,7 +48,7 @@ func mustStats(t *testing.T, s *Service) Stats {
 	return st
 }
 
-func remoteFor(t *testing.T, url string, cred storewire.Credential) *remote.Backend {
+func remoteFor(t testing.TB, url string, cred storewire.Credential) *remote.Backend {
 	t.Helper()
 	b, err := remote.New(url, cred)
 	if err != nil {
@@ -66,7 +66,7 @@ func TestDedupTwoUsers(t *testing.T) {
 	forEachMeta(t, testDedupTwoUsers)
 }
 
-func testDedupTwoUsers(t *testing.T, newService func(*testing.T, Config) *Service) {
+func testDedupTwoUsers(t *testing.T, newService func(testing.TB, Config) *Service) {
 	s := newService(t, Config{})
 	_, ca := addUser(t, s, "alice")
 	_, cb := addUser(t, s, "bob")

@@ -19,7 +19,7 @@ import (
 // an S3 bucket of a real S3 server, versitygw); open makes a new service.
 func forEachStore(t *testing.T, fn func(t *testing.T, open func(*testing.T) *Service)) {
 	srv := testutil.StartS3(t)
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		t.Run("disk", func(t *testing.T) {
 			fn(t, func(t *testing.T) *Service { return newService(t, Config{}) })
 		})
@@ -266,7 +266,7 @@ func (c *countBlobs) commit(ctx context.Context, h [32]byte, tmp string, size in
 // in flight (the read may predate its commit), and reads again after a move's claim
 // without a bound; the large object is refused before its content reaches the blob store.
 func TestQuotaReservationReadHoldsNoRelease(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		t.Run("put", func(t *testing.T) {
 			s := newService(t, Config{})
 			ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
@@ -366,7 +366,7 @@ func (b *barrierBlobs) commit(ctx context.Context, h [32]byte, tmp string, size 
 // end removes it. Found by review of the first version, which read the count of holds
 // and dropped its own in two steps: two uploads could each see the other's hold.
 func TestRefusedUploadsOfSameContent(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		var users []*Namespace
 		for _, name := range []string{"alice", "bob", "carol"} {

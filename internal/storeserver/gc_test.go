@@ -19,7 +19,7 @@ func TestGCRacesUploads(t *testing.T) {
 	forEachMeta(t, testGCRacesUploads)
 }
 
-func testGCRacesUploads(t *testing.T, newService func(*testing.T, Config) *Service) {
+func testGCRacesUploads(t *testing.T, newService func(testing.TB, Config) *Service) {
 	s := newService(t, Config{})
 	ns, _ := addUser(t, s, "alice")
 	contents := [][]byte{randBytes(1, 100<<10), randBytes(2, 70<<10), randBytes(3, 2000), randBytes(4, 300<<10)}

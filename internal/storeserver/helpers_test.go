@@ -14,14 +14,14 @@ import (
 )
 
 // newTestService initializes a store (metadata in bbolt) in a temp dir and opens it.
-func newTestService(t *testing.T, cfg Config) *Service {
+func newTestService(t testing.TB, cfg Config) *Service {
 	t.Helper()
 	return newServiceOn(t, "", cfg)
 }
 
 // newPGService is newTestService with the metadata in PostgreSQL (a fresh schema of the
 // package's shared server).
-func newPGService(t *testing.T, cfg Config) *Service {
+func newPGService(t testing.TB, cfg Config) *Service {
 	t.Helper()
 	return newServiceOn(t, testutil.SharedPostgres(t).NewSchema(t), cfg)
 }
@@ -29,17 +29,17 @@ func newPGService(t *testing.T, cfg Config) *Service {
 // metaBackends are the metadata databases tests run against.
 var metaBackends = []struct {
 	name string
-	new  func(*testing.T, Config) *Service
+	new  func(testing.TB, Config) *Service
 }{{"bbolt", newTestService}, {"postgres", newPGService}}
 
 // forEachMeta runs fn as a subtest per metadata database.
-func forEachMeta(t *testing.T, fn func(t *testing.T, newService func(*testing.T, Config) *Service)) {
+func forEachMeta(t *testing.T, fn func(t *testing.T, newService func(testing.TB, Config) *Service)) {
 	for _, b := range metaBackends {
 		t.Run(b.name, func(t *testing.T) { fn(t, b.new) })
 	}
 }
 
-func newServiceOn(t *testing.T, db string, cfg Config) *Service {
+func newServiceOn(t testing.TB, db string, cfg Config) *Service {
 	t.Helper()
 	dir := t.TempDir()
 	loc := LocalBlobs
@@ -60,7 +60,7 @@ func newServiceOn(t *testing.T, db string, cfg Config) *Service {
 	return s
 }
 
-func addUser(t *testing.T, s *Service, name string, opts ...UserOption) (*Namespace, storewire.Credential) {
+func addUser(t testing.TB, s *Service, name string, opts ...UserOption) (*Namespace, storewire.Credential) {
 	t.Helper()
 	cred, err := s.AddUser(name, opts...)
 	if err != nil {
@@ -74,7 +74,7 @@ func addUser(t *testing.T, s *Service, name string, opts ...UserOption) (*Namesp
 }
 
 // serve runs s on a loopback TLS listener until the test ends and returns its https URL.
-func serve(t *testing.T, s *Service) string {
+func serve(t testing.TB, s *Service) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -96,7 +96,7 @@ func serve(t *testing.T, s *Service) string {
 	return scheme + ln.Addr().String()
 }
 
-func tlsFor(t *testing.T, c storewire.Credential) *tls.Config {
+func tlsFor(t testing.TB, c storewire.Credential) *tls.Config {
 	t.Helper()
 	pool, err := c.CAPool()
 	if err != nil {

@@ -35,8 +35,8 @@ func filepathSplit(p string) (string, string) {
 // Reported: time, allocations and database growth per request.
 func BenchmarkWorstRequest(b *testing.B) {
 	run := func(b *testing.B, cfg Config, prep func(*Namespace), req func(ns *Namespace, i int) error) {
-		s := newTestService(&testing.T{}, cfg)
-		ns, _ := addUser(&testing.T{}, s, "bench")
+		s := newTestService(b, cfg)
+		ns, _ := addUser(b, s, "bench")
 		if prep != nil {
 			prep(ns)
 		}

@@ -92,7 +92,7 @@ func TestDeepPathRefused(t *testing.T) {
 // 8 KB POST /v1/dirs grew the database to 96 MB under a 1 KiB quota).
 func TestQuotaCountsMetadata(t *testing.T) { forEachMeta(t, testQuotaCountsMetadata) }
 
-func testQuotaCountsMetadata(t *testing.T, newService func(*testing.T, Config) *Service) {
+func testQuotaCountsMetadata(t *testing.T, newService func(testing.TB, Config) *Service) {
 	s := newService(t, Config{})
 	_, cred := addUser(t, s, "alice", WithQuota(1<<10))
 	rb := remoteFor(t, serve(t, s), cred)
@@ -128,7 +128,7 @@ func testQuotaCountsMetadata(t *testing.T, newService func(*testing.T, Config) *
 // directory creation and moves.
 func TestDirEntriesLimit(t *testing.T) { forEachMeta(t, testDirEntriesLimit) }
 
-func testDirEntriesLimit(t *testing.T, newService func(*testing.T, Config) *Service) {
+func testDirEntriesLimit(t *testing.T, newService func(testing.TB, Config) *Service) {
 	s := newService(t, Config{Limits: Limits{MaxDirEntries: 3}})
 	_, cred := addUser(t, s, "alice")
 	rb := remoteFor(t, serve(t, s), cred)
@@ -172,7 +172,7 @@ func testDirEntriesLimit(t *testing.T, newService func(*testing.T, Config) *Serv
 // A move whose new paths would pass the depth limit is refused whole.
 func TestMoveRespectsLimits(t *testing.T) { forEachMeta(t, testMoveRespectsLimits) }
 
-func testMoveRespectsLimits(t *testing.T, newService func(*testing.T, Config) *Service) {
+func testMoveRespectsLimits(t *testing.T, newService func(testing.TB, Config) *Service) {
 	s := newService(t, Config{Limits: Limits{MaxDepth: 4}})
 	ns, _ := addUser(t, s, "alice")
 	putBytes(t, ns, "a/b/c", "f", []byte("x"))

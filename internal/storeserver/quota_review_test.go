@@ -55,7 +55,7 @@ func checkBooksEmpty(t *testing.T, s *Service) {
 // refused or not) gives back its reservation or claim exactly once: nothing stays in the
 // books, for a user with a quota and one without, and nothing is left in the blob store.
 func TestQuotaBooksEmptyAfterEveryOutcome(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		s.blobs = failBlobs{s.blobs}
 		alice, _ := addUser(t, s, "alice", WithQuota(600<<10))
@@ -124,7 +124,7 @@ func TestQuotaBooksEmptyAfterEveryOutcome(t *testing.T) {
 // (any number of puts, each of up to their free quota), which the reservations exist to
 // prevent.
 func TestQuotaRefusedLinkLeavesNoOrphan(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
 		if err := ns.Create(t.Context(), "d/sub"); err != nil {
@@ -159,7 +159,7 @@ func TestQuotaRefusedLinkLeavesNoOrphan(t *testing.T) {
 // entry to one) is refused before its content reaches the blob store: before, each such
 // put of a user with a quota left its content behind, any number of times.
 func TestQuotaFullDirectoryLeavesNoOrphan(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{Limits: Limits{MaxDirEntries: 2}})
 		ns, _ := addUser(t, s, "alice", WithQuota(256<<10))
 		for _, p := range [][2]string{{"", "f"}, {"d", "a"}, {"d", "b"}} { // "" holds d and f

@@ -68,7 +68,7 @@ func checkNoLeftovers(t *testing.T, s *Service, user string, want int64) {
 // to the blob store, and the content was left behind (an orphan of up to the free quota).
 // The large put arrives as a PUT and as the large object of a batch.
 func TestQuotaSmallPutsHonourReservation(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		for _, via := range []string{"put", "batch"} {
 			t.Run(via, func(t *testing.T) {
 				s := newService(t, Config{})
@@ -129,7 +129,7 @@ func TestQuotaSmallPutsHonourReservation(t *testing.T) {
 // Many large and small puts racing near the quota leave nothing behind and are counted
 // exactly: the usage is the sum of the acknowledged puts, within the quota.
 func TestQuotaConcurrentMixedPuts(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		const quota = 512 << 10
 		ns, _ := addUser(t, s, "alice", WithQuota(quota))
@@ -168,7 +168,7 @@ func TestQuotaConcurrentMixedPuts(t *testing.T) {
 // counted the content only, the transaction refused the put, and each such put left its
 // content behind (any number of orphans, one per put).
 func TestQuotaReservationCountsNames(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		const quota = 100 << 10
 		ns, _ := addUser(t, s, "alice", WithQuota(quota))
@@ -191,8 +191,8 @@ func TestQuotaReservationCountsNames(t *testing.T) {
 // quota (claim, the transaction's heldBy, release), 16 puts at once, without the put:
 // go test ./internal/storeserver -run '^$' -bench QuotaClaim
 func BenchmarkQuotaClaim(b *testing.B) {
-	s := newTestService(&testing.T{}, Config{})
-	ns, _ := addUser(&testing.T{}, s, "bench", WithQuota(1<<40))
+	s := newTestService(b, Config{})
+	ns, _ := addUser(b, s, "bench", WithQuota(1<<40))
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -223,7 +223,7 @@ func accountOf(t *testing.T, s *Service, user string) (used, meta, quota int64) 
 // put's transaction was refused after its content reached the blob store (an orphan).
 // The move's transaction is held open by a member of its group commit.
 func TestQuotaMoveBeforeReservation(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		s := newService(t, Config{})
 		g := &gateBlobs{blobStore: s.blobs, started: make(chan struct{}), gate: make(chan struct{})}
 		s.blobs = g
@@ -285,10 +285,10 @@ func TestQuotaMoveBeforeReservation(t *testing.T) {
 // the names it adds, in PostgreSQL), 16 at once by 8 users: go test
 // ./internal/storeserver -run '^$' -bench QuotaReserve
 func BenchmarkQuotaReserve(b *testing.B) {
-	s := newPGService(&testing.T{}, Config{})
+	s := newPGService(b, Config{})
 	var nss []*Namespace
 	for i := range 8 {
-		ns, _ := addUser(&testing.T{}, s, fmt.Sprint("u", i), WithQuota(1<<40))
+		ns, _ := addUser(b, s, fmt.Sprint("u", i), WithQuota(1<<40))
 		nss = append(nss, ns)
 	}
 	var n atomic.Int64

@@ -26,7 +26,7 @@ func TestS3Blobs(t *testing.T) {
 		})
 	})
 	t.Run("DedupAndGC", func(t *testing.T) {
-		forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+		forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 			bucket := srv.NewBucket(t, "blobs", "")
 			s := newService(t, Config{Blobs: bucket})
 			a, _ := addUser(t, s, "alice")

@@ -9,7 +9,7 @@ import (
 
 // TestConformanceInProcess runs the storage contract against a namespace directly.
 func TestConformanceInProcess(t *testing.T) {
-	forEachMeta(t, func(t *testing.T, newService func(*testing.T, Config) *Service) {
+	forEachMeta(t, func(t *testing.T, newService func(testing.TB, Config) *Service) {
 		storagetest.Run(t, func(t *testing.T) storage.Backend {
 			ns, _ := addUser(t, newService(t, Config{}), "alice")
 			return ns

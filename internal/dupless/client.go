@@ -85,6 +85,7 @@ type Client struct {
 
 	ahead    aheadSlot[[2]string, []byte]  // an object read ahead of the root lookup (startReadAhead)
 	draft    aheadSlot[string, *rootDraft] // a lone put's next root, drafted while its key request is out
+	bases    baseCache                     // tree bases read or written (rootbase.go)
 	pin      *treeRoot                     // the snapshot reads are pinned to (nil: the newest); history.go
 	putFirst func(context.Context) error   // run by Put under its lock before it stores anything (Sync)
 	putThen  func(context.Context) error   // run by Put under its lock when every file was stored (Sync)

@@ -317,6 +317,7 @@ type PruneResult struct {
 	Damaged         []string `json:"damaged,omitempty"` // the damaged versions, as "PATH (snapshot N)"
 	VersionsRemoved int      `json:"versions_removed"`  // kept versions no snapshot lists any more
 	NamesRemoved    int      `json:"names_removed"`     // long names' objects no stored path or snapshot holds (prunenames.go)
+	BasesRemoved    int      `json:"bases_removed"`     // tree bases no retained snapshot's root refers to (rootbase.go)
 }
 
 // DefaultGrace is the age below which Prune keeps unreferenced chunks unless told otherwise:
@@ -379,13 +380,16 @@ func (c *Client) Prune(ctx context.Context, grace time.Duration, dryRun bool) (*
 			return res, err
 		}
 	}
-	listed, err := c.historyChunks(ctx, current, used, tags, res)
+	listed, roots, err := c.historyChunks(ctx, current, used, tags, res)
 	if err != nil {
 		return res, err
 	}
 	res.ChunksInUse = len(used)
 	cutoff := c.storageNow().Add(-grace) // what is younger may be a running put's
 	c.pruneRootTemps(ctx, cutoff, dryRun)
+	if err := c.pruneBases(ctx, roots, cutoff, dryRun, res); err != nil {
+		return res, err
+	}
 	if err := c.pruneVersions(ctx, listed, cutoff, dryRun, res); err != nil {
 		return res, err
 	}

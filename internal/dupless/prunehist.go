@@ -115,10 +115,10 @@ func (c *Client) unseenGone(ctx context.Context, seen map[string]bool) ([]string
 // deletes no chunk (Prune), until 'veil forget' drops the snapshots listing it. Found by
 // review: prune stopped for good on such a version (TestDamagedVersionStopsNeitherPruneNorStats).
 // Any other failure (a read that failed) stops prune.
-func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte, used, tags map[string]bool, res *PruneResult) (map[string]bool, error) {
+func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte, used, tags map[string]bool, res *PruneResult) (map[string]bool, []*treeRoot, error) {
 	roots, err := c.loadRoots(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w (prune stops: it must see every snapshot)", err)
+		return nil, nil, fmt.Errorf("%w (prune stops: it must see every snapshot)", err)
 	}
 	res.Snapshots = len(roots)
 	listed := map[string]bool{}
@@ -144,7 +144,7 @@ func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte,
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s in snapshot %d: %w (prune stops: it must see every record)", c.describe(path), root.Seq, err)
+				return nil, nil, fmt.Errorf("%s in snapshot %d: %w (prune stops: it must see every record)", c.describe(path), root.Seq, err)
 			}
 			res.Versions++
 			for _, ch := range r.Chunks {
@@ -152,7 +152,7 @@ func (c *Client) historyChunks(ctx context.Context, current map[string][32]byte,
 			}
 		}
 	}
-	return listed, nil
+	return listed, roots, nil
 }
 
 // pruneVersions deletes kept versions no retained snapshot lists, older than cutoff.

@@ -131,13 +131,18 @@ func (c *Client) publishChanges(ctx context.Context) error {
 			}
 		}
 		next := nextRoot(base, delta)
-		err := c.createRoot(ctx, next.Seq, c.keys.sealRoot(next))
+		sealed := c.keys.sealRoot(next)
+		if err := c.storeBase(ctx, next); err != nil {
+			return err
+		}
+		err := c.createRoot(ctx, next.Seq, sealed)
 		if errors.Is(err, storage.ErrExists) {
 			continue // another command published this number first
 		}
 		if err != nil {
 			return err
 		}
+		c.basePublished(next)
 		if err := c.mem.Save(next.Seq, next.sum); err != nil {
 			return fmt.Errorf("remember tree root: %w", err)
 		}

@@ -223,6 +223,7 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 		return 0, fmt.Errorf("%w: %w", errNeedLock, err)
 	}
 	run.finishHeld(held, true)
+	c.basePublished(fr.root)
 	c.log.Debug("put without the lock: one batch", "root", fr.root.Seq, "created", !had, "drafted", fr.drafted)
 	// The device remembers the root in the background (one slot and its fdatasync,
 	// rootmem.go); the command's end waits for it and reports a failure.

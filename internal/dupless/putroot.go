@@ -46,15 +46,23 @@ func (c *Client) nextRootWith(path string, b []byte) *foldedRoot {
 		fr.root, sealed = c.keys.finishDraft(d, sha256.Sum256(b))
 		fr.drafted = true
 	} else {
+		h := sha256.Sum256(b)
 		c.view.mu.Lock()
 		if c.view.root != nil {
-			fr.root = nextRoot(c.view.root, c.view.delta)
+			changes := maps.Clone(c.view.delta)
+			if changes == nil {
+				changes = map[string]*[32]byte{}
+			}
+			changes[path] = &h
+			fr.root = nextRoot(c.view.root, changes)
 		}
 		c.view.mu.Unlock()
 		if fr.root == nil {
 			return nil
 		}
-		fr.root.Entries[path] = sha256.Sum256(b)
+		if fr.root.base != nil && fr.root.base.sum == ([32]byte{}) {
+			return nil // a new base: publishChanges writes it first, then the root
+		}
 		sealed = c.keys.sealRoot(fr.root)
 	}
 	if len(sealed) > c.rootBatchMax() {
@@ -90,8 +98,15 @@ func (c *Client) largeRefused(err error, sealed []byte) bool {
 }
 
 // nextRoot is the root after base: its entries with delta applied (a nil hash removes
-// the path), numbered one higher.
+// the path), numbered one higher, in the form chooseForm gives it (rootbase.go).
 func nextRoot(base *treeRoot, delta map[string]*[32]byte) *treeRoot {
+	next := nextEntries(base, delta)
+	next.chooseForm(base, delta)
+	return next
+}
+
+// nextEntries is nextRoot's root before its form is chosen.
+func nextEntries(base *treeRoot, delta map[string]*[32]byte) *treeRoot {
 	next := &treeRoot{Seq: base.Seq + 1, Time: time.Now().UnixNano(), Parent: base.sum, Entries: maps.Clone(base.Entries)}
 	if next.Entries == nil {
 		next.Entries = map[string][32]byte{}
@@ -168,6 +183,7 @@ const foldTries = 4
 // rootPublished makes a root that went with the record the command's base: the changes it
 // lists are published, so the command's end publishes nothing more unless it changes more.
 func (c *Client) rootPublished(next *treeRoot) error {
+	c.basePublished(next)
 	c.view.mu.Lock()
 	c.view.root, c.view.delta = next, map[string]*[32]byte{}
 	c.view.mu.Unlock()

@@ -45,6 +45,11 @@ type treeRoot struct {
 
 	sum  [32]byte // SHA-256 of this root's object bytes (set when sealed or opened)
 	size int      // bytes of this root's object (set when sealed or opened)
+
+	// A version 2 root (rootbase.go): Entries are base's with delta applied (a nil hash
+	// removes the path). base is nil for a version 1 root.
+	base  *rootBase
+	delta map[string]*[32]byte
 }
 
 func rootName(seq uint64) string { return fmt.Sprintf("%016x", seq) }
@@ -115,26 +120,37 @@ func newRootNonce() []byte {
 	return nonce
 }
 
+// sealRootNonce seals r: version 1, or version 2 after sealing its base if it is new
+// (its object then waits in r.base.sealed to be stored before, or with, the root).
 func (k *userKeys) sealRootNonce(r *treeRoot, nonce []byte) []byte {
+	if r.base != nil {
+		k.sealBase(r.base)
+		return k.sealCompressedAs(rootVersion2, r, rootEnc.EncodeAll(r.marshalV2(), nil), nonce)
+	}
 	return k.sealCompressed(r, rootEnc.EncodeAll(r.marshal(), nil), nonce)
 }
 
-// sealCompressed encrypts plain, r's compressed plaintext, and sets r.sum.
+// sealCompressed encrypts plain, r's compressed plaintext (version 1), and sets r.sum.
 func (k *userKeys) sealCompressed(r *treeRoot, plain, nonce []byte) []byte {
+	return k.sealCompressedAs(rootVersion, r, plain, nonce)
+}
+
+func (k *userKeys) sealCompressedAs(version byte, r *treeRoot, plain, nonce []byte) []byte {
 	out := make([]byte, recordHeader, recordHeader+len(plain)+k.roots.Overhead())
-	out[0] = rootVersion
+	out[0] = version
 	copy(out[1:], nonce)
-	out = k.roots.Seal(out, out[1:recordHeader], plain, rootAD(rootName(r.Seq)))
+	out = k.roots.Seal(out, out[1:recordHeader], plain, rootADFor(version, rootName(r.Seq)))
 	r.sum, r.size = sha256.Sum256(out), len(out)
 	return out
 }
 
-// openRoot authenticates and parses the root stored as .veil/roots/name.
+// openRoot authenticates and parses the root stored as .veil/roots/name. A version 2
+// root comes back with its base named but not resolved (no Entries): resolveBase.
 func (k *userKeys) openRoot(b []byte, name string) (*treeRoot, error) {
-	if len(b) < recordHeader+k.roots.Overhead() || b[0] != rootVersion {
-		return nil, fmt.Errorf("tree root %s: not a version %d root of %d bytes", name, rootVersion, len(b))
+	if len(b) < recordHeader+k.roots.Overhead() || b[0] != rootVersion && b[0] != rootVersion2 {
+		return nil, fmt.Errorf("tree root %s: not a version %d or %d root of %d bytes", name, rootVersion, rootVersion2, len(b))
 	}
-	z, err := k.roots.Open(nil, b[1:recordHeader], b[recordHeader:], rootAD(name))
+	z, err := k.roots.Open(nil, b[1:recordHeader], b[recordHeader:], rootADFor(b[0], name))
 	if err != nil {
 		return nil, fmt.Errorf("tree root %s: authentication failed (tampered, renamed, or another key's)", name)
 	}
@@ -142,7 +158,11 @@ func (k *userKeys) openRoot(b []byte, name string) (*treeRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tree root %s: %w", name, err)
 	}
-	r, err := unmarshalRoot(plain)
+	unmarshal := unmarshalRoot
+	if b[0] == rootVersion2 {
+		unmarshal = unmarshalRootV2
+	}
+	r, err := unmarshal(plain)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ const rootTimeEnd = 8 + 8
 
 // draftRoot drafts the root after base that lists path (with a hash to be given).
 func (k *userKeys) draftRoot(base *treeRoot, path string) *rootDraft {
-	next := nextRoot(base, nil)
+	next := nextEntries(base, nil)
 	next.Entries[path] = [32]byte{}
 	plain := next.marshal()
 	off := hashOffset(next.Entries, path)
@@ -67,6 +67,9 @@ func (k *userKeys) finishDraft(d *rootDraft, h [32]byte) (*treeRoot, []byte) {
 // startRootDraft drafts, in the background, the next root of a lone put whose record goes
 // to path, on base; nextRootWith takes it if the command has changed nothing else.
 func (c *Client) startRootDraft(base *treeRoot, path string) {
+	if base.base != nil || entriesSize(base.Entries) > rootBaseFrom-locklessRootRoom {
+		return // a version 2 root: small, nothing to draft
+	}
 	c.draft.start(context.Background(), path, func(context.Context) (*rootDraft, error) {
 		return c.keys.draftRoot(base, path), nil
 	})

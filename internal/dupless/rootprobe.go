@@ -107,6 +107,9 @@ func (c *Client) fetchRootSeq(ctx context.Context, seq uint64) (*treeRoot, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIntegrity, err)
 	}
+	if err := c.resolveBase(ctx, r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"io"
+	"path/filepath"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"

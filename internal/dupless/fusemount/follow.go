@@ -136,6 +136,9 @@ func (e *env) invalidate(ctx context.Context, dir *gofs.Inode, path string, old,
 			dir.NotifyEntry(ch.Name)
 		case ch.Meta: // a folder the kernel does not know: nothing cached
 		case ch.Gone && kid != nil:
+			// Out of go-fuse's tree first: a lookup must not answer this node again should
+			// the name come back (the kernel marks a deleted folder dead).
+			dir.RmChild(ch.Name)
 			dir.NotifyDelete(ch.Name, kid)
 		default:
 			dir.NotifyEntry(ch.Name)

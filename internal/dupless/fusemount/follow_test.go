@@ -114,12 +114,16 @@ func TestMountShowsRootsAsAtStart(t *testing.T) {
 
 // Once a check found a newer root, what the kernel cached under current/ that changed is
 // invalidated at once (go-fuse's notify calls), not when the kernel's entries expire: here
-// they are cached for an hour (Refresh 1h), and a check is made due by hand.
+// they are cached for an hour (Refresh 1h), and a check is made due by hand. A folder
+// removed, then stored again, is a folder again (the kernel marks a deleted folder dead:
+// its node must not be answered again).
 func TestMountFollowInvalidatesCachedEntries(t *testing.T) {
 	requireFUSE(t)
 	be, master, src := manySnapshots(t, 1, 3)
 	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
 	os.WriteFile(filepath.Join(src, "sub", "kept"), []byte("kept"), 0o644)
+	os.MkdirAll(filepath.Join(src, "gone"), 0o755)
+	os.WriteFile(filepath.Join(src, "gone", "f"), []byte("in gone"), 0o644)
 	putTree(t, clientOf(t, be, master), src)
 	var f *follower
 	m := runMount(t, clientOf(t, be, master), func(c *Config) {
@@ -136,31 +140,46 @@ func TestMountFollowInvalidatesCachedEntries(t *testing.T) {
 		t.Fatalf("added before it is stored: %v", err)
 	}
 	keptIno, subIno := ino(t, cur("file-00002")), ino(t, cur("sub"))
+	readFile(t, cur("gone", "f"), "in gone")
+	gone, err := os.Open(cur("gone")) // holds the folder's node in the kernel, as a shell in it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.Close()
 
 	os.WriteFile(filepath.Join(src, "file-00000"), []byte("version 1"), 0o644)
 	os.WriteFile(filepath.Join(src, "added"), []byte("added"), 0o644)
 	other := clientOf(t, be, master)
 	putTree(t, other, src)
-	if _, err := other.Remove(t.Context(), "src/file-00001", false); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{"src/file-00001", "src/gone"} {
+		if _, err := other.Remove(t.Context(), p, true); err != nil {
+			t.Fatal(err)
+		}
 	}
 	readFile(t, cur("file-00000"), "version 0") // no check due: the kernel's cache, or the mount's view
 
-	f.mu.Lock()
-	f.last = time.Time{} // as if the hour had passed
-	f.mu.Unlock()
-	// A lookup checks (of an absent name: the kernel caches none under current/, so it
-	// asks; a listing would also replace the entries it lists).
-	if _, err := os.Stat(cur("absent")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
+	check := func() {
+		t.Helper()
+		f.mu.Lock()
+		f.last = time.Time{} // as if the hour had passed
+		f.mu.Unlock()
+		// A lookup checks (of an absent name: the kernel caches none under current/, so
+		// it asks; a listing would also replace the entries it lists).
+		if _, err := os.Stat(cur("absent")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		sent := f.notified
+		f.mu.Unlock()
+		select {
+		case <-sent:
+		case <-time.After(30 * time.Second):
+			t.Fatal("invalidations not sent within 30 s")
+		}
 	}
-	f.mu.Lock()
-	sent := f.notified
-	f.mu.Unlock()
-	select {
-	case <-sent:
-	case <-time.After(30 * time.Second):
-		t.Fatal("invalidations not sent within 30 s")
+	check()
+	if _, err := os.Stat(cur("gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a removed folder after the check: %v", err)
 	}
 	readFile(t, cur("file-00000"), "version 1")
 	readFile(t, cur("added"), "added")
@@ -171,6 +190,13 @@ func TestMountFollowInvalidatesCachedEntries(t *testing.T) {
 		t.Errorf("an unchanged file or folder became another node (its cached pages lost)")
 	}
 	readFile(t, cur("sub", "kept"), "kept")
+
+	putTree(t, other, src) // gone/ stored again
+	check()
+	if es, err := os.ReadDir(cur("gone")); err != nil || len(es) != 1 {
+		t.Errorf("a folder stored again after its removal: %v %v", es, err)
+	}
+	readFile(t, cur("gone", "f"), "in gone")
 }
 
 // ino is the inode number of p.

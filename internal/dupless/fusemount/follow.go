@@ -76,6 +76,7 @@ func (e *env) current(ctx, bctx context.Context) (*dupless.View, error) {
 		return e.cat.Current(), nil
 	}
 	prev, err := e.cat.Follow(bctx)
+	cur := e.cat.Current() // before another check may start
 	f.mu.Lock()
 	f.checking = false
 	if err != nil && ctx.Err() != nil {
@@ -94,7 +95,6 @@ func (e *env) current(ctx, bctx context.Context) (*dupless.View, error) {
 		e.log.Warn("veil mount: checking for a newer snapshot failed; current/ stays as it is", "err", err)
 	}
 	if prev != nil {
-		cur := e.cat.Current()
 		e.log.Debug("veil mount: current/ follows a newer snapshot", "from", prev.Snap.Seq, "to", cur.Snap.Seq)
 		go func() {
 			<-before
@@ -104,7 +104,7 @@ func (e *env) current(ctx, bctx context.Context) (*dupless.View, error) {
 			e.invalidate(ctx, f.top, "", prev, cur)
 		}()
 	}
-	return e.cat.Current(), nil
+	return cur, nil
 }
 
 // invalidate tells the kernel which entries of the folder dir (path under current/) and

@@ -153,3 +153,55 @@ func TestE2EMountReadTimeout(t *testing.T) {
 		t.Errorf("the mount did not say the read failed:\n%s", p.Output())
 	}
 }
+
+// A put while mounted (from the same profile, a second process) shows in current/ and
+// snapshots/ without mounting again (--refresh 1s): the changed file reads its new
+// content, the removed one is gone, while a file open before keeps its version. A
+// --refresh that is not 0 nor a duration of at least 1s is a usage error.
+func TestE2EMountFollowsPut(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testutil.Missing(t, "/dev/fuse not available")
+	}
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	os.MkdirAll(src, 0o755)
+	os.WriteFile(filepath.Join(src, "notes.txt"), []byte("first"), 0o644)
+	os.WriteFile(filepath.Join(src, "old.txt"), []byte("old"), 0o644)
+	alice.mustRun(t, "put", src)
+	mnt := t.TempDir()
+	for _, bad := range []string{"500ms", "-5s", "5"} {
+		_, errs, code := alice.run(t, "mount", "--refresh", bad, mnt)
+		if code != exitUsage || !strings.Contains(errs, "--refresh") || strings.Count(errs, "\n") != 2 {
+			t.Errorf("mount --refresh %s: exit %d, stderr %q", bad, code, errs)
+		}
+	}
+
+	t.Setenv("VEIL_CONFIG", alice.config)
+	t.Setenv("VEIL_PASSWORD_FILE", alice.passFile)
+	p := testutil.Start(t, veilBin, "mount", "--refresh", "1s", mnt)
+	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), "mounted 1 snapshot") })
+	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+	notes := filepath.Join(mnt, "current/docs/notes.txt")
+	open, err := os.Open(notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+
+	os.WriteFile(filepath.Join(src, "notes.txt"), []byte("second"), 0o644)
+	alice.mustRun(t, "put", src)
+	alice.mustRun(t, "rm", "docs/old.txt")
+	testutil.WaitFor(t, 30*time.Second, "current/ showing the put and the rm", func() bool {
+		b, _ := os.ReadFile(notes)
+		_, err := os.Stat(filepath.Join(mnt, "current/docs/old.txt"))
+		return string(b) == "second" && errors.Is(err, os.ErrNotExist)
+	})
+	b := make([]byte, 16)
+	if n, _ := open.ReadAt(b, 0); string(b[:n]) != "first" {
+		t.Errorf("a file open before the put reads %q, want %q", b[:n], "first")
+	}
+	if es, err := os.ReadDir(filepath.Join(mnt, "snapshots")); err != nil || len(es) != 3 {
+		t.Errorf("snapshots/ after a put and an rm while mounted: %d, %v; want 3", len(es), err)
+	}
+}

@@ -35,6 +35,7 @@ type Node struct {
 	Target  string // symlink
 	Rdev    uint64 // device number of a device (Mode has ModeDevice)
 	rec     *record
+	sum     [32]byte // the hash the root lists for its record (Version)
 
 	mu      sync.Mutex
 	recent  [2]cachedChunk  // the last chunks read, newest first: the kernel reads in small pieces, out of order
@@ -76,7 +77,8 @@ func (v *View) Lookup(ctx context.Context, dir, name string) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", joinPath(dir, name), err)
 	}
-	n := &Node{Name: name, Size: int64(r.Size), Mode: goMode(r.Mode), ModTime: time.Unix(0, r.MTime), Target: r.Target, rec: r}
+	n := &Node{Name: name, Size: int64(r.Size), Mode: goMode(r.Mode), ModTime: time.Unix(0, r.MTime), Target: r.Target, rec: r,
+		sum: v.root.Entries[path]}
 	switch r.Type {
 	case typeFile:
 	case typeSymlink:
@@ -90,11 +92,17 @@ func (v *View) Lookup(ctx context.Context, dir, name string) (*Node, error) {
 	return n, nil
 }
 
+// Version identifies what n describes: the hash the root lists for its record (a
+// directory's metadata record; zero for a directory without one). Two roots listing the
+// same version of a path describe the same content and metadata.
+func (n *Node) Version() [32]byte { return n.sum }
+
 // dirNode describes a directory from its metadata record (defaults without one).
 func (v *View) dirNode(ctx context.Context, encDir, name string) (*Node, error) {
 	n := &Node{Name: name, IsDir: true, Mode: fs.ModeDir | 0o755, ModTime: v.Snap.Time}
 	path := storage.Join(encDir, dirMetaName)
 	if h, ok := v.root.Entries[path]; ok {
+		n.sum = h
 		r, err := v.c.recordIn(ctx, path, h)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v.c.plainDir(encDir), err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,22 +16,46 @@ import (
 // again when browsed again. Found by review: the mount loaded every snapshot's root at
 // start (40 snapshots of 3,000 files: 26 MiB; 50 of 100,000 files: about 1.4 GB).
 
-// Catalog is the snapshots retained when it was opened (OpenCatalog), for a mount.
+// Catalog is the snapshots retained when it was opened (OpenCatalog), for a mount; Follow
+// brings it to roots published since.
 type Catalog struct {
 	c       *Client
-	current *View                // the newest snapshot (nil: none yet)
-	seqs    []uint64             // the retained roots' numbers, oldest first, current's last
-	sizes   map[uint64]int64     // their objects' sizes as listed (the snapshot cache's check)
-	written map[uint64]time.Time // and their times as listed
 	keep    int                  // loaded snapshots held besides current
-
-	listMu sync.Mutex
-	snaps  []Snapshot // read by the first Snapshots
+	current atomic.Pointer[View] // the newest snapshot (nil: none yet)
+	roots   atomic.Pointer[rootSet]
+	listing ctxLock // held while Snapshots describes the roots
+	follow  ctxLock // held by Follow
 
 	mu     sync.Mutex
 	loaded map[uint64]*loadedView
 	clock  uint64 // counts uses, for the least recently used
 }
+
+// rootSet is the retained roots a Catalog lists: replaced whole by Follow.
+type rootSet struct {
+	seqs    []uint64             // the retained roots' numbers, oldest first, current's last
+	sizes   map[uint64]int64     // their objects' sizes as listed (the snapshot cache's check)
+	written map[uint64]time.Time // and their times as listed
+	snaps   []Snapshot           // described by the first Snapshots (under listing)
+}
+
+// ctxLock is a mutex whose lock gives up when ctx ends: a FUSE request the kernel
+// interrupts while it waits answers EINTR at once. Found by review: a snapshots/ listing
+// waited on a sync.Mutex behind one stalled on the service, and no interrupt ended it.
+type ctxLock chan struct{}
+
+func newCtxLock() ctxLock { return make(ctxLock, 1) }
+
+func (l ctxLock) lock(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l ctxLock) unlock() { <-l }
 
 // loadedView is a snapshot being loaded (done open) or loaded.
 type loadedView struct {
@@ -47,68 +72,92 @@ func (c *Client) OpenCatalog(ctx context.Context, keep int) (*Catalog, error) {
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
-	k := &Catalog{c: c, keep: max(keep, 1), loaded: map[uint64]*loadedView{}}
+	k := &Catalog{c: c, keep: max(keep, 1), loaded: map[uint64]*loadedView{}, listing: newCtxLock(), follow: newCtxLock()}
 	c.view.mu.Lock()
 	newest := c.view.newest
 	c.view.mu.Unlock()
+	k.roots.Store(&rootSet{})
 	if newest == nil {
 		return k, nil
 	}
-	k.current = newView(c, newest)
+	rs, err := c.listRetained(ctx, newest.Seq)
+	if err != nil {
+		return nil, err
+	}
+	k.current.Store(newView(c, newest))
+	k.roots.Store(rs)
+	return k, nil
+}
+
+// listRetained lists the retained roots up to newest (one LIST).
+func (c *Client) listRetained(ctx context.Context, newest uint64) (*rootSet, error) {
 	written, sizes, err := c.rootSizes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k.sizes, k.written = sizes, written
+	rs := &rootSet{sizes: sizes, written: written}
 	for s := range written {
-		if sizes[s] > 0 && s < newest.Seq { // newer ones: published since refresh, not this mount's; 0: a gap mark
-			k.seqs = append(k.seqs, s)
+		if sizes[s] > 0 && s < newest { // newer ones: published since refresh, not this catalog's; 0: a gap mark
+			rs.seqs = append(rs.seqs, s)
 		}
 	}
-	slices.Sort(k.seqs)
-	k.seqs = append(k.seqs, newest.Seq)
-	return k, nil
+	slices.Sort(rs.seqs)
+	rs.seqs = append(rs.seqs, newest)
+	return rs, nil
 }
 
 func newView(c *Client, r *treeRoot) *View {
 	return &View{c: c, root: r, dirs: indexDirs(r), Snap: snapshotOf(r)}
 }
 
-// Current is the newest snapshot when the Catalog was opened (nil if there is none).
-func (k *Catalog) Current() *View { return k.current }
+// Current is the newest snapshot when the Catalog was opened or last followed (nil if
+// there is none).
+func (k *Catalog) Current() *View { return k.current.Load() }
 
 // Count is the number of snapshots the Catalog lists (a forget may drop some meanwhile).
-func (k *Catalog) Count() int { return len(k.seqs) }
+func (k *Catalog) Count() int { return len(k.roots.Load().seqs) }
 
 // Snapshots describes the Catalog's snapshots, oldest first, reading each root once (on
-// the first call) and keeping only its description; one a forget dropped meanwhile is
-// left out.
+// the first call, and the first after Follow found new roots: only the roots neither
+// held nor in the snapshot cache) and keeping only its description; one a forget dropped
+// meanwhile is left out. A call made while another describes waits for it, or for ctx.
 func (k *Catalog) Snapshots(ctx context.Context) ([]Snapshot, error) {
-	k.listMu.Lock()
-	defer k.listMu.Unlock()
-	if k.snaps != nil {
-		return k.snaps, nil
+	if err := k.listing.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer k.listing.unlock()
+	rs := k.roots.Load()
+	if rs.snaps != nil || len(rs.seqs) == 0 {
+		return rs.snaps, nil
 	}
 	// Roots not described yet decoded 4 at once: each is as large as its listing.
-	out, err := k.c.describeRoots(ctx, k.seqs, k.sizes, k.written, 4, func(s uint64) (*treeRoot, bool) {
-		if k.current == nil || s != k.current.Snap.Seq {
-			return nil, false
-		}
-		return k.current.root, true
-	})
+	out, err := k.c.describeRoots(ctx, rs.seqs, rs.sizes, rs.written, 4, k.held)
 	if err != nil {
 		return nil, err
 	}
-	k.snaps = out
+	rs.snaps = out
 	return out, nil
+}
+
+// held returns root s when the Catalog holds it (current, or a loaded snapshot).
+func (k *Catalog) held(s uint64) (*treeRoot, bool) {
+	if cur := k.Current(); cur != nil && cur.Snap.Seq == s {
+		return cur.root, true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if l := k.loaded[s]; l != nil && l.v != nil {
+		return l.v.root, true
+	}
+	return nil, false
 }
 
 // View returns snapshot seq, loading its root unless it is current or still loaded; a
 // load drops the least recently used loaded snapshot beyond the bound. Readers of one
 // snapshot being loaded wait for that load.
 func (k *Catalog) View(ctx context.Context, seq uint64) (*View, error) {
-	if k.current != nil && seq == k.current.Snap.Seq {
-		return k.current, nil
+	if cur := k.Current(); cur != nil && seq == cur.Snap.Seq {
+		return cur, nil
 	}
 	for {
 		k.mu.Lock()

@@ -4,6 +4,7 @@
 // (dupless.View: authenticated records listed by the root, chunk tags, guarded decryption);
 // a chunk that fails is EIO, never unverified bytes. A snapshot's listing (its tree root)
 // is loaded when its folder is browsed, and a bounded number are held (dupless.Catalog).
+// current/ follows roots published while mounted (Config.Refresh, follow.go).
 //
 // It adapts dupless.View to go-fuse's node API and runs the mount; it must not import cmd,
 // the servers, or any other veil subsystem.

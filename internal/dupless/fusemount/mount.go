@@ -29,7 +29,22 @@ type Config struct {
 	// recently used is dropped past the bound (loaded again if browsed again). Default
 	// DefaultLoaded.
 	Loaded int
+	// Refresh is how often current/ checks for a newer root (one request, when a folder
+	// under current/ is looked up or listed and the last check is older): it then shows
+	// the newest tree, and snapshots/ the new snapshots. Default DefaultRefresh; negative:
+	// never (current/ stays the tree the mount started with).
+	Refresh time.Duration
+
+	gotFollower func(*follower) // tests: current/'s follower, once mounted
 }
+
+// DefaultRefresh is Config.Refresh's default: a put shows in current/ within about 10 s,
+// and an idle mount costs nothing (a busy one a request per 10 s).
+const DefaultRefresh = 10 * time.Second
+
+// MinRefresh is the shortest Config.Refresh 'veil mount --refresh' accepts (0 there is
+// never): below it the kernel asks about every cached name that often.
+const MinRefresh = time.Second
 
 // DefaultLoaded is Config.Loaded's default: a listing holds about 280 bytes a file, so 4
 // snapshots of 100,000 files are about 110 MB.
@@ -56,7 +71,8 @@ func (d *staticDir) OnAdd(ctx context.Context) { d.build(ctx, d) }
 // Run mounts the snapshots that exist now (current/ and snapshots/<time>/), read-only, and
 // serves until ctx ends or the file system is unmounted (fusermount3 -u). It reads the
 // newest tree root only: snapshots/ is listed from the other roots when first browsed, and
-// a snapshot's listing is loaded when its folder is (dupless.Catalog).
+// a snapshot's listing is loaded when its folder is (dupless.Catalog). current/ follows
+// the roots published since (Config.Refresh, follow.go).
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Logger
 	if log == nil {
@@ -72,22 +88,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout, follow: newFollower(cfg.Refresh)}
 	root := &staticDir{build: func(ctx context.Context, d *staticDir) {
-		var cur gofs.InodeEmbedder = &staticDir{build: func(context.Context, *staticDir) {}}
-		if v := cat.Current(); v != nil {
-			cur = &treeDir{seq: v.Snap.Seq, env: env}
-		}
-		d.AddChild("current", d.NewPersistentInode(ctx, cur, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
+		cur := d.NewPersistentInode(ctx, &treeDir{follows: true, env: env}, gofs.StableAttr{Mode: syscall.S_IFDIR})
+		env.follow.top = cur
+		d.AddChild("current", cur, false)
 		d.AddChild("snapshots", d.NewPersistentInode(ctx, &snapsDir{env: env}, gofs.StableAttr{Mode: syscall.S_IFDIR}), false)
 	}}
-	long := time.Hour // content never changes under a mount
+	long := time.Hour // a snapshot never changes (current/'s entries: Config.Refresh)
 	srv, err := gofs.Mount(cfg.Mountpoint, root, &gofs.Options{
 		EntryTimeout: &long, AttrTimeout: &long, NegativeTimeout: &long,
 		MountOptions: fuse.MountOptions{Name: "veil", FsName: "veil", Options: []string{"ro"}},
 	})
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	if cfg.gotFollower != nil {
+		cfg.gotFollower(env.follow)
 	}
 	if cfg.Ready != nil {
 		cfg.Ready(cat.Count())

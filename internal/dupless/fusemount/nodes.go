@@ -18,12 +18,14 @@ import (
 
 // treeDir is a directory of one snapshot's tree. It names the snapshot, not its View: a
 // listing the Catalog dropped is loaded again when the directory is next used, while the
-// kernel may keep the directory's node for an hour.
+// kernel may keep the directory's node for an hour. Under current/ it names no snapshot
+// but the newest, whichever that is now (follow.go).
 type treeDir struct {
 	gofs.Inode
-	seq  uint64 // the snapshot's root number
-	path string // plain path in the view ("" for its root)
-	node *dupless.Node
+	seq     uint64                       // the snapshot's root number (unless follows)
+	follows bool                         // under current/
+	path    string                       // plain path in the view ("" for its root)
+	node    atomic.Pointer[dupless.Node] // nil for the root; replaced under current/
 	*env
 }
 
@@ -32,6 +34,7 @@ type env struct {
 	cat     *dupless.Catalog
 	log     *slog.Logger
 	timeout time.Duration // Config.ReadTimeout
+	follow  *follower
 }
 
 // bound limits a request of the kernel to the mount's timeout: past it the service's
@@ -128,31 +131,53 @@ func fillAttr(n *dupless.Node, out *fuse.Attr) {
 }
 
 func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if d.node != nil {
-		fillAttr(d.node, &out.Attr)
+	if n := d.node.Load(); n != nil {
+		fillAttr(n, &out.Attr)
 	} else {
 		out.Mode = syscall.S_IFDIR | 0o555
 	}
+	if d.follows && d.follow.every > 0 {
+		out.SetTimeout(d.follow.every)
+	}
 	return 0
+}
+
+// view is the directory's snapshot: under current/, the newest (nil: no root yet).
+func (d *treeDir) view(ctx, bctx context.Context) (*dupless.View, error) {
+	if d.follows {
+		return d.current(ctx, bctx)
+	}
+	return d.cat.View(bctx, d.seq)
 }
 
 func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	bctx, cancel := d.bound(ctx)
 	defer cancel()
-	v, err := d.cat.View(bctx, d.seq)
+	if d.follows {
+		d.follow.timeouts(out) // an absent name too: the kernel then keeps no negative entry
+	}
+	v, err := d.view(ctx, bctx)
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path, err)
+	}
+	if v == nil {
+		return nil, syscall.ENOENT
 	}
 	n, err := v.Lookup(bctx, d.path, name)
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path+"/"+name, err)
 	}
 	fillAttr(n, &out.Attr)
+	if kid := d.GetChild(name); d.follows && kid != nil && sameEntry(kid, n) {
+		return kid, 0 // unchanged: the kernel's node (and cached pages) stays
+	}
 	var child gofs.InodeEmbedder
 	mode := fileType(n)
 	switch mode {
 	case syscall.S_IFDIR:
-		child = &treeDir{seq: d.seq, path: storage.Join(d.path, name), node: n, env: d.env}
+		td := &treeDir{seq: d.seq, follows: d.follows, path: storage.Join(d.path, name), env: d.env}
+		td.node.Store(n)
+		child = td
 	case syscall.S_IFLNK:
 		child = &link{node: n}
 	case syscall.S_IFREG:
@@ -166,9 +191,12 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	bctx, cancel := d.bound(ctx)
 	defer cancel()
-	v, err := d.cat.View(bctx, d.seq)
+	v, err := d.view(ctx, bctx)
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path, err)
+	}
+	if v == nil {
+		return gofs.NewListDirStream(nil), 0
 	}
 	es, err := v.Entries(bctx, d.path)
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 )
 
 // snapsDir is snapshots/: a folder per snapshot, named by its time, listed from the tree
-// roots when first browsed (dupless.Catalog.Snapshots reads each once and keeps its time).
+// roots when first browsed (dupless.Catalog.Snapshots reads each once and keeps its time),
+// and again once current/ followed a newer root.
 type snapsDir struct {
 	gofs.Inode
 	*env
@@ -35,10 +36,14 @@ func SnapshotName(s dupless.Snapshot, taken map[string]bool) string {
 	return name
 }
 
-// names returns the snapshots' folder names, oldest first, and their root numbers.
+// names returns the snapshots' folder names, oldest first, and their root numbers; as
+// current/, it first checks for newer roots when a check is due.
 func (s *snapsDir) names(ctx context.Context) ([]string, map[string]uint64, syscall.Errno) {
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
+	if _, err := s.current(ctx, bctx); err != nil {
+		return nil, nil, errno(ctx, s.log, "snapshots", err)
+	}
 	snaps, err := s.cat.Snapshots(bctx)
 	if err != nil {
 		return nil, nil, errno(ctx, s.log, "snapshots", err)

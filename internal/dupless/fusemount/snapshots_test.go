@@ -68,29 +68,3 @@ func TestMountLoadsSnapshotsWhenBrowsed(t *testing.T) {
 	}
 	readsRoots(t, be, "reading the newest snapshot", 0, func() { readFile(t, snap(2, "file-00000"), "version 2") })
 }
-
-// current/ is the newest tree when the mount started, and snapshots/ (listed later) the
-// snapshots retained then: a put while mounted shows in neither (mount again to see it),
-// as the mount's "mounted N snapshots" said.
-func TestMountShowsRootsAsAtStart(t *testing.T) {
-	requireFUSE(t)
-	be, master, src := manySnapshots(t, 2, 1)
-	m := runMount(t, clientOf(t, be, master), func(*Config) {})
-	if m.snapshots != 2 {
-		t.Errorf("the mount said %d snapshots, want 2", m.snapshots)
-	}
-	os.WriteFile(filepath.Join(src, "file-00000"), []byte("version 2"), 0o644)
-	putTree(t, clientOf(t, be, master), src)
-	readFile(t, filepath.Join(m.dir, "current", "src", "file-00000"), "version 1")
-	es, err := os.ReadDir(filepath.Join(m.dir, "snapshots"))
-	if err != nil || len(es) != 2 {
-		t.Fatalf("snapshots/ after a put while mounted: %v %v, want the 2 retained at start", es, err)
-	}
-	readFile(t, filepath.Join(m.dir, "snapshots", es[0].Name(), "src", "file-00000"), "version 0")
-	readFile(t, filepath.Join(m.dir, "snapshots", es[1].Name(), "src", "file-00000"), "version 1")
-	m2 := runMount(t, clientOf(t, be, master), func(*Config) {})
-	readFile(t, filepath.Join(m2.dir, "current", "src", "file-00000"), "version 2")
-	if es, err := os.ReadDir(filepath.Join(m2.dir, "snapshots")); err != nil || len(es) != 3 || m2.snapshots != 3 {
-		t.Errorf("a new mount's snapshots/: %d entries (said %d), %v; want 3", len(es), m2.snapshots, err)
-	}
-}

@@ -186,3 +186,89 @@ func blockedIn(tid int, nr uintptr) bool {
 	i := strings.LastIndexByte(string(st), ')') // the state follows the command's name
 	return err == nil && i > 0 && strings.HasPrefix(string(st[i:]), ") S ")
 }
+
+// A listing of snapshots/ that waits for another listing (which reads the roots from a
+// service slow to answer) ends when the kernel interrupts it: EINTR, which the reader
+// retries. Found by review: it waited on a lock that ignored the interruption, for as long
+// as the other listing took (up to Config.ReadTimeout, 90 s by default).
+func TestMountInterruptedSnapshotsListingWaitIsEINTR(t *testing.T) {
+	url, cred, gate := stalledService(t)
+	be, err := remote.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	requireFUSE(t)
+	src := filepath.Join(t.TempDir(), "src")
+	os.Mkdir(src, 0o755)
+	c := newClient(t, be)
+	for i := range 2 { // the older snapshot's root is read when snapshots/ is first listed
+		os.WriteFile(filepath.Join(src, "f"), []byte(fmt.Sprint("version ", i)), 0o644)
+		putTree(t, c, src)
+	}
+	m := runMount(t, c, func(c *Config) { c.Refresh = time.Hour }) // no check for newer roots
+	snaps := filepath.Join(m.dir, "snapshots")
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGUSR1) // caught: the signal only interrupts the listing
+	defer signal.Stop(sigs)
+
+	gate.Store(true) // the service stops answering: the first listing waits on it
+	defer gate.Store(false)
+	first := make(chan error, 1)
+	firstTid := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		firstTid <- syscall.Gettid()
+		es, err := os.ReadDir(snaps)
+		if err == nil && len(es) != 2 {
+			err = fmt.Errorf("%d snapshots, want 2", len(es))
+		}
+		first <- err
+	}()
+	id := <-firstTid
+	testutil.WaitFor(t, 30*time.Second, "the first listing blocked", func() bool { return blockedIn(id, syscall.SYS_GETDENTS64) })
+
+	second := make(chan error, 1)
+	secondTid := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		fd, err := syscall.Open(snaps, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			secondTid <- 0
+			second <- err
+			return
+		}
+		defer syscall.Close(fd)
+		secondTid <- syscall.Gettid()
+		_, err = syscall.Getdents(fd, make([]byte, 8192)) // no retry on EINTR, unlike os.ReadDir
+		second <- err
+	}()
+	id2 := <-secondTid
+	if id2 == 0 {
+		t.Fatal(<-second)
+	}
+	testutil.WaitFor(t, 30*time.Second, "the second listing blocked", func() bool { return blockedIn(id2, syscall.SYS_GETDENTS64) })
+	if err := syscall.Tgkill(os.Getpid(), id2, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-second:
+		if !errors.Is(err, syscall.EINTR) {
+			t.Errorf("an interrupted listing waiting for another: %v, want EINTR", err)
+		}
+	case <-time.After(20 * time.Second):
+		gate.Store(false)
+		t.Fatalf("an interrupted listing still waits 20 s later, behind the stalled one: %v", <-second)
+	}
+	gate.Store(false)
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Errorf("the first listing: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first listing still waits 60 s after the service answered again")
+	}
+}

@@ -1,0 +1,77 @@
+package dupless
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/veil-project/veil/internal/mle"
+)
+
+// Follow costs one request while nothing changed (a STAT of the next root number, not
+// found) and, once another client published roots, makes the newest current: the previous
+// current stays readable, Snapshots lists the new roots, and Changes names what differs
+// per folder (a changed file, a removed one, an added folder).
+func TestCatalogFollow(t *testing.T) {
+	be := &rootReqBE{countingBE: countingBE{Backend: newBackend(t)}}
+	master := NewMasterKey()
+	other, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer other.Close()
+	dir := filepath.Join(t.TempDir(), "d")
+	write(t, filepath.Join(dir, "changed"), []byte("version 0"))
+	write(t, filepath.Join(dir, "removed"), []byte("removed"))
+	write(t, filepath.Join(dir, "kept"), []byte("kept"))
+	mustPut(t, other, dir, "")
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer c.Close()
+	cat, err := c.OpenCatalog(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cat.Current()
+	before := be.snap()
+	if prev, err := cat.Follow(ctx); prev != nil || err != nil {
+		t.Fatalf("follow with nothing new: %v %v", prev, err)
+	}
+	if d := be.snap().since(before); d.reqs != 1 || d.gets != 0 || d.lists != 0 {
+		t.Errorf("follow with nothing new: %+v, want 1 request", d)
+	}
+
+	write(t, filepath.Join(dir, "changed"), []byte("version 1"))
+	write(t, filepath.Join(dir, "sub", "added"), []byte("added"))
+	mustPut(t, other, dir, "")
+	if _, err := other.Remove(ctx, "d/removed", false); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := cat.Follow(ctx)
+	if err != nil || prev != old {
+		t.Fatalf("follow after two commands: %v %v, want the previous view", prev, err)
+	}
+	cur := cat.Current()
+	if cur.Snap.Seq != old.Snap.Seq+2 || cat.Count() != 3 {
+		t.Fatalf("current %d (was %d), %d snapshots; want 2 newer, 3", cur.Snap.Seq, old.Snap.Seq, cat.Count())
+	}
+	snaps, err := cat.Snapshots(ctx)
+	if err != nil || len(snaps) != 3 || snaps[2].Seq != cur.Snap.Seq {
+		t.Fatalf("snapshots after follow: %+v %v", snaps, err)
+	}
+	if v, err := cat.View(ctx, old.Snap.Seq); err != nil || v != old {
+		t.Errorf("the previous current: %v %v, want it held", v, err)
+	}
+	got, err := cur.Changes(ctx, old, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b EntryChange) int { return strings.Compare(a.Name, b.Name) })
+	want := []EntryChange{{Name: "changed"}, {Name: "removed", Gone: true}, {Name: "sub"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes in d: %+v, want %+v", got, want)
+	}
+	if got, err := cur.Changes(ctx, old, ""); err != nil || len(got) != 1 || got[0] != (EntryChange{Name: "d", Meta: true}) {
+		t.Errorf("changes at the top: %+v %v, want d's metadata (its time)", got, err)
+	}
+	if prev, err := cat.Follow(ctx); prev != nil || err != nil {
+		t.Errorf("follow again: %v %v, want nothing new", prev, err)
+	}
+}

@@ -1,0 +1,172 @@
+package fusemount
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/storage"
+)
+
+// current/ follows the newest root (Config.Refresh). A lookup or listing under current/
+// asks whether a newer root exists when the last check is older than the interval
+// (dupless.Catalog.Follow: one request, answered "not found" while nothing changed), and
+// answers from the newest. The kernel caches what it was told, so:
+//   - entries and attributes under current/ are cached for the interval, not an hour, so
+//     that a program using a path it looked up keeps asking (and so checking); a name
+//     that is absent is not cached at all;
+//   - a lookup of a name whose entry is unchanged answers the node the kernel has (its
+//     cached pages stay); a changed file is a new node, so a file open before the change
+//     keeps reading the version it opened;
+//   - once a check found a newer root, the entries that changed in every folder the
+//     kernel knows are invalidated (go-fuse's notify calls, from a goroutine: the kernel
+//     takes the folder's lock for them, which the request that checked may hold).
+
+// follower is current/'s: when it last checked, and its inode (the top of what the kernel
+// knows under current/).
+type follower struct {
+	every time.Duration // Config.Refresh; negative: never
+	top   *gofs.Inode
+
+	mu       sync.Mutex
+	last     time.Time     // the last check's start (the mount's start at first)
+	checking bool          // a check is under way: other requests answer from the view they have
+	notified chan struct{} // closed when the last check's invalidations are sent
+}
+
+func newFollower(every time.Duration) *follower {
+	done := make(chan struct{})
+	close(done)
+	return &follower{every: every, last: time.Now(), notified: done}
+}
+
+// timeouts sets how long the kernel keeps an entry under current/.
+func (f *follower) timeouts(out *fuse.EntryOut) {
+	if f.every > 0 {
+		out.SetEntryTimeout(f.every)
+		out.SetAttrTimeout(f.every)
+	}
+}
+
+// due reports whether a check should start now, and if so marks it started.
+func (f *follower) due() bool {
+	if f.every < 0 {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.checking || time.Since(f.last) < f.every {
+		return false
+	}
+	f.checking, f.last = true, time.Now()
+	return true
+}
+
+// current returns current/'s view (nil: no root yet), checking first for a newer root
+// when one is due. ctx is the kernel's request, bctx it bounded by Config.ReadTimeout. A
+// check that fails is logged and the view served is the one the mount has; an
+// interrupted one is tried again by the next request (the reader retries on EINTR).
+func (e *env) current(ctx, bctx context.Context) (*dupless.View, error) {
+	f := e.follow
+	if !f.due() {
+		return e.cat.Current(), nil
+	}
+	prev, err := e.cat.Follow(bctx)
+	cur := e.cat.Current() // before another check may start
+	f.mu.Lock()
+	f.checking = false
+	if err != nil && ctx.Err() != nil {
+		f.last = time.Time{}
+	}
+	var before, done chan struct{}
+	if prev != nil { // invalidations in the order of the checks
+		before, done = f.notified, make(chan struct{})
+		f.notified = done
+	}
+	f.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		e.log.Warn("veil mount: checking for a newer snapshot failed; current/ stays as it is", "err", err)
+	}
+	if prev != nil {
+		e.log.Debug("veil mount: current/ follows a newer snapshot", "from", prev.Snap.Seq, "to", cur.Snap.Seq)
+		go func() {
+			<-before
+			defer close(done)
+			ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+			defer cancel()
+			e.invalidate(ctx, f.top, "", prev, cur)
+		}()
+	}
+	return cur, nil
+}
+
+// invalidate tells the kernel which entries of the folder dir (path under current/) and
+// of the folders it knows below it differ from old to cur. A removed entry is deleted
+// (programs watching the folder hear of it; an open file's link count becomes 0), a
+// changed one invalidated (the next use looks it up: a new node), a folder whose mode or
+// time changed gets its new attributes.
+func (e *env) invalidate(ctx context.Context, dir *gofs.Inode, path string, old, cur *dupless.View) {
+	changes, err := cur.Changes(ctx, old, path)
+	if err != nil {
+		e.log.Warn("veil mount: comparing snapshots failed; current/ shows the change within --refresh", "path", path, "err", err)
+		return
+	}
+	kids := dir.Children()
+	for _, ch := range changes {
+		kid := kids[ch.Name]
+		sub, isDir := (*treeDir)(nil), false
+		if kid != nil {
+			sub, isDir = kid.Operations().(*treeDir)
+		}
+		switch {
+		case ch.Meta && isDir:
+			n, err := cur.Lookup(ctx, path, ch.Name)
+			if err == nil {
+				sub.node.Store(n)
+				kid.NotifyContent(-1, 0) // attributes only
+				continue
+			}
+			dir.NotifyEntry(ch.Name)
+		case ch.Meta: // a folder the kernel does not know: nothing cached
+		case ch.Gone && kid != nil:
+			// Out of go-fuse's tree first: a lookup must not answer this node again should
+			// the name come back (the kernel marks a deleted folder dead).
+			dir.RmChild(ch.Name)
+			dir.NotifyDelete(ch.Name, kid)
+		default:
+			dir.NotifyEntry(ch.Name)
+		}
+	}
+	for name, kid := range kids {
+		if _, ok := kid.Operations().(*treeDir); ok && ctx.Err() == nil {
+			e.invalidate(ctx, kid, storage.Join(path, name), old, cur)
+		}
+	}
+}
+
+// sameEntry reports whether kid, a node the kernel has, stands for n: a folder for a
+// folder (its node is updated to n), anything else for the same record.
+func sameEntry(kid *gofs.Inode, n *dupless.Node) bool {
+	var had *dupless.Node
+	switch k := kid.Operations().(type) {
+	case *treeDir:
+		if n.IsDir {
+			k.node.Store(n)
+		}
+		return n.IsDir
+	case *file:
+		had = k.node
+	case *link:
+		had = k.node
+	case *special:
+		had = k.node
+	}
+	return had != nil && !n.IsDir && had.Version() == n.Version()
+}

@@ -153,10 +153,25 @@ func (f *rootFile) loadLegacy() (uint64, [32]byte, bool, error) {
 	return d.Seq, sum, true, nil
 }
 
-func (f *rootFile) Save(seq uint64, sum [32]byte) error {
+// Save remembers root seq unless the file already remembers a newer one: several veil
+// processes of one device (a mount following new roots beside a put, two puts) share the
+// file, and one that read an older root must not move it back. A lock file beside it
+// (flock) orders their read-modify-writes.
+func (f *rootFile) Save(seq uint64, sum [32]byte) error { return f.store(seq, sum, false) }
+
+// Accept remembers root seq even if it is older than the one remembered ('veil root
+// accept' after a restore of the service).
+func (f *rootFile) Accept(seq uint64, sum [32]byte) error { return f.store(seq, sum, true) }
+
+func (f *rootFile) store(seq uint64, sum [32]byte, back bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.save(seq, sum); err != nil {
+	unlock, err := f.lockFile()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := f.save(seq, sum, back); err != nil {
 		return err
 	}
 	if f.legacy != "" { // the new file holds the newest root now
@@ -168,12 +183,31 @@ func (f *rootFile) Save(seq uint64, sum [32]byte) error {
 	return nil
 }
 
-func (f *rootFile) save(seq uint64, sum [32]byte) error {
+// lockFile takes the exclusive flock of the memory's lock file (path + ".lock").
+func (f *rootFile) lockFile() (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+		return nil, err
+	}
+	l, err := os.OpenFile(f.path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(l.Fd()), syscall.LOCK_EX); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("lock %s: %w", l.Name(), err)
+	}
+	return func() { l.Close() }, nil // closing releases the lock
+}
+
+func (f *rootFile) save(seq uint64, sum [32]byte, back bool) error {
 	b, err := os.ReadFile(f.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	cur, i, ok := newestSlot(b)
+	if ok && !back && cur.seq > seq {
+		return nil // another process remembered a newer root meanwhile
+	}
 	slot := rootSlot{gen: cur.gen + 1, seq: seq, sum: sum}.encode()
 	if !ok || len(b) != rootFileSize { // a new file (or one to replace whole): written once, renamed in
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {

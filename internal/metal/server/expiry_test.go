@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,5 +60,27 @@ func TestHalfRequestAnsweredAfterPairTimeout(t *testing.T) {
 	}
 	if took < p.wait || took > p.wait+5*time.Second {
 		t.Fatalf("a half request refused after %v, want its pair timeout, %v", took, p.wait)
+	}
+}
+
+// TestTrimDropsGoneClientsFirst: when more jobs wait for their other part than allowed,
+// one whose client has gone (it holds no connection) is dropped before the live job that
+// waited longest.
+func TestTrimDropsGoneClientsFirst(t *testing.T) {
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	t0 := time.Now()
+	w := &waiting{}
+	for i, ctx := range []context.Context{context.Background(), gone, context.Background()} {
+		w.jobs = append(w.jobs, &deferred{j: &job{ctx: ctx, done: make(chan result, 1)}, until: t0.Add(time.Duration(i) * time.Second)})
+	}
+	oldest, dead := w.jobs[0], w.jobs[1]
+	w.trim(2)
+	if len(w.jobs) != 2 || len(oldest.j.done) != 0 || len(dead.j.done) != 1 {
+		t.Fatalf("trim to 2 of 3 with one client gone: %d left, oldest answered %v, gone one answered %v", len(w.jobs), len(oldest.j.done) == 1, len(dead.j.done) == 1)
+	}
+	w.trim(1)
+	if res := <-oldest.j.done; len(w.jobs) != 1 || !errors.Is(res.err, errMissing) || !strings.Contains(res.err.Error(), "waited longest") {
+		t.Fatalf("trim to 1: %d left, oldest answered %v", len(w.jobs), res.err)
 	}
 }

@@ -123,8 +123,22 @@ func (w *waiting) again(d *deferred, now time.Time) bool {
 }
 
 // trim answers the jobs that waited longest while more than max wait, so requests whose
-// other part never comes, from however many addresses, hold at most max connections.
+// other part never comes, from however many addresses, hold at most max connections. Jobs
+// whose client is gone (they hold no connection) go first.
 func (w *waiting) trim(max int) {
+	if len(w.jobs) <= max {
+		return
+	}
+	live := w.jobs[:0]
+	for _, d := range w.jobs {
+		if err := d.j.ctx.Err(); err != nil {
+			d.j.done <- result{err: err}
+		} else {
+			live = append(live, d)
+		}
+	}
+	clear(w.jobs[len(live):])
+	w.jobs = live
 	for len(w.jobs) > max {
 		old := 0
 		for i, d := range w.jobs {

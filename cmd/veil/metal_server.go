@@ -82,9 +82,10 @@ DIR/deployment.json for clients: 'veil metal join').
 		},
 	}
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7601", "listen address")
-	serve.Flags().DurationVar(&cfg.PairTimeout, "pair-timeout", 30*time.Second, "role 1: how long a call waits for the client's part to reach Server 2")
+	serve.Flags().DurationVar(&cfg.PairTimeout, "pair-timeout", 30*time.Second, "how long a call waits for the client's other part (role 1: to reach Server 2; role 2: to be announced by Server 1, counted while the link is up with no call running)")
 	serve.Flags().DurationVar(&cfg.CallTimeout, "call-timeout", 5*time.Minute, "a request's wait for its turn and its call")
-	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 256, "simultaneous client connections")
+	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 256, "simultaneous client connections (requests waiting for their other part hold at most half of them)")
+	serve.Flags().IntVar(&cfg.MaxWaitingPerAddr, "max-waiting-per-address", 32, "requests of one client address (IPv6: one /64) waiting at once; more are refused with 429 (raise it behind a shared address: NAT, Tor exit)")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
 	serve.Flags().DurationVar(&cfg.ShareEpoch, "share-epoch", 0, "role 1: broadcast-list epoch; a download closes and shuffles the open epoch once it is this old (0: every download)")
 	serve.Flags().DurationVar(&cfg.ShareRetention, "share-retention", 72*time.Hour, "role 1: closed broadcast-list epochs are deleted after this")

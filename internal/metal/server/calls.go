@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/veil-project/veil/internal/metal/ac"
@@ -33,6 +33,8 @@ type job struct {
 	part []byte
 	ctx  context.Context
 	done chan result
+	addr string        // the client's address, as counted by waiters
+	free time.Duration // Server 2: the pending clock when the part came
 }
 
 func (s *Server) partLen(kind byte) int {
@@ -79,9 +81,20 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 			return nil, false
 		}
 	}
-	j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1)}
+	j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1), addr: clientAddr(r.RemoteAddr)}
 	copy(j.id[:], body)
+	// A refused or failed request closes its connection: one that never gets its other part
+	// leaves no idle connection behind (they would take the server's connections as well).
+	if !s.wait.enter(j.addr) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("too many requests from this address are waiting for their turn or their other part (at most %d): wait for their answers", s.cfg.MaxWaitingPerAddr), http.StatusTooManyRequests)
+		return nil, false
+	}
+	defer s.wait.leave(j.addr)
 	res, status := s.submit(r.Context(), j)
+	if status != 0 || res.err != nil {
+		w.Header().Set("Connection", "close")
+	}
 	if status != 0 {
 		http.Error(w, res.err.Error(), status)
 		return nil, false
@@ -100,6 +113,7 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 
 // submit hands j to the call loop (Server 1: in arrival order; Server 2: for Server 1's
 // announcement of its id) and waits for its result. A non-zero status means j never ran.
+// Once the server is shutting down, a job not yet running is answered at once.
 func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -107,22 +121,47 @@ func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 		select {
 		case s.jobs <- j:
 			return <-j.done, 0
+		case <-s.quit:
+			return result{err: s.errShutdown()}, http.StatusServiceUnavailable
 		case <-ctx.Done():
 			return result{err: errors.New("server 2 is unreachable or the queue is too long (try again)")}, http.StatusServiceUnavailable
 		}
 	}
-	if err := s.pend.put(j); err != nil {
+	if err := s.pend.put(j, s.maxHalves()); err != nil {
 		return result{err: err}, http.StatusConflict
 	}
-	select {
-	case res := <-j.done:
-		return res, 0
-	case <-ctx.Done():
-		if s.pend.remove(j) {
-			return result{err: errors.New("server 1 never announced this request (send both parts, same id)")}, http.StatusServiceUnavailable
+	for {
+		left := s.pend.left(j, s.cfg.PairTimeout)
+		if left <= 0 {
+			if s.pend.remove(j) {
+				return result{err: fmt.Errorf("server 1 did not announce this request within %v of link time without calls: did its part reach server 1? (send both parts, same id)", s.cfg.PairTimeout)}, http.StatusConflict
+			}
+			return <-j.done, 0
 		}
-		return <-j.done, 0
+		t := time.NewTimer(left)
+		select {
+		case res := <-j.done:
+			t.Stop()
+			return res, 0
+		case <-t.C:
+			continue
+		case <-s.quit:
+			t.Stop()
+			if s.pend.remove(j) {
+				return result{err: s.errShutdown()}, http.StatusServiceUnavailable
+			}
+		case <-ctx.Done():
+			t.Stop()
+			if s.pend.remove(j) {
+				return result{err: errors.New("server 1 never announced this request (send both parts, same id)")}, http.StatusServiceUnavailable
+			}
+		}
+		return <-j.done, 0 // Server 1 announced it meanwhile: it runs
 	}
+}
+
+func (s *Server) errShutdown() error {
+	return fmt.Errorf("metal server %d is shutting down (try again)", s.role)
 }
 
 func resultName(err error) string {
@@ -163,43 +202,4 @@ func (s *Server) call(p *access.Party, j *job) result {
 	}
 	s.m.seconds.WithLabelValues(kindNames[j.kind]).Observe(time.Since(start).Seconds())
 	return result{out: out, err: err}
-}
-
-// pending holds Server 2's client parts by request id until Server 1 announces them.
-type pending struct {
-	mu sync.Mutex
-	m  map[[idLen]byte]*job
-}
-
-func newPending() *pending {
-	return &pending{m: map[[idLen]byte]*job{}}
-}
-
-func (p *pending) put(j *job) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, dup := p.m[j.id]; dup {
-		return errors.New("a request with this id is already waiting")
-	}
-	p.m[j.id] = j
-	return nil
-}
-
-func (p *pending) remove(j *job) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m[j.id] == j {
-		delete(p.m, j.id)
-		return true
-	}
-	return false
-}
-
-// take removes and returns the part with this id, or nil if none is here.
-func (p *pending) take(id [idLen]byte) *job {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	j := p.m[id]
-	delete(p.m, id)
-	return j
 }

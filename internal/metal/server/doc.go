@@ -11,7 +11,9 @@
 // the call (internal/metal/access). Ids whose part is missing wait, and Server 1 asks about
 // all of them in one query per poll (pairing.go, query.go), so requests sent to one server
 // only cost the link the same however many there are. Calls run one at a time, in Server
-// 1's order.
+// 1's order. What waiting requests hold is bounded per client address and per server
+// (admit.go), Server 2 keeps a part only as long as Server 1 could still announce it
+// (pending.go), and a server told to stop answers every request not yet in a call.
 //
 // Layering: a service. It imports internal/metal/access and the protocol packages below it,
 // internal/server and internal/pki; it must not import clients, cmd or other systems.

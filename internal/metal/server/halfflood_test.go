@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,11 +35,23 @@ func linkCount(t *testing.T, p *pair, msg string) int {
 	return 0
 }
 
-// halfRequests sends n account parts with fresh ids to server i (0: Server 1) only; the
-// channel gets each one's status.
+// flooder is the client address half requests come from in these tests; honest clients'
+// come from 127.0.0.1 (the servers count waiting requests per address).
+const flooder = "127.0.0.2"
+
+// waitLink waits until Server 1's /metrics says the link is up ("1") or down ("0").
+func waitLink(t *testing.T, p *pair, up string) {
+	t.Helper()
+	testutil.WaitFor(t, 30*time.Second, "server 1's link state "+up, func() bool {
+		return strings.Contains(get(t, p.dep, 0, "https://"+p.addr[0]+"/metrics"), "\nveil_metal_peer_up "+up)
+	})
+}
+
+// halfRequests sends n account parts with fresh ids to server i (0: Server 1) only, from
+// flooder; the channel gets each one's status.
 func halfRequests(t *testing.T, p *pair, i, n int) <-chan int {
 	ca := []string{p.dep.CA1, p.dep.CA2}[i]
-	hc := httpClient(t, ca)
+	hc := httpClientFrom(t, ca, flooder)
 	st := make(chan int, n)
 	for range n {
 		go func() {
@@ -52,12 +65,19 @@ func halfRequests(t *testing.T, p *pair, i, n int) <-chan int {
 
 // post sends body and returns the status (0 if the request failed).
 func post(hc *http.Client, addr, path string, body []byte) int {
+	st, _ := postMsg(hc, addr, path, body)
+	return st
+}
+
+// postMsg is post that also returns the answer's body (or the request's error).
+func postMsg(hc *http.Client, addr, path string, body []byte) (int, string) {
 	resp, err := hc.Post("https://"+addr+path, "application/octet-stream", bytes.NewReader(body))
 	if err != nil {
-		return 0
+		return 0, err.Error()
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // TestWaitingPartsCostOneQueryPerPoll: however many requests are sent to Server 1 only,
@@ -66,19 +86,15 @@ func post(hc *http.Client, addr, path string, body []byte) int {
 // doubling to 0.5 s) until its pair timeout, about ten times each in the 2 s of these tests
 // (66 at the default 30 s), so a flood of them slowed every call (review: account creation
 // 5.2-6.5 s instead of 0.27 s with 200 such clients on a 10 ms link). Here the n requests
-// come while the link is down, so they are all there when it comes up.
+// come while the link is down, so they are all there when it comes up; there are 32 of them,
+// as many as one client address may have waiting (Config.MaxWaitingPerAddr).
 func TestWaitingPartsCostOneQueryPerPoll(t *testing.T) {
 	p := startPair(t)
 	c := p.client(t)
-	peerUp := func(v string) func() bool {
-		return func() bool {
-			return strings.Contains(get(t, p.dep, 0, "https://"+p.addr[0]+"/metrics"), "\nveil_metal_peer_up "+v)
-		}
-	}
-	testutil.WaitFor(t, 30*time.Second, "the link up", peerUp("1"))
+	waitLink(t, p, "1")
 	p.stop[1]()
-	testutil.WaitFor(t, 30*time.Second, "server 1 to see the link down", peerUp("0"))
-	const n = 40
+	waitLink(t, p, "0")
+	const n = 32
 	p.mu.Lock()
 	b0 := len(p.bodies[0])
 	p.mu.Unlock()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,12 +10,21 @@ import (
 	"github.com/veil-project/veil/internal/metal/access"
 )
 
-func httpClient(t testing.TB, caPEM string) *http.Client {
+func httpClient(t testing.TB, caPEM string) *http.Client { return httpClientFrom(t, caPEM, "") }
+
+// httpClientFrom is httpClient whose connections come from the local address src (another
+// client address on loopback, 127.0.0.2 say: the servers count waiting requests per client
+// address); "" for any.
+func httpClientFrom(t testing.TB, caPEM, src string) *http.Client {
 	cfg, err := ClientTLS([]byte(caPEM), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	if src != "" {
+		tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}).DialContext
+	}
+	return &http.Client{Transport: tr}
 }
 
 func get(t *testing.T, d access.Deployment, i int, url string) string {

@@ -165,7 +165,9 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 	if s.role == 1 {
 		return s.lead(ctx, sess, p, c.query)
 	}
-	return s.follow(sess, p)
+	s.pend.run(true)
+	defer s.pend.run(false)
+	return s.follow(ctx, sess, p)
 }
 
 func (s *Server) setUp(v bool) {

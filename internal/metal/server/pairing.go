@@ -45,11 +45,23 @@ type waiting struct {
 	lastEnd time.Time     // with queries: when the last poll's answer came
 }
 
-// due is when to ask about waiting jobs next; false if none is waiting.
+// due is when to wake next: to ask about waiting jobs, or at the first pair timeout if
+// that comes before; false if none is waiting.
 func (w *waiting) due() (time.Time, bool) {
 	if len(w.jobs) == 0 {
 		return time.Time{}, false
 	}
+	t := w.pollAt()
+	for _, d := range w.jobs {
+		if d.until.Before(t) {
+			t = d.until
+		}
+	}
+	return t, true
+}
+
+// pollAt is when to ask about waiting jobs next (there are some).
+func (w *waiting) pollAt() time.Time {
 	t := w.jobs[0].next
 	for _, d := range w.jobs[1:] {
 		if d.next.Before(t) {
@@ -59,7 +71,23 @@ func (w *waiting) due() (time.Time, bool) {
 	if w.query && t.Before(w.lastEnd.Add(w.gap)) {
 		t = w.lastEnd.Add(w.gap)
 	}
-	return t, true
+	return t
+}
+
+// expire answers the jobs whose pair timeout is past at now (their part never reached
+// Server 2 while they were asked about), without asking again: the answer comes at the
+// pair timeout, not at the next poll (up to retryMax later).
+func (w *waiting) expire(now time.Time) {
+	keep := w.jobs[:0]
+	for _, d := range w.jobs {
+		if now.Before(d.until) {
+			keep = append(keep, d)
+		} else {
+			d.j.done <- result{err: errMissing}
+		}
+	}
+	clear(w.jobs[len(keep):])
+	w.jobs = keep
 }
 
 // take removes and returns the jobs to ask about now: all of them with queries, else the
@@ -83,14 +111,44 @@ func (w *waiting) take() []*deferred {
 }
 
 // again keeps d waiting after a not-yet answer at now; false once its pair timeout is past.
+// A next ask after the pair timeout does not end it early: expire answers it then.
 func (w *waiting) again(d *deferred, now time.Time) bool {
-	if !now.Add(d.pause).Before(d.until) {
+	if !now.Before(d.until) {
 		return false
 	}
 	d.next = now.Add(d.pause)
 	d.pause = min(2*d.pause, retryMax)
 	w.jobs = append(w.jobs, d)
 	return true
+}
+
+// trim answers the jobs that waited longest while more than max wait, so requests whose
+// other part never comes, from however many addresses, hold at most max connections. Jobs
+// whose client is gone (they hold no connection) go first.
+func (w *waiting) trim(max int) {
+	if len(w.jobs) <= max {
+		return
+	}
+	live := w.jobs[:0]
+	for _, d := range w.jobs {
+		if err := d.j.ctx.Err(); err != nil {
+			d.j.done <- result{err: err}
+		} else {
+			live = append(live, d)
+		}
+	}
+	clear(w.jobs[len(live):])
+	w.jobs = live
+	for len(w.jobs) > max {
+		old := 0
+		for i, d := range w.jobs {
+			if d.until.Before(w.jobs[old].until) {
+				old = i
+			}
+		}
+		w.jobs[old].j.done <- result{err: crowded{1}}
+		w.jobs = append(w.jobs[:old], w.jobs[old+1:]...)
+	}
 }
 
 // lead is Server 1's loop: announce each job's id as it comes, run it if Server 2 has its
@@ -104,7 +162,7 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party,
 	w := &waiting{query: query}
 	defer func() { // the link is gone: so are the waiting jobs' chances
 		for _, d := range w.jobs {
-			d.j.done <- result{err: err}
+			d.j.done <- result{err: s.stopping(ctx, err)}
 		}
 	}()
 	for {
@@ -119,7 +177,9 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party,
 		case j := <-s.jobs:
 			ds = s.arrivals(j, query)
 		case <-retry.C:
-			if t, ok := w.due(); !ok || time.Now().Before(t) {
+			now := time.Now()
+			w.expire(now)
+			if len(w.jobs) == 0 || now.Before(w.pollAt()) {
 				continue
 			}
 			ds, again = w.take(), true
@@ -131,7 +191,7 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party,
 			}
 			continue
 		}
-		if err := s.ask(sess, p, w, ds, query && (again || len(ds) > 1), query && again); err != nil {
+		if err := s.ask(ctx, sess, p, w, ds, query && (again || len(ds) > 1), query && again); err != nil {
 			return err
 		}
 	}
@@ -158,7 +218,7 @@ func (s *Server) arrivals(j *job, query bool) []*deferred {
 // timeout. Every job of ds is answered or back in w when it returns. A poll (a query about
 // waiting jobs) sets the pause before the next one; a query about new jobs does not, so
 // new jobs coming all the time do not hold back the waiting ones' next poll.
-func (s *Server) ask(sess *twopc.Session, p *access.Party, w *waiting, ds []*deferred, query, poll bool) error {
+func (s *Server) ask(ctx context.Context, sess *twopc.Session, p *access.Party, w *waiting, ds []*deferred, query, poll bool) error {
 	live := ds[:0]
 	for _, d := range ds {
 		if err := d.j.ctx.Err(); err != nil { // the client is gone
@@ -189,7 +249,7 @@ func (s *Server) ask(sess *twopc.Session, p *access.Party, w *waiting, ds []*def
 	}
 	if err != nil {
 		for _, d := range live {
-			d.j.done <- result{err: err}
+			d.j.done <- result{err: s.stopping(ctx, err)}
 		}
 		return err
 	}
@@ -210,14 +270,18 @@ func (s *Server) ask(sess *twopc.Session, p *access.Party, w *waiting, ds []*def
 			d.j.done <- result{err: errMissing}
 		}
 	}
-	return s.runAll(p, run)
+	w.trim(s.maxHalves())
+	return s.runAll(ctx, p, run)
 }
 
 // runAll runs the jobs' calls in order. A failed call closes the link: the jobs after it
 // get its error.
-func (s *Server) runAll(p *access.Party, run []*job) error {
+func (s *Server) runAll(ctx context.Context, p *access.Party, run []*job) error {
 	for i, j := range run {
 		res := s.call(p, j)
+		if res.err != nil {
+			res.err = s.stopping(ctx, res.err)
+		}
 		j.done <- res
 		if res.err != nil {
 			for _, k := range run[i+1:] {
@@ -227,6 +291,15 @@ func (s *Server) runAll(p *access.Party, run []*job) error {
 		}
 	}
 	return nil
+}
+
+// stopping is err, or the shutdown's error if the link failed because this server is
+// shutting down (it closes the link).
+func (s *Server) stopping(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return s.errShutdown()
+	}
+	return err
 }
 
 func ping(sess *twopc.Session) error {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -84,7 +85,7 @@ func checkAnswers(b []byte, n int) error {
 
 // follow is Server 2's loop: say at once, for each id Server 1 asks about, whether its part
 // is here, then run the calls of those that are, in order.
-func (s *Server) follow(sess *twopc.Session, p *access.Party) error {
+func (s *Server) follow(ctx context.Context, sess *twopc.Session, p *access.Party) error {
 	for {
 		msg, err := sess.ReceiveMessage()
 		if err != nil {
@@ -123,12 +124,17 @@ func (s *Server) follow(sess *twopc.Session, p *access.Party) error {
 		}
 		if err := sess.SendMessage(answers); err != nil {
 			for _, j := range run {
-				j.done <- result{err: err}
+				j.done <- result{err: s.stopping(ctx, err)}
 			}
 			return err
 		}
-		if err := s.runAll(p, run); err != nil {
-			return err
+		if len(run) > 0 { // Server 1 may hold parts' twins in its queue meanwhile
+			s.pend.run(false)
+			err := s.runAll(ctx, p, run)
+			s.pend.run(true)
+			if err != nil {
+				return err
+			}
 		}
 	}
 }

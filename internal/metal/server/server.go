@@ -25,18 +25,21 @@ import (
 
 // Config configures a running Metal server. Zero values take the documented defaults.
 type Config struct {
-	PairTimeout     time.Duration // Server 1: how long a call waits for its part to reach Server 2 (default 30s)
-	CallTimeout     time.Duration // a client request's wait for its turn and its call (default 5m)
-	RedialInterval  time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
-	PingInterval    time.Duration // Server 1: keep-alive on an idle link (default 5s)
-	LinkDelay       time.Duration // added one-way latency on the 2PC link (benchmarks; default 0)
-	MaxConns        int           // simultaneous client connections (default 256)
-	ReadTimeout     time.Duration // default 60s
-	IdleTimeout     time.Duration // default 2m
-	ShutdownTimeout time.Duration // graceful drain limit (default 30s)
-	ShareEpoch      time.Duration // Server 1: the broadcast list's epoch (0: every download closes one)
-	ShareRetention  time.Duration // Server 1: closed epochs kept this long (default 72h)
-	Logger          *slog.Logger  // default: discard
+	PairTimeout    time.Duration // how long a call waits for its other part: Server 1, for it to reach Server 2; Server 2, for Server 1's announcement, on link time without calls (default 30s)
+	CallTimeout    time.Duration // a client request's wait for its turn and its call (default 5m)
+	RedialInterval time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
+	PingInterval   time.Duration // Server 1: keep-alive on an idle link (default 5s)
+	LinkDelay      time.Duration // added one-way latency on the 2PC link (benchmarks; default 0)
+	MaxConns       int           // simultaneous client connections (default 256)
+	// MaxWaitingPerAddr: requests of one client address (IPv6: one /64) waiting for their
+	// turn or their other part at once; more are refused with 429 (default 32).
+	MaxWaitingPerAddr int
+	ReadTimeout       time.Duration // default 60s
+	IdleTimeout       time.Duration // default 2m
+	ShutdownTimeout   time.Duration // graceful drain limit (default 30s)
+	ShareEpoch        time.Duration // Server 1: the broadcast list's epoch (0: every download closes one)
+	ShareRetention    time.Duration // Server 1: closed epochs kept this long (default 72h)
+	Logger            *slog.Logger  // default: discard
 	// TestTap, when set, is given the path and body of every client request: the tests that
 	// check what a server learns read it. Not for production.
 	TestTap func(path string, body []byte)
@@ -48,6 +51,7 @@ func (c *Config) defaults() {
 	def(&c.RedialInterval, time.Second)
 	def(&c.PingInterval, 5*time.Second)
 	def(&c.MaxConns, 256)
+	def(&c.MaxWaitingPerAddr, 32)
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
@@ -71,9 +75,11 @@ type Server struct {
 	tls    *tls.Config
 	peer   PeerCred // Server 1: how to reach Server 2
 	m      *metrics
-	jobs   chan *job  // Server 1: calls in arrival order
-	pend   *pending   // Server 2: client parts waiting for Server 1's announcement
-	links  chan *conn // Server 2: upgraded /v1/peer connections
+	jobs   chan *job     // Server 1: calls in arrival order
+	pend   *pending      // Server 2: client parts waiting for Server 1's announcement
+	links  chan *conn    // Server 2: upgraded /v1/peer connections
+	quit   chan struct{} // closed when Serve's context ends: jobs not yet running are answered
+	wait   *waiters      // requests waiting in submit, per client address
 	mu     sync.Mutex
 	up     bool           // the 2PC link is established
 	last   access.Timings // the last access's breakdown
@@ -96,7 +102,8 @@ func Open(dir string, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%s: bad %s", dir, FileConfig)
 	}
 	s := &Server{cfg: cfg, role: c.Role, log: server.Logger(cfg.Logger, fmt.Sprintf("metal-server%d", c.Role)), m: newMetrics(),
-		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1)}
+		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1),
+		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr)}
 	ca, err1 := read(pki.CACertFile)
 	cert, err2 := read(pki.ServerCertFile)
 	key, err3 := read(pki.ServerKeyFile)
@@ -172,6 +179,7 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: s.tls, ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
 		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	lctx, stop := context.WithCancel(ctx)
+	context.AfterFunc(ctx, func() { close(s.quit) })
 	done := make(chan struct{})
 	go func() { defer close(done); s.linkLoop(lctx) }()
 	s.log.Info("serving", "addr", ls.Addr())

@@ -36,6 +36,7 @@ type pair struct {
 	dep    access.Deployment
 	delay  time.Duration // LinkDelay of both servers
 	wait   time.Duration // PairTimeout of both servers
+	tune   []func(*Config)
 }
 
 func startPair(t testing.TB) *pair { return startPairWith(t, 0, 2*time.Second) }
@@ -46,8 +47,10 @@ func startPairWith(t testing.TB, delay, pairTimeout time.Duration) *pair {
 	return startPairParams(t, delay, pairTimeout, testParams)
 }
 
-func startPairParams(t testing.TB, delay, pairTimeout time.Duration, params access.Params) *pair {
-	p := &pair{delay: delay, wait: pairTimeout}
+// startPairParams starts a pair with these parameters; tune, if given, changes both
+// servers' configuration.
+func startPairParams(t testing.TB, delay, pairTimeout time.Duration, params access.Params, tune ...func(*Config)) *pair {
+	p := &pair{delay: delay, wait: pairTimeout, tune: tune}
 	var ls [2]server.Listeners
 	for i := range ls {
 		var err error
@@ -78,12 +81,16 @@ func startPairParams(t testing.TB, delay, pairTimeout time.Duration, params acce
 }
 
 func (p *pair) serve(t testing.TB, i int, ls server.Listeners) {
-	s, err := Open(p.dir[i], Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), PairTimeout: p.wait, RedialInterval: 50 * time.Millisecond, PingInterval: 100 * time.Millisecond, LinkDelay: p.delay,
+	cfg := Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), PairTimeout: p.wait, RedialInterval: 50 * time.Millisecond, PingInterval: 100 * time.Millisecond, LinkDelay: p.delay,
 		TestTap: func(path string, body []byte) {
 			p.mu.Lock()
 			p.bodies[i] = append(p.bodies[i], append([]byte{}, body...))
 			p.mu.Unlock()
-		}})
+		}}
+	for _, f := range p.tune {
+		f(&cfg)
+	}
+	s, err := Open(p.dir[i], cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

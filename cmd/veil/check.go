@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,10 +22,10 @@ func init() {
 
 func newCheckCommand() *cobra.Command {
 	var o clientFlags
-	var readData bool
+	var readData, repair bool
 	var subset string
 	c := &cobra.Command{
-		Use:   "check [--read-data | --read-data-subset N%]",
+		Use:   "check [--read-data | --read-data-subset N%] [--repair]",
 		Short: "Verify your stored files, their versions and their content",
 		Long: `check verifies everything you store, without changing anything: every key record of the
 newest tree (authenticated under your key and listed by the newest tree root), every older
@@ -36,10 +37,19 @@ the exit status is 3 if anything is damaged. A version a snapshot lists that is 
 stored is damage: the storage service lost it, or (where the snapshots allow it, said as
 such) a veil older than kept versions replaced it and never kept it.
 
+check also names the folders that have no record ("folder without a record"): folders an
+older veil made along the way (put's destination and its parents, mkdir's parents, a mv's
+new parents). That is no damage, but 'ls -l' shows them as d????????? and get restores
+them 0700. --repair gives each the record veil gives such folders now: drwxr-xr-x, dated
+the time of the repair. It never replaces a record, runs alone as mv does, and leaves the
+folders an interrupted mv covers until 'veil mv --resume' finishes it (exit 3). --repair
+repairs nothing else: damage needs the original ('veil put --force').
+
 Examples:
   veil check
   veil check --read-data-subset 10%
-  veil check --read-data --json`,
+  veil check --read-data --json
+  veil check --repair`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := dupless.CheckOptions{ReadData: readData}
@@ -58,39 +68,27 @@ Examples:
 				if err != nil {
 					return err
 				}
+				var rep *dupless.FolderRepair
+				if repair {
+					rep = &dupless.FolderRepair{Recorded: []string{}, Pending: []string{}}
+					if len(res.Unrecorded) > 0 { // found with no lock: RecordFolders looks again under it
+						if rep, err = cl.RecordFolders(cmd.Context()); err != nil {
+							return fmt.Errorf("give the folders without a record one: %w", err)
+						}
+					}
+				}
 				out := cmd.OutOrStdout()
 				if o.json {
-					json.NewEncoder(out).Encode(res)
+					json.NewEncoder(out).Encode(checkJSON{res, rep})
 				} else {
-					for _, p := range res.Problems {
-						fmt.Fprintf(out, "damaged: %s: %s\n", words.Name(p.Path), words.Escape(p.Err))
-					}
-					fmt.Fprintf(out, "checked %s, %s, %s (%s), %s present, %d read and verified (%s) in %s: ",
-						plural(res.Files, "file", "files"), plural(res.Dirs, "dir", "dirs"), plural(res.Snapshots, "snapshot", "snapshots"),
-						plural(res.Versions, "older version", "older versions"), plural(res.Chunks, "chunk", "chunks"), res.ChunksRead,
-						humanBytes(res.BytesRead), res.Duration.Round(1e6))
-					if len(res.Problems) == 0 {
-						fmt.Fprintln(out, "no damage")
-					} else {
-						fmt.Fprintln(out, plural(len(res.Problems), "problem", "problems"))
-					}
-					if len(res.Problems) > res.Clashes { // a clash says its own repair
-						// put --force sends every chunk again, and the service replaces a
-						// stored blob that no longer matches its hash (found by a user
-						// walkthrough: rm and put repaired nothing with content in S3).
-						fmt.Fprintln(out, "to repair a damaged file whose original you still have: put it again with --force into its folder ('veil put --force LOCALFILE --to FOLDER'); its older versions stay in your snapshots")
-					}
-					if res.VersionsMissing > 0 {
-						fmt.Fprintf(out, "%d of the problems are versions your snapshots list that are no longer stored; "+
-							"to stop listing them, 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsMissing)
-					}
-					if res.VersionsDamaged > 0 { // prune deletes no chunk while they are listed
-						fmt.Fprintf(out, "%d of the problems are versions your snapshots list whose stored copy is damaged; prune deletes no chunks while "+
-							"they are listed: 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsDamaged)
-					}
+					printCheck(out, res, rep)
 				}
 				if n := len(res.Problems); n > 0 {
 					return exitError{"check found " + plural(n, "damaged file or version", "damaged files or versions"), 3}
+				}
+				if rep != nil && len(rep.Pending) > 0 {
+					return exitError{"check --repair left " + plural(len(rep.Pending), "folder", "folders") +
+						" without a record: an interrupted mv covers them; run 'veil mv --resume', then 'veil check --repair' again", 3}
 				}
 				return nil
 			})
@@ -99,7 +97,75 @@ Examples:
 	o.addFlags(c, false)
 	c.Flags().BoolVar(&readData, "read-data", false, "download and verify every chunk")
 	c.Flags().StringVar(&subset, "read-data-subset", "", "download and verify this share of the chunks, chosen at random (e.g. 10%)")
+	c.Flags().BoolVar(&repair, "repair", false, "give the folders without a record one (drwxr-xr-x, dated now)")
 	return c
+}
+
+// checkJSON is check's --json: its result, and with --repair what the repair did.
+type checkJSON struct {
+	*dupless.CheckResult
+	Repair *dupless.FolderRepair `json:"repair,omitempty"`
+}
+
+// printCheck writes check's text output: the damage, then the folders without a record
+// (and what --repair did of them, rep non-nil).
+func printCheck(out io.Writer, res *dupless.CheckResult, rep *dupless.FolderRepair) {
+	for _, p := range res.Problems {
+		fmt.Fprintf(out, "damaged: %s: %s\n", words.Name(p.Path), words.Escape(p.Err))
+	}
+	folderLines(out, "folder without a record", res.Unrecorded)
+	fmt.Fprintf(out, "checked %s, %s, %s (%s), %s present, %d read and verified (%s) in %s: ",
+		plural(res.Files, "file", "files"), plural(res.Dirs, "dir", "dirs"), plural(res.Snapshots, "snapshot", "snapshots"),
+		plural(res.Versions, "older version", "older versions"), plural(res.Chunks, "chunk", "chunks"), res.ChunksRead,
+		humanBytes(res.BytesRead), res.Duration.Round(1e6))
+	if len(res.Problems) == 0 {
+		fmt.Fprintln(out, "no damage")
+	} else {
+		fmt.Fprintln(out, plural(len(res.Problems), "problem", "problems"))
+	}
+	if len(res.Problems) > res.Clashes { // a clash says its own repair
+		// put --force sends every chunk again, and the service replaces a
+		// stored blob that no longer matches its hash (found by a user
+		// walkthrough: rm and put repaired nothing with content in S3).
+		fmt.Fprintln(out, "to repair a damaged file whose original you still have: put it again with --force into its folder ('veil put --force LOCALFILE --to FOLDER'); its older versions stay in your snapshots")
+	}
+	if res.VersionsMissing > 0 {
+		fmt.Fprintf(out, "%d of the problems are versions your snapshots list that are no longer stored; "+
+			"to stop listing them, 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsMissing)
+	}
+	if res.VersionsDamaged > 0 { // prune deletes no chunks while they are listed
+		fmt.Fprintf(out, "%d of the problems are versions your snapshots list whose stored copy is damaged; prune deletes no chunks while "+
+			"they are listed: 'veil forget' the snapshots they are in (e.g. --keep-last N keeps the N newest)\n", res.VersionsDamaged)
+	}
+	switch {
+	case rep != nil:
+		if n := len(rep.Recorded); n > 0 {
+			fmt.Fprintf(out, "wrote the missing record of %s: drwxr-xr-x, dated now\n", plural(n, "folder", "folders"))
+		}
+		folderLines(out, "left without a record (an interrupted mv covers it)", rep.Pending)
+	case len(res.Unrecorded) > 0:
+		n, have := len(res.Unrecorded), "have"
+		if n == 1 {
+			have = "has"
+		}
+		fmt.Fprintf(out, "%s %s no record (an older veil made them along the way; no damage): 'ls -l' shows them as d?????????, "+
+			"and get restores them 0700; 'veil check --repair' gives them one (drwxr-xr-x, dated now)\n", plural(n, "folder", "folders"), have)
+	}
+}
+
+// maxFolderLines bounds the folders check names one per line (an older veil's tree may
+// have thousands); --json lists them all.
+const maxFolderLines = 20
+
+// folderLines writes "what: FOLDER/" for each of dirs, up to maxFolderLines of them.
+func folderLines(out io.Writer, what string, dirs []string) {
+	for i, d := range dirs {
+		if i == maxFolderLines {
+			fmt.Fprintf(out, "%s: and %d more (--json lists them all)\n", what, len(dirs)-i)
+			return
+		}
+		fmt.Fprintf(out, "%s: %s/\n", what, words.Name(d))
+	}
 }
 
 // parsePercent reads "10%" (or "0.1") as a fraction in (0, 1].

@@ -194,7 +194,8 @@ file DEST holds in another version, and any folder DEST holds as a file (or the 
 While a folder's mv that was killed is unfinished, every command that would change SRC,
 DEST or a name below them (mv, rm, mkdir, put) refuses, naming it; --resume without SRC
 and DEST finishes every unfinished mv, each as running it again would (one that fails does not
-stop the others; some finished and some not exits 3). A long mv reports progress on stderr every 100
+stop the others; some finished and some not exits 3); one with nothing left to move (its
+SRC and DEST both gone) is dropped, said in one line, no failure. A long mv reports progress on stderr every 100
 entries (when stderr is a terminal, or with --progress). mv runs alone, as rm does:
 beside another command of yours on the same storage, one of the two stops with "another
 veil command holds a conflicting lock".
@@ -236,30 +237,42 @@ Examples:
 }
 
 // resumePending is 'veil mv --resume' without SRC and DEST: it finishes every interrupted
-// folder mv whose mark names it, and says which (stdout), and what it cannot (stderr).
-// Some finished and some not is exit 3, as for rm of several paths.
+// folder mv whose mark names it, and says which (stdout), and what it cannot (stderr). A mv
+// with nothing left to move (its source and destination gone) is dropped, one line, no
+// failure. Some finished and some not is exit 3, as for rm of several paths.
 func resumePending(cmd *cobra.Command, cl *dupless.Client, asJSON bool) error {
-	done, older, err := cl.ResumePending(cmd.Context())
-	for _, m := range done {
+	res, err := cl.ResumePending(cmd.Context())
+	out := cmd.OutOrStdout()
+	for _, m := range res.Done {
 		if asJSON {
-			if err := json.NewEncoder(cmd.OutOrStdout()).Encode(names("moved", m.Src, "to", m.Dst)); err != nil {
+			if err := json.NewEncoder(out).Encode(names("moved", m.Src, "to", m.Dst)); err != nil {
 				return err
 			}
 			continue
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "finished the interrupted mv of %s to %s\n", words.Name(m.Src), words.Name(m.Dst))
+		fmt.Fprintf(out, "finished the interrupted mv of %s to %s\n", words.Name(m.Src), words.Name(m.Dst))
 	}
-	if older > 0 {
+	for _, m := range res.Dropped {
+		if asJSON {
+			if err := json.NewEncoder(out).Encode(names("dropped", m.Src, "to", m.Dst)); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(out, "dropped the interrupted mv of %s to %s: neither exists any more, nothing was left to move\n",
+			words.Name(m.Src), words.Name(m.Dst))
+	}
+	if res.Older > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "veil: %s left by an older veil name no folders: run each interrupted mv again as you typed it, "+
-			"or 'veil mv --resume SRC DEST'\n", words.Count(older, "move mark", "move marks"))
+			"or 'veil mv --resume SRC DEST'\n", words.Count(res.Older, "move mark", "move marks"))
 	}
 	switch {
-	case err != nil && len(done) > 0 && cmd.Context().Err() == nil:
+	case err != nil && len(res.Done)+len(res.Dropped) > 0 && cmd.Context().Err() == nil:
 		return withExit(err, 3)
 	case err != nil:
 		return err
-	case len(done) == 0 && older == 0 && !asJSON:
-		fmt.Fprintln(cmd.OutOrStdout(), "no interrupted mv to finish")
+	case len(res.Done)+len(res.Dropped) == 0 && res.Older == 0 && !asJSON:
+		fmt.Fprintln(out, "no interrupted mv to finish")
 	}
 	return nil
 }

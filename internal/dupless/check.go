@@ -36,6 +36,7 @@ type CheckResult struct {
 	ChunksRead      int           `json:"chunks_read"`      // of those, downloaded and verified
 	BytesRead       int64         `json:"bytes_read"`       // plaintext bytes verified
 	Problems        []FileError   `json:"problems"`
+	Unrecorded      []string      `json:"folders_without_record"` // no damage: folders an older veil made without a record (dirrepair.go)
 	Duration        time.Duration `json:"duration_ns"`
 }
 
@@ -52,7 +53,7 @@ type chunkUse struct {
 // that stop the check (the tree root itself, the storage service unreachable).
 func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error) {
 	start := time.Now()
-	res := &CheckResult{Problems: []FileError{}}
+	res := &CheckResult{Problems: []FileError{}, Unrecorded: []string{}}
 	if o.Subset < 0 || o.Subset > 1 {
 		return res, fmt.Errorf("subset %v: give a fraction in (0, 1]", o.Subset)
 	}
@@ -84,6 +85,9 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			_, err := c.readRecord(ctx, encDir, objName)
 			if errors.Is(err, storage.ErrNotFound) {
 				err = c.missing(storage.Join(encDir, objName)) // nil unless the root lists it
+				if err == nil {
+					res.Unrecorded = append(res.Unrecorded, rel)
+				}
 			}
 			if err != nil {
 				problem(rel+"/", err)
@@ -129,6 +133,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 	res.Chunks = len(chunks)
 	c.checkChunks(ctx, o, chunks, res, problem)
 	sort.Slice(res.Problems, func(i, j int) bool { return res.Problems[i].Path < res.Problems[j].Path })
+	sort.Strings(res.Unrecorded)
 	res.Duration = time.Since(start)
 	return res, ctx.Err()
 }

@@ -26,18 +26,23 @@ func (c *Client) recordFolders(ctx context.Context, path string, self bool, with
 	if err != nil {
 		return err
 	}
-	now := time.Now().UnixNano()
+	now := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, w := range with {
 		g.Go(func() error { return w(gctx) })
 	}
 	for _, enc := range missing {
-		g.Go(func() error {
-			_, err := c.writeRecord(gctx, enc, dirMetaName, &record{Type: typeDir, Mode: implicitDirMode, MTime: now})
-			return err
-		})
+		g.Go(func() error { return c.writeFolderRecord(gctx, enc, now) })
 	}
 	return g.Wait()
+}
+
+// writeFolderRecord writes the record veil gives a folder it made without being asked to
+// (implicitDirMode, made at now) for the folder enc (an encrypted path): recordFolders's,
+// and check --repair's for the folders an older veil made so (RecordFolders).
+func (c *Client) writeFolderRecord(ctx context.Context, enc string, now time.Time) error {
+	_, err := c.writeRecord(ctx, enc, dirMetaName, &record{Type: typeDir, Mode: implicitDirMode, MTime: now.UnixNano()})
+	return err
 }
 
 // unrecordedFolders returns the encrypted paths of the folders of path (path's parents,

@@ -83,3 +83,30 @@ func TestPutOfNothingMakesNoFolder(t *testing.T) {
 		t.Fatalf("stored after puts of nothing: %+v %v", es, err)
 	}
 }
+
+// mkdir of a stored folder, or of a folder below it, keeps the folder's record: found in
+// session 15, 'veil mkdir d' of a folder put from disk (0700, its local time) made it 0755
+// dated the mkdir.
+func TestMkdirKeepsAFoldersRecord(t *testing.T) {
+	_, dev := newGateBE(t)
+	c := dev()
+	d := filepath.Join(t.TempDir(), "d")
+	write(t, filepath.Join(d, "f"), []byte("f"))
+	then := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(d, then, then); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, c, d, "")
+	for _, p := range []string{"d", "d/new"} {
+		if err := dev().Mkdir(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		es, err := dev().List(ctx, "", true)
+		if err != nil || len(es) != 1 || es[0].Mode != fs.ModeDir|0o700 || !es[0].ModTime.Equal(then) {
+			t.Fatalf("after mkdir %s: %+v %v, want d drwx------ of %v", p, es, err, then)
+		}
+	}
+}

@@ -106,6 +106,7 @@ func (c *Client) move(ctx context.Context, src, dst string, resume bool) (err er
 				if err := c.dropMarkIn(ctx, own.dir, mark); err != nil {
 					return fmt.Errorf("delete the move mark: %w", err)
 				}
+				return &nothingLeftError{src: src, dst: dst, err: srcErr}
 			}
 			return srcErr
 		}

@@ -316,36 +316,66 @@ func (c *Client) pendingNote(ctx context.Context, path string) string {
 	return ""
 }
 
+// nothingLeftError is a rerun of an interrupted folder mv that found neither its source nor
+// its destination (another veil's command removed the source before the mv made its
+// destination): nothing is left to move, and the mv's mark is dropped. For the mv typed
+// again it is the source's not-found error, saying so; 'mv --resume' alone counts it
+// done (ResumePending). Found by review: --resume reported it as a failure (exit 1 or 3)
+// although its mark was gone, and the next run said there was nothing to finish.
+type nothingLeftError struct {
+	src, dst string
+	err      error // the source's storage.ErrNotFound
+}
+
+func (e *nothingLeftError) Error() string {
+	return fmt.Sprintf("%v, nor is %s: nothing was left of the interrupted mv to move, and its mark is dropped", e.err, e.dst)
+}
+
+func (e *nothingLeftError) Unwrap() error { return e.err }
+
+// Resumed is what ResumePending did.
+type Resumed struct {
+	Done    []PendingMove // finished
+	Dropped []PendingMove // nothing left to move (source and destination gone): their marks dropped
+	Older   int           // marks of an older veil, which name no folders: left as they are
+}
+
 // ResumePending finishes every interrupted folder mv whose mark names its folders, one
-// after another, as running each again would ('veil mv --resume' without SRC and DEST),
-// and returns them. older counts the marks of an older veil, which name no folders: the
-// user has to run those mvs again as typed (or with --resume SRC DEST). A mv that fails
-// (one that keeps files its destination holds in another version fails until the user
-// removes one of each pair) does not stop the others: found by review, a running mark
-// listed after such a one was never finished, and went on refusing what it covers. err
-// joins the failures, each naming its mv.
-func (c *Client) ResumePending(ctx context.Context) (done []PendingMove, older int, err error) {
+// after another, as running each again would ('veil mv --resume' without SRC and DEST).
+// A mv with nothing left to move (its source and destination both gone) is dropped, not
+// failed. Older counts the marks of an older veil, which name no folders: the user has to
+// run those mvs again as typed (or with --resume SRC DEST). A mv that fails (one that
+// keeps files its destination holds in another version fails until the user removes one
+// of each pair) does not stop the others: found by review, a running mark listed after
+// such a one was never finished, and went on refusing what it covers. err joins the
+// failures, each naming its mv.
+func (c *Client) ResumePending(ctx context.Context) (res Resumed, err error) {
 	if err := c.checkOwner(ctx); err != nil {
-		return nil, 0, err
+		return res, err
 	}
 	marks, err := c.readMarks(ctx, false)
 	if err != nil {
-		return nil, 0, err
+		return res, err
 	}
 	var errs []error
 	for _, m := range marks {
 		if m.Src == "" {
-			older++
+			res.Older++
 			continue
 		}
-		if err := c.move(ctx, m.Src, m.Dst, true); err != nil {
+		err := c.move(ctx, m.Src, m.Dst, true)
+		var left *nothingLeftError
+		switch {
+		case err == nil:
+			res.Done = append(res.Done, m)
+		case errors.As(err, &left):
+			res.Dropped = append(res.Dropped, m)
+		default:
 			errs = append(errs, fmt.Errorf("finishing 'veil mv %s %s': %w", shellWord(m.Src), shellWord(m.Dst), err))
 			if ctx.Err() != nil { // interrupted: the rest is left for the next run
-				break
+				return res, errors.Join(errs...)
 			}
-			continue
 		}
-		done = append(done, m)
 	}
-	return done, older, errors.Join(errs...)
+	return res, errors.Join(errs...)
 }

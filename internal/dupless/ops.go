@@ -173,11 +173,10 @@ func (c *Client) mkdir(ctx context.Context, path string) error {
 	if err := c.be.Create(ctx, enc); err != nil {
 		return err
 	}
-	r := &record{Type: typeDir, Mode: implicitDirMode, MTime: time.Now().UnixNano()}
-	return c.recordFolders(ctx, path, false, func(ctx context.Context) error { // its parents' beside it
-		_, err := c.writeRecord(ctx, enc, dirMetaName, r)
-		return err
-	})
+	// The folder and its parents, each unless it has a record: mkdir of a stored folder
+	// keeps its mode and time (found in session 15: it replaced a folder put from disk's
+	// with 0755 and the time of the mkdir).
+	return c.recordFolders(ctx, path, true)
 }
 
 // Remove deletes a file or symlink; a directory only with recursive. Chunk objects are

@@ -2,12 +2,15 @@ package dupless
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
 )
 
@@ -274,5 +277,69 @@ func TestLocklessPutOnBase(t *testing.T) {
 	d := dev()
 	for i := range 12 {
 		sameFile(t, d, filepath.Join(dir, fmt.Sprint("lone", i)), fmt.Sprintf("tree/d5/lone%d", i))
+	}
+}
+
+// baseGetsBE counts GETs of tree bases.
+type baseGetsBE struct {
+	storage.Backend
+	n int
+}
+
+func (b *baseGetsBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	if dir == basesDir {
+		b.n++
+	}
+	return b.Backend.Get(ctx, dir, name)
+}
+
+// A device keeps the bases it read or wrote beside its put cache: its next commands read
+// the small root only. A copy that is damaged, or another base's, is read again from the
+// storage and replaced, never used.
+func TestBaseCopyOnDevice(t *testing.T) {
+	rootForms(t, 8<<10, 4<<10)
+	be := &baseGetsBE{Backend: newBackend(t)}
+	master := NewMasterKey()
+	pc := &PutCache{Path: filepath.Join(t.TempDir(), "cache", "x.put"), Location: "here"}
+	open := func(cache *PutCache) *Client {
+		c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	if _, err := open(pc).Put(ctx, []string{bigTree(t, 300)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	latest := func(cache *PutCache) *treeRoot {
+		t.Helper()
+		r, err := open(cache).latestRoot(ctx)
+		if err != nil || r == nil || len(r.Entries) < 300 {
+			t.Fatalf("newest root: %v", err)
+		}
+		return r
+	}
+	if r := latest(pc); be.n != 0 || r.base == nil {
+		t.Fatalf("a device that wrote the base read it %d times", be.n)
+	}
+	copyPath := filepath.Join(baseDiskDir(pc), baseName(latest(pc).base.id))
+	b, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	os.WriteFile(copyPath, b, 0o600)
+	latest(pc)
+	if be.n != 1 {
+		t.Fatalf("damaged copy: %d base reads, want 1", be.n)
+	}
+	if again, _ := os.ReadFile(copyPath); bytes.Equal(again, b) {
+		t.Fatal("the damaged copy was kept")
+	}
+	latest(pc)
+	latest(nil) // no cache: reads the base
+	if be.n != 2 {
+		t.Fatalf("%d base reads, want 2 (the damaged copy's, the cacheless device's)", be.n)
 	}
 }

@@ -85,22 +85,14 @@ func (c *Client) resolveBase(ctx context.Context, r *treeRoot) error {
 	}
 	if b == nil {
 		defer done()
-		name := baseName(r.base.id)
-		rc, err := c.be.Get(ctx, basesDir, name)
-		if errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("%w: tree root %d: its tree base %s is missing", ErrIntegrity, r.Seq, name)
+		var entries map[string][32]byte
+		if sealed := c.diskBase(r.base.id, r.base.sum); sealed != nil {
+			entries, _ = c.keys.openBase(sealed, r.base.id, r.base.sum, r.base.count)
 		}
-		if err != nil {
-			return fmt.Errorf("tree root %d: base %s: %w", r.Seq, name, err)
-		}
-		sealed, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("tree root %d: base %s: %w", r.Seq, name, err)
-		}
-		entries, err := c.keys.openBase(sealed, r.base.id, r.base.sum, r.base.count)
-		if err != nil {
-			return fmt.Errorf("%w: tree root %d: %w", ErrIntegrity, r.Seq, err)
+		if entries == nil {
+			if entries, err = c.fetchBase(ctx, r); err != nil {
+				return err
+			}
 		}
 		b = &rootBase{id: r.base.id, sum: r.base.sum, count: r.base.count, entries: entries}
 		c.bases.add(b)
@@ -108,6 +100,29 @@ func (c *Client) resolveBase(ctx context.Context, r *treeRoot) error {
 	r.base = b
 	r.materialize()
 	return nil
+}
+
+// fetchBase reads root r's base from the storage, and keeps a copy on this device.
+func (c *Client) fetchBase(ctx context.Context, r *treeRoot) (map[string][32]byte, error) {
+	name := baseName(r.base.id)
+	rc, err := c.be.Get(ctx, basesDir, name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: tree root %d: its tree base %s is missing", ErrIntegrity, r.Seq, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tree root %d: base %s: %w", r.Seq, name, err)
+	}
+	sealed, err := io.ReadAll(io.LimitReader(rc, maxRootBytes+1))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("tree root %d: base %s: %w", r.Seq, name, err)
+	}
+	entries, err := c.keys.openBase(sealed, r.base.id, r.base.sum, r.base.count)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tree root %d: %w", ErrIntegrity, r.Seq, err)
+	}
+	c.keepBaseOnDisk(r.base.id, sealed)
+	return entries, nil
 }
 
 // storeBase writes the new base of next, if it has one, before next is published: a root
@@ -123,6 +138,7 @@ func (c *Client) storeBase(ctx context.Context, next *treeRoot) error {
 	}); err != nil {
 		return fmt.Errorf("write tree base: %w", err)
 	}
+	c.keepBaseOnDisk(b.id, b.sealed)
 	return nil
 }
 

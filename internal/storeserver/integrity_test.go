@@ -40,7 +40,7 @@ func TestCorruptContent(t *testing.T) {
 	putBytes(t, ns, "d", "f", data)
 	putBytes(t, ns, "d", "g", randBytes(8, 300<<10))
 	h := blobHash(t, s, "alice", "d", "f")
-	p := s.blobs.(diskBlobs).path(h)
+	p := s.blobs.(diskBlobs).path(blobID{h: h}) // bbolt: named by the hash alone
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

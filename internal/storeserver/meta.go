@@ -53,6 +53,9 @@ type blobPin struct {
 	// gen identifies the blob record the pin is on (PostgreSQL: veil_blobs.gen; 0 on
 	// bbolt, where a hold is a lock and a record outlives it).
 	gen int64
+	// key names the copy in the blob store the upload commits (blobID.key): the
+	// generation of a row recorded with schema version 3 or later, else 0.
+	key int64
 	// release drops the pin (once), after the transaction that references the blob.
 	release func()
 }

@@ -49,17 +49,19 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 		return rep, err
 	}
 	for _, h := range dead {
-		if err := blobs.remove(ctx, h); err != nil {
+		if err := blobs.remove(ctx, blobID{h: h}); err != nil {
 			return rep, fmt.Errorf("remove %x: %w", h[:8], err)
 		}
 	}
-	orphans, err := orphanBlobs(ctx, blobs, known)
+	// bbolt records name content by its hash alone (key 0): a copy under a key is
+	// another store's (PostgreSQL's), an orphan here.
+	orphans, err := orphanBlobs(ctx, blobs, func(b blobID) bool { return b.key == 0 && known[b.h] })
 	if err != nil {
 		return rep, err
 	}
-	for _, h := range orphans {
-		if err := blobs.remove(ctx, h); err != nil {
-			return rep, fmt.Errorf("remove orphan %x: %w", h[:8], err)
+	for _, b := range orphans {
+		if err := blobs.remove(ctx, b); err != nil {
+			return rep, fmt.Errorf("remove orphan %x: %w", b.h[:8], err)
 		}
 		rep.OrphanBlobs++
 	}
@@ -139,5 +141,5 @@ func (m *boltMeta) discard(ctx context.Context, h [32]byte, _ blobPin, blobs blo
 	if err != nil || known {
 		return err
 	}
-	return blobs.remove(ctx, h)
+	return blobs.remove(ctx, blobID{h: h})
 }

@@ -290,7 +290,8 @@ func (t *pgTx) dirtyAcct(user string) (*pgAcct, error) {
 func (t *pgTx) blob(h [32]byte) (blobRec, []byte, bool, error) {
 	var r blobRec
 	var data []byte
-	err := t.q.QueryRow(t.ctx, `SELECT size, refs, data FROM veil_blobs WHERE hash = $1 AND NOT deleting`, h[:]).Scan(&r.size, &r.refs, &data)
+	err := t.q.QueryRow(t.ctx, `SELECT size, refs, data, CASE WHEN keyed THEN gen ELSE 0 END
+		FROM veil_blobs WHERE hash = $1 AND NOT deleting`, h[:]).Scan(&r.size, &r.refs, &data, &r.key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return blobRec{}, nil, false, nil
 	}
@@ -338,7 +339,8 @@ func (t *pgTx) decref(h [32]byte) error {
 }
 
 func (t *pgTx) blobs(fn func([32]byte, blobRec) error) error {
-	rows, err := t.q.Query(t.ctx, `SELECT hash, size, refs, data IS NOT NULL FROM veil_blobs WHERE NOT deleting`)
+	rows, err := t.q.Query(t.ctx, `SELECT hash, size, refs, data IS NOT NULL, CASE WHEN keyed THEN gen ELSE 0 END
+		FROM veil_blobs WHERE NOT deleting`)
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ func (t *pgTx) blobs(fn func([32]byte, blobRec) error) error {
 	all, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
 		var x row
 		var h []byte
-		err := cr.Scan(&h, &x.r.size, &x.r.refs, &x.r.inline)
+		err := cr.Scan(&h, &x.r.size, &x.r.refs, &x.r.inline, &x.r.key)
 		if err == nil && len(h) != 32 {
 			err = fmt.Errorf("%w: blob key of %d bytes", errRecord, len(h))
 		}

@@ -72,6 +72,9 @@ type blobRec struct {
 	size   int64
 	refs   int64
 	dataID uint64 // inline only; 0 otherwise
+	// key names the content's copy in the blob store (blobID.key): PostgreSQL only, not
+	// in the bbolt record (always 0 there).
+	key int64
 }
 
 const blobRecordLen = 1 + 1 + 8 + 8 + 8

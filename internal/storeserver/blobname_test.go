@@ -45,3 +45,15 @@ func TestBlobObjectNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBlobObjectName: a name listed in the blob store either is no blob or names exactly
+// one, which names itself back.
+func FuzzBlobObjectName(f *testing.F) {
+	f.Add("00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9")
+	f.Add("00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9-0000000000000123")
+	f.Fuzz(func(t *testing.T, s string) {
+		if b, ok := parseBlobObject(s); ok && blobObject(b) != s {
+			t.Fatalf("%q parses to a blob named %q", s, blobObject(b))
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storewire"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
@@ -16,18 +17,36 @@ import (
 // DELETE that reaches the bucket after the claim of its remover ran out (a slow or
 // retried request; S3 offers no way to call one back, nor a delete conditional on what
 // the object was when the request was sent).
+// With giveUp, the held Delete answers at once with the error of a client whose deadline
+// passed, and is carried out once the test lets it go (landed is closed then): the
+// request outlived its caller's wait.
 type lateDelete struct {
 	storage.Backend
+	giveUp  bool
 	armed   atomic.Bool
 	held    chan struct{} // closed once the held Delete arrived
 	release chan struct{} // closed by the test: the held Delete goes on
+	landed  chan struct{} // giveUp: closed once the held Delete was carried out
+}
+
+func newLateDelete(be storage.Backend, giveUp bool) *lateDelete {
+	return &lateDelete{Backend: be, giveUp: giveUp, held: make(chan struct{}), release: make(chan struct{}), landed: make(chan struct{})}
 }
 
 func (b *lateDelete) Delete(ctx context.Context, dir, name string) error {
-	if b.armed.CompareAndSwap(true, false) {
-		close(b.held)
-		<-b.release
+	if !b.armed.CompareAndSwap(true, false) {
+		return b.Backend.Delete(ctx, dir, name)
 	}
+	close(b.held)
+	if b.giveUp {
+		go func() {
+			<-b.release
+			b.Backend.Delete(context.Background(), dir, name)
+			close(b.landed)
+		}()
+		return context.DeadlineExceeded
+	}
+	<-b.release
 	return b.Backend.Delete(ctx, dir, name)
 }
 
@@ -35,7 +54,7 @@ func (b *lateDelete) Delete(ctx context.Context, dir, name string) error {
 // 2 s (request timeout 1 s); node a's blob store is wrapped by late.
 func lateNodes(t *testing.T) (a, b *Service, late *lateDelete) {
 	bucket := testutil.StartS3(t).NewBucket(t, "blobs", "")
-	late = &lateDelete{Backend: bucket, held: make(chan struct{}), release: make(chan struct{})}
+	late = newLateDelete(bucket, false)
 	a = newPGService(t, Config{Blobs: late, RequestTimeout: time.Second})
 	b = secondNode(t, a, Config{Blobs: bucket, RequestTimeout: time.Second})
 	addUser(t, a, "alice")
@@ -113,4 +132,69 @@ func lateThenNew(t *testing.T, b *Service, nsB *Namespace, data []byte, late *la
 		t.Fatalf("after gc: %v", err)
 	}
 	fsckClean(t, b)
+}
+
+// The same on bbolt, where a removal holds off uploads of its content until the blob
+// store answers, and no longer: a DELETE that outlives its caller's wait (the client gave
+// up; S3 carries it out later) deleted the copy of the next upload of that content, which
+// found the old copy still there (a duplicate costs one stat) and stored nothing. Now a
+// record of version 2 names its copy by a key chosen when the content is first held, so
+// the content stored after the record was removed has a name of its own.
+func TestLateRemovalKeepsNewUploadBbolt(t *testing.T) {
+	data := randBytes(42, 200<<10)
+	srv := testutil.StartS3(t)
+	open := func(t *testing.T) (*Service, *Namespace, *lateDelete) {
+		late := newLateDelete(srv.NewBucket(t, "blobs", ""), true)
+		s := newTestService(t, Config{Blobs: late})
+		ns, _ := addUser(t, s, "alice")
+		return s, ns, late
+	}
+	landed := func(t *testing.T, s *Service, ns *Namespace, late *lateDelete) {
+		// The removal's timeout opened the breaker: the put is acknowledged once a probe
+		// closed it (every 2 s).
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			err := ns.Put(t.Context(), "", "g", bytes.NewReader(data), int64(len(data)))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, storewire.ErrUnavailable) || time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+		close(late.release)
+		<-late.landed
+		got, err := getBytes(t, ns, "", "g")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("acknowledged put lost to a late removal: %v", err)
+		}
+		if _, err := s.GC(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := getBytes(t, ns, "", "g"); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("after gc: %v", err)
+		}
+		fsckClean(t, s)
+	}
+	t.Run("refused upload", func(t *testing.T) {
+		s, ns, late := open(t)
+		putBytes(t, ns, "", "f", []byte("x"))
+		late.armed.Store(true)
+		err := ns.PutBatch(t.Context(), []storage.Object{{Name: "big", Data: data}, {Name: "f", Data: []byte("y"), Create: true}})
+		if !errors.Is(err, storage.ErrExists) {
+			t.Fatalf("refused batch: %v", err)
+		}
+		landed(t, s, ns, late)
+	})
+	t.Run("gc", func(t *testing.T) {
+		s, ns, late := open(t)
+		putBytes(t, ns, "", "f", data)
+		if err := ns.Delete(t.Context(), "", "f"); err != nil {
+			t.Fatal(err)
+		}
+		late.armed.Store(true)
+		if _, err := s.GC(t.Context()); err == nil {
+			t.Fatal("gc whose removal gave up succeeded")
+		}
+		landed(t, s, ns, late)
+	})
 }

@@ -50,8 +50,9 @@ type metaStore interface {
 
 // blobPin is an upload's hold on a blob (metaStore.hold).
 type blobPin struct {
-	// gen identifies the blob record the pin is on (PostgreSQL: veil_blobs.gen; 0 on
-	// bbolt, where a hold is a lock and a record outlives it).
+	// gen identifies the blob record the pin is on (PostgreSQL: veil_blobs.gen; on
+	// bbolt, where a hold is a lock and a record outlives it, the key, which a record
+	// made by the upload's reference takes).
 	gen int64
 	// key names the copy in the blob store the upload commits (blobID.key): the
 	// generation of a row recorded with schema version 3 or later, else 0.
@@ -95,7 +96,8 @@ type metaTx interface {
 	// when it is kept in the database, nil otherwise). Content in the blob store is
 	// referenced by the upload that holds it: gen is its pin's generation, and the
 	// transaction fails if the record is no longer the one pinned (gc collected it and
-	// another upload recorded it anew).
+	// another upload recorded it anew; PostgreSQL), or a record it makes takes it as its
+	// key (bbolt).
 	incref(h [32]byte, size int64, inline []byte, gen int64) error
 	// decref drops a reference; a blob at zero stays recorded until gc removes it.
 	decref(h [32]byte) error

@@ -37,6 +37,13 @@ type metaStore interface {
 	// other upload holds it (pin is released either way): a refused upload leaves
 	// nothing for gc. Holds of h made meanwhile wait until the removal is done.
 	discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error
+	// reserve records a quota reservation of bytes for user where every node sees it
+	// (PostgreSQL; storage.ErrQuota when the user's quota cannot take it with the others
+	// recorded), returning its id; on bbolt, where one process holds every reservation in
+	// memory (quota.go), it records nothing and returns 0.
+	reserve(ctx context.Context, user string, bytes int64) (int64, error)
+	// unreserve drops reservation id of user that no transaction charged.
+	unreserve(user string, id int64)
 	// readHold keeps gc from removing blobs between a lookup and the open of the content.
 	readHold() (release func())
 	// collect removes unreferenced blob records and their content, and content without a
@@ -111,6 +118,13 @@ type metaTx interface {
 	// dropUser removes the user, their namespace and their accounting (references are
 	// the caller's to drop first).
 	dropUser(name string) error
+
+	// reserved is the bytes of the reservations recorded for user (metaStore.reserve)
+	// that are live and that this transaction does not charge (0 on bbolt).
+	reserved(user string) (int64, error)
+	// chargeReservation says this transaction charges user's recorded reservation id: it
+	// deletes it with its writes.
+	chargeReservation(user string, id int64)
 
 	// onCommit runs fn once this transaction has committed, before the next transaction
 	// of the store's group commit begins (never after an attempt that failed).

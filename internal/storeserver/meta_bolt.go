@@ -78,6 +78,15 @@ func (m *boltMeta) hold(ctx context.Context, h [32]byte, _ int64) (blobPin, erro
 	}}, nil
 }
 
+// reserve records nothing: this process holds every reservation (quota.go).
+func (m *boltMeta) reserve(context.Context, string, int64) (int64, error) { return 0, nil }
+
+func (m *boltMeta) unreserve(string, int64) {}
+
+func (boltTx) reserved(string) (int64, error) { return 0, nil }
+
+func (boltTx) chargeReservation(string, int64) {}
+
 func (m *boltMeta) readHold() func() {
 	m.gcMu.RLock()
 	return m.gcMu.RUnlock

@@ -21,8 +21,10 @@ type pgTx struct {
 	q        pgQuerier
 	readOnly bool
 	deltas   map[[32]byte]*blobDelta
-	cache    pgCache  // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
-	commits  []func() // onCommit's, run by exec once the transaction has committed
+	cache    pgCache              // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
+	commits  []func()             // onCommit's, run by exec once the transaction has committed
+	resv     map[string][]resvRow // users' live quota reservations, read once (meta_pg_quota.go)
+	charged  map[string][]int64   // the reservations this transaction charges, by user
 }
 
 func (t *pgTx) onCommit(fn func()) { t.commits = append(t.commits, fn) }

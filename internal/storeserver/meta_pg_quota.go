@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -41,7 +42,7 @@ func (m *pgMeta) reserve(ctx context.Context, user string, bytes int64) (int64, 
 				FROM veil_reserved r WHERE r.owner = $1 AND r.until > now()) <= u.quota)
 			RETURNING true`, user, id, bytes, int64(m.lease.Seconds())+1).QueryRow(func(r pgx.Row) error {
 			err := r.Scan(&got)
-			if err == pgx.ErrNoRows {
+			if errors.Is(err, pgx.ErrNoRows) { // it does not fit
 				return nil
 			}
 			return err

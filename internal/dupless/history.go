@@ -2,6 +2,7 @@ package dupless
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -104,7 +105,21 @@ func (c *Client) keepBeforeWrite(ctx context.Context, path string) error {
 // move alone (TestRemoveTreeOneRequestPerFile). Otherwise the bytes are read first (read
 // earlier by the command, or now: one more request), and so they are when the service
 // finds the object is not the version (moveKept).
+//
+// On a service with conditional moves, every delete here is of the bytes the command
+// found there (dropAside): an object written meanwhile by another command (this one's lock
+// lost while it stalled) stays, as the later write (errWrittenMeanwhile; publish lists it
+// when that command's root does).
 func (c *Client) removeRecord(ctx context.Context, dir, name string) (damaged bool, err error) {
+	damaged, err = c.removeRecordOnce(ctx, dir, name)
+	if errors.Is(err, errWrittenMeanwhile) {
+		c.log.Debug("another command wrote this record meanwhile; left to it", "path", storage.Join(dir, name))
+		return false, nil
+	}
+	return damaged, err
+}
+
+func (c *Client) removeRecordOnce(ctx context.Context, dir, name string) (damaged bool, err error) {
 	path := storage.Join(dir, name)
 	h, listed := c.rootHash(path)
 	if !listed {
@@ -126,11 +141,24 @@ func (c *Client) removeRecord(ctx context.Context, dir, name string) (damaged bo
 			return false, err
 		}
 	}
-	if sha256.Sum256(b) != h {
+	if got := sha256.Sum256(b); got != h {
 		_, oerr := c.keys.openRecord(b, path)
-		return oerr != nil, c.be.Delete(ctx, dir, name)
+		return oerr != nil, c.deleteRead(ctx, dir, name, got)
 	}
 	return false, c.moveKept(ctx, dir, name, h, true)
+}
+
+// errWrittenMeanwhile says the object a command was deleting changed after it looked:
+// another command wrote it, and it is left to that command.
+var errWrittenMeanwhile = errors.New("written by another command meanwhile")
+
+// deleteRead deletes dir/name, whose bytes the command read and found to hash to h: on a
+// service with conditional moves only while they still do (dropAside); elsewhere as it is.
+func (c *Client) deleteRead(ctx context.Context, dir, name string, h [32]byte) error {
+	if _, ok := c.be.(storage.MatchMover); !ok || c.noMoveMatch.Load() {
+		return c.be.Delete(ctx, dir, name)
+	}
+	return c.dropAside(ctx, dir, name, h)
 }
 
 // errUnchecked is moveKept's answer when it moved nothing: the service has no conditional
@@ -154,13 +182,51 @@ func (c *Client) moveKept(ctx context.Context, dir, name string, h [32]byte, rea
 			err = errUnchecked
 		}
 	}
-	if errors.Is(err, errUnchecked) && read {
+	conditional := !errors.Is(err, errUnchecked)
+	if !conditional && read {
 		err = c.be.Move(ctx, dir, name, vd, vn)
 	}
-	if errors.Is(err, storage.ErrExists) { // kept already (a conditional move checks its source first)
+	if !errors.Is(err, storage.ErrExists) { // else kept already (a conditional move checks its source first)
+		return err
+	}
+	if !conditional {
+		// No conditions here (a plain backend, or a service older than session 14): the
+		// object read is deleted as before. Commands that write records on such a
+		// backend hold the lock; lock-free puts need a service (docs/design.md).
 		return c.be.Delete(ctx, dir, name)
 	}
-	return err
+	// Kept already: the record goes only while it is still version h. Found by review: it
+	// was deleted without a condition, so a record another command wrote there since the
+	// move looked (this command's lock lost while it stalled) was lost, though that
+	// command's root listed it (TestRemoveKeptAlreadyKeepsLaterWrite).
+	return c.dropAside(ctx, dir, name, h)
+}
+
+// dropAside deletes dir/name only while its content hashes to h, on a service with
+// conditional moves (which has no conditional delete): a conditional move takes it aside
+// to a name of its own (dropLocation), which is then deleted. Content changed meanwhile is
+// errWrittenMeanwhile, moving and deleting nothing. An object left aside by a crash is in
+// .veil/versions under a name no snapshot lists: prune removes it.
+func (c *Client) dropAside(ctx context.Context, dir, name string, h [32]byte) error {
+	dd, dn := dropLocation(h)
+	err := c.be.(storage.MatchMover).MoveMatch(ctx, dir, name, dd, dn, h)
+	if errors.Is(err, storage.ErrChanged) {
+		return fmt.Errorf("%s: %w", storage.Join(dir, name), errWrittenMeanwhile)
+	}
+	if err != nil {
+		return err
+	}
+	return c.be.Delete(ctx, dd, dn)
+}
+
+// dropLocation is a name of its own for a record of version h on its way out
+// (docs/formats/key-record.md, "Kept versions"): beside h's kept copy, its name h's
+// followed by "-drop-" and 8 random bytes in hex.
+func dropLocation(h [32]byte) (dir, name string) {
+	var r [8]byte
+	rand.Read(r[:])
+	vd, vn := versionLocation(h)
+	return vd, vn + "-drop-" + hex.EncodeToString(r[:])
 }
 
 // getObject reads a whole record-sized object.

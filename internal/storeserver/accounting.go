@@ -65,7 +65,12 @@ func (n *Namespace) charge(t metaTx, data, meta int64) error {
 	m = max(m+meta, 0)
 	u.used = max(u.used+data, 0)
 	if (data > 0 || meta > 0) && u.quota > 0 {
-		held := n.s.heldBy(user, t) // settled for content headed for the blob store (quota.go)
+		var held int64 // settled for content headed for the blob store (quota.go)
+		if !n.s.meta.shared() {
+			held = n.s.heldBy(user, t)
+		} else if held, err = t.reserved(user); err != nil { // every node's (meta_pg_quota.go)
+			return err
+		}
 		if u.used+m+held > u.quota {
 			being := ""
 			if held > 0 {

@@ -7,31 +7,45 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// blobStore keeps content by hash. commit makes the temporary file at tmp durable as the
-// blob hash (the caller removes tmp afterwards if it still exists); committing a blob that
-// is already present is harmless, since equal hashes mean equal content; one present but
-// damaged (its bytes no longer hash to its name) is replaced by the content committed.
+// blobStore keeps content by hash and key (blobID). commit makes the temporary file at
+// tmp durable as the blob (the caller removes tmp afterwards if it still exists);
+// committing a blob that is already present is harmless, since equal hashes mean equal
+// content; one present but damaged (its bytes no longer hash to its name) is replaced by
+// the content committed.
 type blobStore interface {
-	commit(ctx context.Context, hash [32]byte, tmp string, size int64) error
-	open(ctx context.Context, hash [32]byte) (io.ReadCloser, int64, error)
-	remove(ctx context.Context, hash [32]byte) error
-	list(ctx context.Context, fn func(hash [32]byte) error) error
+	commit(ctx context.Context, b blobID, tmp string, size int64) error
+	open(ctx context.Context, b blobID) (io.ReadCloser, int64, error)
+	remove(ctx context.Context, b blobID) error
+	list(ctx context.Context, fn func(b blobID) error) error
 }
 
-// orphanBlobs lists the blobs in the store that known does not name: content without a
+// blobID names one stored copy of content: its SHA-256 and the key its record gave it.
+// Key 0 is the name by hash alone (bbolt; PostgreSQL rows recorded before schema version
+// 3). Otherwise the key is the generation of the PostgreSQL row that recorded it, so the
+// copy stored for a row recorded anew (after gc or a refused upload removed the old one)
+// never has the old copy's name: a removal of the old copy that lands late, after its
+// claim ran out, cannot delete it (docs/design-store.md, "A late removal").
+type blobID struct {
+	h   [32]byte
+	key int64
+}
+
+// orphanBlobs lists the blobs in the store for which known is false: content without a
 // metadata record, which garbage collection removes.
-func orphanBlobs(ctx context.Context, blobs blobStore, known map[[32]byte]bool) ([][32]byte, error) {
-	var orphans [][32]byte
-	err := blobs.list(ctx, func(h [32]byte) error {
-		if !known[h] {
-			orphans = append(orphans, h)
+func orphanBlobs(ctx context.Context, blobs blobStore, known func(blobID) bool) ([]blobID, error) {
+	var orphans []blobID
+	err := blobs.list(ctx, func(b blobID) error {
+		if !known(b) {
+			orphans = append(orphans, b)
 		}
 		return nil
 	})
@@ -43,35 +57,56 @@ func orphanBlobs(ctx context.Context, blobs blobStore, known map[[32]byte]bool) 
 
 func hexName(h [32]byte) string { return hex.EncodeToString(h[:]) }
 
-func parseHexName(s string) ([32]byte, bool) {
-	var h [32]byte
+// blobObject is b's object name: the hash in hex, then, for a key other than 0, "-" and the
+// key in 16 hex digits (docs/formats/store-records.md, "Blob objects").
+func blobObject(b blobID) string {
+	if b.key == 0 {
+		return hexName(b.h)
+	}
+	return fmt.Sprintf("%s-%016x", hexName(b.h), uint64(b.key))
+}
+
+// parseBlobObject is blobObject's inverse; other names (temporary files, markers) are no blobs.
+func parseBlobObject(s string) (blobID, bool) {
+	var b blobID
+	k, keyed := "", false
+	if len(s) == 64+1+16 && s[64] == '-' {
+		s, k, keyed = s[:64], s[65:], true
+	}
 	if len(s) != 64 {
-		return h, false
+		return b, false
 	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil || hex.EncodeToString(h[:]) != s {
-		return h, false
+	if _, err := hex.Decode(b.h[:], []byte(s)); err != nil || hex.EncodeToString(b.h[:]) != s {
+		return b, false
 	}
-	return h, true
+	if keyed {
+		key, err := strconv.ParseUint(k, 16, 64)
+		if err != nil || key == 0 || key > math.MaxInt64 || fmt.Sprintf("%016x", key) != k {
+			return b, false
+		}
+		b.key = int64(key)
+	}
+	return b, true
 }
 
 // diskBlobs stores blobs as files blobs/xx/<hex> in the data directory.
 type diskBlobs struct{ dir string }
 
-func (d diskBlobs) path(h [32]byte) string {
-	n := hexName(h)
+func (d diskBlobs) path(b blobID) string {
+	n := blobObject(b)
 	return filepath.Join(d.dir, n[:2], n)
 }
 
-func (d diskBlobs) commit(_ context.Context, h [32]byte, tmp string, _ int64) error {
-	p := d.path(h)
+func (d diskBlobs) commit(_ context.Context, b blobID, tmp string, _ int64) error {
+	p := d.path(b)
 	if err := os.Rename(tmp, p); err != nil {
 		return fmt.Errorf("commit blob: %w", err)
 	}
 	return atomicfile.SyncDir(filepath.Dir(p))
 }
 
-func (d diskBlobs) open(_ context.Context, h [32]byte) (io.ReadCloser, int64, error) {
-	f, err := os.Open(d.path(h))
+func (d diskBlobs) open(_ context.Context, b blobID) (io.ReadCloser, int64, error) {
+	f, err := os.Open(d.path(b))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -83,15 +118,15 @@ func (d diskBlobs) open(_ context.Context, h [32]byte) (io.ReadCloser, int64, er
 	return f, fi.Size(), nil
 }
 
-func (d diskBlobs) remove(_ context.Context, h [32]byte) error {
-	err := os.Remove(d.path(h))
+func (d diskBlobs) remove(_ context.Context, b blobID) error {
+	err := os.Remove(d.path(b))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	return err
 }
 
-func (d diskBlobs) list(ctx context.Context, fn func([32]byte) error) error {
+func (d diskBlobs) list(ctx context.Context, fn func(blobID) error) error {
 	for i := range 256 {
 		ents, err := os.ReadDir(filepath.Join(d.dir, fmt.Sprintf("%02x", i)))
 		if err != nil {
@@ -101,8 +136,8 @@ func (d diskBlobs) list(ctx context.Context, fn func([32]byte) error) error {
 			return err
 		}
 		for _, e := range ents {
-			if h, ok := parseHexName(e.Name()); ok {
-				if err := fn(h); err != nil {
+			if b, ok := parseBlobObject(e.Name()); ok {
+				if err := fn(b); err != nil {
 					return err
 				}
 			}
@@ -120,9 +155,9 @@ type backendBlobs struct{ b storage.Backend }
 
 func blobDir(n string) string { return "blobs/" + n[:2] }
 
-func (s backendBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
-	n := hexName(h)
-	if i, err := s.b.Stat(ctx, blobDir(n), n); err == nil && i.Size == size && (!storage.Verify(ctx) || s.holds(ctx, h)) {
+func (s backendBlobs) commit(ctx context.Context, b blobID, tmp string, size int64) error {
+	n := blobObject(b)
+	if i, err := s.b.Stat(ctx, blobDir(n), n); err == nil && i.Size == size && (!storage.Verify(ctx) || s.holds(ctx, b)) {
 		return nil // already stored, write-once
 	}
 	f, err := os.Open(tmp)
@@ -141,8 +176,8 @@ func (s backendBlobs) commit(ctx context.Context, h [32]byte, tmp string, size i
 // user walkthrough: its file stayed broken after being put again) is replaced by the
 // content just received, as the disk store's rename replaces it, while an ordinary
 // duplicate costs one stat, not a read of the blob. Any doubt (unreadable) means no.
-func (s backendBlobs) holds(ctx context.Context, h [32]byte) bool {
-	n := hexName(h)
+func (s backendBlobs) holds(ctx context.Context, b blobID) bool {
+	n := blobObject(b)
 	rc, err := s.b.Get(ctx, blobDir(n), n)
 	if err != nil {
 		return false
@@ -152,11 +187,11 @@ func (s backendBlobs) holds(ctx context.Context, h [32]byte) bool {
 	if _, err := io.Copy(d, rc); err != nil {
 		return false
 	}
-	return [32]byte(d.Sum(nil)) == h
+	return [32]byte(d.Sum(nil)) == b.h
 }
 
-func (s backendBlobs) open(ctx context.Context, h [32]byte) (io.ReadCloser, int64, error) {
-	n := hexName(h)
+func (s backendBlobs) open(ctx context.Context, b blobID) (io.ReadCloser, int64, error) {
+	n := blobObject(b)
 	i, err := s.b.Stat(ctx, blobDir(n), n)
 	if err != nil {
 		return nil, 0, err
@@ -165,8 +200,8 @@ func (s backendBlobs) open(ctx context.Context, h [32]byte) (io.ReadCloser, int6
 	return rc, i.Size, err
 }
 
-func (s backendBlobs) remove(ctx context.Context, h [32]byte) error {
-	n := hexName(h)
+func (s backendBlobs) remove(ctx context.Context, b blobID) error {
+	n := blobObject(b)
 	err := s.b.Delete(ctx, blobDir(n), n)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
@@ -174,7 +209,7 @@ func (s backendBlobs) remove(ctx context.Context, h [32]byte) error {
 	return err
 }
 
-func (s backendBlobs) list(ctx context.Context, fn func([32]byte) error) error {
+func (s backendBlobs) list(ctx context.Context, fn func(blobID) error) error {
 	for i := range 256 {
 		infos, err := s.b.List(ctx, fmt.Sprintf("blobs/%02x", i))
 		if errors.Is(err, storage.ErrNotFound) {
@@ -184,8 +219,8 @@ func (s backendBlobs) list(ctx context.Context, fn func([32]byte) error) error {
 			return err
 		}
 		for _, in := range infos {
-			if h, ok := parseHexName(in.Name); ok && !in.IsDir {
-				if err := fn(h); err != nil {
+			if b, ok := parseBlobObject(in.Name); ok && !in.IsDir {
+				if err := fn(b); err != nil {
 					return err
 				}
 			}

@@ -148,22 +148,22 @@ type guardedBlobs struct {
 	br    *breaker
 }
 
-func (g guardedBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
-	return g.br.guard(ctx, func(ctx context.Context) error { return g.inner.commit(ctx, h, tmp, size) })
+func (g guardedBlobs) commit(ctx context.Context, b blobID, tmp string, size int64) error {
+	return g.br.guard(ctx, func(ctx context.Context) error { return g.inner.commit(ctx, b, tmp, size) })
 }
 
-func (g guardedBlobs) open(ctx context.Context, h [32]byte) (rc io.ReadCloser, n int64, err error) {
+func (g guardedBlobs) open(ctx context.Context, b blobID) (rc io.ReadCloser, n int64, err error) {
 	err = g.br.guard(ctx, func(ctx context.Context) error {
-		rc, n, err = g.inner.open(context.WithoutCancel(ctx), h) // the body outlives this call
+		rc, n, err = g.inner.open(context.WithoutCancel(ctx), b) // the body outlives this call
 		return err
 	})
 	return rc, n, err
 }
 
-func (g guardedBlobs) remove(ctx context.Context, h [32]byte) error {
-	return g.br.guard(ctx, func(ctx context.Context) error { return g.inner.remove(ctx, h) })
+func (g guardedBlobs) remove(ctx context.Context, b blobID) error {
+	return g.br.guard(ctx, func(ctx context.Context) error { return g.inner.remove(ctx, b) })
 }
 
-func (g guardedBlobs) list(ctx context.Context, fn func([32]byte) error) error {
+func (g guardedBlobs) list(ctx context.Context, fn func(blobID) error) error {
 	return g.br.guard(ctx, func(ctx context.Context) error { return g.inner.list(ctx, fn) })
 }

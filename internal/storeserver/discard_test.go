@@ -108,7 +108,7 @@ func (p *pauseBlobs) pause() {
 	}
 }
 
-func (p *pauseBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+func (p *pauseBlobs) commit(ctx context.Context, h blobID, tmp string, size int64) error {
 	err := p.blobStore.commit(ctx, h, tmp, size)
 	if !p.onRemove {
 		p.pause()
@@ -116,7 +116,7 @@ func (p *pauseBlobs) commit(ctx context.Context, h [32]byte, tmp string, size in
 	return err
 }
 
-func (p *pauseBlobs) remove(ctx context.Context, h [32]byte) error {
+func (p *pauseBlobs) remove(ctx context.Context, h blobID) error {
 	if p.onRemove {
 		p.pause()
 	}
@@ -254,7 +254,7 @@ type countBlobs struct {
 	n atomic.Int64
 }
 
-func (c *countBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+func (c *countBlobs) commit(ctx context.Context, h blobID, tmp string, size int64) error {
 	c.n.Add(1)
 	return c.blobStore.commit(ctx, h, tmp, size)
 }
@@ -347,7 +347,7 @@ type barrierBlobs struct {
 	full chan struct{}
 }
 
-func (b *barrierBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+func (b *barrierBlobs) commit(ctx context.Context, h blobID, tmp string, size int64) error {
 	err := b.blobStore.commit(ctx, h, tmp, size)
 	b.mu.Lock()
 	if b.n++; b.n == b.k {

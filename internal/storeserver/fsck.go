@@ -67,8 +67,8 @@ func (s *Service) Fsck(ctx context.Context) (FsckReport, error) {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("blob %x: %v", h[:8], err))
 		}
 	}
-	err = s.blobs.list(ctx, func(h [32]byte) error {
-		if _, ok := recs[h]; !ok {
+	err = s.blobs.list(ctx, func(b blobID) error {
+		if r, ok := recs[b.h]; !ok || r.key != b.key {
 			rep.OrphanBlobs++
 		}
 		return nil
@@ -162,7 +162,7 @@ func (s *Service) checkBlob(ctx context.Context, h [32]byte, r blobRec) error {
 			return fmt.Errorf("inline content missing")
 		}
 		rc, n = io.NopCloser(bytes.NewReader(data)), int64(len(data))
-	} else if rc, n, err = s.blobs.open(ctx, h); err != nil {
+	} else if rc, n, err = s.blobs.open(ctx, blobID{h, r.key}); err != nil {
 		return fmt.Errorf("content missing: %w", err)
 	}
 	defer rc.Close()

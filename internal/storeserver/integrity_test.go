@@ -30,6 +30,21 @@ func blobHash(t *testing.T, s *Service, user, dir, name string) [32]byte {
 	return h
 }
 
+// blobOf names the stored copy of dir/name's content (blobID: its hash and its record's key).
+func blobOf(t *testing.T, s *Service, user, dir, name string) blobID {
+	t.Helper()
+	b := blobID{h: blobHash(t, s, user, dir, name)}
+	err := s.meta.view(t.Context(), func(tx metaTx) error {
+		r, _, _, err := tx.blob(b.h)
+		b.key = r.key
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestCorruptContent flips one byte of a stored content file: fsck reports it, and get
 // fails with storage.ErrIntegrity in-process and through the HTTPS API, never serving the
 // bad bytes as good.
@@ -39,8 +54,7 @@ func TestCorruptContent(t *testing.T) {
 	data := randBytes(7, 1<<20)
 	putBytes(t, ns, "d", "f", data)
 	putBytes(t, ns, "d", "g", randBytes(8, 300<<10))
-	h := blobHash(t, s, "alice", "d", "f")
-	p := s.blobs.(diskBlobs).path(h)
+	p := s.blobs.(diskBlobs).path(blobOf(t, s, "alice", "d", "f"))
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,13 @@ type metaStore interface {
 	// other upload holds it (pin is released either way): a refused upload leaves
 	// nothing for gc. Holds of h made meanwhile wait until the removal is done.
 	discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error
+	// reserve records a quota reservation of bytes for user where every node sees it
+	// (PostgreSQL; storage.ErrQuota when the user's quota cannot take it with the others
+	// recorded), returning its id; on bbolt, where one process holds every reservation in
+	// memory (quota.go), it records nothing and returns 0.
+	reserve(ctx context.Context, user string, bytes int64) (int64, error)
+	// unreserve drops reservation id of user that no transaction charged.
+	unreserve(user string, id int64)
 	// readHold keeps gc from removing blobs between a lookup and the open of the content.
 	readHold() (release func())
 	// collect removes unreferenced blob records and their content, and content without a
@@ -50,9 +57,13 @@ type metaStore interface {
 
 // blobPin is an upload's hold on a blob (metaStore.hold).
 type blobPin struct {
-	// gen identifies the blob record the pin is on (PostgreSQL: veil_blobs.gen; 0 on
-	// bbolt, where a hold is a lock and a record outlives it).
+	// gen identifies the blob record the pin is on (PostgreSQL: veil_blobs.gen; on
+	// bbolt, where a hold is a lock and a record outlives it, the key, which a record
+	// made by the upload's reference takes).
 	gen int64
+	// key names the copy in the blob store the upload commits (blobID.key): the
+	// generation of a row recorded with schema version 3 or later, else 0.
+	key int64
 	// release drops the pin (once), after the transaction that references the blob.
 	release func()
 }
@@ -92,7 +103,8 @@ type metaTx interface {
 	// when it is kept in the database, nil otherwise). Content in the blob store is
 	// referenced by the upload that holds it: gen is its pin's generation, and the
 	// transaction fails if the record is no longer the one pinned (gc collected it and
-	// another upload recorded it anew).
+	// another upload recorded it anew; PostgreSQL), or a record it makes takes it as its
+	// key (bbolt).
 	incref(h [32]byte, size int64, inline []byte, gen int64) error
 	// decref drops a reference; a blob at zero stays recorded until gc removes it.
 	decref(h [32]byte) error
@@ -106,6 +118,13 @@ type metaTx interface {
 	// dropUser removes the user, their namespace and their accounting (references are
 	// the caller's to drop first).
 	dropUser(name string) error
+
+	// reserved is the bytes of the reservations recorded for user (metaStore.reserve)
+	// that are live and that this transaction does not charge (0 on bbolt).
+	reserved(user string) (int64, error)
+	// chargeReservation says this transaction charges user's recorded reservation id: it
+	// deletes it with its writes.
+	chargeReservation(user string, id int64)
 
 	// onCommit runs fn once this transaction has committed, before the next transaction
 	// of the store's group commit begins (never after an attempt that failed).

@@ -24,7 +24,7 @@ type boltMeta struct {
 }
 
 func newBoltMeta(db *bolt.DB, groups func(int)) *boltMeta {
-	m := &boltMeta{db: db, pins: blobPins{n: map[[32]byte]int{}, removing: map[[32]byte]chan struct{}{}}}
+	m := &boltMeta{db: db, pins: blobPins{n: map[[32]byte]int{}, key: map[[32]byte]int64{}, removing: map[[32]byte]chan struct{}{}}}
 	m.commit = newCommitter(func(group []*commitReq) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			for _, r := range group {
@@ -55,11 +55,37 @@ func (m *boltMeta) hold(ctx context.Context, h [32]byte, _ int64) (blobPin, erro
 		return blobPin{}, err
 	}
 	m.gcMu.RLock()
-	return blobPin{release: func() {
+	key, err := m.pins.keyOf(h, func() (int64, error) {
+		var key int64
+		err := m.view(ctx, func(t metaTx) error {
+			r, _, ok, err := t.blob(h)
+			if !ok {
+				r.key = newBlobGen()
+			}
+			key = r.key
+			return err
+		})
+		return key, err
+	})
+	if err != nil {
+		m.pins.drop(h)
+		m.gcMu.RUnlock()
+		return blobPin{}, err
+	}
+	return blobPin{gen: key, key: key, release: func() {
 		m.pins.drop(h)
 		m.gcMu.RUnlock()
 	}}, nil
 }
+
+// reserve records nothing: this process holds every reservation (quota.go).
+func (m *boltMeta) reserve(context.Context, string, int64) (int64, error) { return 0, nil }
+
+func (m *boltMeta) unreserve(string, int64) {}
+
+func (boltTx) reserved(string) (int64, error) { return 0, nil }
+
+func (boltTx) chargeReservation(string, int64) {}
 
 func (m *boltMeta) readHold() func() {
 	m.gcMu.RLock()
@@ -294,11 +320,14 @@ func (t boltTx) blob(h [32]byte) (blobRec, []byte, bool, error) {
 	return r, data, true, nil
 }
 
-// incref ignores gen: gc waits for every hold (gcMu), so the record an upload holds is
-// the one it references.
-func (t boltTx) incref(h [32]byte, size int64, inline []byte, _ int64) error {
+// incref records new content in the blob store with gen as its key (the pin's: hold); gc
+// waits for every hold (gcMu), so the record an upload holds is the one it references.
+func (t boltTx) incref(h [32]byte, size int64, inline []byte, gen int64) error {
 	b := t.tx.Bucket(bucketBlobs)
 	r := blobRec{size: size, inline: inline != nil}
+	if inline == nil {
+		r.key = gen
+	}
 	if v := b.Get(h[:]); v != nil {
 		var err error
 		if r, err = parseBlobRec(v); err != nil {

@@ -14,21 +14,21 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 	m.gcMu.Lock()
 	defer m.gcMu.Unlock()
 	var rep GCReport
-	var dead [][32]byte // unreferenced blobs in the blob store
-	known := map[[32]byte]bool{}
+	var dead []blobID             // unreferenced blobs in the blob store
+	known := map[[32]byte]int64{} // referenced blobs in the blob store: their keys
 	err := m.db.Update(func(tx *bolt.Tx) error {
 		var gone [][32]byte // every unreferenced record
 		err := boltTx{tx}.blobs(func(h [32]byte, r blobRec) error {
 			switch {
 			case r.refs > 0:
-				known[h] = true
+				known[h] = r.key
 				return nil
 			case r.inline:
 				if err := tx.Bucket(bucketData).Delete(dataKey(r.dataID)); err != nil {
 					return err
 				}
 			default:
-				dead = append(dead, h)
+				dead = append(dead, blobID{h, r.key})
 			}
 			rep.Blobs++
 			rep.Bytes += r.size
@@ -48,18 +48,21 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 	if err != nil {
 		return rep, err
 	}
-	for _, h := range dead {
-		if err := blobs.remove(ctx, h); err != nil {
-			return rep, fmt.Errorf("remove %x: %w", h[:8], err)
+	for _, b := range dead {
+		if err := blobs.remove(ctx, b); err != nil {
+			return rep, fmt.Errorf("remove %x: %w", b.h[:8], err)
 		}
 	}
-	orphans, err := orphanBlobs(ctx, blobs, known)
+	orphans, err := orphanBlobs(ctx, blobs, func(b blobID) bool {
+		key, ok := known[b.h]
+		return ok && key == b.key
+	})
 	if err != nil {
 		return rep, err
 	}
-	for _, h := range orphans {
-		if err := blobs.remove(ctx, h); err != nil {
-			return rep, fmt.Errorf("remove orphan %x: %w", h[:8], err)
+	for _, b := range orphans {
+		if err := blobs.remove(ctx, b); err != nil {
+			return rep, fmt.Errorf("remove orphan %x: %w", b.h[:8], err)
 		}
 		rep.OrphanBlobs++
 	}
@@ -67,11 +70,32 @@ func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, erro
 }
 
 // blobPins counts the uploads holding each blob (boltMeta.hold), so that a refused
-// upload removes its content only when no other upload is about to reference it.
+// upload removes its content only when no other upload is about to reference it, and
+// keeps the key of the copy they store (blobID.key).
 type blobPins struct {
 	mu       sync.Mutex
 	n        map[[32]byte]int
+	key      map[[32]byte]int64         // while n counts holds: the key of their copy
 	removing map[[32]byte]chan struct{} // closed when discard has removed the blob
+}
+
+// keyOf is the key of the copy the holds of h store: the one the first of them found
+// (read: the record's, or a new random one when there is none), kept while any hold is
+// counted. The caller holds h (add) and gcMu shared, so the record read stays, and only a
+// hold of h records it, with this key. A copy stored after a record of h was removed
+// (gc, discard) so gets a name of its own, and a removal of the old copy that reaches the
+// blob store late cannot delete it (docs/design-store.md, "A late removal").
+func (p *blobPins) keyOf(h [32]byte, read func() (int64, error)) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k, ok := p.key[h]; ok {
+		return k, nil
+	}
+	k, err := read()
+	if err == nil {
+		p.key[h] = k
+	}
+	return k, err
 }
 
 // add counts a hold on h, once no discard is removing h (an upload of the same content
@@ -102,6 +126,7 @@ func (p *blobPins) drop(h [32]byte) {
 func (p *blobPins) dropLocked(h [32]byte) {
 	if p.n[h]--; p.n[h] <= 0 {
 		delete(p.n, h)
+		delete(p.key, h)
 	}
 }
 
@@ -111,7 +136,7 @@ func (p *blobPins) dropLocked(h [32]byte) {
 // holds of h wait meanwhile, so nothing can come to reference it during the removal. A
 // pin that is not alone is dropped in the same critical section as the count is read,
 // so of two refused uploads of the same content the second to end finds itself alone.
-func (m *boltMeta) discard(ctx context.Context, h [32]byte, _ blobPin, blobs blobStore) error {
+func (m *boltMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blobStore) error {
 	defer m.gcMu.RUnlock() // the pin's hold on gc; its count is dropped below
 	p := &m.pins
 	p.mu.Lock()
@@ -139,5 +164,5 @@ func (m *boltMeta) discard(ctx context.Context, h [32]byte, _ blobPin, blobs blo
 	if err != nil || known {
 		return err
 	}
-	return blobs.remove(ctx, h)
+	return blobs.remove(ctx, blobID{h, pin.key})
 }

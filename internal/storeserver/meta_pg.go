@@ -212,15 +212,16 @@ func (m *pgMeta) hold(ctx context.Context, h [32]byte, size int64) (blobPin, err
 	deadline := time.Now().Add(holdWait)
 	for {
 		var gen int64
-		err := m.pool.QueryRow(ctx, `INSERT INTO veil_blobs (hash, size, refs, pins, pinned_until, gen)
-			VALUES ($1, $2, 0, 1, now() + $3 * INTERVAL '1 second', $4)
+		var keyed bool
+		err := m.pool.QueryRow(ctx, `INSERT INTO veil_blobs (hash, size, refs, pins, pinned_until, gen, keyed)
+			VALUES ($1, $2, 0, 1, now() + $3 * INTERVAL '1 second', $4, TRUE)
 			ON CONFLICT (hash) DO UPDATE SET pins = veil_blobs.pins + 1,
 				pinned_until = CASE WHEN veil_blobs.pinned_until > EXCLUDED.pinned_until
 					THEN veil_blobs.pinned_until ELSE EXCLUDED.pinned_until END
 			WHERE NOT veil_blobs.deleting
-			RETURNING gen`, h[:], size, int64(m.lease/time.Second)+1, newBlobGen()).Scan(&gen)
+			RETURNING gen, keyed`, h[:], size, int64(m.lease/time.Second)+1, newBlobGen()).Scan(&gen, &keyed)
 		if err == nil {
-			return blobPin{gen: gen, release: func() {
+			return blobPin{gen: gen, key: rowKey(gen, keyed), release: func() {
 				ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 				defer cancel()
 				// A release lost with the database leaves the pin to its lease.
@@ -240,6 +241,16 @@ func (m *pgMeta) hold(ctx context.Context, h [32]byte, size int64) (blobPin, err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// rowKey is the key (blobID.key) of the copy in the blob store of a row of generation gen:
+// the generation for a row recorded with schema version 3 or later (keyed), else 0 (the
+// copy is named by its hash alone, as before).
+func rowKey(gen int64, keyed bool) int64 {
+	if keyed {
+		return gen
+	}
+	return 0
 }
 
 // newBlobGen is the generation of a blob row hold records: random, so that rows recorded

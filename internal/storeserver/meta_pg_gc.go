@@ -37,72 +37,136 @@ func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error)
 	rows, err = m.pool.Query(ctx, `UPDATE veil_blobs SET deleting = TRUE, pinned_until = now() + $1 * INTERVAL '1 second'
 		WHERE data IS NULL AND refs = 0 AND (CASE WHEN deleting THEN pinned_until IS NULL OR pinned_until < now()
 			ELSE pins = 0 OR pinned_until < now() END)
-		RETURNING hash, size`, m.gcClaim())
-	dead, err := collectBlobs(rows, err)
+		RETURNING hash, size, gen, keyed`, m.gcClaim())
+	dead, err := collectRows(rows, err)
 	if err != nil {
 		return rep, pgFault(err)
 	}
 	for _, d := range dead {
-		if err := blobs.remove(ctx, d.h); err != nil {
-			return rep, fmt.Errorf("remove %x: %w", d.h[:8], err)
-		}
-		if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, d.h[:]); err != nil {
-			return rep, pgFault(err)
+		if err := m.removeRow(ctx, blobs, d); err != nil {
+			return rep, err
 		}
 		rep.Blobs++
 		rep.Bytes += d.size
 	}
-	rows, err = m.pool.Query(ctx, `SELECT hash, size FROM veil_blobs`)
-	all, err := collectBlobs(rows, err)
+	rows, err = m.pool.Query(ctx, `SELECT hash, size, gen, keyed FROM veil_blobs`)
+	all, err := collectRows(rows, err)
 	if err != nil {
 		return rep, pgFault(err)
 	}
-	known := make(map[[32]byte]bool, len(all))
+	hashes := make(map[[32]byte]bool, len(all)) // a row of any kind keeps a copy of key 0
+	keyed := make(map[blobID]bool, len(all))
 	for _, b := range all {
-		known[b.h] = true
+		hashes[b.h] = true
+		keyed[b.id()] = b.keyed
 	}
-	orphans, err := orphanBlobs(ctx, blobs, known)
+	orphans, err := orphanBlobs(ctx, blobs, func(b blobID) bool { return b.key == 0 && hashes[b.h] || keyed[b] })
 	if err != nil {
 		return rep, err
 	}
-	for _, h := range orphans {
+	n, err := m.removeKeyedOrphans(ctx, blobs, orphans)
+	rep.OrphanBlobs += n
+	if err != nil {
+		return rep, err
+	}
+	for _, b := range orphans {
+		if b.key != 0 {
+			continue
+		}
 		tag, err := m.pool.Exec(ctx, `INSERT INTO veil_blobs (hash, size, refs, deleting, pinned_until)
 			VALUES ($1, 0, 0, TRUE, now() + $2 * INTERVAL '1 second')
-			ON CONFLICT (hash) DO NOTHING`, h[:], m.gcClaim())
+			ON CONFLICT (hash) DO NOTHING`, b.h[:], m.gcClaim())
 		if err != nil {
 			return rep, pgFault(err)
 		}
 		if tag.RowsAffected() == 0 {
 			continue // recorded meanwhile: an upload owns it
 		}
-		if err := blobs.remove(ctx, h); err != nil {
-			return rep, fmt.Errorf("remove orphan %x: %w", h[:8], err)
-		}
-		if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, h[:]); err != nil {
-			return rep, pgFault(err)
+		if err := m.removeRow(ctx, blobs, blobRow{h: b.h}); err != nil {
+			return rep, err
 		}
 		rep.OrphanBlobs++
 	}
 	return rep, nil
 }
 
+// removeRow removes the copy of a row marked deleting (or a claim on an orphan copy) from
+// the blob store, then the row, if it is still the row of that generation: a removal whose
+// claim ran out (another gc took it over and finished) must not delete a later claim's row.
+// The copy removed is named by the row's key, so a late removal cannot delete the copy of
+// a row recorded anew meanwhile (keyed: the new row's copy has another name).
+func (m *pgMeta) removeRow(ctx context.Context, blobs blobStore, d blobRow) error {
+	if err := blobs.remove(ctx, d.id()); err != nil {
+		return fmt.Errorf("remove %x: %w", d.h[:8], err) // the row's claim runs out: gc finishes
+	}
+	if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting AND gen = $2`, d.h[:], d.gen); err != nil {
+		return pgFault(err)
+	}
+	return nil
+}
+
+// removeKeyedOrphans removes the orphans among copies named by a generation (key not 0)
+// whose row is gone: read again after the listing, since an upload records its row before
+// it stores its copy, so a row recorded after collect's read and before the listing is
+// found here. A row gone is gone for good (a row recorded anew has another generation),
+// so its copy is removed without a claim: nothing can come to need it.
+func (m *pgMeta) removeKeyedOrphans(ctx context.Context, blobs blobStore, orphans []blobID) (int64, error) {
+	var hs [][]byte
+	var keys []int64
+	for _, b := range orphans {
+		if b.key != 0 {
+			hs, keys = append(hs, b.h[:]), append(keys, b.key)
+		}
+	}
+	if len(hs) == 0 {
+		return 0, nil
+	}
+	rows, err := m.pool.Query(ctx, `SELECT hash, size, gen, keyed FROM veil_blobs
+		WHERE keyed AND (hash, gen) IN (SELECT * FROM unnest($1::bytea[], $2::bigint[]))`, hs, keys)
+	live, err := collectRows(rows, err)
+	if err != nil {
+		return 0, pgFault(err)
+	}
+	recorded := make(map[blobID]bool, len(live))
+	for _, b := range live {
+		recorded[b.id()] = true
+	}
+	var n int64
+	for _, b := range orphans {
+		if b.key == 0 || recorded[b] {
+			continue
+		}
+		if err := blobs.remove(ctx, b); err != nil {
+			return n, fmt.Errorf("remove orphan %x: %w", b.h[:8], err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // gcClaim is how long, in seconds, a gc's mark on a blob keeps other gcs off it: the
 // request timeout (m.lease), which bounds one blob's removal as it bounds an upload.
 func (m *pgMeta) gcClaim() int64 { return int64(m.lease/time.Second) + 1 }
 
-type hashSize struct {
-	h    [32]byte
-	size int64
+// blobRow is what gc reads of a blob row.
+type blobRow struct {
+	h     [32]byte
+	size  int64
+	gen   int64
+	keyed bool
 }
 
-func collectBlobs(rows pgx.Rows, err error) ([]hashSize, error) {
+// id names the row's copy in the blob store.
+func (b blobRow) id() blobID { return blobID{b.h, rowKey(b.gen, b.keyed)} }
+
+func collectRows(rows pgx.Rows, err error) ([]blobRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hashSize, error) {
-		var x hashSize
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (blobRow, error) {
+		var x blobRow
 		var h []byte
-		err := r.Scan(&h, &x.size)
+		err := r.Scan(&h, &x.size, &x.gen, &x.keyed)
 		if err == nil && len(h) != 32 {
 			err = fmt.Errorf("%w: blob key of %d bytes", errRecord, len(h))
 		}
@@ -147,11 +211,5 @@ func (m *pgMeta) discard(ctx context.Context, h [32]byte, pin blobPin, blobs blo
 	case !gone: // referenced, or held by another upload
 		return nil
 	}
-	if err := blobs.remove(ctx, h); err != nil {
-		return fmt.Errorf("remove %x: %w", h[:8], err) // the row's claim runs out: gc finishes
-	}
-	if _, err := m.pool.Exec(ctx, `DELETE FROM veil_blobs WHERE hash = $1 AND deleting`, h[:]); err != nil {
-		return pgFault(err)
-	}
-	return nil
+	return m.removeRow(ctx, blobs, blobRow{h: h, gen: pin.gen, keyed: pin.key != 0})
 }

@@ -189,6 +189,7 @@ func (t *pgTx) flush() error {
 		}
 	}
 	run.queue(&b)
+	t.queueCharged(&b)
 	b.queueCheck(sqlCommit, sqlCommit)
 	return t.send(&b)
 }

@@ -17,8 +17,13 @@ import (
 //   - 2: veil_blobs.gen, the generation of a blob row, so that an upload's pin and
 //     reference apply to the row it pinned and not to one recorded anew after gc
 //     collected it (meta_pg.go, hold). A database of version 1 is migrated when a node
-//     opens it (pgMigrations).
-const pgSchemaVersion = 2
+//     opens it (pgMigrations);
+//   - 3: veil_blobs.keyed: the row's copy in the blob store is named by its hash and its
+//     generation (blobObject), so that a removal of an earlier row's copy that lands late
+//     cannot delete it; rows recorded before (keyed false) keep the name by hash alone;
+//   - 4: veil_reserved, the quota reservations of large puts in flight on every node
+//     (meta_pg_quota.go).
+const pgSchemaVersion = 4
 
 // pgSchema creates the tables (docs/design-store.md, "Several nodes"). Plain SQL types
 // only (TEXT, BYTEA, BIGINT, SMALLINT, BOOLEAN, TIMESTAMPTZ), primary keys and no
@@ -56,17 +61,33 @@ var pgSchema = []string{
 		pins BIGINT NOT NULL DEFAULT 0,
 		pinned_until TIMESTAMPTZ,
 		deleting BOOLEAN NOT NULL DEFAULT FALSE,
-		gen BIGINT NOT NULL DEFAULT 0)`,
+		gen BIGINT NOT NULL DEFAULT 0,
+		keyed BOOLEAN NOT NULL DEFAULT FALSE)`,
+	sqlReservedTable,
 }
+
+// sqlReservedTable holds the quota reservations of large puts in flight (schema version 4).
+const sqlReservedTable = `CREATE TABLE IF NOT EXISTS veil_reserved (
+		owner TEXT NOT NULL,
+		id BIGINT NOT NULL,
+		bytes BIGINT NOT NULL,
+		until TIMESTAMPTZ NOT NULL,
+		PRIMARY KEY (owner, id))`
 
 // pgMigrations[v] take the tables from version v to v+1. Each statement can run again
 // (a node that dies part way, or two nodes opening the database at once), and the
 // version is advanced after them: nodes still running the older version keep working
 // meanwhile (their statements name no new column), and refuse the database once they
 // restart. From 1: rows recorded before have generation 0, a row recorded anew gets a
-// random one (hold), so an older row is told from its successor all the same.
+// random one (hold), so an older row is told from its successor all the same. From 2:
+// rows recorded before are not keyed (their copies keep their names); rows recorded by
+// nodes of version 2 still running are not keyed either, and their copies are named as
+// those nodes name them. From 3: nodes of version 3 still running neither record their
+// reservations nor leave room for the others' (as before).
 var pgMigrations = map[int][]string{
 	1: {`ALTER TABLE veil_blobs ADD COLUMN IF NOT EXISTS gen BIGINT NOT NULL DEFAULT 0`},
+	2: {`ALTER TABLE veil_blobs ADD COLUMN IF NOT EXISTS keyed BOOLEAN NOT NULL DEFAULT FALSE`},
+	3: {sqlReservedTable},
 }
 
 // pgTuning are PostgreSQL storage settings for the content column, which holds encrypted

@@ -21,8 +21,10 @@ type pgTx struct {
 	q        pgQuerier
 	readOnly bool
 	deltas   map[[32]byte]*blobDelta
-	cache    pgCache  // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
-	commits  []func() // onCommit's, run by exec once the transaction has committed
+	cache    pgCache              // reads cached, writes held until the next query that needs them (meta_pg_cache.go)
+	commits  []func()             // onCommit's, run by exec once the transaction has committed
+	resv     map[string][]resvRow // users' live quota reservations, read once (meta_pg_quota.go)
+	charged  map[string][]int64   // the reservations this transaction charges, by user
 }
 
 func (t *pgTx) onCommit(fn func()) { t.commits = append(t.commits, fn) }
@@ -290,7 +292,8 @@ func (t *pgTx) dirtyAcct(user string) (*pgAcct, error) {
 func (t *pgTx) blob(h [32]byte) (blobRec, []byte, bool, error) {
 	var r blobRec
 	var data []byte
-	err := t.q.QueryRow(t.ctx, `SELECT size, refs, data FROM veil_blobs WHERE hash = $1 AND NOT deleting`, h[:]).Scan(&r.size, &r.refs, &data)
+	err := t.q.QueryRow(t.ctx, `SELECT size, refs, data, CASE WHEN keyed THEN gen ELSE 0 END
+		FROM veil_blobs WHERE hash = $1 AND NOT deleting`, h[:]).Scan(&r.size, &r.refs, &data, &r.key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return blobRec{}, nil, false, nil
 	}
@@ -338,7 +341,8 @@ func (t *pgTx) decref(h [32]byte) error {
 }
 
 func (t *pgTx) blobs(fn func([32]byte, blobRec) error) error {
-	rows, err := t.q.Query(t.ctx, `SELECT hash, size, refs, data IS NOT NULL FROM veil_blobs WHERE NOT deleting`)
+	rows, err := t.q.Query(t.ctx, `SELECT hash, size, refs, data IS NOT NULL, CASE WHEN keyed THEN gen ELSE 0 END
+		FROM veil_blobs WHERE NOT deleting`)
 	if err != nil {
 		return err
 	}
@@ -349,7 +353,7 @@ func (t *pgTx) blobs(fn func([32]byte, blobRec) error) error {
 	all, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
 		var x row
 		var h []byte
-		err := cr.Scan(&h, &x.r.size, &x.r.refs, &x.r.inline)
+		err := cr.Scan(&h, &x.r.size, &x.r.refs, &x.r.inline, &x.r.key)
 		if err == nil && len(h) != 32 {
 			err = fmt.Errorf("%w: blob key of %d bytes", errRecord, len(h))
 		}

@@ -152,14 +152,14 @@ func TestPGHoldKeepsGCAway(t *testing.T) {
 	if rep, err := s.GC(t.Context()); err != nil || rep.Blobs != 0 {
 		t.Fatalf("gc of a held blob: %+v %v", rep, err)
 	}
-	if _, _, err := s.blobs.open(t.Context(), h); err != nil {
+	if _, _, err := s.blobs.open(t.Context(), blobID{h, pin.key}); err != nil {
 		t.Fatalf("held content removed: %v", err)
 	}
 	pin.release()
 	if rep, err := s.GC(t.Context()); err != nil || rep.Blobs != 1 {
 		t.Fatalf("gc after release: %+v %v", rep, err)
 	}
-	if _, _, err := s.blobs.open(t.Context(), h); err == nil {
+	if _, _, err := s.blobs.open(t.Context(), blobID{h, pin.key}); err == nil {
 		t.Fatal("released garbage still stored")
 	}
 	fsckClean(t, s)

@@ -153,7 +153,7 @@ func (s *Service) spool(ctx context.Context, body io.Reader, fits func(size int6
 	if err != nil {
 		return sum, 0, blobPin{}, err
 	}
-	if err := s.blobs.commit(ctx, sum, tmp, got); err != nil {
+	if err := s.blobs.commit(ctx, blobID{sum, pin.key}, tmp, got); err != nil {
 		pin.release()
 		return sum, 0, blobPin{}, err
 	}
@@ -228,6 +228,7 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 	what := storage.Join(dir, name)
 	var e entry
 	var data []byte // inline content
+	var key int64   // the content's key in the blob store (blobID)
 	s := n.s
 	defer s.meta.readHold()() // gc cannot remove the blob between lookup and open
 	err := s.meta.view(ctx, func(t metaTx) error {
@@ -238,8 +239,8 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 		if e.isDir() {
 			return storage.ErrIsDir
 		}
-		if r, d, ok, err := t.blob(e.hash); err == nil && ok && r.inline {
-			data = d
+		if r, d, ok, err := t.blob(e.hash); err == nil && ok {
+			data, key = d, r.key
 		}
 		return nil
 	})
@@ -251,7 +252,7 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 	if data != nil {
 		rc, size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
 	} else {
-		rc, size, err = s.blobs.open(ctx, e.hash)
+		rc, size, err = s.blobs.open(ctx, blobID{e.hash, key})
 	}
 	if errors.Is(err, storewire.ErrUnavailable) {
 		return nil, entry{}, fmt.Errorf("get %s: %w", what, err)

@@ -32,8 +32,9 @@ import (
 //
 // A reservation made while a write of the same user is between its check and its
 // release may count that write twice (refusing a put that would fit, in a race near the
-// quota only). Reservations are per process: two nodes on one PostgreSQL do not see each
-// other's (docs/design-store.md).
+// quota only). With PostgreSQL a reservation is also recorded in the database, where the
+// other nodes' checks and transactions count it (meta_pg_quota.go); their claims are not
+// recorded: a node's small write is checked by its transaction alone.
 
 // quotaBook is one user's reservations and claims in flight.
 type quotaBook struct {
@@ -62,6 +63,7 @@ type reservation struct {
 	nobound bool   // a claim without a bound (claimUnbounded)
 	in      metaTx // the transaction attempt that charges it (guarded by holdMu)
 	done    bool   // in has committed: the user's usage counts the bytes (guarded by holdMu)
+	id      int64  // its record in the database, seen by every node (metaStore.reserve); 0: none
 	once    sync.Once
 }
 
@@ -72,6 +74,14 @@ func (r *reservation) release() {
 	}
 	r.once.Do(func() {
 		s := r.s
+		if r.id != 0 { // its record, unless a committed transaction deleted it
+			s.holdMu.Lock()
+			done := r.done
+			s.holdMu.Unlock()
+			if !done {
+				s.meta.unreserve(r.user, r.id) // not under holdMu: a database round trip
+			}
+		}
 		s.holdMu.Lock()
 		defer s.holdMu.Unlock()
 		b := s.quota[r.user]
@@ -108,6 +118,9 @@ func (r *reservation) charging(t metaTx) {
 	s.holdMu.Lock()
 	r.in = t
 	s.holdMu.Unlock()
+	if r.id != 0 {
+		t.chargeReservation(r.user, r.id)
+	}
 	t.onCommit(func() {
 		s.holdMu.Lock()
 		r.done = true
@@ -202,6 +215,15 @@ func (n *Namespace) reserve(ctx context.Context, dir, name string, size int64, k
 	}
 	for {
 		r, wait, err := n.tryReserve(ctx, dir, name, size, keep)
+		if wait == nil && r != nil {
+			// Recorded where every node sees it (PostgreSQL), and checked against the
+			// others' records there: without it two nodes each admitted a reservation
+			// the other's left no room for (TestPGTwoNodesShareReservations).
+			if r.id, err = n.s.meta.reserve(ctx, n.user, r.bytes); err != nil {
+				r.release()
+				return nil, err
+			}
+		}
 		if wait == nil {
 			return r, err
 		}

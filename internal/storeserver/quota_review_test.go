@@ -19,7 +19,7 @@ import (
 // whose content never reaches the blob store after its quota reservation.
 type failBlobs struct{ blobStore }
 
-func (f failBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+func (f failBlobs) commit(ctx context.Context, h blobID, tmp string, size int64) error {
 	if b, err := readFirst(tmp); err == nil && b == 0xEE {
 		return errors.New("blob store: injected failure")
 	}

@@ -23,7 +23,7 @@ type gateBlobs struct {
 	gate    chan struct{}
 }
 
-func (g *gateBlobs) commit(ctx context.Context, h [32]byte, tmp string, size int64) error {
+func (g *gateBlobs) commit(ctx context.Context, h blobID, tmp string, size int64) error {
 	g.once.Do(func() { close(g.started) })
 	<-g.gate
 	return g.blobStore.commit(ctx, h, tmp, size)

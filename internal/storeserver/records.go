@@ -66,38 +66,57 @@ func parseEntry(b []byte) (entry, error) {
 // blobRec is the value of a blob's hash in the blobs bucket. An inline blob's content is
 // in the data bucket of the database itself, under the big-endian dataID (a sequence
 // number, so new content is appended to the bucket's last pages); others are in the blob
-// store.
+// store, under the name their key gives them (blobID).
 type blobRec struct {
 	inline bool
 	size   int64
 	refs   int64
 	dataID uint64 // inline only; 0 otherwise
+	// key names the content's copy in the blob store (blobID.key): in a bbolt record of
+	// version 2 (session 15); 0 (by hash alone) in a record of version 1 and inline.
+	key int64
 }
 
-const blobRecordLen = 1 + 1 + 8 + 8 + 8
+const (
+	blobRecordLen      = 1 + 1 + 8 + 8 + 8
+	blobRecordKeyedLen = blobRecordLen + 8
+	blobRecordKeyed    = 2 // the version of a record with a key
+)
 
 const flagInline = 1
 
 func (r blobRec) marshal() []byte {
-	b := make([]byte, blobRecordLen)
-	b[0] = recordVersion
+	n, v := blobRecordLen, byte(recordVersion)
+	if r.key != 0 {
+		n, v = blobRecordKeyedLen, blobRecordKeyed
+	}
+	b := make([]byte, n)
+	b[0] = v
 	if r.inline {
 		b[1] = flagInline
 	}
 	binary.BigEndian.PutUint64(b[2:], uint64(r.size))
 	binary.BigEndian.PutUint64(b[10:], uint64(r.refs))
 	binary.BigEndian.PutUint64(b[18:], r.dataID)
+	if r.key != 0 {
+		binary.BigEndian.PutUint64(b[26:], uint64(r.key))
+	}
 	return b
 }
 
 func parseBlobRec(b []byte) (blobRec, error) {
-	if len(b) != blobRecordLen || b[0] != recordVersion || b[1]&^flagInline != 0 {
+	keyed := len(b) == blobRecordKeyedLen && b[0] == blobRecordKeyed
+	if !keyed && (len(b) != blobRecordLen || b[0] != recordVersion) || b[1]&^flagInline != 0 {
 		return blobRec{}, fmt.Errorf("%w: blob record of %d bytes, version %v", errRecord, len(b), first(b))
 	}
 	r := blobRec{inline: b[1] == flagInline, size: int64(binary.BigEndian.Uint64(b[2:])),
 		refs: int64(binary.BigEndian.Uint64(b[10:])), dataID: binary.BigEndian.Uint64(b[18:])}
-	if r.size < 0 || r.refs < 0 || r.inline && (r.size > InlineMax || r.dataID == 0) || !r.inline && r.dataID != 0 {
-		return blobRec{}, fmt.Errorf("%w: blob record size %d refs %d inline %v data %d", errRecord, r.size, r.refs, r.inline, r.dataID)
+	if keyed {
+		r.key = int64(binary.BigEndian.Uint64(b[26:]))
+	}
+	if r.size < 0 || r.refs < 0 || r.inline && (r.size > InlineMax || r.dataID == 0) || !r.inline && r.dataID != 0 ||
+		keyed && (r.key <= 0 || r.inline) {
+		return blobRec{}, fmt.Errorf("%w: blob record size %d refs %d inline %v data %d key %d", errRecord, r.size, r.refs, r.inline, r.dataID, r.key)
 	}
 	return r, nil
 }

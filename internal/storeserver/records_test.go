@@ -25,6 +25,7 @@ type recordVector struct {
 	Inline  bool   `json:"inline,omitempty"`
 	Refs    int64  `json:"refs,omitempty"`
 	DataID  uint64 `json:"data_id,omitempty"`
+	Key     int64  `json:"key,omitempty"`
 	Admin   bool   `json:"admin,omitempty"`
 	Quota   int64  `json:"quota,omitempty"`
 	Used    int64  `json:"used,omitempty"`
@@ -65,6 +66,17 @@ func generateVectors() []recordVector {
 	badFlags[1] = 2
 	v2user := user.marshal()
 	v2user[0] = 2
+	keyed := blobRec{size: 1 << 20, refs: 1, key: 0x0123456789abcdef}
+	keyZero := keyed.marshal()
+	clear(keyZero[26:])
+	keyNeg := keyed.marshal()
+	keyNeg[26] = 0x80
+	keyInline := append(inl.marshal(), keyed.marshal()[26:]...) // inline of 4096 bytes, data id 7
+	keyInline[0] = blobRecordKeyed
+	keyV1 := keyed.marshal()
+	keyV1[0] = recordVersion
+	v2Short := blob.marshal()
+	v2Short[0] = blobRecordKeyed
 	return []recordVector{
 		{Type: "entry", Desc: "file of 1 MiB", Hex: x(file.marshal()), Outcome: "ok", Kind: kindFile, Size: file.size, ModTime: file.modTime, Hash: hx},
 		{Type: "entry", Desc: "directory", Hex: x(dir.marshal()), Outcome: "ok", Kind: kindDir, ModTime: dir.modTime},
@@ -82,6 +94,12 @@ func generateVectors() []recordVector {
 		{Type: "blob", Desc: "inline blob without a data id", Hex: x(noData), Outcome: "bad record"},
 		{Type: "blob", Desc: "blob-store blob with a data id", Hex: x(strayData), Outcome: "bad record"},
 		{Type: "blob", Desc: "trailing byte", Hex: x(append(blob.marshal(), 0)), Outcome: "bad record"},
+		{Type: "blob", Desc: "version 2: blob in the blob store under a key", Hex: x(keyed.marshal()), Outcome: "ok", Size: keyed.size, Refs: keyed.refs, Key: keyed.key},
+		{Type: "blob", Desc: "version 2 with key 0", Hex: x(keyZero), Outcome: "bad record"},
+		{Type: "blob", Desc: "version 2 with a negative key", Hex: x(keyNeg), Outcome: "bad record"},
+		{Type: "blob", Desc: "version 2 inline", Hex: x(keyInline), Outcome: "bad record"},
+		{Type: "blob", Desc: "version 1 of the length of version 2", Hex: x(keyV1), Outcome: "bad record"},
+		{Type: "blob", Desc: "version 2 of the length of version 1", Hex: x(v2Short), Outcome: "bad record"},
 		{Type: "user", Desc: "user with a quota", Hex: x(user.marshal()), Outcome: "ok", Hash: x(user.secretHash[:]), Quota: user.quota, Used: user.used, Created: user.created},
 		{Type: "user", Desc: "admin", Hex: x(admin.marshal()), Outcome: "ok", Admin: true, Hash: x(admin.secretHash[:]), Created: admin.created},
 		{Type: "user", Desc: "version 2", Hex: x(v2user), Outcome: "bad record"},
@@ -112,7 +130,7 @@ func checkVector(t *testing.T, v recordVector) {
 	case "blob":
 		var r blobRec
 		if r, err = parseBlobRec(raw); err == nil {
-			got, enc = recordVector{Inline: r.inline, Size: r.size, Refs: r.refs, DataID: r.dataID}, r.marshal()
+			got, enc = recordVector{Inline: r.inline, Size: r.size, Refs: r.refs, DataID: r.dataID, Key: r.key}, r.marshal()
 		}
 	case "user":
 		var u userRec

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/testutil"
 	"github.com/veil-project/veil/internal/storage/remote"
 )
 
@@ -80,16 +81,7 @@ func TestRemoveKeepsLaterWrite(t *testing.T) {
 			recName := encName + keySuffix
 			rec := func() []byte {
 				t.Helper()
-				rc, err := rs.ns.Get(ctx, encDir, recName)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rc.Close()
-				b, err := io.ReadAll(rc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
+				return testutil.GetObject(t, rs.ns, encDir, recName)
 			}
 			store := func(dir, name string, b []byte) {
 				t.Helper()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/veil-project/veil/internal/mle"
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // rootForms sets, for one test, the size from which roots are version 2 and the largest
@@ -20,16 +21,6 @@ func rootForms(t *testing.T, from, deltaMax int) {
 	oldFrom, oldMax := rootBaseFrom, rootDeltaMax
 	rootBaseFrom, rootDeltaMax = from, deltaMax
 	t.Cleanup(func() { rootBaseFrom, rootDeltaMax = oldFrom, oldMax })
-}
-
-// rootObject returns the stored bytes of root seq.
-func rootObject(t *testing.T, be storage.Backend, seq uint64) []byte {
-	t.Helper()
-	b, err := getAll(be, rootsDir, rootName(seq))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // bigTree writes n small files under dir/tree, in 10 folders.
@@ -57,7 +48,7 @@ func TestRootBaseAndDelta(t *testing.T) {
 	if first.base == nil || len(first.delta) != 0 {
 		t.Fatalf("a root of %d entries: base %v, %d changes; want a new base and no changes", len(first.Entries), first.base != nil, len(first.delta))
 	}
-	if b := rootObject(t, be, first.Seq); b[0] != rootVersion2 || len(b) > 1024 {
+	if b := testutil.GetObject(t, be, rootsDir, rootName(first.Seq)); b[0] != rootVersion2 || len(b) > 1024 {
 		t.Fatalf("root %d: version %d, %d bytes; want a small version 2 root", first.Seq, b[0], len(b))
 	}
 	dir := t.TempDir()
@@ -124,28 +115,21 @@ func TestRootBaseTampered(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := baseName(c.view.root.base.id)
-	orig, err := getAll(be, basesDir, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testutil.GetObject(t, be, basesDir, name)
 	// Another base of the same key, from a later checkpoint of a second tree.
 	if _, err := c.Put(ctx, []string{bigTree(t, 400)}, "other"); err != nil {
 		t.Fatal(err)
 	}
-	other, err := getAll(be, basesDir, baseName(c.view.root.base.id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testutil.GetObject(t, be, basesDir, baseName(c.view.root.base.id))
 	flipped := bytes.Clone(orig)
 	flipped[len(flipped)/2] ^= 1
 	for what, b := range map[string][]byte{"damaged": flipped, "another base of the key": other, "missing": nil} {
 		if b == nil {
-			err = be.Delete(ctx, basesDir, name)
+			if err := be.Delete(ctx, basesDir, name); err != nil {
+				t.Fatal(err)
+			}
 		} else {
-			err = be.Put(ctx, basesDir, name, bytes.NewReader(b), int64(len(b)))
-		}
-		if err != nil {
-			t.Fatal(err)
+			testutil.PutObject(t, be, basesDir, name, b)
 		}
 		_, err := dev().fetchRootSeq(ctx, 1)
 		if !errors.Is(err, ErrIntegrity) || !bytes.Contains([]byte(err.Error()), []byte(name)) {
@@ -218,15 +202,6 @@ func listNames(t *testing.T, be storage.Backend, dir string) []string {
 		out = append(out, i.Name)
 	}
 	return out
-}
-
-func getAll(be storage.Backend, dir, name string) ([]byte, error) {
-	rc, err := be.Get(ctx, dir, name)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(rc)
 }
 
 // On a version 2 root a lone small put still goes without the lock, its small root in its

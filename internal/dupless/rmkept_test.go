@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/testutil"
 	"github.com/veil-project/veil/internal/storage/remote"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // rmHookBE is the storage service's client with a hook run once, when armed, after a

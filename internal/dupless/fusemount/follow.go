@@ -151,6 +151,35 @@ func (e *env) invalidate(ctx context.Context, dir *gofs.Inode, path string, old,
 	}
 }
 
+// unchanged returns the node kid (the kernel's, for entry name of folder dir) stands for
+// when v lists that very version of it, from v's root alone; nil otherwise (the entry is
+// then read: changed, absent, or a folder without a record, whose node costs no read).
+// Found by review: every lookup the kernel repeats once its entries under current/ expire
+// read the entry's record again, a GET per name used per Config.Refresh.
+func unchanged(kid *gofs.Inode, v *dupless.View, dir, name string) *dupless.Node {
+	sum, isDir, ok := v.EntryVersion(dir, name)
+	if !ok {
+		return nil
+	}
+	var had *dupless.Node
+	switch k := kid.Operations().(type) {
+	case *treeDir:
+		if had = k.node.Load(); !isDir || sum == ([32]byte{}) {
+			return nil
+		}
+	case *file:
+		had = k.node
+	case *link:
+		had = k.node
+	case *special:
+		had = k.node
+	}
+	if had == nil || isDir != had.IsDir || had.Version() != sum {
+		return nil
+	}
+	return had
+}
+
 // sameEntry reports whether kid, a node the kernel has, stands for n: a folder for a
 // folder (its node is updated to n), anything else for the same record.
 func sameEntry(kid *gofs.Inode, n *dupless.Node) bool {

@@ -163,6 +163,12 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if v == nil {
 		return nil, syscall.ENOENT
 	}
+	if kid := d.GetChild(name); d.follows && kid != nil {
+		if n := unchanged(kid, v, d.path, name); n != nil {
+			fillAttr(n, &out.Attr)
+			return kid, 0 // read nothing: the kernel looks up again every Config.Refresh
+		}
+	}
 	n, err := v.Lookup(bctx, d.path, name)
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path+"/"+name, err)

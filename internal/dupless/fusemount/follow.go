@@ -33,7 +33,7 @@ type follower struct {
 	top   *gofs.Inode
 
 	mu       sync.Mutex
-	last     time.Time     // the last check's start (the mount's start at first)
+	last     time.Time     // the last check's end (the mount's start at first)
 	checking bool          // a check is under way: other requests answer from the view they have
 	notified chan struct{} // closed when the last check's invalidations are sent
 }
@@ -62,49 +62,69 @@ func (f *follower) due() bool {
 	if f.checking || time.Since(f.last) < f.every {
 		return false
 	}
-	f.checking, f.last = true, time.Now()
+	f.checking = true
 	return true
 }
 
-// current returns current/'s view (nil: no root yet), checking first for a newer root
-// when one is due. ctx is the kernel's request, bctx it bounded by Config.ReadTimeout. A
-// check that fails is logged and the view served is the one the mount has; an
-// interrupted one is tried again by the next request (the reader retries on EINTR).
-func (e *env) current(ctx, bctx context.Context) (*dupless.View, error) {
-	f := e.follow
-	if !f.due() {
+// checkWait bounds how long the request that found a check due waits for it: a check is a
+// STAT, answered within it unless the service is slow or stopped answering, and then the
+// request is answered from the view the mount has while the check goes on.
+const checkWait = time.Second
+
+// current returns current/'s view (nil: no root yet), first starting a check for a newer
+// root when one is due and waiting for it up to checkWait (or until ctx, the kernel's
+// request, ends: EINTR). The check runs on its own, bounded by Config.ReadTimeout and the
+// mount's life, not by the request: found by review, with the service stalled the request
+// that found a check due waited the whole ReadTimeout for it, and each request after a
+// check that outlasted --refresh started another. A check that fails is logged, and the
+// next one is due --refresh after it ended.
+func (e *env) current(ctx context.Context) (*dupless.View, error) {
+	if !e.follow.due() {
 		return e.cat.Current(), nil
 	}
-	prev, err := e.cat.Follow(bctx)
+	done := make(chan struct{})
+	go func() { defer close(done); e.check() }()
+	t := time.NewTimer(checkWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.cat.Current(), nil
+}
+
+// check asks for a newer root (dupless.Catalog.Follow) and, if it found one, starts the
+// kernel's invalidations (in the order of the checks).
+func (e *env) check() {
+	f := e.follow
+	ctx, cancel := context.WithTimeout(e.life, e.timeout)
+	defer cancel()
+	prev, err := e.cat.Follow(ctx)
 	cur := e.cat.Current() // before another check may start
 	f.mu.Lock()
-	f.checking = false
-	if err != nil && ctx.Err() != nil {
-		f.last = time.Time{}
-	}
+	f.checking, f.last = false, time.Now()
 	var before, done chan struct{}
-	if prev != nil { // invalidations in the order of the checks
+	if prev != nil {
 		before, done = f.notified, make(chan struct{})
 		f.notified = done
 	}
 	f.mu.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
+	if err != nil && e.life.Err() == nil {
 		e.log.Warn("veil mount: checking for a newer snapshot failed; current/ stays as it is", "err", err)
 	}
-	if prev != nil {
-		e.log.Debug("veil mount: current/ follows a newer snapshot", "from", prev.Snap.Seq, "to", cur.Snap.Seq)
-		go func() {
-			<-before
-			defer close(done)
-			ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-			defer cancel()
-			e.invalidate(ctx, f.top, "", prev, cur)
-		}()
+	if prev == nil {
+		return
 	}
-	return cur, nil
+	e.log.Debug("veil mount: current/ follows a newer snapshot", "from", prev.Snap.Seq, "to", cur.Snap.Seq)
+	go func() {
+		<-before
+		defer close(done)
+		ctx, cancel := context.WithTimeout(e.life, e.timeout)
+		defer cancel()
+		e.invalidate(ctx, f.top, "", prev, cur)
+	}()
 }
 
 // invalidate tells the kernel which entries of the folder dir (path under current/) and

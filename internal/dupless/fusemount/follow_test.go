@@ -169,9 +169,13 @@ func TestMountFollowInvalidatesCachedEntries(t *testing.T) {
 		if _, err := os.Stat(cur("absent")); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatal(err)
 		}
-		f.mu.Lock()
-		sent := f.notified
-		f.mu.Unlock()
+		var sent chan struct{}
+		testutil.WaitFor(t, 30*time.Second, "the check", func() bool { // it may outlast checkWait
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			sent = f.notified
+			return !f.checking
+		})
 		select {
 		case <-sent:
 		case <-time.After(30 * time.Second):

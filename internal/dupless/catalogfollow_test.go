@@ -1,6 +1,7 @@
 package dupless
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,5 +151,39 @@ func TestCatalogFollowAfterMarksDeleted(t *testing.T) {
 	}
 	if d := be.snap().since(before); d.reqs != 1 {
 		t.Errorf("follow just after a check: %+v, want 1 request", d)
+	}
+}
+
+// Follow never makes an older root current: a storage rolled back below the newest root
+// this device saw (a put beside the mount published it) is ErrRollback, as for any
+// command, checked at once (the next number is present) and late (followLate); current
+// stays the root it was.
+func TestCatalogFollowRefusesRollback(t *testing.T) {
+	be := newBackend(t)
+	device := memDevices(t, be)()
+	dir := filepath.Join(t.TempDir(), "d")
+	put := func(content string) {
+		t.Helper()
+		write(t, filepath.Join(dir, "f"), []byte(content))
+		mustPut(t, device(), dir, "")
+	}
+	put("version 0") // root 1
+	cat, err := device().OpenCatalog(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("version 1") // root 2
+	put("version 2") // root 3: the device remembers it
+	if err := be.Delete(ctx, rootsDir, rootName(3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, late := range []bool{false, true} {
+		if late {
+			cat.confirmed = time.Now().Add(-markGrace)
+		}
+		prev, err := cat.Follow(ctx)
+		if !errors.Is(err, ErrRollback) || prev != nil || cat.Current().Snap.Seq != 1 {
+			t.Errorf("follow (late %v) over a rollback: %v %v, current %d; want ErrRollback and root 1", late, prev, err, cat.Current().Snap.Seq)
+		}
 	}
 }

@@ -15,12 +15,13 @@ import (
 // current/ follows the newest root (Config.Refresh). A lookup or listing under current/
 // asks whether a newer root exists when the last check is older than the interval
 // (dupless.Catalog.Follow: one request, answered "not found" while nothing changed), and
-// answers from the newest. The kernel caches what it was told, so:
+// answers from the newest (waiting for the check at most checkWait: the check goes on by
+// itself). The kernel caches what it was told, so:
 //   - entries and attributes under current/ are cached for the interval, not an hour, so
 //     that a program using a path it looked up keeps asking (and so checking); a name
 //     that is absent is not cached at all;
 //   - a lookup of a name whose entry is unchanged answers the node the kernel has (its
-//     cached pages stay); a changed file is a new node, so a file open before the change
+//     cached pages stay), reading nothing (unchanged); a changed file is a new node, so a file open before the change
 //     keeps reading the version it opened;
 //   - once a check found a newer root, the entries that changed in every folder the
 //     kernel knows are invalidated (go-fuse's notify calls, from a goroutine: the kernel

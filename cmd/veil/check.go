@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -113,7 +114,15 @@ func printCheck(out io.Writer, res *dupless.CheckResult, rep *dupless.FolderRepa
 	for _, p := range res.Problems {
 		fmt.Fprintf(out, "damaged: %s: %s\n", words.Name(p.Path), words.Escape(p.Err))
 	}
-	folderLines(out, "folder without a record", res.Unrecorded)
+	found := res.Unrecorded
+	if rep != nil && len(rep.Pending) > 0 { // named below, as left: once each
+		left := make(map[string]bool, len(rep.Pending))
+		for _, d := range rep.Pending {
+			left[d] = true
+		}
+		found = slices.DeleteFunc(slices.Clone(found), func(d string) bool { return left[d] })
+	}
+	folderLines(out, "folder without a record", found)
 	fmt.Fprintf(out, "checked %s, %s, %s (%s), %s present, %d read and verified (%s) in %s: ",
 		plural(res.Files, "file", "files"), plural(res.Dirs, "dir", "dirs"), plural(res.Snapshots, "snapshot", "snapshots"),
 		plural(res.Versions, "older version", "older versions"), plural(res.Chunks, "chunk", "chunks"), res.ChunksRead,

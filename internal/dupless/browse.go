@@ -92,6 +92,28 @@ func (v *View) Lookup(ctx context.Context, dir, name string) (*Node, error) {
 	return n, nil
 }
 
+// EntryVersion is what Version would be for the entry name of directory dir (a plain
+// path, "" for the root), and whether it is a directory, read from the view's root alone:
+// no request. ok is false when the view has no such entry.
+func (v *View) EntryVersion(dir, name string) (sum [32]byte, isDir, ok bool) {
+	encDir, err := v.c.keys.encPath(dir)
+	if err != nil {
+		return sum, false, false
+	}
+	encName, err := v.c.keys.encName(name)
+	if err != nil {
+		return sum, false, false
+	}
+	kids := v.dirs[encDir]
+	if d, found := kids[encName]; found && d {
+		return v.entryHash(encDir, encName, true), true, true
+	}
+	if _, found := kids[encName+keySuffix]; found {
+		return v.entryHash(encDir, encName+keySuffix, false), false, true
+	}
+	return sum, false, false
+}
+
 // Version identifies what n describes: the hash the root lists for its record (a
 // directory's metadata record; zero for a directory without one). Two roots listing the
 // same version of a path describe the same content and metadata.

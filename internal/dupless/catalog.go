@@ -25,6 +25,9 @@ type Catalog struct {
 	roots   atomic.Pointer[rootSet]
 	listing ctxLock // held while Snapshots describes the roots
 	follow  ctxLock // held by Follow
+	// confirmed is when current was last known the newest (the start of the check that
+	// found so, or of OpenCatalog's read): held under follow.
+	confirmed time.Time
 
 	mu     sync.Mutex
 	loaded map[uint64]*loadedView
@@ -69,10 +72,11 @@ type loadedView struct {
 // against this device's memory) and lists the retained roots' numbers; it reads no root
 // but the newest. keep bounds the other snapshots loaded at once (at least 1).
 func (c *Client) OpenCatalog(ctx context.Context, keep int) (*Catalog, error) {
+	start := time.Now()
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
-	k := &Catalog{c: c, keep: max(keep, 1), loaded: map[uint64]*loadedView{}, listing: newCtxLock(), follow: newCtxLock()}
+	k := &Catalog{c: c, keep: max(keep, 1), loaded: map[uint64]*loadedView{}, listing: newCtxLock(), follow: newCtxLock(), confirmed: start}
 	c.view.mu.Lock()
 	newest := c.view.newest
 	c.view.mu.Unlock()

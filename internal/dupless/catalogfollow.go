@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -12,7 +13,8 @@ import (
 // commands, on this device or others, publish roots; Follow lets it show them. Asking
 // costs one request: the root after current's number is absent until a command publishes
 // it (forget never drops the newest root, rootprobe.go), so a STAT answered "not found"
-// says nothing changed. Only when it is present does Follow read the newest root as every
+// says nothing changed; asked half a day or more after the last check, Follow STATs
+// current's root too (followLate). Only when it is present does Follow read the newest root as every
 // command does (refresh: checked against this device's memory of the roots, so a storage
 // rolled back is refused as by any command) and list the roots again.
 
@@ -27,13 +29,14 @@ func (k *Catalog) Follow(ctx context.Context) (prev *View, err error) {
 	}
 	defer k.follow.unlock()
 	prev = k.Current()
+	start := time.Now()
 	if prev != nil {
-		_, err := k.c.be.Stat(ctx, rootsDir, rootName(prev.Snap.Seq+1))
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("tree root %d: %w", prev.Snap.Seq+1, err)
+		newer, err := k.newer(ctx, prev.Snap.Seq, start.Sub(k.confirmed) >= followLate)
+		if err != nil || !newer {
+			if err == nil {
+				k.confirmed = start
+			}
+			return nil, err
 		}
 	} else if written, _, err := k.c.rootSizes(ctx); err != nil || len(written) == 0 {
 		return nil, err // no root yet: one LIST
@@ -47,6 +50,7 @@ func (k *Catalog) Follow(ctx context.Context) (prev *View, err error) {
 	if newest == nil || prev != nil && newest.Seq <= prev.Snap.Seq { // refresh refused a rollback unless told to warn
 		return nil, nil
 	}
+	k.confirmed = start
 	rs, err := k.c.listRetained(ctx, newest.Seq)
 	if err != nil {
 		return nil, err
@@ -63,6 +67,39 @@ func (k *Catalog) Follow(ctx context.Context) (prev *View, err error) {
 	k.current.Store(newView(k.c, newest))
 	k.roots.Store(rs)
 	return prev, nil
+}
+
+// followLate is how long after current was last known the newest Follow no longer trusts
+// the next number's absence alone. A root published since then would be there, or forget's
+// gap mark in its place; but a mark no kept root needs is deleted once it, and its
+// predecessor's end as a root, are markGrace old (forgetmarks.go), so after that long the
+// next number can be absent again with newer roots above it (found by review: a mount idle
+// over two daily forgets stayed on its root for good). Half markGrace leaves room for the
+// storage's clock running apart from this one.
+const followLate = markGrace / 2
+
+// newer reports whether a root after seq (current's) may have been published: the next
+// number is present (a root, or a gap mark: the roots are read to see). late (current last
+// known the newest followLate ago or more) also asks for seq itself: forgotten (absent, or
+// a gap mark), newer roots may be stored above an absent next number.
+func (k *Catalog) newer(ctx context.Context, seq uint64, late bool) (bool, error) {
+	_, err := k.c.be.Stat(ctx, rootsDir, rootName(seq+1))
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return false, fmt.Errorf("tree root %d: %w", seq+1, err)
+	case !late:
+		return false, nil
+	}
+	info, err := k.c.be.Stat(ctx, rootsDir, rootName(seq))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("tree root %d: %w", seq, err)
+	}
+	return info.Size == 0, nil
 }
 
 // EntryChange is an entry of a directory that differs between two views.

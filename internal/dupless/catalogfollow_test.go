@@ -1,10 +1,12 @@
 package dupless
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/mle"
 )
@@ -73,5 +75,115 @@ func TestCatalogFollow(t *testing.T) {
 	}
 	if prev, err := cat.Follow(ctx); prev != nil || err != nil {
 		t.Errorf("follow again: %v %v, want nothing new", prev, err)
+	}
+}
+
+// A catalog not asked for a day follows a newer root although a forget dropped current's
+// root and the roots after it, and a later forget deleted their gap marks: the number
+// after current's is absent again, which alone would say nothing changed (found by
+// review: a mount idle over two daily forgets stayed on its root for good). Asked so late,
+// Follow also STATs current's own root: present, and its successor absent, it is still
+// the newest (two requests, no read).
+func TestCatalogFollowAfterMarksDeleted(t *testing.T) {
+	be := &rootReqBE{countingBE: countingBE{Backend: newBackend(t)}}
+	master := NewMasterKey()
+	other, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer other.Close()
+	dir := filepath.Join(t.TempDir(), "d")
+	put := func(content string) {
+		t.Helper()
+		write(t, filepath.Join(dir, "f"), []byte(content))
+		mustPut(t, other, dir, "")
+	}
+	put("version 0") // root 1
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer c.Close()
+	cat, err := c.OpenCatalog(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cat.Current()
+	cat.confirmed = time.Now().Add(-markGrace)
+	before := be.snap()
+	if prev, err := cat.Follow(ctx); prev != nil || err != nil {
+		t.Fatalf("late follow with nothing new: %v %v", prev, err)
+	}
+	if d := be.snap().since(before); d.reqs != 2 || d.gets != 0 || d.lists != 0 {
+		t.Errorf("late follow with nothing new: %+v, want 2 requests (STATs)", d)
+	}
+	for i := 1; i <= 3; i++ {
+		put("version " + itoa(i)) // roots 2, 3, 4
+	}
+	forget := func(age time.Duration, keep ...bool) { // as TestRootProbeGapMark's
+		t.Helper()
+		written, err := other.rootListing(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s, w := range written {
+			written[s] = w.Add(-age)
+		}
+		roots, err := other.loadRoots(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps := make([]Snapshot, len(roots))
+		for i, r := range roots {
+			snaps[i] = snapshotOf(r)
+		}
+		if err := other.dropRoots(ctx, written, snaps, keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forget(0, false, false, false, true) // 1, 2 and 3 become marks
+	forget(markGrace+time.Minute, true)  // a day later: the marks go
+	if n, err := other.rootNumbers(ctx); err != nil || !slices.Equal(n, []uint64{4}) {
+		t.Fatalf("numbers after the forgets: %v %v, want [4]", n, err)
+	}
+	cat.confirmed = time.Now().Add(-markGrace)
+	prev, err := cat.Follow(ctx)
+	if err != nil || prev != old || cat.Current().Snap.Seq != 4 {
+		t.Fatalf("follow after the marks went: prev %v (want the old view), err %v, current %d (want 4)", prev, err, cat.Current().Snap.Seq)
+	}
+	before = be.snap()
+	if prev, err := cat.Follow(ctx); prev != nil || err != nil {
+		t.Fatalf("follow just after: %v %v", prev, err)
+	}
+	if d := be.snap().since(before); d.reqs != 1 {
+		t.Errorf("follow just after a check: %+v, want 1 request", d)
+	}
+}
+
+// Follow never makes an older root current: a storage rolled back below the newest root
+// this device saw (a put beside the mount published it) is ErrRollback, as for any
+// command, checked at once (the next number is present) and late (followLate); current
+// stays the root it was.
+func TestCatalogFollowRefusesRollback(t *testing.T) {
+	be := newBackend(t)
+	device := memDevices(t, be)()
+	dir := filepath.Join(t.TempDir(), "d")
+	put := func(content string) {
+		t.Helper()
+		write(t, filepath.Join(dir, "f"), []byte(content))
+		mustPut(t, device(), dir, "")
+	}
+	put("version 0") // root 1
+	cat, err := device().OpenCatalog(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("version 1") // root 2
+	put("version 2") // root 3: the device remembers it
+	if err := be.Delete(ctx, rootsDir, rootName(3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, late := range []bool{false, true} {
+		if late {
+			cat.confirmed = time.Now().Add(-markGrace)
+		}
+		prev, err := cat.Follow(ctx)
+		if !errors.Is(err, ErrRollback) || prev != nil || cat.Current().Snap.Seq != 1 {
+			t.Errorf("follow (late %v) over a rollback: %v %v, current %d; want ErrRollback and root 1", late, prev, err, cat.Current().Snap.Seq)
+		}
 	}
 }

@@ -15,12 +15,13 @@ import (
 // current/ follows the newest root (Config.Refresh). A lookup or listing under current/
 // asks whether a newer root exists when the last check is older than the interval
 // (dupless.Catalog.Follow: one request, answered "not found" while nothing changed), and
-// answers from the newest. The kernel caches what it was told, so:
+// answers from the newest (waiting for the check at most checkWait: the check goes on by
+// itself). The kernel caches what it was told, so:
 //   - entries and attributes under current/ are cached for the interval, not an hour, so
 //     that a program using a path it looked up keeps asking (and so checking); a name
 //     that is absent is not cached at all;
 //   - a lookup of a name whose entry is unchanged answers the node the kernel has (its
-//     cached pages stay); a changed file is a new node, so a file open before the change
+//     cached pages stay), reading nothing (unchanged); a changed file is a new node, so a file open before the change
 //     keeps reading the version it opened;
 //   - once a check found a newer root, the entries that changed in every folder the
 //     kernel knows are invalidated (go-fuse's notify calls, from a goroutine: the kernel
@@ -33,7 +34,7 @@ type follower struct {
 	top   *gofs.Inode
 
 	mu       sync.Mutex
-	last     time.Time     // the last check's start (the mount's start at first)
+	last     time.Time     // the last check's end (the mount's start at first)
 	checking bool          // a check is under way: other requests answer from the view they have
 	notified chan struct{} // closed when the last check's invalidations are sent
 }
@@ -62,49 +63,69 @@ func (f *follower) due() bool {
 	if f.checking || time.Since(f.last) < f.every {
 		return false
 	}
-	f.checking, f.last = true, time.Now()
+	f.checking = true
 	return true
 }
 
-// current returns current/'s view (nil: no root yet), checking first for a newer root
-// when one is due. ctx is the kernel's request, bctx it bounded by Config.ReadTimeout. A
-// check that fails is logged and the view served is the one the mount has; an
-// interrupted one is tried again by the next request (the reader retries on EINTR).
-func (e *env) current(ctx, bctx context.Context) (*dupless.View, error) {
-	f := e.follow
-	if !f.due() {
+// checkWait bounds how long the request that found a check due waits for it: a check is a
+// STAT, answered within it unless the service is slow or stopped answering, and then the
+// request is answered from the view the mount has while the check goes on.
+const checkWait = time.Second
+
+// current returns current/'s view (nil: no root yet), first starting a check for a newer
+// root when one is due and waiting for it up to checkWait (or until ctx, the kernel's
+// request, ends: EINTR). The check runs on its own, bounded by Config.ReadTimeout and the
+// mount's life, not by the request: found by review, with the service stalled the request
+// that found a check due waited the whole ReadTimeout for it, and each request after a
+// check that outlasted --refresh started another. A check that fails is logged, and the
+// next one is due --refresh after it ended.
+func (e *env) current(ctx context.Context) (*dupless.View, error) {
+	if !e.follow.due() {
 		return e.cat.Current(), nil
 	}
-	prev, err := e.cat.Follow(bctx)
+	done := make(chan struct{})
+	go func() { defer close(done); e.check() }()
+	t := time.NewTimer(checkWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.cat.Current(), nil
+}
+
+// check asks for a newer root (dupless.Catalog.Follow) and, if it found one, starts the
+// kernel's invalidations (in the order of the checks).
+func (e *env) check() {
+	f := e.follow
+	ctx, cancel := context.WithTimeout(e.life, e.timeout)
+	defer cancel()
+	prev, err := e.cat.Follow(ctx)
 	cur := e.cat.Current() // before another check may start
 	f.mu.Lock()
-	f.checking = false
-	if err != nil && ctx.Err() != nil {
-		f.last = time.Time{}
-	}
+	f.checking, f.last = false, time.Now()
 	var before, done chan struct{}
-	if prev != nil { // invalidations in the order of the checks
+	if prev != nil {
 		before, done = f.notified, make(chan struct{})
 		f.notified = done
 	}
 	f.mu.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
+	if err != nil && e.life.Err() == nil {
 		e.log.Warn("veil mount: checking for a newer snapshot failed; current/ stays as it is", "err", err)
 	}
-	if prev != nil {
-		e.log.Debug("veil mount: current/ follows a newer snapshot", "from", prev.Snap.Seq, "to", cur.Snap.Seq)
-		go func() {
-			<-before
-			defer close(done)
-			ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-			defer cancel()
-			e.invalidate(ctx, f.top, "", prev, cur)
-		}()
+	if prev == nil {
+		return
 	}
-	return cur, nil
+	e.log.Debug("veil mount: current/ follows a newer snapshot", "from", prev.Snap.Seq, "to", cur.Snap.Seq)
+	go func() {
+		<-before
+		defer close(done)
+		ctx, cancel := context.WithTimeout(e.life, e.timeout)
+		defer cancel()
+		e.invalidate(ctx, f.top, "", prev, cur)
+	}()
 }
 
 // invalidate tells the kernel which entries of the folder dir (path under current/) and
@@ -149,6 +170,35 @@ func (e *env) invalidate(ctx context.Context, dir *gofs.Inode, path string, old,
 			e.invalidate(ctx, kid, storage.Join(path, name), old, cur)
 		}
 	}
+}
+
+// unchanged returns the node kid (the kernel's, for entry name of folder dir) stands for
+// when v lists that very version of it, from v's root alone; nil otherwise (the entry is
+// then read: changed, absent, or a folder without a record, whose node costs no read).
+// Found by review: every lookup the kernel repeats once its entries under current/ expire
+// read the entry's record again, a GET per name used per Config.Refresh.
+func unchanged(kid *gofs.Inode, v *dupless.View, dir, name string) *dupless.Node {
+	sum, isDir, ok := v.EntryVersion(dir, name)
+	if !ok {
+		return nil
+	}
+	var had *dupless.Node
+	switch k := kid.Operations().(type) {
+	case *treeDir:
+		if had = k.node.Load(); !isDir || sum == ([32]byte{}) {
+			return nil
+		}
+	case *file:
+		had = k.node
+	case *link:
+		had = k.node
+	case *special:
+		had = k.node
+	}
+	if had == nil || isDir != had.IsDir || had.Version() != sum {
+		return nil
+	}
+	return had
 }
 
 // sameEntry reports whether kid, a node the kernel has, stands for n: a folder for a

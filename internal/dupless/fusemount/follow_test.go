@@ -2,6 +2,7 @@ package fusemount
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -168,9 +169,13 @@ func TestMountFollowInvalidatesCachedEntries(t *testing.T) {
 		if _, err := os.Stat(cur("absent")); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatal(err)
 		}
-		f.mu.Lock()
-		sent := f.notified
-		f.mu.Unlock()
+		var sent chan struct{}
+		testutil.WaitFor(t, 30*time.Second, "the check", func() bool { // it may outlast checkWait
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			sent = f.notified
+			return !f.checking
+		})
 		select {
 		case <-sent:
 		case <-time.After(30 * time.Second):
@@ -231,5 +236,38 @@ func TestMountFollowsFirstRoot(t *testing.T) {
 	})
 	if es, err := os.ReadDir(filepath.Join(m.dir, "snapshots")); err != nil || len(es) != 1 {
 		t.Errorf("snapshots/ after the first put: %v %v", es, err)
+	}
+}
+
+// Once the kernel's entries under current/ expire (Config.Refresh), it looks up again every
+// name it uses; while nothing changed, those lookups read nothing from the storage service
+// (the check for a newer root is a STAT): an unchanged entry is answered from the node
+// the mount has. Found by review: each such lookup read the entry's record again, a GET
+// per name used per --refresh, where the hour-long entries before asked nothing.
+func TestMountRelookupWhileUnchangedReadsNothing(t *testing.T) {
+	requireFUSE(t)
+	be, master, src := manySnapshots(t, 1, 20)
+	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
+	os.WriteFile(filepath.Join(src, "sub", "kept"), []byte("kept"), 0o644)
+	putTree(t, clientOf(t, be, master), src)
+	m := runMount(t, clientOf(t, be, master), func(c *Config) { c.Refresh = time.Second })
+	var paths []string
+	for i := range 20 {
+		paths = append(paths, filepath.Join(m.dir, "current", "src", fmt.Sprintf("file-%05d", i)))
+	}
+	paths = append(paths, filepath.Join(m.dir, "current", "src", "sub", "kept"))
+	inos := map[string]uint64{}
+	for _, p := range paths {
+		inos[p] = ino(t, p)
+	}
+	time.Sleep(1100 * time.Millisecond) // the kernel's entries expire, and a check is due
+	before := be.gets.Load()
+	for _, p := range paths {
+		if ino(t, p) != inos[p] {
+			t.Errorf("%s became another node", p)
+		}
+	}
+	if n := be.gets.Load() - before; n != 0 {
+		t.Errorf("looking up %d unchanged names again read %d objects, want none", len(paths), n)
 	}
 }

@@ -91,7 +91,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Refresh == 0 {
 		cfg.Refresh = DefaultRefresh
 	}
-	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout, follow: newFollower(cfg.Refresh)}
+	life, end := context.WithCancel(context.Background())
+	defer end()
+	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout, follow: newFollower(cfg.Refresh), life: life}
 	root := &staticDir{build: func(ctx context.Context, d *staticDir) {
 		cur := d.NewPersistentInode(ctx, &treeDir{follows: true, env: env}, gofs.StableAttr{Mode: syscall.S_IFDIR})
 		env.follow.top = cur

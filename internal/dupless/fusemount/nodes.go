@@ -35,6 +35,7 @@ type env struct {
 	log     *slog.Logger
 	timeout time.Duration // Config.ReadTimeout
 	follow  *follower
+	life    context.Context // ends when Run returns: what the mount does on its own stops
 }
 
 // bound limits a request of the kernel to the mount's timeout: past it the service's
@@ -145,7 +146,7 @@ func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Attr
 // view is the directory's snapshot: under current/, the newest (nil: no root yet).
 func (d *treeDir) view(ctx, bctx context.Context) (*dupless.View, error) {
 	if d.follows {
-		return d.current(ctx, bctx)
+		return d.current(ctx)
 	}
 	return d.cat.View(bctx, d.seq)
 }
@@ -162,6 +163,12 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	if v == nil {
 		return nil, syscall.ENOENT
+	}
+	if kid := d.GetChild(name); d.follows && kid != nil {
+		if n := unchanged(kid, v, d.path, name); n != nil {
+			fillAttr(n, &out.Attr)
+			return kid, 0 // read nothing: the kernel looks up again every Config.Refresh
+		}
 	}
 	n, err := v.Lookup(bctx, d.path, name)
 	if err != nil {

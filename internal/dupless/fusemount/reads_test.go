@@ -21,9 +21,11 @@ import (
 type countingBE struct {
 	storage.Backend
 	chunkGets, rootGets atomic.Int64
+	gets                atomic.Int64 // every object read
 }
 
 func (b *countingBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	b.gets.Add(1)
 	if strings.HasPrefix(dir, ".veil/chunks/") {
 		b.chunkGets.Add(1)
 	}

@@ -41,7 +41,7 @@ func SnapshotName(s dupless.Snapshot, taken map[string]bool) string {
 func (s *snapsDir) names(ctx context.Context) ([]string, map[string]uint64, syscall.Errno) {
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	if _, err := s.current(ctx, bctx); err != nil {
+	if _, err := s.current(ctx); err != nil {
 		return nil, nil, errno(ctx, s.log, "snapshots", err)
 	}
 	snaps, err := s.cat.Snapshots(bctx)

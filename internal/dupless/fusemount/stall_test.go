@@ -272,3 +272,33 @@ func TestMountInterruptedSnapshotsListingWaitIsEINTR(t *testing.T) {
 		t.Fatal("the first listing still waits 60 s after the service answered again")
 	}
 }
+
+// A listing under current/ from a storage service that stopped answering is answered from
+// the tree the mount has, within about a second, when a check for a newer root is due: the
+// check goes on in the background. Found by review: the request that found the check due
+// waited for it up to Config.ReadTimeout (90 s by default), once per --refresh, although
+// nothing it answers needs the service.
+func TestMountDueCheckOnStalledServiceAnswersAtOnce(t *testing.T) {
+	url, cred, gate := stalledService(t)
+	be, err := remote.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	src := filepath.Join(t.TempDir(), "src")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "f"), []byte("f"), 0o644)
+	m := startMountWith(t, be, src, func(c *Config) { c.ReadTimeout = 10 * time.Second; c.Refresh = time.Second })
+	dir := filepath.Join(m.dir, "current", "src")
+	if es, err := os.ReadDir(dir); err != nil || len(es) != 1 {
+		t.Fatalf("current/src: %v %v", es, err)
+	}
+	gate.Store(true)                    // the service stops answering
+	defer gate.Store(false)             // before the mount ends
+	time.Sleep(1100 * time.Millisecond) // a check is due
+	start := time.Now()
+	es, err := os.ReadDir(dir)
+	if took := time.Since(start); err != nil || len(es) != 1 || took > 5*time.Second {
+		t.Fatalf("current/src with a check due and the service stalled: %v %v after %v, want its entry at once", es, err, took.Round(time.Millisecond))
+	}
+}

@@ -77,11 +77,14 @@ func clientAddr(remote string) string {
 func (s *Server) maxHalves() int { return max(s.cfg.MaxConns/2, 1) }
 
 // crowded answers a request that had waited longest for its other part when more than
-// maxHalves waited; it counts as missing (409).
+// maxHalves waited; it counts as missing (409). An honest client meets it too: a burst of
+// more than maxHalves requests whose parts reach one server before the other (or wait at
+// Server 2 while their twins wait in Server 1's queue), so it says to try again, not to
+// send both parts (found by review: it told a client that had sent both to do so).
 type crowded struct{ role int }
 
 func (c crowded) Error() string {
-	return fmt.Sprintf("too many requests were waiting for their other part at metal server %d and this one had waited longest (send both parts, same id)", c.role)
+	return fmt.Sprintf("metal server %d is busy: too many requests were waiting for their other part, and this one had waited longest (try again)", c.role)
 }
 
 func (c crowded) Is(target error) bool { return target == errMissing }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 // TestServer2AnswersPartNobodyAnnounces: a part sent to Server 2 only is answered 409 once
@@ -144,7 +147,7 @@ func TestHalvesFromManyAddressesBounded(t *testing.T) {
 		for n := 0; n < addrs*each-maxHalves; n++ {
 			select {
 			case msg := <-crowded[i]:
-				if !strings.Contains(msg, "had waited longest") {
+				if !strings.Contains(msg, "had waited longest (try again)") {
 					t.Fatalf("server %d answered a waiting request %q", i+1, msg)
 				}
 			case <-time.After(30 * time.Second):
@@ -161,5 +164,59 @@ func TestHalvesFromManyAddressesBounded(t *testing.T) {
 	defer cancel()
 	if _, err := p.client(t).CreateAccount(ctx); err != nil {
 		t.Fatalf("an honest client while %d requests wait for their other part: %v", 2*maxHalves, err)
+	}
+}
+
+// TestHonestBurstRefusalSaysTryAgain: the bound on parts waiting for their other part
+// (half of Config.MaxConns) also meets honest clients, with no flood: here 5 clients each
+// send Server 2 its part a moment before Server 1 its own, at servers taking 8 connections
+// (bound 4), and Server 2 refuses the one that waited longest. Its answer tells the client
+// to try again; it said "send both parts, same id", which this client did (found by
+// review).
+func TestHonestBurstRefusalSaysTryAgain(t *testing.T) {
+	p := startPairParams(t, 0, 10*time.Second, testParams, func(c *Config) { c.MaxConns = 8 })
+	waitLink(t, p, "1")
+	hc := [2]*http.Client{httpClient(t, p.dep.CA1), httpClient(t, p.dep.CA2)}
+	const n = 5
+	type answer struct {
+		st  int
+		msg string
+	}
+	var got [n][2]answer
+	ids := make([][]byte, n)
+	var wg sync.WaitGroup
+	send := func(i, srv int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i][srv].st, got[i][srv].msg = postMsg(hc[srv], p.addr[srv], "/v1/account", ids[i])
+		}()
+	}
+	for i := range ids {
+		ids[i] = make([]byte, idLen)
+		rand.Read(ids[i])
+		send(i, 1)
+	}
+	testutil.WaitFor(t, 10*time.Second, "server 2 holding 4 parts", func() bool {
+		p.srv[1].pend.mu.Lock()
+		defer p.srv[1].pend.mu.Unlock()
+		return len(p.srv[1].pend.m) == 4 && p.srv[1].wait.total() == 4
+	})
+	for i := range ids {
+		send(i, 0)
+	}
+	wg.Wait()
+	refused := 0
+	for i, g := range got {
+		if g[1].st == http.StatusOK {
+			continue
+		}
+		refused++
+		if g[1].st != http.StatusConflict || !strings.Contains(g[1].msg, "try again") || strings.Contains(g[1].msg, "send both parts") {
+			t.Errorf("request %d refused by server 2: %d %q, want 409 saying to try again", i, g[1].st, g[1].msg)
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d requests refused, want the one that waited longest: %+v", refused, got)
 	}
 }

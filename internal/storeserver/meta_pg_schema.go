@@ -168,7 +168,9 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 // holding the version row's lock; if another node migrated them meanwhile, it finds the
 // version it left and does that step, or nothing.
 func migrateStep(ctx context.Context, pool *pgxpool.Pool) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	// READ COMMITTED whatever the server's default: a node that waited for the lock then
+	// reads the row the other left (at a stricter level it would fail to serialize).
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var v int
 		if err := tx.QueryRow(ctx, `SELECT version FROM veil_schema FOR UPDATE`).Scan(&v); err != nil {
 			return fmt.Errorf("metadata database: %w", pgFault(err))

@@ -15,10 +15,18 @@ import (
 // at a time (checkSchema), as pgMigrations promises. Found by review: two nodes both ran
 // version 3's CREATE TABLE IF NOT EXISTS, which PostgreSQL does not serialize, and one
 // refused to start ("duplicate key value violates unique constraint
-// pg_type_typname_nsp_index") on the first of these rounds.
+// pg_type_typname_nsp_index") on the first of these rounds. Also with a server whose
+// default isolation is serializable (a node that waited must still read the version the
+// other left).
 func TestPGConcurrentMigration(t *testing.T) {
+	for _, c := range []struct{ name, iso string }{{"default", ""}, {"serializable", "&default_transaction_isolation=serializable"}} {
+		t.Run(c.name, func(t *testing.T) { testPGConcurrentMigration(t, c.iso) })
+	}
+}
+
+func testPGConcurrentMigration(t *testing.T, iso string) {
 	for round := range 5 {
-		dsn := testutil.SharedPostgres(t).NewSchema(t)
+		dsn := testutil.SharedPostgres(t).NewSchema(t) + iso
 		if err := createSchema(t.Context(), dsn); err != nil {
 			t.Fatal(err)
 		}

@@ -162,7 +162,7 @@ func (s *Service) checkBlob(ctx context.Context, h [32]byte, r blobRec) error {
 			return fmt.Errorf("inline content missing")
 		}
 		rc, n = io.NopCloser(bytes.NewReader(data)), int64(len(data))
-	} else if rc, n, err = s.blobs.open(ctx, blobID{h, r.key}); err != nil {
+	} else if rc, n, err = s.openRecorded(ctx, blobID{h, r.key}); err != nil {
 		return fmt.Errorf("content missing: %w", err)
 	}
 	defer rc.Close()

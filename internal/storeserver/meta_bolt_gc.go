@@ -13,6 +13,7 @@ import (
 func (m *boltMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error) {
 	m.gcMu.Lock()
 	defer m.gcMu.Unlock()
+	m.pins.forgetKeys()
 	var rep GCReport
 	var dead []blobID             // unreferenced blobs in the blob store
 	known := map[[32]byte]int64{} // referenced blobs in the blob store: their keys
@@ -96,6 +97,19 @@ func (p *blobPins) keyOf(h [32]byte, read func() (int64, error)) (int64, error) 
 		p.key[h] = k
 	}
 	return k, err
+}
+
+// forgetKeys drops the keys kept for the holds counted (keyOf), called by gc once it
+// holds gcMu alone: no hold has read its key then (a hold reads it under gcMu shared), but
+// holds counted before gc began wait for it, and the copy their key names may be one gc
+// removes. They read the record again after gc, and a copy they store after its removal
+// gets a name of its own. Found by review: the key outlived the gc while such a hold was
+// counted, and gc's DELETE that landed late deleted that upload's acknowledged copy
+// (TestGCForgetsHeldKeysBbolt).
+func (p *blobPins) forgetKeys() {
+	p.mu.Lock()
+	clear(p.key)
+	p.mu.Unlock()
 }
 
 // add counts a hold on h, once no discard is removing h (an upload of the same content

@@ -74,9 +74,10 @@ const sqlReservedTable = `CREATE TABLE IF NOT EXISTS veil_reserved (
 		until TIMESTAMPTZ NOT NULL,
 		PRIMARY KEY (owner, id))`
 
-// pgMigrations[v] take the tables from version v to v+1. Each statement can run again
-// (a node that dies part way, or two nodes opening the database at once), and the
-// version is advanced after them: nodes still running the older version keep working
+// pgMigrations[v] take the tables from version v to v+1. Each statement can run again (a
+// node that dies part way); a step runs in one transaction with the version's advance,
+// under the version row's lock, so nodes opening the database at once take turns
+// (migrateStep); nodes still running the older version keep working
 // meanwhile (their statements name no new column), and refuse the database once they
 // restart. From 1: rows recorded before have generation 0, a row recorded anew gets a
 // random one (hold), so an older row is told from its successor all the same. From 2:
@@ -138,7 +139,12 @@ func createSchema(ctx context.Context, dsn string) error {
 }
 
 // checkSchema refuses a database without the tables or with a newer version of them,
-// and migrates an older version (pgMigrations).
+// and migrates an older version (pgMigrations), one version per transaction that holds
+// the veil_schema row's lock (FOR UPDATE): nodes opening the database at once take turns,
+// each reading the version the last one left. Found by review: without the lock, two
+// nodes opening a database of version 3 at once both ran CREATE TABLE IF NOT EXISTS, which
+// PostgreSQL does not serialize, and one refused to start on a duplicate key
+// (TestPGConcurrentMigration).
 func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	for {
 		var v int
@@ -149,19 +155,40 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		if v == pgSchemaVersion {
 			return nil
 		}
-		steps, ok := pgMigrations[v]
-		if !ok || v > pgSchemaVersion {
+		if _, ok := pgMigrations[v]; !ok || v > pgSchemaVersion {
 			return fmt.Errorf("metadata database: schema version %d, this veil reads %d", v, pgSchemaVersion)
 		}
+		if err := migrateStep(ctx, pool); err != nil {
+			return err
+		}
+	}
+}
+
+// migrateStep takes the tables from the version they are at to the next, in a transaction
+// holding the version row's lock; if another node migrated them meanwhile, it finds the
+// version it left and does that step, or nothing.
+func migrateStep(ctx context.Context, pool *pgxpool.Pool) error {
+	// READ COMMITTED whatever the server's default: a node that waited for the lock then
+	// reads the row the other left (at a stricter level it would fail to serialize).
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var v int
+		if err := tx.QueryRow(ctx, `SELECT version FROM veil_schema FOR UPDATE`).Scan(&v); err != nil {
+			return fmt.Errorf("metadata database: %w", pgFault(err))
+		}
+		steps, ok := pgMigrations[v]
+		if v >= pgSchemaVersion || !ok {
+			return nil // done meanwhile, or newer: checkSchema reads it again
+		}
 		for _, q := range steps {
-			if _, err := pool.Exec(ctx, q); err != nil {
+			if _, err := tx.Exec(ctx, q); err != nil {
 				return fmt.Errorf("metadata database: migrating schema version %d to %d (needs a user allowed to alter the tables): %w", v, v+1, pgFault(err))
 			}
 		}
-		if _, err := pool.Exec(ctx, `UPDATE veil_schema SET version = $2 WHERE version = $1`, v, v+1); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE veil_schema SET version = $2 WHERE version = $1`, v, v+1); err != nil {
 			return fmt.Errorf("metadata database: migrating schema version %d to %d: %w", v, v+1, pgFault(err))
 		}
-	}
+		return nil
+	})
 }
 
 // checkDB accepts a postgres:// URL without a password (the data directory records it:

@@ -252,7 +252,7 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 	if data != nil {
 		rc, size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
 	} else {
-		rc, size, err = s.blobs.open(ctx, blobID{e.hash, key})
+		rc, size, err = s.openRecorded(ctx, blobID{e.hash, key})
 	}
 	if errors.Is(err, storewire.ErrUnavailable) {
 		return nil, entry{}, fmt.Errorf("get %s: %w", what, err)

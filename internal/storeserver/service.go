@@ -214,8 +214,8 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 			if m == nil || tx.Bucket(bucketUsers) == nil || tx.Bucket(bucketNS) == nil || tx.Bucket(bucketBlobs) == nil || tx.Bucket(bucketData) == nil {
 				return fmt.Errorf("%w: missing buckets", errRecord)
 			}
-			if v := m.Get([]byte("version")); len(v) != 1 || v[0] != recordVersion {
-				return fmt.Errorf("%w: database version %v, want %d", errRecord, v, recordVersion)
+			if v := m.Get([]byte("version")); len(v) != 1 || v[0] != recordVersion && v[0] != dbVersionKeyed {
+				return fmt.Errorf("%w: database version %v, want %d or %d", errRecord, v, recordVersion, dbVersionKeyed)
 			}
 			return nil
 		})

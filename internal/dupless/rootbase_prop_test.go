@@ -142,11 +142,7 @@ func TestRootFormsProperty(t *testing.T) {
 func TestRootBasesUnderConcurrentDevices(t *testing.T) {
 	rootForms(t, 4<<10, 2<<10)
 	be, dev := newGateBE(t)
-	tree := bigTree(t, 120)
-	for _, d := range []string{"lone", "many"} { // folders made before the race
-		write(t, filepath.Join(tree, d, "x"), nil)
-	}
-	if _, err := dev().Put(ctx, []string{tree}, ""); err != nil {
+	if _, err := dev().Put(ctx, []string{bigTree(t, 120)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

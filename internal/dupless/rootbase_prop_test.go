@@ -235,3 +235,59 @@ func TestRootBasesUnderConcurrentDevices(t *testing.T) {
 	}
 	t.Logf("%d bases stored, %d removed by prune", len(listNames(t, be, basesDir)), pruned)
 }
+
+// A namespace that shrinks back below rootBaseFrom (rm -r) writes version 1 roots again,
+// and one that grows past it again writes a new base; a new device reads every snapshot
+// as its writer listed it, and after forget and prune only the bases of retained
+// snapshots are left.
+func TestRootFormsAcrossThresholdBothWays(t *testing.T) {
+	rootForms(t, 8<<10, 4<<10)
+	be := newBackend(t)
+	dev := devices(t, be)
+	c := dev()
+	var want []map[string][32]byte
+	step := func(f func() error) {
+		t.Helper()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, maps.Clone(c.view.root.Entries))
+	}
+	step(func() error { _, err := c.Put(ctx, []string{bigTree(t, 200)}, "a"); return err })
+	if c.view.root.base == nil {
+		t.Fatal("200 files: a version 1 root")
+	}
+	step(func() error { _, err := c.Remove(ctx, "a", true); return err })
+	if c.view.root.base != nil {
+		t.Fatalf("after rm -r: a version 2 root of %d entries", len(c.view.root.Entries))
+	}
+	treeB := bigTree(t, 150)
+	step(func() error { _, err := c.Put(ctx, []string{treeB}, "b"); return err })
+	if c.view.root.base == nil || len(listNames(t, be, basesDir)) != 2 {
+		t.Fatalf("grown again: %d bases stored, want 2", len(listNames(t, be, basesDir)))
+	}
+	d := dev()
+	snaps, err := d.Snapshots(ctx)
+	if err != nil || len(snaps) != len(want) {
+		t.Fatalf("snapshots %v, %v; want %d", snaps, err, len(want))
+	}
+	for i, s := range snaps {
+		r, err := d.fetchRootSeq(ctx, s.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(r.Entries, want[i]) {
+			t.Fatalf("snapshot %d: %d entries read, %d written", s.Seq, len(r.Entries), len(want[i]))
+		}
+	}
+	if _, err := c.Forget(ctx, Policy{Last: 2}, false); err != nil { // the first base's root goes
+		t.Fatal(err)
+	}
+	if _, err := c.Prune(ctx, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if left := listNames(t, be, basesDir); len(left) != 1 || left[0] != baseName(c.view.root.base.id) {
+		t.Fatalf("bases left %v, want the newest root's only", left)
+	}
+	sameFile(t, dev(), filepath.Join(treeB, "d3", "file-0003"), "b/tree/d3/file-0003")
+}

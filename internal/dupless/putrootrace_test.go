@@ -1,6 +1,7 @@
 package dupless
 
 import (
+	"context"
 	"crypto/sha256"
 	"path/filepath"
 	"sync/atomic"
@@ -18,7 +19,31 @@ import (
 // stored and every read of the folder was "not as the newest authenticated tree root
 // lists it".
 func TestFoldedRootRebuiltResolvesConflicts(t *testing.T) {
-	be, dev := newGateBE(t)
+	t.Run("unconditional records", func(t *testing.T) {
+		be, _ := newGateBE(t)
+		foldedRootRace(t, be, &be.onBatch)
+	})
+	t.Run("records as compare-and-swaps", func(t *testing.T) { // the storage service since batch version 4
+		be := &batchHookBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
+		foldedRootRace(t, be, &be.onBatch)
+	})
+}
+
+// batchHookBE is matchBE with a hook before each batch.
+type batchHookBE struct {
+	matchBE
+	onBatch func([]storage.Object)
+}
+
+func (b *batchHookBE) PutBatch(ctx context.Context, objs []storage.Object) error {
+	if b.onBatch != nil {
+		b.onBatch(objs)
+	}
+	return b.matchBE.PutBatch(ctx, objs)
+}
+
+func foldedRootRace(t *testing.T, be storage.Backend, onBatch *func([]storage.Object)) {
+	dev := devices(t, be)
 	a, b := dev(), dev()
 	if _, err := a.Put(ctx, []string{bigTree(t, 3)}, ""); err != nil {
 		t.Fatal(err)
@@ -28,7 +53,7 @@ func TestFoldedRootRebuiltResolvesConflicts(t *testing.T) {
 	write(t, filepath.Join(dir, "b"), randBytes(500, 2))
 	var armed atomic.Bool
 	armed.Store(true)
-	be.onBatch = func(objs []storage.Object) {
+	*onBatch = func(objs []storage.Object) {
 		for _, o := range objs {
 			if o.Dir == rootsDir && armed.Swap(false) { // b's file and root: a puts first
 				if _, err := a.Put(ctx, []string{filepath.Join(dir, "a")}, "new"); err != nil {

@@ -273,6 +273,9 @@ func printPrune(out io.Writer, dry bool, res *dupless.PruneResult) {
 	if res.NamesRemoved > 0 {
 		fmt.Fprintf(out, "%s %s no stored path or snapshot uses\n", verb, plural(res.NamesRemoved, "long name's object", "long names' objects"))
 	}
+	if res.BasesRemoved > 0 {
+		fmt.Fprintf(out, "%s %s no retained snapshot uses\n", verb, plural(res.BasesRemoved, "tree base", "tree bases"))
+	}
 	if res.VersionsMissing > 0 {
 		fmt.Fprintf(out, "%s listed by snapshots not stored ('veil check' names them)\n", plural(res.VersionsMissing, "version", "versions"))
 	}

@@ -159,12 +159,39 @@ func (c *Client) putWithRoot(ctx context.Context, objs []storage.Object, path st
 			return false, refused
 		}
 		if latest != nil {
-			c.view.mu.Lock()
-			c.view.root = latest
-			c.view.mu.Unlock()
+			if err := c.rebaseView(ctx, latest); err != nil {
+				return false, err
+			}
 		}
 	}
 	return false, storage.PutAll(ctx, c.be, objs)
+}
+
+// rebaseView makes latest, a root another command published, the base of this command's
+// changes, resolved against it as publishChanges resolves them (resolveConflicts): a path
+// both commands changed is listed as the record stored there now. Found by review: applied
+// blindly, a folder record two puts both wrote (the later one over the other's) was listed
+// as the one overwritten.
+func (c *Client) rebaseView(ctx context.Context, latest *treeRoot) error {
+	c.view.mu.Lock()
+	orig, delta := c.view.root, maps.Clone(c.view.delta)
+	c.view.mu.Unlock()
+	if orig == nil {
+		orig = &treeRoot{}
+	}
+	resolved, err := c.resolveConflicts(ctx, orig, latest, delta)
+	if err != nil {
+		return err
+	}
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	for p, h := range resolved {
+		if now, ok := c.view.delta[p]; ok && now == delta[p] && h != delta[p] {
+			c.view.delta[p] = h // unless the command changed p again meanwhile
+		}
+	}
+	c.view.root = latest
+	return nil
 }
 
 // recordCreate reports whether the record at path among objs is a create.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/veil-project/veil/internal/testutil"
@@ -227,4 +228,29 @@ func FuzzRootMemory(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A file system without locks (NFS mounted nolock answers flock with ENOLCK) does not
+// fail every save: the memory is saved unordered, as before the lock file. Any other
+// failure of the lock fails the save.
+func TestRootFileWithoutLocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "roots", "r.mem")
+	m := RootFile(path, "")
+	for _, answer := range []error{syscall.ENOLCK, syscall.EOPNOTSUPP, syscall.EIO} {
+		flock = func(int, int) error { return answer }
+		err := m.Save(7, sum32(7))
+		flock = syscall.Flock
+		if answer == syscall.EIO {
+			if err == nil {
+				t.Error("a save whose lock failed with EIO succeeded")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("flock answering %v: %v", answer, err)
+		}
+		if got, _, _, err := m.Load(); err != nil || got != 7 {
+			t.Fatalf("flock answering %v: remembered %d, %v", answer, got, err)
+		}
+	}
 }

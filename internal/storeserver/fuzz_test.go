@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -42,24 +41,20 @@ func FuzzHandler(f *testing.F) {
 	small := sha256.Sum256([]byte("small"))
 	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "m", Absent: true},
 		{Dir: "d", Name: "a", Data: []byte("new"), Match: &small}})) // version 4: holds after the first batch
-	var once sync.Once
-	var s *Service
-	var cred, admin storewire.Credential
+	// One service for every input (and per fuzzing worker), in the fuzz test's own temp
+	// dir: a directory of os.MkdirTemp was left in /tmp by every run.
+	dir := f.TempDir()
+	if err := Init(dir); err != nil {
+		f.Fatal(err)
+	}
+	s, err := Open(dir, Config{MaxObjectSize: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	cred, _ := s.AddUser("fuzz")
+	admin, _ := storewire.LoadCredential(dir + "/" + AdminCredentialFile)
 	f.Fuzz(func(t *testing.T, method uint8, path, query, declared string, body []byte) {
-		once.Do(func() {
-			dir, err := mkdirTemp()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := Init(dir); err != nil {
-				t.Fatal(err)
-			}
-			if s, err = Open(dir, Config{MaxObjectSize: 1 << 20}); err != nil {
-				t.Fatal(err)
-			}
-			cred, _ = s.AddUser("fuzz")
-			admin, _ = storewire.LoadCredential(dir + "/" + AdminCredentialFile)
-		})
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n\t?#") || strings.ContainsAny(query, " \r\n\t#") {
 			return // not a request line a client can send
 		}

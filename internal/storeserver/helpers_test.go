@@ -6,7 +6,6 @@ import (
 	"github.com/veil-project/veil/internal/testutil"
 	bolt "go.etcd.io/bbolt"
 	"net"
-	"os"
 	"testing"
 
 	"github.com/veil-project/veil/internal/server"
@@ -104,8 +103,6 @@ func tlsFor(t testing.TB, c storewire.Credential) *tls.Config {
 	}
 	return &tls.Config{RootCAs: pool}
 }
-
-func mkdirTemp() (string, error) { return os.MkdirTemp("", "veil-store-fuzz-") }
 
 // boltDB is the bbolt database of a store opened with the embedded metadata.
 func boltDB(t testing.TB, s *Service) *bolt.DB {

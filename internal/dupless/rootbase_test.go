@@ -23,6 +23,20 @@ func rootForms(t *testing.T, from, deltaMax int) {
 	t.Cleanup(func() { rootBaseFrom, rootDeltaMax = oldFrom, oldMax })
 }
 
+// baseNamespace is a namespace of 300 files whose roots are version 2 (past 8 KiB of
+// entries, deltas up to 4 KiB): its storage, its devices, and the device that put them.
+func baseNamespace(t *testing.T) (storage.Backend, func() *Client, *Client) {
+	t.Helper()
+	rootForms(t, 8<<10, 4<<10)
+	be := newBackend(t)
+	dev := devices(t, be)
+	c := dev()
+	if _, err := c.Put(ctx, []string{bigTree(t, 300)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return be, dev, c
+}
+
 // bigTree writes n small files under dir/tree, in 10 folders.
 func bigTree(t *testing.T, n int) string {
 	t.Helper()
@@ -37,13 +51,7 @@ func bigTree(t *testing.T, n int) string {
 // only the changes since it, which a new device (no cache) reads back as the full list; a
 // delta past its bound makes a new base; every snapshot still reads whole.
 func TestRootBaseAndDelta(t *testing.T) {
-	rootForms(t, 8<<10, 4<<10)
-	be := newBackend(t)
-	dev := devices(t, be)
-	c := dev()
-	if _, err := c.Put(ctx, []string{bigTree(t, 300)}, ""); err != nil {
-		t.Fatal(err)
-	}
+	be, dev, c := baseNamespace(t)
 	first := c.view.root
 	if first.base == nil || len(first.delta) != 0 {
 		t.Fatalf("a root of %d entries: base %v, %d changes; want a new base and no changes", len(first.Entries), first.base != nil, len(first.delta))
@@ -107,13 +115,7 @@ func TestRootBaseAndDelta(t *testing.T) {
 // (ErrIntegrity), naming the base; the storage cannot substitute another base of the
 // same key.
 func TestRootBaseTampered(t *testing.T) {
-	rootForms(t, 8<<10, 4<<10)
-	be := newBackend(t)
-	dev := devices(t, be)
-	c := dev()
-	if _, err := c.Put(ctx, []string{bigTree(t, 300)}, ""); err != nil {
-		t.Fatal(err)
-	}
+	be, dev, c := baseNamespace(t)
 	name := baseName(c.view.root.base.id)
 	orig := testutil.GetObject(t, be, basesDir, name)
 	// Another base of the same key, from a later checkpoint of a second tree.

@@ -27,12 +27,7 @@ import (
 // Config.ReadTimeout has passed. Found by review: it waited on the service's answer for
 // 5 minutes a try, three tries, and forever once the answer had begun.
 func TestMountReadFromStalledServiceIsEIO(t *testing.T) {
-	url, cred, gate := stalledService(t)
-	be, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
+	be, gate := stalledBackend(t)
 	src := filepath.Join(t.TempDir(), "src")
 	os.Mkdir(src, 0o755)
 	data := make([]byte, 3<<20)
@@ -66,6 +61,18 @@ func TestMountReadFromStalledServiceIsEIO(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a read from a stalled service still waits after 30 s (ReadTimeout 2 s)")
 	}
+}
+
+// stalledBackend is a client of stalledService, closed when the test ends.
+func stalledBackend(t *testing.T) (*remote.Backend, *atomic.Bool) {
+	t.Helper()
+	url, cred, gate := stalledService(t)
+	be, err := remote.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be, gate
 }
 
 // stalledService runs a real storage service behind a relay that, while gate is true,
@@ -126,12 +133,7 @@ func pass(dst, src net.Conn, gate *atomic.Bool) {
 // os.Open retries. Found by CI: Go's own preemption signal reaching a test blocked in
 // open(2) made the kernel interrupt the lookup, and the mount answered EIO.
 func TestMountInterruptedLookupIsRetried(t *testing.T) {
-	url, cred, gate := stalledService(t)
-	be, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
+	be, gate := stalledBackend(t)
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
 	want := []byte("read after an interrupted lookup")
@@ -192,12 +194,7 @@ func blockedIn(tid int, nr uintptr) bool {
 // retries. Found by review: it waited on a lock that ignored the interruption, for as long
 // as the other listing took (up to Config.ReadTimeout, 90 s by default).
 func TestMountInterruptedSnapshotsListingWaitIsEINTR(t *testing.T) {
-	url, cred, gate := stalledService(t)
-	be, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
+	be, gate := stalledBackend(t)
 	requireFUSE(t)
 	src := filepath.Join(t.TempDir(), "src")
 	os.Mkdir(src, 0o755)
@@ -279,12 +276,7 @@ func TestMountInterruptedSnapshotsListingWaitIsEINTR(t *testing.T) {
 // waited for it up to Config.ReadTimeout (90 s by default), once per --refresh, although
 // nothing it answers needs the service.
 func TestMountDueCheckOnStalledServiceAnswersAtOnce(t *testing.T) {
-	url, cred, gate := stalledService(t)
-	be, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
+	be, gate := stalledBackend(t)
 	src := filepath.Join(t.TempDir(), "src")
 	os.Mkdir(src, 0o755)
 	os.WriteFile(filepath.Join(src, "f"), []byte("f"), 0o644)

@@ -1,6 +1,7 @@
 package fusemount
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -270,4 +271,50 @@ func TestMountRelookupWhileUnchangedReadsNothing(t *testing.T) {
 	if n := be.gets.Load() - before; n != 0 {
 		t.Errorf("looking up %d unchanged names again read %d objects, want none", len(paths), n)
 	}
+}
+
+// A snapshot's folder looked up before the snapshot existed (a script waiting for it) is
+// found once the mount has followed the new root: the kernel keeps no negative entry under
+// snapshots/ for longer than --refresh. Found by review: it kept the absent name for an
+// hour, although a listing showed the new snapshot.
+func TestMountSnapshotLookedUpBeforeItExists(t *testing.T) {
+	requireFUSE(t)
+	l, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	master := dupless.NewMasterKey()
+	src := filepath.Join(t.TempDir(), "src")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "f"), []byte("first"), 0o644)
+	putTree(t, clientOf(t, l, master), src)
+	m := runMount(t, clientOf(t, l, master), func(c *Config) { c.Refresh = time.Second })
+	// Every name the next snapshot may get (its time to the second, after the first's),
+	// looked up first.
+	first, err := clientOf(t, l, master).Snapshots(context.Background())
+	if err != nil || len(first) != 1 {
+		t.Fatalf("snapshots: %v, %d", err, len(first))
+	}
+	start := first[0].Time.Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(start))
+	for s := range 6 {
+		name := start.Add(time.Duration(s) * time.Second).Local().Format("2006-01-02T15:04:05")
+		if _, err := os.Stat(filepath.Join(m.dir, "snapshots", name)); !os.IsNotExist(err) {
+			t.Fatalf("snapshot %s before the put: %v", name, err)
+		}
+	}
+	os.WriteFile(filepath.Join(src, "f"), []byte("second"), 0o644)
+	putTree(t, clientOf(t, l, master), src)
+	snaps, err := clientOf(t, l, master).Snapshots(context.Background())
+	if err != nil || len(snaps) != 2 {
+		t.Fatalf("snapshots: %v, %d", err, len(snaps))
+	}
+	name := SnapshotName(snaps[1], map[string]bool{})
+	if snaps[1].Time.After(start.Add(5 * time.Second)) {
+		t.Skipf("the put took past the names looked up (%s)", name)
+	}
+	testutil.WaitFor(t, 30*time.Second, "snapshots/"+name+" found after the put", func() bool {
+		b, _ := os.ReadFile(filepath.Join(m.dir, "snapshots", name, "src", "f"))
+		return string(b) == "second"
+	})
 }

@@ -68,6 +68,7 @@ func (s *snapsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	}
 	seq, ok := seqs[name]
 	if !ok {
+		s.follow.timeouts(out) // as current/'s: the kernel then keeps no negative entry
 		return nil, syscall.ENOENT
 	}
 	out.Mode = syscall.S_IFDIR | 0o555

@@ -85,7 +85,11 @@ Examples:
 					printCheck(out, res, rep)
 				}
 				if n := len(res.Problems); n > 0 {
-					return exitError{"check found " + plural(n, "damaged file or version", "damaged files or versions"), 3}
+					what := plural(n, "damaged file or version", "damaged files or versions")
+					if d := res.SnapshotsDamaged; d > 0 {
+						what = plural(n, "problem", "problems") + " (" + plural(d, "damaged snapshot", "damaged snapshots") + ")"
+					}
+					return exitError{"check found " + what, 3}
 				}
 				if rep != nil && len(rep.Pending) > 0 {
 					return exitError{"check --repair left " + plural(len(rep.Pending), "folder", "folders") +
@@ -132,11 +136,15 @@ func printCheck(out io.Writer, res *dupless.CheckResult, rep *dupless.FolderRepa
 	} else {
 		fmt.Fprintln(out, plural(len(res.Problems), "problem", "problems"))
 	}
-	if len(res.Problems) > res.Clashes { // a clash says its own repair
+	if len(res.Problems) > res.Clashes+res.SnapshotsDamaged { // a clash, a damaged snapshot say their own repair
 		// put --force sends every chunk again, and the service replaces a
 		// stored blob that no longer matches its hash (found by a user
 		// walkthrough: rm and put repaired nothing with content in S3).
 		fmt.Fprintln(out, "to repair a damaged file whose original you still have: put it again with --force into its folder ('veil put --force LOCALFILE --to FOLDER'); its older versions stay in your snapshots")
+	}
+	if res.SnapshotsDamaged > 0 {
+		fmt.Fprintf(out, "%d of the problems are snapshots whose tree root (or its base) is damaged or missing; "+
+			"prune stops while they are retained: 'veil forget --drop-damaged' drops them\n", res.SnapshotsDamaged)
 	}
 	if res.VersionsMissing > 0 {
 		fmt.Fprintf(out, "%d of the problems are versions your snapshots list that are no longer stored; "+

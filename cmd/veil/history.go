@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -185,7 +186,14 @@ func newForgetCommand() *cobra.Command {
 --keep-last N, the newest snapshot of each of the last N hours, days, ISO weeks, months or
 years that have one (--keep-hourly, --keep-daily, --keep-weekly, --keep-monthly,
 --keep-yearly; local time), and every snapshot taken within --keep-within of the newest.
-The newest snapshot is always kept. At least one --keep option is required.
+The newest snapshot is always kept. At least one --keep option (or --drop-damaged) is
+required.
+
+A snapshot whose tree root, or the tree base it names, is damaged or missing cannot be
+read: forget stops, naming it, rather than judge it by a policy. --drop-damaged drops every
+such snapshot except the newest (one line each: "dropped damaged snapshot N: reason"),
+with the policy applied to the readable ones; alone, it keeps every readable snapshot.
+The newest snapshot damaged is not dropped: see 'veil root'.
 
 Forgetting frees nothing by itself: content that only dropped snapshots referenced is
 deleted by 'veil prune' (or --prune here). Prune never deletes what a retained snapshot
@@ -194,11 +202,12 @@ references.
 Examples:
   veil forget --keep-last 10 --dry-run
   veil forget --keep-daily 7 --keep-weekly 4 --keep-monthly 12 --prune
-  veil forget --keep-within 720h --json`,
+  veil forget --keep-within 720h --json
+  veil forget --drop-damaged --keep-last 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if p.Empty() {
-				return usageError("forget needs a policy: at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within")
+				return usageError("forget needs a policy: at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within, --drop-damaged")
 			}
 			return o.with(cmd, func(cl *dupless.Client) error {
 				res, err := cl.Forget(cmd.Context(), p, dry)
@@ -223,6 +232,7 @@ Examples:
 	c.Flags().IntVar(&p.Monthly, "keep-monthly", 0, "keep the newest snapshot of each of the last N months that have one")
 	c.Flags().IntVar(&p.Yearly, "keep-yearly", 0, "keep the newest snapshot of each of the last N years that have one")
 	c.Flags().DurationVar(&p.Within, "keep-within", 0, "keep every snapshot taken within this long of the newest (e.g. 720h)")
+	c.Flags().BoolVar(&p.DropDamaged, "drop-damaged", false, "also drop every snapshot but the newest whose tree root or base is damaged or missing")
 	c.Flags().BoolVarP(&dry, "dry-run", "n", false, "list what would be dropped, drop nothing")
 	c.Flags().BoolVar(&prune, "prune", false, "run prune afterwards")
 	c.Flags().DurationVar(&grace, "grace", time.Hour, "with --prune: keep unreferenced content younger than this")
@@ -245,15 +255,26 @@ func printForget(cmd *cobra.Command, asJSON, dry bool, res *dupless.ForgetResult
 	if dry {
 		verb = "would drop"
 	}
-	var nums []string
+	for _, d := range res.Damaged {
+		fmt.Fprintf(out, "%s damaged snapshot %d: %s\n", verb, d.Seq, words.Escape(d.Err))
+	}
+	var seqs []uint64
 	for _, s := range res.Remove {
-		nums = append(nums, fmt.Sprint(s.Seq))
+		seqs = append(seqs, s.Seq)
+	}
+	for _, d := range res.Damaged {
+		seqs = append(seqs, d.Seq)
+	}
+	slices.Sort(seqs)
+	var nums []string
+	for _, s := range seqs {
+		nums = append(nums, fmt.Sprint(s))
 	}
 	list := ""
 	if len(nums) > 0 {
 		list = " (" + strings.Join(nums, ", ") + ")"
 	}
-	fmt.Fprintf(out, "kept %s; %s %d%s\n", plural(len(res.Keep), "snapshot", "snapshots"), verb, len(res.Remove), list)
+	fmt.Fprintf(out, "kept %s; %s %d%s\n", plural(len(res.Keep), "snapshot", "snapshots"), verb, len(res.Remove)+len(res.Damaged), list)
 	if pr != nil {
 		printPrune(out, false, pr)
 	}

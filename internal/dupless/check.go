@@ -25,19 +25,20 @@ type CheckOptions struct {
 
 // CheckResult reports what Check verified and the damage it found, per file.
 type CheckResult struct {
-	Files           int           `json:"files"` // files and symlinks of the newest tree
-	Dirs            int           `json:"dirs"`
-	Snapshots       int           `json:"snapshots"`
-	Versions        int           `json:"versions"`         // older records the snapshots list, checked
-	VersionsMissing int           `json:"versions_missing"` // listed but not stored: each also a problem (checkhist.go)
-	VersionsDamaged int           `json:"versions_damaged"` // listed, their kept copy damaged: each also a problem
-	Clashes         int           `json:"clashes"`          // names stored both as a file and as a folder: each also a problem
-	Chunks          int           `json:"chunks"`           // distinct chunks referenced, each checked present
-	ChunksRead      int           `json:"chunks_read"`      // of those, downloaded and verified
-	BytesRead       int64         `json:"bytes_read"`       // plaintext bytes verified
-	Problems        []FileError   `json:"problems"`
-	Unrecorded      []string      `json:"folders_without_record"` // no damage: folders an older veil made without a record (dirrepair.go)
-	Duration        time.Duration `json:"duration_ns"`
+	Files            int           `json:"files"` // files and symlinks of the newest tree
+	Dirs             int           `json:"dirs"`
+	Snapshots        int           `json:"snapshots"`
+	SnapshotsDamaged int           `json:"snapshots_damaged"` // retained but unreadable (root or base damaged or missing): each also a problem
+	Versions         int           `json:"versions"`          // older records the snapshots list, checked
+	VersionsMissing  int           `json:"versions_missing"`  // listed but not stored: each also a problem (checkhist.go)
+	VersionsDamaged  int           `json:"versions_damaged"`  // listed, their kept copy damaged: each also a problem
+	Clashes          int           `json:"clashes"`           // names stored both as a file and as a folder: each also a problem
+	Chunks           int           `json:"chunks"`            // distinct chunks referenced, each checked present
+	ChunksRead       int           `json:"chunks_read"`       // of those, downloaded and verified
+	BytesRead        int64         `json:"bytes_read"`        // plaintext bytes verified
+	Problems         []FileError   `json:"problems"`
+	Unrecorded       []string      `json:"folders_without_record"` // no damage: folders an older veil made without a record (dirrepair.go)
+	Duration         time.Duration `json:"duration_ns"`
 }
 
 // chunkUse is a chunk and the first file (and snapshot) that refers to it.
@@ -138,14 +139,18 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 	return res, ctx.Err()
 }
 
-// checkSnapshots reads every older record version the retained snapshots list.
+// checkSnapshots reads every older record version the retained snapshots list. A damaged
+// snapshot (not the newest) is a problem, and the others are still checked.
 func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte, res *CheckResult,
 	addChunks func(string, *record), problem func(string, error)) error {
-	roots, err := c.loadRoots(ctx)
+	roots, damaged, err := c.loadRootsDamaged(ctx)
 	if err != nil {
 		return err
 	}
-	res.Snapshots = len(roots)
+	res.Snapshots, res.SnapshotsDamaged = len(roots)+len(damaged), len(damaged)
+	for _, d := range damaged {
+		problem(fmt.Sprintf("(snapshot %d)", d.Seq), fmt.Errorf("%s; 'veil forget --drop-damaged' drops it", d.Err))
+	}
 	c.view.mu.Lock()
 	walked := c.view.root // the root the walk checked the newest tree against
 	c.view.mu.Unlock()

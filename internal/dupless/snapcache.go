@@ -188,6 +188,9 @@ func (c *Client) describeRoots(ctx context.Context, seqs []uint64, sizes map[uin
 		return d, ok && d.describes(sizes[s], written[s])
 	}, func(ctx context.Context, s uint64) (snapDesc, error) {
 		r, err := c.fetchRootSeq(ctx, s)
+		if errors.Is(err, ErrIntegrity) && s < seqs[len(seqs)-1] { // not the newest: forget can drop it
+			return snapDesc{}, errDamagedSnapshots([]DamagedSnapshot{{Seq: s, Err: err.Error()}})
+		}
 		if err != nil {
 			return snapDesc{}, err
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -39,28 +38,17 @@ func snapshotOf(r *treeRoot) Snapshot {
 
 // loadRoots reads and authenticates every root stored, oldest first. The newest root
 // refresh already read is not read again, nor are the numbers listed empty (forget's gap
-// marks: one GET each for nothing, and forget leaves one per dropped root for a day).
+// marks: one GET each for nothing, and forget leaves one per dropped root for a day). A
+// damaged older root is an error naming every damaged one (rootsdamaged.go).
 func (c *Client) loadRoots(ctx context.Context) ([]*treeRoot, error) {
-	written, marks, err := c.rootObjects(ctx)
+	roots, damaged, err := c.loadRootsDamaged(ctx)
+	if err == nil && len(damaged) > 0 {
+		err = errDamagedSnapshots(damaged)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var seqs []uint64
-	for s := range written {
-		if !marks[s] {
-			seqs = append(seqs, s)
-		}
-	}
-	c.view.mu.Lock()
-	newest := c.view.newest
-	c.view.mu.Unlock()
-	out, err := loadEach(ctx, seqs, 8, func(s uint64) (*treeRoot, bool) { return newest, newest != nil && newest.Seq == s },
-		c.fetchRootSeq)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
+	return roots, nil
 }
 
 // Snapshots lists the retained snapshots, oldest first.

@@ -139,6 +139,10 @@ that changes them (put, mv, rm, mkdir) leaves one: the authenticated tree root t
 every file as the command left it. Read one back with 'veil ls --snapshot N' or
 'veil get --snapshot N PATH' (or --at TIME); drop old ones with 'veil forget'.
 
+An older snapshot whose tree root (or the tree base it names) is damaged or missing is
+listed as "damaged", its reason below the table, and the command exits 3, as 'veil check'
+does for damage; 'veil forget --drop-damaged' drops it.
+
 Examples:
   veil snapshots
   veil ls --snapshot 3 Documents
@@ -150,7 +154,10 @@ Examples:
 				if err != nil {
 					return err
 				}
-				return printSnapshots(cmd, o.json, snaps)
+				if err := printSnapshots(cmd, o.json, snaps); err != nil {
+					return err
+				}
+				return damagedSnapshots(snaps)
 			})
 		},
 	}
@@ -168,10 +175,38 @@ func printSnapshots(cmd *cobra.Command, asJSON bool, snaps []dupless.Snapshot) e
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SNAPSHOT\tTIME\tFILES\tRECORDS")
+	var damaged []string
 	for _, s := range snaps {
+		if s.Damaged != "" {
+			fmt.Fprintf(tw, "%d\tdamaged\t\t\n", s.Seq)
+			damaged = append(damaged, fmt.Sprintf("snapshot %d: %s", s.Seq, s.Damaged))
+			continue
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\n", s.Seq, s.Time.Local().Format(time.DateTime), s.Files, s.Records)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, d := range damaged {
+		fmt.Fprintln(out, d)
+	}
+	return nil
+}
+
+// damagedSnapshots is the exit of a listing that showed damaged snapshots: 3, as check's
+// damage, with the way out.
+func damagedSnapshots(snaps []dupless.Snapshot) error {
+	n := 0
+	for _, s := range snaps {
+		if s.Damaged != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return exitError{fmt.Sprintf("%s cannot be read; 'veil forget --drop-damaged' drops %s ('veil check' checks the rest)",
+		plural(n, "damaged snapshot", "damaged snapshots"), map[bool]string{true: "it", false: "them"}[n == 1]), 3}
 }
 
 func newForgetCommand() *cobra.Command {

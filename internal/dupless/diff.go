@@ -120,6 +120,9 @@ func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, err
 		return nil, err
 	}
 	snaps, err := c.snapshots(ctx)
+	if err == nil {
+		snaps, err = readable(snaps)
+	}
 	if err != nil {
 		return nil, err
 	}

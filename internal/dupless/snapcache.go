@@ -188,8 +188,8 @@ func (c *Client) describeRoots(ctx context.Context, seqs []uint64, sizes map[uin
 		return d, ok && d.describes(sizes[s], written[s])
 	}, func(ctx context.Context, s uint64) (snapDesc, error) {
 		r, err := c.fetchRootSeq(ctx, s)
-		if errors.Is(err, ErrIntegrity) && s < seqs[len(seqs)-1] { // not the newest: forget can drop it
-			return snapDesc{}, errDamagedSnapshots([]DamagedSnapshot{{Seq: s, Err: err.Error()}})
+		if errors.Is(err, ErrIntegrity) && s < seqs[len(seqs)-1] { // not the newest: listed as damaged, forget can drop it
+			return snapDesc{snap: Snapshot{Seq: s, Damaged: strings.TrimPrefix(err.Error(), ErrIntegrity.Error()+": ")}}, nil
 		}
 		if err != nil {
 			return snapDesc{}, err
@@ -202,7 +202,10 @@ func (c *Client) describeRoots(ctx context.Context, seqs []uint64, sizes map[uin
 	out := make([]Snapshot, len(descs))
 	keep := make(map[uint64]snapDesc, len(descs))
 	for i, d := range descs {
-		out[i], keep[d.snap.Seq] = d.snap, d
+		out[i] = d.snap
+		if d.snap.Damaged == "" { // described anew by every listing until forget drops it
+			keep[d.snap.Seq] = d
+		}
 	}
 	same := func(a, b snapDesc) bool {
 		return a.describes(b.size, b.written) && a.snap.Time.Equal(b.snap.Time) && a.snap.Files == b.snap.Files &&

@@ -24,6 +24,10 @@ type Snapshot struct {
 	Files   int       `json:"files"`   // file and symlink records
 	Records int       `json:"records"` // every record (directories too)
 	SHA256  string    `json:"sha256"`
+	// Damaged is set, with Seq only, for a retained snapshot older than the newest whose
+	// root or tree base cannot be read ('veil forget --drop-damaged' drops it): Snapshots
+	// lists it, the commands that pick a snapshot by time refuse to guess around it.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 func snapshotOf(r *treeRoot) Snapshot {
@@ -57,6 +61,21 @@ func (c *Client) Snapshots(ctx context.Context) ([]Snapshot, error) {
 		return nil, err
 	}
 	return c.snapshots(ctx)
+}
+
+// readable is snaps when none is damaged, else the error naming the damaged ones (a pick
+// by time cannot know where a damaged snapshot's time falls).
+func readable(snaps []Snapshot) ([]Snapshot, error) {
+	var d []DamagedSnapshot
+	for _, s := range snaps {
+		if s.Damaged != "" {
+			d = append(d, DamagedSnapshot{Seq: s.Seq, Err: s.Damaged})
+		}
+	}
+	if d != nil {
+		return nil, errDamagedSnapshots(d)
+	}
+	return snaps, nil
 }
 
 // snapshots is Snapshots after refresh.
@@ -106,6 +125,9 @@ func (c *Client) PinTime(ctx context.Context, t time.Time) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	snaps, err := c.snapshots(ctx) // described, mostly from the snapshot cache: one root read below
+	if err == nil {
+		snaps, err = readable(snaps)
+	}
 	if err != nil {
 		return Snapshot{}, err
 	}

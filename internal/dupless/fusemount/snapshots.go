@@ -48,10 +48,15 @@ func (s *snapsDir) names(ctx context.Context) ([]string, map[string]uint64, sysc
 	if err != nil {
 		return nil, nil, errno(ctx, s.log, "snapshots", err)
 	}
-	names, seqs, taken := make([]string, len(snaps)), make(map[string]uint64, len(snaps)), map[string]bool{}
-	for i, sn := range snaps {
-		names[i] = SnapshotName(sn, taken)
-		seqs[names[i]] = sn.Seq
+	names, seqs, taken := make([]string, 0, len(snaps)), make(map[string]uint64, len(snaps)), map[string]bool{}
+	for _, sn := range snaps {
+		if sn.Damaged != "" { // no time to name it by; 'veil snapshots' and check show it
+			s.log.Debug("snapshot not shown: damaged", "snapshot", sn.Seq, "err", sn.Damaged)
+			continue
+		}
+		name := SnapshotName(sn, taken)
+		names = append(names, name)
+		seqs[name] = sn.Seq
 	}
 	return names, seqs, 0
 }

@@ -263,8 +263,9 @@ func resumePending(cmd *cobra.Command, cl *dupless.Client, asJSON bool) error {
 			words.Name(m.Src), words.Name(m.Dst))
 	}
 	if res.Older > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "veil: %s left by an older veil name no folders: run each interrupted mv again as you typed it, "+
-			"or 'veil mv --resume SRC DEST'\n", words.Count(res.Older, "move mark", "move marks"))
+		verb := map[bool]string{true: "names", false: "name"}[res.Older == 1]
+		fmt.Fprintf(cmd.ErrOrStderr(), "veil: %s left by an older veil %s no folders: run each interrupted mv again as you typed it, "+
+			"or 'veil mv --resume SRC DEST'\n", words.Count(res.Older, "move mark", "move marks"), verb)
 	}
 	switch {
 	case err != nil && len(res.Done)+len(res.Dropped) > 0 && cmd.Context().Err() == nil:

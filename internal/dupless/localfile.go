@@ -1,6 +1,7 @@
 package dupless
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -20,24 +21,39 @@ import (
 // errLocalVersion is a local file of another version.
 var errLocalVersion = errors.New("unknown version")
 
-// sealLocal seals plain as a local file of version, under nonce.
-func (k *userKeys) sealLocal(version byte, nonce, plain, ad []byte) []byte {
-	out := make([]byte, recordHeader, recordHeader+len(plain)+k.cache.Overhead())
+// sealHeaded seals plain under aead as tree roots, tree bases and local files are laid
+// out: byte 0 version, recordHeader-1 bytes of nonce, then the ciphertext.
+func sealHeaded(aead cipher.AEAD, version byte, nonce, plain, ad []byte) []byte {
+	out := make([]byte, recordHeader, recordHeader+len(plain)+aead.Overhead())
 	out[0] = version
 	copy(out[1:], nonce)
-	return k.cache.Seal(out, out[1:recordHeader], plain, ad)
+	return aead.Seal(out, out[1:recordHeader], plain, ad)
+}
+
+// openHeaded opens b sealed by sealHeaded under aead; its length is the caller's to check
+// (headedFits).
+func openHeaded(aead cipher.AEAD, b, ad []byte) ([]byte, error) {
+	return aead.Open(nil, b[1:recordHeader], b[recordHeader:], ad)
+}
+
+// headedFits reports whether b is long enough to be sealed by sealHeaded under aead.
+func headedFits(aead cipher.AEAD, b []byte) bool { return len(b) >= recordHeader+aead.Overhead() }
+
+// sealLocal seals plain as a local file of version, under nonce.
+func (k *userKeys) sealLocal(version byte, nonce, plain, ad []byte) []byte {
+	return sealHeaded(k.cache, version, nonce, plain, ad)
 }
 
 // openLocal authenticates b, a local file of kind what (its errors' prefix) that must be
 // of version, and returns its plaintext.
 func (k *userKeys) openLocal(what string, version byte, b, ad []byte) ([]byte, error) {
-	if len(b) < recordHeader+k.cache.Overhead() {
+	if !headedFits(k.cache, b) {
 		return nil, fmt.Errorf("%s: %d bytes is too short", what, len(b))
 	}
 	if b[0] != version {
 		return nil, fmt.Errorf("%s: %w %d", what, errLocalVersion, b[0])
 	}
-	plain, err := k.cache.Open(nil, b[1:recordHeader], b[recordHeader:], ad)
+	plain, err := openHeaded(k.cache, b, ad)
 	if err != nil {
 		return nil, fmt.Errorf("%s: authentication failed (corrupt, another key's, or another location's)", what)
 	}

@@ -78,30 +78,41 @@ var (
 const rootHeadSize = 8 + 8 + 32 + 4
 
 func (r *treeRoot) marshal() []byte {
-	size := rootHeadSize
-	for p := range r.Entries {
-		size += 34 + len(p)
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, rootHeadSize+entriesSize(r.Entries))
 	b = binary.BigEndian.AppendUint64(b, r.Seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Time))
 	b = append(b, r.Parent[:]...)
-	return appendSortedEntries(b, r.Entries, func(b []byte, h [32]byte) []byte { return append(b, h[:]...) })
+	return appendHashEntries(b, r.Entries)
+}
+
+// appendHashEntries appends entries (path -> record hash) as a version 1 root's tail and a
+// tree base's body hold them: the count, then each path and its hash, sorted.
+func appendHashEntries(b []byte, m map[string][32]byte) []byte {
+	return appendSortedEntries(b, m, func(b []byte, h [32]byte) []byte { return append(b, h[:]...) })
+}
+
+// readHashEntries reads what appendHashEntries wrote, in the format what; count, if not
+// nil, is the number of entries there must be.
+func readHashEntries(p *parser, what string, count *uint32) (map[string][32]byte, error) {
+	n := p.u32()
+	if p.err == nil && (n > maxRootPaths || uint64(n)*35 > uint64(len(p.b))) {
+		return nil, fmt.Errorf("%s: %d entries do not fit %d bytes", what, n, len(p.b))
+	}
+	if p.err == nil && count != nil && n != *count {
+		return nil, fmt.Errorf("%s: %d entries, its root says %d", what, n, *count)
+	}
+	return sortedEntries(p, n, what, func(p *parser) (h [32]byte) {
+		copy(h[:], p.take(32))
+		return h
+	})
 }
 
 func unmarshalRoot(b []byte) (*treeRoot, error) {
 	p := &parser{b: b}
 	r := &treeRoot{Seq: p.u64(), Time: int64(p.u64())}
 	copy(r.Parent[:], p.take(32))
-	n := p.u32()
-	if p.err == nil && (n > maxRootPaths || uint64(n)*35 > uint64(len(p.b))) {
-		return nil, fmt.Errorf("tree root: %d entries do not fit %d bytes", n, len(p.b))
-	}
 	var err error
-	r.Entries, err = sortedEntries(p, n, "tree root", func(p *parser) (h [32]byte) {
-		copy(h[:], p.take(32))
-		return h
-	})
+	r.Entries, err = readHashEntries(p, "tree root", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +147,7 @@ func (k *userKeys) sealCompressed(r *treeRoot, plain, nonce []byte) []byte {
 }
 
 func (k *userKeys) sealCompressedAs(version byte, r *treeRoot, plain, nonce []byte) []byte {
-	out := make([]byte, recordHeader, recordHeader+len(plain)+k.roots.Overhead())
-	out[0] = version
-	copy(out[1:], nonce)
-	out = k.roots.Seal(out, out[1:recordHeader], plain, rootADFor(version, rootName(r.Seq)))
+	out := sealHeaded(k.roots, version, nonce, plain, rootADFor(version, rootName(r.Seq)))
 	r.sum, r.size = sha256.Sum256(out), len(out)
 	return out
 }
@@ -147,10 +155,10 @@ func (k *userKeys) sealCompressedAs(version byte, r *treeRoot, plain, nonce []by
 // openRoot authenticates and parses the root stored as .veil/roots/name. A version 2
 // root comes back with its base named but not resolved (no Entries): resolveBase.
 func (k *userKeys) openRoot(b []byte, name string) (*treeRoot, error) {
-	if len(b) < recordHeader+k.roots.Overhead() || b[0] != rootVersion && b[0] != rootVersion2 {
+	if !headedFits(k.roots, b) || b[0] != rootVersion && b[0] != rootVersion2 {
 		return nil, fmt.Errorf("tree root %s: not a version %d or %d root of %d bytes", name, rootVersion, rootVersion2, len(b))
 	}
-	z, err := k.roots.Open(nil, b[1:recordHeader], b[recordHeader:], rootADFor(b[0], name))
+	z, err := openHeaded(k.roots, b, rootADFor(b[0], name))
 	if err != nil {
 		return nil, fmt.Errorf("tree root %s: authentication failed (tampered, renamed, or another key's)", name)
 	}

@@ -183,12 +183,8 @@ func (k *userKeys) sealBase(b *rootBase) {
 }
 
 func (k *userKeys) sealBaseNonce(b *rootBase, nonce []byte) []byte {
-	plain := appendSortedEntries(nil, b.entries, func(b []byte, h [32]byte) []byte { return append(b, h[:]...) })
-	z := rootEnc.EncodeAll(plain, nil)
-	out := make([]byte, recordHeader, recordHeader+len(z)+k.roots.Overhead())
-	out[0] = baseVersion
-	copy(out[1:], nonce)
-	out = k.roots.Seal(out, out[1:recordHeader], z, baseAD(baseName(b.id)))
+	z := rootEnc.EncodeAll(appendHashEntries(nil, b.entries), nil)
+	out := sealHeaded(k.roots, baseVersion, nonce, z, baseAD(baseName(b.id)))
 	b.sum = sha256.Sum256(out)
 	return out
 }
@@ -200,10 +196,10 @@ func (k *userKeys) openBase(b []byte, id [baseIDSize]byte, sum [32]byte, count u
 	if sha256.Sum256(b) != sum {
 		return nil, fmt.Errorf("tree base %s: not the base its root names (replaced or damaged)", name)
 	}
-	if len(b) < recordHeader+k.roots.Overhead() || b[0] != baseVersion {
+	if !headedFits(k.roots, b) || b[0] != baseVersion {
 		return nil, fmt.Errorf("tree base %s: not a version %d base of %d bytes", name, baseVersion, len(b))
 	}
-	z, err := k.roots.Open(nil, b[1:recordHeader], b[recordHeader:], baseAD(name))
+	z, err := openHeaded(k.roots, b, baseAD(name))
 	if err != nil {
 		return nil, fmt.Errorf("tree base %s: authentication failed (tampered, renamed, or another key's)", name)
 	}
@@ -211,13 +207,5 @@ func (k *userKeys) openBase(b []byte, id [baseIDSize]byte, sum [32]byte, count u
 	if err != nil {
 		return nil, fmt.Errorf("tree base %s: %w", name, err)
 	}
-	p := &parser{b: plain}
-	n := p.u32()
-	if p.err == nil && (n != count || uint64(n)*35 > uint64(len(p.b))) {
-		return nil, fmt.Errorf("tree base %s: %d entries, its root says %d", name, n, count)
-	}
-	return sortedEntries(p, n, "tree base "+name, func(p *parser) (h [32]byte) {
-		copy(h[:], p.take(32))
-		return h
-	})
+	return readHashEntries(&parser{b: plain}, "tree base "+name, &count)
 }

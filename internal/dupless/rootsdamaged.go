@@ -97,5 +97,9 @@ func errDamagedSnapshots(d []DamagedSnapshot) error {
 		what, it = "snapshots "+strings.Join(nums, ", ")+" are", "them"
 	}
 	return fmt.Errorf("%w: %s damaged (%s); 'veil forget --drop-damaged' drops %s ('veil check' names each)",
-		ErrIntegrity, what, strings.TrimPrefix(d[0].Err, ErrIntegrity.Error()+": "), it)
+		ErrIntegrity, what, damageReason(d[0].Err), it)
 }
+
+// damageReason is an integrity error's text without ErrIntegrity's own words, which the
+// line it goes in says already.
+func damageReason(msg string) string { return strings.TrimPrefix(msg, ErrIntegrity.Error()+": ") }

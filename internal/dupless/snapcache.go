@@ -189,7 +189,7 @@ func (c *Client) describeRoots(ctx context.Context, seqs []uint64, sizes map[uin
 	}, func(ctx context.Context, s uint64) (snapDesc, error) {
 		r, err := c.fetchRootSeq(ctx, s)
 		if errors.Is(err, ErrIntegrity) && s < seqs[len(seqs)-1] { // not the newest: listed as damaged, forget can drop it
-			return snapDesc{snap: Snapshot{Seq: s, Damaged: strings.TrimPrefix(err.Error(), ErrIntegrity.Error()+": ")}}, nil
+			return snapDesc{snap: Snapshot{Seq: s, Damaged: damageReason(err.Error())}}, nil
 		}
 		if err != nil {
 			return snapDesc{}, err

@@ -26,6 +26,15 @@ type killBE struct {
 
 func (b *killBE) dead() bool { return b.armed.Load() && b.left.Add(-1) < 0 }
 
+// moveKilled runs c's mv of src to dst with the storage killed after left changes, and
+// returns the mv's error (errGone when the kill point came before its end).
+func (b *killBE) moveKilled(c *Client, left int64, src, dst string) error {
+	b.left.Store(left)
+	b.armed.Store(true)
+	defer b.armed.Store(false)
+	return c.Move(ctx, src, dst)
+}
+
 func (b *killBE) Put(ctx context.Context, d, n string, r io.Reader, s int64) error {
 	if b.dead() {
 		return errGone
@@ -123,10 +132,7 @@ func TestMoveRerunFinishesInterruptedMove(t *testing.T) {
 		for left := int64(0); ; left++ {
 			be := &killBE{Backend: newBackend(t)}
 			c, master, want := moveTreeFixture(t, be, Options{Jobs: 2})
-			be.left.Store(left)
-			be.armed.Store(true)
-			err := c.Move(ctx, "tree", "moved")
-			be.armed.Store(false)
+			err := be.moveKilled(c, left, "tree", "moved")
 			if err == nil { // not killed: every step of the mv was tried
 				checkMovedOnce(t, be, master, want)
 				if left < 20 {
@@ -217,10 +223,7 @@ func TestMoveRerunFinishesFileMove(t *testing.T) {
 	for left := int64(0); left < 12; left++ {
 		be := &killBE{Backend: newBackend(t)}
 		c, master, _ := moveTreeFixture(t, be, Options{})
-		be.left.Store(left)
-		be.armed.Store(true)
-		err := c.Move(ctx, "tree/a", "tree/z")
-		be.armed.Store(false)
+		err := be.moveKilled(c, left, "tree/a", "tree/z")
 		if err != nil && !errors.Is(err, errGone) {
 			t.Fatal(err)
 		}

@@ -35,10 +35,7 @@ func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 	for left := int64(0); ; left++ {
 		be := &killBE{Backend: newBackend(t)}
 		c, master, want := moveTreeFixture(t, be, Options{Jobs: 2})
-		be.left.Store(left)
-		be.armed.Store(true)
-		err := c.Move(ctx, "tree", "moved")
-		be.armed.Store(false)
+		err := be.moveKilled(c, left, "tree", "moved")
 		if err == nil {
 			if marked < 10 || noted == 0 {
 				t.Fatalf("%d kill points left a mark, ls named it %d times", marked, noted)
@@ -116,10 +113,7 @@ func TestOlderMoveMarkStillFinishes(t *testing.T) {
 	for left := int64(8); left < 40; left++ {
 		be := &killBE{Backend: newBackend(t)}
 		c, master, want := moveTreeFixture(t, be, Options{Jobs: 1})
-		be.left.Store(left)
-		be.armed.Store(true)
-		err := c.Move(ctx, "tree", "moved")
-		be.armed.Store(false)
+		err := be.moveKilled(c, left, "tree", "moved")
 		if err == nil {
 			t.Fatal("no kill point left a mark and moved/")
 		}

@@ -183,10 +183,7 @@ func TestFileMoveRerunAfterSourceStoredAnew(t *testing.T) {
 	for left := int64(0); left < 12; left++ {
 		be := &killBE{Backend: newBackend(t)}
 		c, master, want := moveTreeFixture(t, be, Options{})
-		be.left.Store(left)
-		be.armed.Store(true)
-		err := c.Move(ctx, "tree/a", "tree/z")
-		be.armed.Store(false)
+		err := be.moveKilled(c, left, "tree/a", "tree/z")
 		if err == nil {
 			t.Fatal("no kill point between the two steps")
 		}
@@ -307,10 +304,7 @@ func killedMoveThenPut(t *testing.T, left int64, side string) (*Client, map[stri
 	t.Helper()
 	be := &killBE{Backend: newBackend(t)}
 	c, master, want := moveTreeFixture(t, be, Options{Jobs: 1})
-	be.left.Store(left)
-	be.armed.Store(true)
-	err := c.Move(ctx, "tree", "moved")
-	be.armed.Store(false)
+	err := be.moveKilled(c, left, "tree", "moved")
 	if err == nil {
 		t.Fatalf("no kill point moved a file without finishing")
 	}

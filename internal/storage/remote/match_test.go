@@ -69,18 +69,13 @@ func TestMatchAgainstOlderService(t *testing.T) {
 // Against a service with match conditions, a failed match is ErrChanged (412 changed)
 // naming the batch object, and never ErrNoConditions.
 func TestMatchChangedOverHTTPS(t *testing.T) {
-	url, cred := serveStore(t)
-	b, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := storeClient(t)
 	ctx := t.Context()
 	if err := b.Put(ctx, "d", "f", strings.NewReader("v1"), 2); err != nil {
 		t.Fatal(err)
 	}
 	h := sha256.Sum256([]byte("v0"))
-	err = b.PutBatch(ctx, []storage.Object{{Dir: "d", Name: "x", Data: []byte("x")}, {Dir: "d", Name: "f", Data: []byte("v2"), Match: &h}})
+	err := b.PutBatch(ctx, []storage.Object{{Dir: "d", Name: "x", Data: []byte("x")}, {Dir: "d", Name: "f", Data: []byte("v2"), Match: &h}})
 	if !errors.Is(err, storage.ErrChanged) || errors.Is(err, storage.ErrNoConditions) || !strings.Contains(err.Error(), "batch object 1 (d/f)") {
 		t.Fatalf("a failed match: %v, want ErrChanged naming batch object 1 (d/f)", err)
 	}

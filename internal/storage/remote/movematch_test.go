@@ -48,17 +48,12 @@ func TestMoveMatchAgainstOlderService(t *testing.T) {
 // Against a service with conditional moves, a condition that fails is ErrChanged (412
 // changed), never ErrNoConditions.
 func TestMoveMatchChangedOverHTTPS(t *testing.T) {
-	url, cred := serveStore(t)
-	b, err := remote.New(url, cred)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := storeClient(t)
 	ctx := t.Context()
 	if err := b.Put(ctx, "d", "f", strings.NewReader("v1"), 2); err != nil {
 		t.Fatal(err)
 	}
-	err = b.MoveMatch(ctx, "d", "f", "k", "f", sha256.Sum256([]byte("v0")))
+	err := b.MoveMatch(ctx, "d", "f", "k", "f", sha256.Sum256([]byte("v0")))
 	if !errors.Is(err, storage.ErrChanged) || errors.Is(err, storage.ErrNoConditions) {
 		t.Fatalf("a failed condition: %v, want ErrChanged", err)
 	}

@@ -22,6 +22,18 @@ func serveStore(t *testing.T) (string, storewire.Credential) {
 }
 
 // serveStoreOn is serveStore with the listener wrapped by wrap (to watch connections).
+// storeClient is a client of a fresh service (serveStore), closed when the test ends.
+func storeClient(t *testing.T) *remote.Backend {
+	t.Helper()
+	url, cred := serveStore(t)
+	b, err := remote.New(url, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 func serveStoreOn(t *testing.T, wrap func(net.Listener) net.Listener) (string, storewire.Credential) {
 	s, cred, _ := storetest.Open(t, storetest.Options{})
 	return storetest.Serve(t, s, wrap), cred

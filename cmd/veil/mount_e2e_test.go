@@ -35,11 +35,7 @@ func TestE2EMount(t *testing.T) {
 	alice.mustRun(t, "put", src)
 
 	mnt := t.TempDir()
-	t.Setenv("VEIL_CONFIG", alice.config)
-	t.Setenv("VEIL_PASSWORD_FILE", alice.passFile)
-	p := testutil.Start(t, veilBin, "mount", mnt)
-	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), "mounted 2 snapshots") })
-	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+	p := alice.mount(t, mnt, "mounted 2 snapshots")
 
 	read := func(p string) []byte {
 		t.Helper()
@@ -116,18 +112,9 @@ func TestE2EMountReadTimeout(t *testing.T) {
 	wantB := randomFile(t, filepath.Join(src, "b.bin"), 300<<10, 2)
 	alice.mustRun(t, "put", src)
 	mnt := t.TempDir()
-	for _, bad := range []string{"0s", "500ms", "-5s", "5"} {
-		_, errs, code := alice.run(t, "mount", "--read-timeout", bad, mnt)
-		if code != exitUsage || !strings.Contains(errs, "--read-timeout") || strings.Count(errs, "\n") != 2 {
-			t.Errorf("mount --read-timeout %s: exit %d, stderr %q", bad, code, errs)
-		}
-	}
+	alice.mountRefuses(t, mnt, "--read-timeout", "0s", "500ms", "-5s", "5")
 
-	t.Setenv("VEIL_CONFIG", alice.config)
-	t.Setenv("VEIL_PASSWORD_FILE", alice.passFile)
-	p := testutil.Start(t, veilBin, "mount", "--read-timeout", "2s", mnt)
-	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), "mounted 1 snapshot") })
-	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+	p := alice.mount(t, mnt, "mounted 1 snapshot", "--read-timeout", "2s")
 	if b, err := os.ReadFile(filepath.Join(mnt, "current/docs/a.bin")); err != nil || !bytes.Equal(b, want) {
 		t.Fatalf("read with the service up: %d bytes, %v", len(b), err)
 	}
@@ -170,18 +157,9 @@ func TestE2EMountFollowsPut(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "old.txt"), []byte("old"), 0o644)
 	alice.mustRun(t, "put", src)
 	mnt := t.TempDir()
-	for _, bad := range []string{"500ms", "-5s", "5"} {
-		_, errs, code := alice.run(t, "mount", "--refresh", bad, mnt)
-		if code != exitUsage || !strings.Contains(errs, "--refresh") || strings.Count(errs, "\n") != 2 {
-			t.Errorf("mount --refresh %s: exit %d, stderr %q", bad, code, errs)
-		}
-	}
+	alice.mountRefuses(t, mnt, "--refresh", "500ms", "-5s", "5")
 
-	t.Setenv("VEIL_CONFIG", alice.config)
-	t.Setenv("VEIL_PASSWORD_FILE", alice.passFile)
-	p := testutil.Start(t, veilBin, "mount", "--refresh", "1s", mnt)
-	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), "mounted 1 snapshot") })
-	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+	alice.mount(t, mnt, "mounted 1 snapshot", "--refresh", "1s")
 	notes := filepath.Join(mnt, "current/docs/notes.txt")
 	open, err := os.Open(notes)
 	if err != nil {
@@ -203,5 +181,29 @@ func TestE2EMountFollowsPut(t *testing.T) {
 	}
 	if es, err := os.ReadDir(filepath.Join(mnt, "snapshots")); err != nil || len(es) != 3 {
 		t.Errorf("snapshots/ after a put and an rm while mounted: %d, %v; want 3", len(es), err)
+	}
+}
+
+// mount starts 'veil mount' of u on mnt with flags, waits until it prints ready (its
+// "mounted N snapshots" line), and unmounts it when the test ends.
+func (u *user) mount(t *testing.T, mnt, ready string, flags ...string) *testutil.Process {
+	t.Helper()
+	t.Setenv("VEIL_CONFIG", u.config)
+	t.Setenv("VEIL_PASSWORD_FILE", u.passFile)
+	p := testutil.Start(t, veilBin, append(append([]string{"mount"}, flags...), mnt)...)
+	testutil.WaitFor(t, 30*time.Second, "mount ready", func() bool { return strings.Contains(p.Output(), ready) })
+	t.Cleanup(func() { execCommand("fusermount3", "-u", mnt) })
+	return p
+}
+
+// mountRefuses checks that 'veil mount FLAG VALUE' is a usage error of one line naming
+// the flag, for each bad value.
+func (u *user) mountRefuses(t *testing.T, mnt, flag string, bad ...string) {
+	t.Helper()
+	for _, v := range bad {
+		_, errs, code := u.run(t, "mount", flag, v, mnt)
+		if code != exitUsage || !strings.Contains(errs, flag) || strings.Count(errs, "\n") != 2 {
+			t.Errorf("mount %s %s: exit %d, stderr %q", flag, v, code, errs)
+		}
 	}
 }

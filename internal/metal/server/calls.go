@@ -119,10 +119,17 @@ func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 	defer cancel()
 	if s.role == 1 {
 		select {
+		case <-s.reach.state():
+			return result{err: s.errUnreachable()}, http.StatusServiceUnavailable
+		default:
+		}
+		select {
 		case s.jobs <- j:
 			return <-j.done, 0
 		case <-s.quit:
 			return result{err: s.errShutdown()}, http.StatusServiceUnavailable
+		case <-s.reach.state():
+			return result{err: s.errUnreachable()}, http.StatusServiceUnavailable
 		case <-ctx.Done():
 			return result{err: errors.New("server 2 is unreachable or the queue is too long (try again)")}, http.StatusServiceUnavailable
 		}

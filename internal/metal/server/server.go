@@ -80,7 +80,9 @@ type Server struct {
 	links  chan *conn    // Server 2: upgraded /v1/peer connections
 	quit   chan struct{} // closed when Serve's context ends: jobs not yet running are answered
 	wait   *waiters      // requests waiting in submit, per client address
+	reach  *reach        // Server 1: whether Server 2 can be reached (linkstate.go)
 	mu     sync.Mutex
+	cur    *conn          // the running 2PC link (Server 2 closes it when Server 1 dials anew)
 	up     bool           // the 2PC link is established
 	last   access.Timings // the last access's breakdown
 	shKeys *share.ServerKeys
@@ -103,7 +105,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, role: c.Role, log: server.Logger(cfg.Logger, fmt.Sprintf("metal-server%d", c.Role)), m: newMetrics(),
 		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1),
-		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr)}
+		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr), reach: newReach()}
 	ca, err1 := read(pki.CACertFile)
 	cert, err2 := read(pki.ServerCertFile)
 	key, err3 := read(pki.ServerKeyFile)

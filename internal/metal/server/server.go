@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/metal/access"
 	"github.com/veil-project/veil/internal/metal/share"
@@ -185,7 +184,8 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	done := make(chan struct{})
 	go func() { defer close(done); s.linkLoop(lctx) }()
 	s.log.Info("serving", "addr", ls.Addr())
-	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
+	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	stop()
 	<-done
 	s.log.Info("stopped", "err", err)

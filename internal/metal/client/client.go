@@ -28,6 +28,11 @@ type Client struct {
 	h    [2]*http.Client
 	p    access.Params
 	pk   elgamal.PublicKey
+	// BusyRetry is how long a call answered "busy (try again)" (409 with Retry-After: more
+	// requests were waiting for their other part than the servers let wait, as in a burst)
+	// is tried again, with a fresh request id, before the error is returned (retry.go).
+	// New sets DefaultBusyRetry; zero or less: never.
+	BusyRetry time.Duration
 }
 
 // Account is what CreateAccount returns: the capability and the file ids it grants.
@@ -40,7 +45,7 @@ type Account struct {
 // New connects to both servers and checks they form one deployment (same parameters, each
 // knows the other's key share).
 func New(ctx context.Context, d access.Deployment) (*Client, error) {
-	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}}
+	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}, BusyRetry: DefaultBusyRetry}
 	for i, ca := range []string{d.CA1, d.CA2} {
 		p := x509.NewCertPool()
 		if !p.AppendCertsFromPEM([]byte(ca)) {
@@ -127,8 +132,17 @@ func (c *Client) access(ctx context.Context, capability []byte, file uint64, op 
 }
 
 // both sends each server its part under one fresh request id, concurrently (Server 2
-// waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation).
-func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) ([2][]byte, error) {
+// waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation); a
+// call answered busy is sent again under a new id (retryBusy).
+func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (out [2][]byte, err error) {
+	err = c.retryBusy(ctx, func() error {
+		out, err = c.bothOnce(ctx, method, path, b1, b2)
+		return err
+	})
+	return out, err
+}
+
+func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byte) ([2][]byte, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return [2][]byte{}, err
@@ -169,7 +183,7 @@ func (c *Client) stream(ctx context.Context, i int, method, path string, body []
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return fmt.Errorf("metal server %d: %s: %s", i+1, resp.Status, strings.TrimSpace(string(b)))
+		return replyError(i, resp, b)
 	}
 	return read(bufio.NewReaderSize(resp.Body, 64<<10))
 }
@@ -189,7 +203,7 @@ func (c *Client) do(ctx context.Context, i int, method, path string, body io.Rea
 		return nil, fmt.Errorf("metal server %d: %w", i+1, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("metal server %d: %s: %s", i+1, resp.Status, strings.TrimSpace(string(b)))
+		return nil, replyError(i, resp, b)
 	}
 	return b, nil
 }

@@ -100,6 +100,9 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 		return nil, false
 	}
 	s.m.calls.WithLabelValues(kindNames[kind], resultName(res.err)).Inc()
+	if errors.As(res.err, new(crowded)) {
+		w.Header().Set("Retry-After", "1") // the client library retries it (it never ran)
+	}
 	switch {
 	case errors.Is(res.err, errMissing):
 		http.Error(w, res.err.Error(), http.StatusConflict)

@@ -36,6 +36,7 @@ type Config struct {
 	ReadTimeout       time.Duration // default 60s
 	IdleTimeout       time.Duration // default 2m
 	ShutdownTimeout   time.Duration // graceful drain limit (default 30s)
+	StallTimeout      time.Duration // Server 1: a list download whose client takes nothing for this long is cut (default 1m)
 	ShareEpoch        time.Duration // Server 1: the broadcast list's epoch (0: every download closes one)
 	ShareRetention    time.Duration // Server 1: closed epochs kept this long (default 72h)
 	Logger            *slog.Logger  // default: discard
@@ -54,6 +55,7 @@ func (c *Config) defaults() {
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
+	def(&c.StallTimeout, time.Minute)
 	def(&c.ShareRetention, 72*time.Hour)
 }
 

@@ -126,6 +126,7 @@ func (s *Server) linkLoop(ctx context.Context) {
 			}
 			continue
 		}
+		s.reach.found() // requests wait for the link's set-up (bounded by the call timeout)
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		s.mu.Lock()
 		s.cur = c
@@ -198,9 +199,6 @@ func (s *Server) setUp(v bool) {
 	s.mu.Lock()
 	s.up = v
 	s.mu.Unlock()
-	if v {
-		s.reach.found()
-	}
 	g := 0.0
 	if v {
 		g = 1

@@ -26,6 +26,7 @@ type relay struct {
 	to     string
 	frozen atomic.Bool
 	after  atomic.Int64 // when positive: freeze once this many more bytes went to Server 2
+	gate   atomic.Pointer[chan struct{}] // when set: new connections wait for it to close
 	done   chan struct{}
 	mu     sync.Mutex
 	conns  []net.Conn
@@ -56,17 +57,37 @@ func newRelay(t *testing.T, to string) *relay {
 			if r.frozen.Load() {
 				continue // accepted, never answered
 			}
-			s, err := net.Dial("tcp", to)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			r.keep(s)
-			go r.pipe(s, c, true)
-			go r.pipe(c, s, false)
+			go r.forward(c, r.gate.Load())
 		}
 	}()
 	return r
+}
+
+// forward relays c to Server 2, once gate (if any) is closed.
+func (r *relay) forward(c net.Conn, gate *chan struct{}) {
+	if gate != nil {
+		select {
+		case <-*gate:
+		case <-r.done:
+			return
+		}
+	}
+	s, err := net.Dial("tcp", r.to)
+	if err != nil {
+		c.Close()
+		return
+	}
+	r.keep(s)
+	go r.pipe(s, c, true)
+	go r.pipe(c, s, false)
+}
+
+// hold makes new connections wait (Server 1's dial hangs in its TLS handshake) until the
+// function returned is called.
+func (r *relay) hold() (release func()) {
+	g := make(chan struct{})
+	r.gate.Store(&g)
+	return sync.OnceFunc(func() { r.gate.Store(nil); close(g) })
 }
 
 func (r *relay) keep(c net.Conn) {
@@ -99,9 +120,17 @@ func (r *relay) pipe(dst, src net.Conn, toServer2 bool) {
 	}
 }
 
-// viaRelay restarts Server 1 so that it reaches Server 2 through a relay.
-func viaRelay(t *testing.T, p *pair) *relay {
-	r := newRelay(t, p.addr[1])
+// viaRelay restarts Server 1 so that it reaches Server 2 through a relay; with held, the
+// relay holds its first connections (Server 1's first attempt) until release is called.
+func viaRelay(t *testing.T, p *pair) *relay { r, _ := viaRelayHeld(t, p, false); return r }
+
+func viaRelayHeld(t *testing.T, p *pair, held bool) (r *relay, release func()) {
+	r = newRelay(t, p.addr[1])
+	release = func() {}
+	if held {
+		release = r.hold()
+		t.Cleanup(release)
+	}
 	path := filepath.Join(p.dir[0], FilePeerCred)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -119,7 +148,7 @@ func viaRelay(t *testing.T, p *pair) *relay {
 		t.Fatal(err)
 	}
 	p.restart(t, 0)
-	return r
+	return r, release
 }
 
 // half sends Server 1 alone an account part with a fresh id; it returns the answer and

@@ -59,8 +59,8 @@ func (s *Server) silent(err error) error {
 }
 
 // reach is Server 1's view of whether Server 2 can be reached: down is closed once an
-// attempt to reach it failed or the link broke, and replaced by an open channel when the
-// link is up again. Requests waiting for their turn are answered at once while it is
+// attempt to reach it failed or the link broke, and replaced by an open channel when an
+// attempt reached it again (the link's set-up follows). Requests waiting for their turn are answered at once while it is
 // closed, instead of waiting for the call timeout (5 min) in a queue nobody takes from.
 // Before the first attempt ends it is open: requests wait for it.
 type reach struct {
@@ -83,7 +83,7 @@ func (r *reach) lost(err error) {
 	}
 }
 
-// found records that the link is up.
+// found records that Server 2 answered the link's upgrade.
 func (r *reach) found() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -25,7 +25,7 @@ type relay struct {
 	ln     net.Listener
 	to     string
 	frozen atomic.Bool
-	after  atomic.Int64 // when positive: freeze once this many more bytes went to Server 2
+	after  atomic.Int64                  // when positive: freeze once this many more bytes went to Server 2
 	gate   atomic.Pointer[chan struct{}] // when set: new connections wait for it to close
 	done   chan struct{}
 	mu     sync.Mutex

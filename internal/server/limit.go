@@ -31,7 +31,8 @@ type Limiter struct {
 	once   sync.Once
 }
 
-// Limit wraps ln for srv: at most max connections at once, idle ones closed to make room.
+// Limit wraps ln for srv: at most max connections at once (max <= 0: no limit), idle ones
+// closed to make room.
 func Limit(srv *http.Server, ln net.Listener, max int) *Limiter {
 	l := &Limiter{Listener: ln, max: max, idle: map[net.Conn]time.Time{}, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	prev := srv.ConnState
@@ -84,7 +85,7 @@ func (l *Limiter) acquire() error {
 	defer t.Stop()
 	for {
 		l.mu.Lock()
-		if l.n < l.max {
+		if l.max <= 0 || l.n < l.max {
 			l.n++
 			l.mu.Unlock()
 			return nil

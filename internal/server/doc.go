@@ -14,7 +14,8 @@
 // Shared pieces: ServeHTTP (serve an *http.Server until ctx ends, then shut down within
 // the configured timeout, DefaultShutdownTimeout unless set), Mount (GET /healthz and GET
 // /metrics on a server's own Prometheus registry from NewRegistry), Logger (a server's slog
-// logger, discarding when none is given).
+// logger, discarding when none is given), Limit (at most N connections, idle keep-alive
+// ones closed to make room when all are taken).
 //
 // It imports only the standard library, prometheus and golang.org/x/sync; it must not
 // import any other veil package (every server imports it, never the reverse).

@@ -28,6 +28,14 @@ type Client struct {
 	h    [2]*http.Client
 	p    access.Params
 	pk   elgamal.PublicKey
+	// BusyRetry is how long a call answered "busy (try again)" (409 with Retry-After: more
+	// requests were waiting for their other part than the servers let wait, as in a burst)
+	// is tried again, with a fresh request id, before the error is returned (retry.go).
+	// New sets DefaultBusyRetry; zero or less: never.
+	BusyRetry time.Duration
+	// Stall: a download (the broadcast list) that gets nothing for this long is cut
+	// (zero: DefaultStall); one that keeps coming is not, however long it takes.
+	Stall time.Duration
 }
 
 // Account is what CreateAccount returns: the capability and the file ids it grants.
@@ -40,7 +48,7 @@ type Account struct {
 // New connects to both servers and checks they form one deployment (same parameters, each
 // knows the other's key share).
 func New(ctx context.Context, d access.Deployment) (*Client, error) {
-	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}}
+	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}, BusyRetry: DefaultBusyRetry}
 	for i, ca := range []string{d.CA1, d.CA2} {
 		p := x509.NewCertPool()
 		if !p.AppendCertsFromPEM([]byte(ca)) {
@@ -127,8 +135,17 @@ func (c *Client) access(ctx context.Context, capability []byte, file uint64, op 
 }
 
 // both sends each server its part under one fresh request id, concurrently (Server 2
-// waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation).
-func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) ([2][]byte, error) {
+// waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation); a
+// call answered busy is sent again under a new id (retryBusy).
+func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (out [2][]byte, err error) {
+	err = c.retryBusy(ctx, func() error {
+		out, err = c.bothOnce(ctx, method, path, b1, b2)
+		return err
+	})
+	return out, err
+}
+
+func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byte) ([2][]byte, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return [2][]byte{}, err
@@ -156,22 +173,66 @@ func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (
 }
 
 // stream is do for a reply read as it arrives, by read: no limit on its length (read
-// bounds what it keeps). A reply other than 200 is an error, its text cut at 64 KiB.
+// bounds what it keeps), nor on how long it takes while it keeps coming. The answer's
+// head is bounded as a call's (the http.Client's Timeout); then each read must get
+// something within the stall timeout (Client.Stall). A reply other than 200 is an error,
+// its text cut at 64 KiB. (The http.Client's Timeout, 10 minutes, bounded the whole
+// download: a long list read over a slow network was cut.)
 func (c *Client) stream(ctx context.Context, i int, method, path string, body []byte, read func(io.Reader) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := c.Stall
+	if stall <= 0 {
+		stall = DefaultStall
+	}
+	stalled := fmt.Errorf("metal server %d: the download stalled (nothing for %v)", i+1, stall)
+	hc := *c.h[i]
+	watch := time.AfterFunc(hc.Timeout, func() { cancel(stalled) })
+	defer watch.Stop()
+	if hc.Timeout <= 0 {
+		watch.Stop()
+	}
+	hc.Timeout = 0
 	req, err := http.NewRequestWithContext(ctx, method, c.base[i]+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	resp, err := c.h[i].Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
+		if context.Cause(ctx) == stalled {
+			return stalled
+		}
 		return fmt.Errorf("metal server %d: %w", i+1, err)
 	}
 	defer resp.Body.Close()
+	watch.Reset(stall)
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return fmt.Errorf("metal server %d: %s: %s", i+1, resp.Status, strings.TrimSpace(string(b)))
+		return replyError(i, resp, b)
 	}
-	return read(bufio.NewReaderSize(resp.Body, 64<<10))
+	err = read(bufio.NewReaderSize(&stallReader{r: resp.Body, t: watch, d: stall}, 64<<10))
+	if err != nil && context.Cause(ctx) == stalled {
+		return stalled
+	}
+	return err
+}
+
+// DefaultStall is how long a download may get nothing before the client gives up.
+const DefaultStall = 2 * time.Minute
+
+// stallReader restarts t (to d) whenever a read gets something.
+type stallReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (p *stallReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.t.Reset(p.d)
+	}
+	return n, err
 }
 
 func (c *Client) do(ctx context.Context, i int, method, path string, body io.Reader) ([]byte, error) {
@@ -189,7 +250,7 @@ func (c *Client) do(ctx context.Context, i int, method, path string, body io.Rea
 		return nil, fmt.Errorf("metal server %d: %w", i+1, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("metal server %d: %s: %s", i+1, resp.Status, strings.TrimSpace(string(b)))
+		return nil, replyError(i, resp, b)
 	}
 	return b, nil
 }

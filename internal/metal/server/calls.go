@@ -100,6 +100,9 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 		return nil, false
 	}
 	s.m.calls.WithLabelValues(kindNames[kind], resultName(res.err)).Inc()
+	if errors.As(res.err, new(crowded)) {
+		w.Header().Set("Retry-After", "1") // the client library retries it (it never ran)
+	}
 	switch {
 	case errors.Is(res.err, errMissing):
 		http.Error(w, res.err.Error(), http.StatusConflict)
@@ -119,10 +122,17 @@ func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 	defer cancel()
 	if s.role == 1 {
 		select {
+		case <-s.reach.state():
+			return result{err: s.errUnreachable()}, http.StatusServiceUnavailable
+		default:
+		}
+		select {
 		case s.jobs <- j:
 			return <-j.done, 0
 		case <-s.quit:
 			return result{err: s.errShutdown()}, http.StatusServiceUnavailable
+		case <-s.reach.state():
+			return result{err: s.errUnreachable()}, http.StatusServiceUnavailable
 		case <-ctx.Done():
 			return result{err: errors.New("server 2 is unreachable or the queue is too long (try again)")}, http.StatusServiceUnavailable
 		}

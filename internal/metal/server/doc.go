@@ -13,7 +13,9 @@
 // only cost the link the same however many there are. Calls run one at a time, in Server
 // 1's order. What waiting requests hold is bounded per client address and per server
 // (admit.go), Server 2 keeps a part only as long as Server 1 could still announce it
-// (pending.go), and a server told to stop answers every request not yet in a call.
+// (pending.go), and a server told to stop answers every request not yet in a call. The
+// link's reads and writes have deadlines, and Server 1 answers at once while it cannot
+// reach Server 2 (linkstate.go).
 //
 // Layering: a service. It imports internal/metal/access and the protocol packages below it,
 // internal/server and internal/pki; it must not import clients, cmd or other systems.

@@ -86,14 +86,18 @@ func postMsg(hc *http.Client, addr, path string, body []byte) (int, string) {
 // doubling to 0.5 s) until its pair timeout, about ten times each in the 2 s of these tests
 // (66 at the default 30 s), so a flood of them slowed every call (review: account creation
 // 5.2-6.5 s instead of 0.27 s with 200 such clients on a 10 ms link). Here the n requests
-// come while the link is down, so they are all there when it comes up; there are 32 of them,
-// as many as one client address may have waiting (Config.MaxWaitingPerAddr).
+// come while Server 1's first attempt to reach Server 2 hangs (a relay holds it), so they
+// are all queued when the link comes up (while Server 2 is known unreachable they are
+// answered at once instead); there are 32 of them, as many as one client address may have
+// waiting (Config.MaxWaitingPerAddr).
 func TestWaitingPartsCostOneQueryPerPoll(t *testing.T) {
 	p := startPair(t)
 	c := p.client(t)
 	waitLink(t, p, "1")
 	p.stop[1]()
 	waitLink(t, p, "0")
+	p.restart(t, 1) // counts from zero
+	_, release := viaRelayHeld(t, p, true)
 	const n = 32
 	p.mu.Lock()
 	b0 := len(p.bodies[0])
@@ -104,7 +108,7 @@ func TestWaitingPartsCostOneQueryPerPoll(t *testing.T) {
 		defer p.mu.Unlock()
 		return len(p.bodies[0])-b0 == n
 	})
-	p.restart(t, 1)                                                  // counts from zero
+	release()
 	if _, err := c.CreateAccount(context.Background()); err != nil { // runs while they wait
 		t.Fatal(err)
 	}

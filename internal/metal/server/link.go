@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/veil-project/veil/internal/metal/access"
@@ -23,13 +24,15 @@ const upgradeProto = "veil-metal-2pc"
 
 // conn is an upgraded connection: reads through the HTTP reader (which may hold bytes
 // already), writes straight to the connection.
+// Its reads and writes have deadlines (linkstate.go).
 type conn struct {
 	net.Conn
 	r     *bufio.Reader
-	query bool // Server 1: Server 2 answered the upgrade with link version 2 (it takes queries)
+	query bool          // Server 1: Server 2 answered the upgrade with link version 2 (it takes queries)
+	quiet time.Duration // outside calls: each read or write within this (0: no limit)
+	mu    sync.Mutex
+	until time.Time // in a call or the set-up: every read and write by then
 }
-
-func (c *conn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.VerifiedChains[0][0].Subject.CommonName != "metal-server1" {
@@ -60,6 +63,15 @@ func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
 		old.Close()
 	default:
 	}
+	// Server 1 dials a new link only once it has given up the old one: a link still
+	// running here is one whose Server 1 vanished without closing it (a stopped process,
+	// a cut network), which would otherwise keep this server from taking the new one
+	// until its reads failed, if ever.
+	s.mu.Lock()
+	if s.cur != nil {
+		s.cur.Close()
+	}
+	s.mu.Unlock()
 	s.links <- &conn{Conn: c, r: rw.Reader}
 }
 
@@ -88,6 +100,7 @@ func (s *Server) dialPeer(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	nc.SetDeadline(time.Now().Add(s.cfg.PairTimeout)) // Server 2 answers the upgrade at once
 	fmt.Fprintf(nc, "POST /v1/peer HTTP/1.1\r\nHost: %s\r\nUpgrade: %s\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n", u.Host, upgradeProto)
 	br := bufio.NewReader(nc)
 	resp, err := http.ReadResponse(br, nil)
@@ -98,7 +111,7 @@ func (s *Server) dialPeer(ctx context.Context) (*conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	return &conn{Conn: nc, r: br, query: resp.Header.Get(linkHeader) == linkVersion}, nil
+	return &conn{Conn: nc, r: br, query: resp.Header.Get(linkHeader) == linkVersion, quiet: s.cfg.PairTimeout}, nil
 }
 
 // linkLoop keeps the 2PC link up and runs calls over it until ctx ends.
@@ -108,17 +121,27 @@ func (s *Server) linkLoop(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("2PC link", "err", err)
+				s.reach.lost(err)
 				sleep(ctx, s.cfg.RedialInterval)
 			}
 			continue
 		}
+		s.reach.found() // requests wait for the link's set-up (bounded by the call timeout)
 		stop := context.AfterFunc(ctx, func() { c.Close() })
+		s.mu.Lock()
+		s.cur = c
+		s.mu.Unlock()
 		err = s.runLink(ctx, c)
 		stop()
+		s.mu.Lock()
+		s.cur = nil
+		s.mu.Unlock()
 		c.Close()
 		s.setUp(false)
 		if ctx.Err() == nil {
+			err = s.silent(err)
 			s.log.Warn("2PC link lost", "err", err)
+			s.reach.lost(err)
 			sleep(ctx, s.cfg.RedialInterval)
 		}
 	}
@@ -137,6 +160,7 @@ func (s *Server) nextLink(ctx context.Context) (*conn, error) {
 }
 
 func (s *Server) runLink(ctx context.Context, c *conn) error {
+	c.bound(time.Now().Add(s.cfg.CallTimeout)) // the set-up loads the state: a call's time
 	var rw io.ReadWriter = c
 	if s.cfg.LinkDelay > 0 {
 		dw := newDelayWriter(c, s.cfg.LinkDelay)
@@ -157,6 +181,7 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 	if err := s.newShareParty(sess, p); err != nil {
 		return err
 	}
+	c.bound(time.Time{})
 	s.setUp(true) // NewParty reloaded the committed state: a failed call left memory out of step
 	if p.RolledBack {
 		s.log.Warn("undid this server's last call: the other server had crashed before committing it", "calls", p.Calls())

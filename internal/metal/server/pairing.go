@@ -162,7 +162,7 @@ func (s *Server) lead(ctx context.Context, sess *twopc.Session, p *access.Party,
 	w := &waiting{query: query}
 	defer func() { // the link is gone: so are the waiting jobs' chances
 		for _, d := range w.jobs {
-			d.j.done <- result{err: s.stopping(ctx, err)}
+			d.j.done <- result{err: s.stopping(ctx, s.silent(err))}
 		}
 	}()
 	for {
@@ -249,7 +249,7 @@ func (s *Server) ask(ctx context.Context, sess *twopc.Session, p *access.Party, 
 	}
 	if err != nil {
 		for _, d := range live {
-			d.j.done <- result{err: s.stopping(ctx, err)}
+			d.j.done <- result{err: s.stopping(ctx, s.silent(err))}
 		}
 		return err
 	}
@@ -277,10 +277,12 @@ func (s *Server) ask(ctx context.Context, sess *twopc.Session, p *access.Party, 
 // runAll runs the jobs' calls in order. A failed call closes the link: the jobs after it
 // get its error.
 func (s *Server) runAll(ctx context.Context, p *access.Party, run []*job) error {
+	defer s.boundLink(time.Time{})
 	for i, j := range run {
+		s.boundLink(time.Now().Add(s.cfg.CallTimeout))
 		res := s.call(p, j)
 		if res.err != nil {
-			res.err = s.stopping(ctx, res.err)
+			res.err = s.stopping(ctx, s.silent(res.err))
 		}
 		j.done <- res
 		if res.err != nil {
@@ -291,6 +293,17 @@ func (s *Server) runAll(ctx context.Context, p *access.Party, run []*job) error 
 		}
 	}
 	return nil
+}
+
+// boundLink bounds the running link's reads and writes until t (a call), or with the zero
+// time returns them to the bound between calls.
+func (s *Server) boundLink(t time.Time) {
+	s.mu.Lock()
+	c := s.cur
+	s.mu.Unlock()
+	if c != nil {
+		c.bound(t)
+	}
 }
 
 // stopping is err, or the shutdown's error if the link failed because this server is

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/metal/access"
 	"github.com/veil-project/veil/internal/metal/share"
@@ -37,6 +36,7 @@ type Config struct {
 	ReadTimeout       time.Duration // default 60s
 	IdleTimeout       time.Duration // default 2m
 	ShutdownTimeout   time.Duration // graceful drain limit (default 30s)
+	StallTimeout      time.Duration // Server 1: a list download whose client takes nothing for this long is cut (default 1m)
 	ShareEpoch        time.Duration // Server 1: the broadcast list's epoch (0: every download closes one)
 	ShareRetention    time.Duration // Server 1: closed epochs kept this long (default 72h)
 	Logger            *slog.Logger  // default: discard
@@ -55,6 +55,7 @@ func (c *Config) defaults() {
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
+	def(&c.StallTimeout, time.Minute)
 	def(&c.ShareRetention, 72*time.Hour)
 }
 
@@ -80,7 +81,9 @@ type Server struct {
 	links  chan *conn    // Server 2: upgraded /v1/peer connections
 	quit   chan struct{} // closed when Serve's context ends: jobs not yet running are answered
 	wait   *waiters      // requests waiting in submit, per client address
+	reach  *reach        // Server 1: whether Server 2 can be reached (linkstate.go)
 	mu     sync.Mutex
+	cur    *conn          // the running 2PC link (Server 2 closes it when Server 1 dials anew)
 	up     bool           // the 2PC link is established
 	last   access.Timings // the last access's breakdown
 	shKeys *share.ServerKeys
@@ -103,7 +106,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, role: c.Role, log: server.Logger(cfg.Logger, fmt.Sprintf("metal-server%d", c.Role)), m: newMetrics(),
 		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1),
-		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr)}
+		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr), reach: newReach()}
 	ca, err1 := read(pki.CACertFile)
 	cert, err2 := read(pki.ServerCertFile)
 	key, err3 := read(pki.ServerKeyFile)
@@ -183,7 +186,8 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	done := make(chan struct{})
 	go func() { defer close(done); s.linkLoop(lctx) }()
 	s.log.Info("serving", "addr", ls.Addr())
-	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
+	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	stop()
 	<-done
 	s.log.Info("stopped", "err", err)

@@ -128,12 +128,45 @@ func (s *Server) handleShareList(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "share list unavailable", http.StatusServiceUnavailable)
 		return
 	}
-	// Bound how long a slow client holds a connection and a goroutine.
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.CallTimeout))
 	w.Header().Set("Content-Type", "application/octet-stream")
-	if err := s.list.WriteSince(w, from); err != nil {
+	// The stall deadline stays on the connection after the reply (an http.Server without a
+	// WriteTimeout does not reset it): a request reusing it would fail, so it is not reused.
+	w.Header().Set("Connection", "close")
+	if err := s.list.WriteSince(newStallWriter(w, s.cfg.StallTimeout), from); err != nil {
 		s.log.Warn("share list download cut", "err", err)
 	}
+}
+
+// stallWriter bounds how long a download's client may take nothing: every piece of at
+// most stallPiece bytes must be taken within stall, so a slow client that keeps reading
+// gets the whole list however long it takes, and one that stopped holds its connection
+// and goroutine for stall at most. (The reply had one deadline, the call timeout: a list
+// that took longer to read was cut.)
+type stallWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+const stallPiece = 64 << 10
+
+func newStallWriter(w http.ResponseWriter, stall time.Duration) *stallWriter {
+	return &stallWriter{w: w, rc: http.NewResponseController(w), stall: stall}
+}
+
+func (sw *stallWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		k := min(len(b), stallPiece)
+		sw.rc.SetWriteDeadline(time.Now().Add(sw.stall))
+		m, err := sw.w.Write(b[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[k:]
+	}
+	return n, nil
 }
 
 // handleShareListGet answers the unauthenticated GET of clients before the credential.

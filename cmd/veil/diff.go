@@ -34,7 +34,8 @@ TO. FROM and TO are snapshot numbers ('veil snapshots'), "latest", or times (202
 With --local DIR it compares the local folder DIR with the stored folder PATH (default: the
 folder's name, where 'veil put DIR' stores it), as stored now or --at a time: "+" only
 local, "-" only stored, "M" a file whose size, modification time or mode differs (put's
-quick check; content is not read). That is what 'veil sync DIR' would change.
+quick check; content is not read), "U" a folder (PATH itself included) or link whose mode
+or time differs. That is what 'veil sync DIR' would change.
 
 Lines: "+ PATH" added, "- PATH" removed, "M PATH" content changed, "U PATH" only mode or
 time changed; folders end in "/".
@@ -126,8 +127,9 @@ the two stops with "another veil command holds a conflicting lock". An empty DIR
 something stored under it is refused (a mount that failed, a disk not plugged in, looks
 empty): --allow-empty removes what is stored then.
 
---dry-run lists what would change ("+" stored, "M" stored again, "-" removed) and changes
-nothing; it is 'veil diff --local DIR'.
+--dry-run lists what would change ("+" stored, "M" stored again, "U" a folder's or link's
+mode or time stored again, "-" removed; folders end in "/", and folders above DEST/<name>
+that sync would make are listed too) and changes nothing; it is 'veil diff --local DIR'.
 
 Examples:
   veil sync ~/Documents --dry-run

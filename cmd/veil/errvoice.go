@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/veil-project/veil/internal/verr"
 	"github.com/veil-project/veil/internal/words"
 )
 
@@ -117,7 +118,7 @@ func voice(err error, msg string) string {
 }
 
 // exitCode is the exit status of a command that failed with err: the one err carries
-// (exitError, withExit), 2 for a usage mistake, else 1.
+// (exitError, withExit), 2 for a usage mistake, 3 for damage (below), else 1.
 func exitCode(err error) int {
 	var ec interface{ ExitCode() int }
 	switch {
@@ -125,9 +126,18 @@ func exitCode(err error) int {
 		return ec.ExitCode()
 	case isUsage(err):
 		return exitUsage
+	case errors.Is(err, verr.ErrIntegrity):
+		return exitDamage
 	}
 	return 1
 }
+
+// exitDamage is the exit status of a command that met stored or served data failing
+// verification (errors.Is(err, verr.ErrIntegrity): a tampered or corrupt key record, tree
+// root, tree base, kept version or chunk), whichever command met it and whether it stopped
+// there or went on: the status check gives the damage it finds. Decided here, once, so no
+// command can answer it with 1 (forget, prune and log did).
+const exitDamage = 3
 
 // withExit gives err the exit status code, keeping its chain (plainNetErrors reads it).
 func withExit(err error, code int) error { return exitWrap{err, code} }

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/oblivisync"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // An unknown subcommand of a command group is a usage error (exit 2, one line naming it),
@@ -42,6 +46,28 @@ func TestTextMessageEscapesNames(t *testing.T) {
 		}
 		if got := errorMessage(c.err); got != c.json {
 			t.Errorf("errorMessage(%q) = %q, want %q", c.err, got, c.json)
+		}
+	}
+}
+
+// Damage (any error wrapping verr.ErrIntegrity: dupless's records, roots, bases, kept
+// versions and chunks, the storage service's, ObliviSync's, Peekaboo's) exits 3 from
+// every command; a status a command chose itself (find's 2) stays.
+func TestExitCodeOfDamage(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("notes.txt: %w: truncated", dupless.ErrRecord), exitDamage},
+		{fmt.Errorf("%w: tree root 4: its tree base x is missing", dupless.ErrIntegrity), exitDamage},
+		{fmt.Errorf("forgot 3 snapshots; prune: %w", fmt.Errorf("x: %w", storage.ErrIntegrity)), exitDamage},
+		{fmt.Errorf("osync: %w", oblivisync.ErrIntegrity), exitDamage},
+		{withExit(fmt.Errorf("find: %w", dupless.ErrRecord), exitFindFailed), exitFindFailed},
+		{fmt.Errorf("x: %w", storage.ErrNotFound), 1},
+		{dupless.ErrForeignKey, 1},
+	} {
+		if got := exitCode(c.err); got != c.want {
+			t.Errorf("exitCode(%q) = %d, want %d", c.err, got, c.want)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// A damaged old snapshot, through the binary: forget, prune, log, snapshots name it and say
+// A damaged old snapshot, through the binary: forget, prune, log, snapshots name it (exit 3) and say
 // --drop-damaged; check reports it (exit 3, --json too) and checks the rest; forget
 // --drop-damaged drops it with the policy, one line each; then everything goes through.
 // Found by review: each of them stopped on the damaged root, forget included.
@@ -25,7 +25,7 @@ func TestE2EForgetDropDamaged(t *testing.T) {
 
 	for _, args := range [][]string{{"forget", "--keep-last", "1"}, {"prune", "--grace", "0s"}, {"log", "notes.txt"}, {"ls", "--at", "1m"}} {
 		_, errs, code := u.run(t, args...)
-		if code == 0 || !strings.Contains(errs, "snapshot 2 is damaged") || !strings.Contains(errs, "veil forget --drop-damaged") {
+		if code != 3 || !strings.Contains(errs, "snapshot 2 is damaged") || !strings.Contains(errs, "veil forget --drop-damaged") {
 			t.Errorf("%s with snapshot 2 damaged: exit %d, stderr %s", args[0], code, errs)
 		}
 	}

@@ -82,7 +82,8 @@ func newLogCommand() *cobra.Command {
 in your snapshots, oldest first. Every put, mv, rm or mkdir that changes your files leaves a
 snapshot, and a file that a put changes keeps its previous version (its content is
 deduplicated, so an old version costs only the chunks that differ). A folder's version is
-the state of everything below it. A deletion is listed as "deleted".
+the state of everything below it. A deletion is listed as "deleted". A version whose record
+cannot be read is listed with the reason, and makes log exit with status 3.
 
 Retrieve a version with 'veil get --version N PATH', or any point in time with
 'veil get --at TIME PATH'; drop old snapshots with 'veil forget'.
@@ -104,7 +105,10 @@ Examples:
 				}
 				out := cmd.OutOrStdout()
 				if o.json {
-					return json.NewEncoder(out).Encode(vs)
+					if err := json.NewEncoder(out).Encode(vs); err != nil {
+						return err
+					}
+					return unreadableVersions(vs)
 				}
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "VERSION\tSNAPSHOT\tSTORED\tSIZE\tMODIFIED")
@@ -121,12 +125,30 @@ Examples:
 						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", v.N, v.Seq, stored, humanBytes(v.Size), v.ModTime.Local().Format(time.DateTime))
 					}
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				return unreadableVersions(vs)
 			})
 		},
 	}
 	o.addFlags(c, false)
 	return c
+}
+
+// unreadableVersions is the exit of a log that listed versions it could not read (their
+// reason in the listing): 3, as ls's entries that fail verification.
+func unreadableVersions(vs []dupless.Version) error {
+	n := 0
+	for _, v := range vs {
+		if v.Err != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return exitError{plural(n, "version", "versions") + " could not be read (the listing says why; 'veil check' names the damage)", 3}
 }
 
 func newSnapshotsCommand() *cobra.Command {

@@ -39,10 +39,11 @@ servers involved learn as little metadata as the chosen mode allows.
 Start with 'veil serve' for an all-in-one local deployment, or see README.md.
 
 Scripts (docs/scripting.md): results go to stdout, errors to stderr as one line
-"veil: ...". Exit status 0 is success, 1 failure, 2 a usage mistake, 3 some items failed
-(the rest went through), 4 put stored some files without deduplication, 130 and 143
-stopped short by Ctrl-C or SIGTERM (servers and mounts stop on them and exit 0); find
-exits 0 found, 1 nothing found, 2 could not search. With --json every result is JSON, and a
+"veil: ...". Exit status 0 is success, 1 failure, 2 a usage mistake, 3 damage (stored data
+that failed verification, whichever command met it) or some items failed (the rest went
+through), 4 put stored some files without deduplication, 130 and 143 stopped short by
+Ctrl-C or SIGTERM (servers and mounts stop on them and exit 0); find exits 0 found, 1
+nothing found, 2 could not search. With --json every result is JSON, and a
 command that fails ends stdout with {"error": "...", "exit_code": N}; a name that is not
 valid UTF-8 gets its exact bytes beside it in base64 ("path_bytes" next to "path"). Text
 output quotes a name holding control characters as shells do ($'evil\nname').`,

@@ -3,11 +3,11 @@ package dupless
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/verr"
 )
 
 // Record types.
@@ -71,8 +71,9 @@ const (
 )
 
 // ErrRecord reports a key record that fails authentication or does not parse: tampered,
-// swapped from another name, truncated, or not written by this user.
-var ErrRecord = errors.New("key record rejected")
+// swapped from another name, truncated, or not written by this user. It is an integrity
+// error: errors.Is(err, verr.ErrIntegrity) holds, as for ErrIntegrity.
+var ErrRecord = verr.NewIntegrity("key record rejected")
 
 func (r *record) marshal() []byte {
 	b := make([]byte, 0, 32+len(r.Target)+len(r.KeyID)+len(r.Chunks)*chunkRefSize)

@@ -22,11 +22,18 @@ import (
 // the root) as this client sees it (the newest tree, or a pinned snapshot): "added" is
 // only local, "removed" only stored, "modified" a file whose size, modification time or
 // mode differs (put's quick check: content is not read) or a symlink whose target
-// differs, "metadata" a symlink whose time differs. A FIFO or device is "modified" when
-// its kind or device number differs and "metadata" when its mode or time does. Entries
-// matching Options.Exclude are left out on both sides, and local sockets, which put does
-// not store (cannotStore).
+// differs, "metadata" a symlink whose time differs, or a folder (path itself too) whose
+// mode or time differs from its record or that has none (compareDir). A FIFO or device is
+// "modified" when its kind or device number differs and "metadata" when its mode or time
+// does. Entries matching Options.Exclude are left out on both sides, and local sockets,
+// which put does not store (cannotStore).
 func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, error) {
+	return c.diffLocal(ctx, local, path, false)
+}
+
+// diffLocal is DiffLocal; with above it also lists as added the folders above path that
+// are not stored, which a put of local creates (sync's dry run lists what sync does).
+func (c *Client) diffLocal(ctx context.Context, local, path string, above bool) ([]Change, error) {
 	path = cleanPath(path)
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
@@ -57,6 +64,15 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 		}
 		rel, _ := filepath.Rel(local, p)
 		if rel == "." {
+			// The folder itself, which put stores too (not the root: put never does).
+			if enc, err := c.keys.encPath(path); err == nil && enc != "" {
+				if ch, ok := c.compareDir(ctx, root, dirs, enc, p, path); ok {
+					out = append(out, ch)
+				}
+				if above && !dirs[enc] {
+					out = append(out, c.foldersAbove(dirs, path)...)
+				}
+			}
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
@@ -77,10 +93,10 @@ func (c *Client) DiffLocal(ctx context.Context, local, path string) ([]Change, e
 				return filepath.SkipDir
 			}
 			seen[enc+"/"] = true
-			if !dirs[enc] {
-				out = append(out, Change{Path: dest, Kind: "added", IsDir: true})
+			if ch, ok := c.compareDir(ctx, root, dirs, enc, p, dest); ok {
+				out = append(out, ch)
 			}
-			return nil
+			return ctx.Err()
 		}
 		ch, ok := c.compareLocal(ctx, root, p, dest, seen)
 		if ok {
@@ -195,7 +211,7 @@ func stillGone(gone, changes []Change, local, stored string) []Change {
 	var out []Change
 	for _, g := range gone {
 		rel := strings.TrimPrefix(strings.TrimPrefix(g.Path, stored), "/")
-		fi, err := os.Lstat(filepath.Join(local, filepath.FromSlash(rel)))
+		fi, err := lstatExact(filepath.Join(local, filepath.FromSlash(rel)))
 		if errors.Is(err, fs.ErrNotExist) {
 			out = append(out, g)
 			continue
@@ -259,7 +275,7 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 		return nil, fmt.Errorf("%s is the root folder: it has no name to store it under", local)
 	}
 	stored := joinPath(cleanPath(dest), name)
-	changes, err := c.DiffLocal(ctx, local, stored)
+	changes, err := c.diffLocal(ctx, local, stored, true)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +357,7 @@ func removals(changes []Change, local func(path string) (isDir, ok bool)) (gone,
 func localKind(local, stored string) func(path string) (isDir, ok bool) {
 	return func(path string) (bool, bool) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(path, stored), "/")
-		fi, err := os.Lstat(filepath.Join(local, filepath.FromSlash(rel)))
+		fi, err := lstatExact(filepath.Join(local, filepath.FromSlash(rel)))
 		if err != nil || cannotStore(fi.Mode()) {
 			return false, false
 		}

@@ -2,13 +2,11 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -128,9 +126,10 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	if err != nil {
 		return err
 	}
+	key := storage.Join(dir, name)
 	f, err := b.createTemp()
 	if err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
+		return b.fail("put", key, err)
 	}
 	tmp := f.Name()
 	committed := false
@@ -141,22 +140,25 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 		f.Close() // the flock goes with it: after the rename, or after the removal
 	}()
 	if _, err := io.Copy(f, storage.ExactReader(ctx, r, size)); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
+		return b.fail("put", key, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
+		return b.fail("put", key, err)
 	}
 	if err := b.ensureDir(dir); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(err))
+		return b.fail("put", key, err)
 	}
 	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), storage.ErrIsDir)
+		return fmt.Errorf("put %s: %w", key, storage.ErrIsDir)
 	}
 	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), noSpace(mapErr(err)))
+		return b.fail("put", key, err)
 	}
 	committed = true
-	return atomicfile.SyncDir(filepath.Dir(p))
+	if err := atomicfile.SyncDir(filepath.Dir(p)); err != nil {
+		return b.fail("put", key, err)
+	}
+	return nil
 }
 
 // Get opens dir/name for reading.
@@ -165,18 +167,19 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 	if err != nil {
 		return nil, err
 	}
+	key := storage.Join(dir, name)
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), mapErr(err))
+		return nil, b.fail("get", key, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
+		return nil, b.fail("get", key, err)
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), storage.ErrIsDir)
+		return nil, fmt.Errorf("get %s: %w", key, storage.ErrIsDir)
 	}
 	return f, nil
 }
@@ -189,7 +192,7 @@ func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, err
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return storage.Info{}, fmt.Errorf("stat %s: %w", storage.Join(dir, name), mapErr(err))
+		return storage.Info{}, b.fail("stat", storage.Join(dir, name), err)
 	}
 	return info(dir, fi), nil
 }
@@ -200,30 +203,4 @@ func info(dir string, fi fs.FileInfo) storage.Info {
 		i.Size = fi.Size()
 	}
 	return i
-}
-
-// noSpace marks a full disk (ENOSPC, EDQUOT) as storage.ErrCannotStore, keeping the cause:
-// no later Put can succeed either, so a client stops its run instead of failing (and
-// retrying) every file in turn, as it does on the storage service's 507 no_space.
-func noSpace(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return fmt.Errorf("%w: %w", storage.ErrCannotStore, err)
-	}
-	return err
-}
-
-// mapErr turns filesystem errors into storage's error classes. A missing path, or a path
-// through a file, is ErrNotFound.
-func mapErr(err error) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%w (%v)", storage.ErrNotFound, err)
-	case errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("%w (%v)", storage.ErrIsDir, err)
-	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
-		return fmt.Errorf("%w (%v)", storage.ErrNotEmpty, err)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w (%v)", storage.ErrPermission, err)
-	}
-	return err
 }

@@ -40,7 +40,7 @@ func (b *Backend) ensureDir(dir string) error {
 				return fmt.Errorf("%w: %s is a file", storage.ErrNotDir, strings.TrimPrefix(next, b.root+"/"))
 			}
 		case errors.Is(err, syscall.ENOTDIR):
-			return fmt.Errorf("%w: %v", storage.ErrNotDir, err)
+			return fmt.Errorf("%w: %v", storage.ErrNotDir, b.plain("", err))
 		default:
 			return err
 		}
@@ -58,9 +58,9 @@ func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) 
 	ents, err := os.ReadDir(p)
 	if err != nil {
 		if errors.Is(err, syscall.ENOTDIR) {
-			return nil, fmt.Errorf("list %q: %w", dir, storage.ErrNotDir)
+			return nil, fmt.Errorf("list %s: %w", dir, storage.ErrNotDir)
 		}
-		return nil, fmt.Errorf("list %q: %w", dir, mapErr(err))
+		return nil, b.fail("list", dir, err)
 	}
 	out := make([]storage.Info, 0, len(ents))
 	for _, e := range ents {
@@ -82,13 +82,17 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
+	key := storage.Join(dir, name)
 	if _, err := os.Lstat(p); err != nil {
-		return fmt.Errorf("delete %s: %w", storage.Join(dir, name), mapErr(err))
+		return b.fail("delete", key, err)
 	}
 	if err := os.Remove(p); err != nil {
-		return fmt.Errorf("delete %s: %w", storage.Join(dir, name), mapErr(err))
+		return b.fail("delete", key, err)
 	}
-	return atomicfile.SyncDir(filepath.Dir(p))
+	if err := atomicfile.SyncDir(filepath.Dir(p)); err != nil {
+		return b.fail("delete", key, err)
+	}
+	return nil
 }
 
 // Search returns every entry named name in dir or below, sorted by path.
@@ -134,7 +138,7 @@ func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info,
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", dir, mapErr(err))
+		return nil, b.fail("search", dir, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path() < out[j].Path() })
 	return out, nil
@@ -146,7 +150,7 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 		return err
 	}
 	if err := b.ensureDir(dir); err != nil {
-		return fmt.Errorf("create %q: %w", dir, noSpace(err))
+		return b.fail("create", dir, err)
 	}
 	return nil
 }
@@ -161,9 +165,10 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("move %s to %s", storage.Join(srcDir, srcName), storage.Join(dstDir, dstName))
+	srcKey, dstKey := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
+	what := fmt.Sprintf("move %s to %s", srcKey, dstKey)
 	if _, err := os.Lstat(src); err != nil {
-		return fmt.Errorf("%s: %w", what, mapErr(err))
+		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
 	}
 	if _, err := os.Lstat(dst); err == nil {
 		return fmt.Errorf("%s: %w", what, storage.ErrExists)
@@ -172,7 +177,7 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 		return fmt.Errorf("%s: %w: a directory cannot move into itself", what, storage.ErrInvalidName)
 	}
 	if err := b.ensureDir(dstDir); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, b.cause(dstKey, err))
 	}
 	err = unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) {
@@ -182,10 +187,13 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 		return fmt.Errorf("%s: %w", what, storage.ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, mapErr(err))
+		return fmt.Errorf("%s: %w", what, b.cause(dstKey, err))
 	}
 	if err := atomicfile.SyncDir(filepath.Dir(dst)); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", what, b.cause(dstKey, err))
 	}
-	return atomicfile.SyncDir(filepath.Dir(src))
+	if err := atomicfile.SyncDir(filepath.Dir(src)); err != nil {
+		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
+	}
+	return nil
 }

@@ -138,7 +138,7 @@ func (t *storeTarget) run(offline func(*storeserver.Service) error, online func(
 		}
 		return storeserver.WithConfig(t.dir, cfg, offline)
 	}
-	return fmt.Errorf("give --dir DIR, or --url URL and --credential ADMIN.cred")
+	return usageError("give --dir DIR, or --url URL and --credential ADMIN.cred")
 }
 
 func newStoreUserCommand() *cobra.Command {

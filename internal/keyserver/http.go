@@ -101,7 +101,11 @@ func (s *Server) handleEvaluate(w http.ResponseWriter, r *http.Request) {
 	}
 	out, e := s.evaluate(r.Context(), client, "https", body)
 	if e != nil {
-		if e.reason != "rate_limited" && e.reason != "in_flight" {
+		switch e.reason {
+		case "rate_limited", "in_flight":
+		case "limiter": // the server's fault (Redis unreachable), not the client's
+			s.log.Warn("evaluation refused", "client", client, "reason", e.reason, "err", e.err)
+		default:
 			s.log.Debug("evaluation refused", "client", client, "reason", e.reason, "err", e.err)
 		}
 		s.refuse(w, "https", e)

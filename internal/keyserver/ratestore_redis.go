@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -53,7 +54,19 @@ end
 redis.call('HSET', KEYS[1], 'e', epoch, 'd', cur)
 return total`)
 
-func openRedisStore(ctx context.Context, rawURL string) (*redisStore, error) {
+// redisLog puts go-redis's own messages (a pool that cannot dial, each time) into the key
+// server's JSON log at debug, not on stderr as plain lines: the refusals they cause are
+// logged as warnings already (handleEvaluate). go-redis has one logger per process.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), "from", "go-redis")
+}
+
+func openRedisStore(ctx context.Context, rawURL string, log *slog.Logger) (*redisStore, error) {
+	if log != nil {
+		redis.SetLogger(redisLog{log})
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil { // url.Parse's error quotes the whole URL, password included
 		return nil, errors.New("ratelimit store: not a valid redis:// URL")

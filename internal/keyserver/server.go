@@ -168,7 +168,7 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	var st RateStore
 	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {
 		var rs *redisStore
-		if rs, err = openRedisStore(ctx, cfg.RateLimitStore); err == nil {
+		if rs, err = openRedisStore(ctx, cfg.RateLimitStore, cfg.Logger); err == nil {
 			rs.countTTL = max(rs.countTTL, 2*cfg.RateLimit.Epoch) // a count outlives its epoch
 			st = rs
 		}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/kswire"
+	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
 )
 
@@ -164,6 +165,9 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, fileSrvCert), filepath.Join(dir, fileSrvKey))
 	if err != nil {
 		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	if err := pki.CheckValid("server certificate "+filepath.Join(dir, fileSrvCert), cert, time.Now()); err != nil {
+		return nil, err
 	}
 	var st RateStore
 	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -154,10 +155,13 @@ func Classify(err error) (code string, status int) {
 func (e Error) AsError() error {
 	for _, c := range codes {
 		if c.code == e.Code {
-			if e.Message == c.err.Error() {
+			// A service's message usually ends with the code's text already (a wrapped
+			// storage error): it is said once.
+			msg := strings.TrimSuffix(e.Message, ": "+c.err.Error())
+			if msg == c.err.Error() {
 				return fmt.Errorf("store: %w", c.err)
 			}
-			return fmt.Errorf("store: %s: %w", e.Message, c.err)
+			return fmt.Errorf("store: %s: %w", msg, c.err)
 		}
 	}
 	return fmt.Errorf("store: %s (%s)", e.Message, e.Code)

@@ -100,11 +100,12 @@ var ErrLimit = errors.New("limit exceeded")
 var ErrMethod = errors.New("method not allowed")
 
 // ErrNoSpace is a service whose disk is full (507 no_space): it cannot store anything
-// until an operator frees space. ErrUnavailable is a service whose blob storage does not
-// answer (503 unavailable, with Retry-After in seconds).
+// until an operator frees space. ErrUnavailable is a service whose blob storage or
+// metadata database (PostgreSQL) does not answer (503 unavailable, with Retry-After in
+// seconds).
 var (
 	ErrNoSpace     error = &cannotStore{"the store is out of disk space"}
-	ErrUnavailable error = &cannotStore{"the store's blob storage is unavailable"}
+	ErrUnavailable error = &cannotStore{"the store's blob storage or metadata database does not answer"}
 )
 
 // cannotStore is an error that also matches storage.ErrCannotStore.

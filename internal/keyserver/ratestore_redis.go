@@ -76,6 +76,15 @@ func openRedisStore(ctx context.Context, rawURL string, log *slog.Logger) (*redi
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit store %q: %s", shown, strings.ReplaceAll(err.Error(), rawURL, shown))
 	}
+	// Redis gone, a replica refuses (503) well within a client's attempt (ksclient: 2 s),
+	// which then tries another replica or stores at once: one retry of one dial, not
+	// go-redis's 3 retries of 5 dials (about 2 s). max_retries in the URL still applies.
+	if !u.Query().Has("max_retries") {
+		opt.MaxRetries = 1
+	}
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1
+	}
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()

@@ -85,7 +85,11 @@ func (s *Server) refuse(w http.ResponseWriter, transport string, e *evalError) {
 	if e.status == http.StatusTooManyRequests {
 		w.Header().Set("Veil-Reason", e.reason)
 	}
-	http.Error(w, e.err.Error(), e.status)
+	msg := e.err.Error()
+	if e.reason == "limiter" { // the detail (Redis's address, its error) is logged, not sent
+		msg = "the key server's rate-limit store does not answer"
+	}
+	http.Error(w, msg, e.status)
 }
 
 func (s *Server) handleEvaluate(w http.ResponseWriter, r *http.Request) {

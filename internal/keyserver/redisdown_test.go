@@ -43,6 +43,9 @@ func TestRedisDownIsLogged(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("the refusal took %v", d)
 	}
+	if strings.Contains(string(body), testutil.Addr(port)) || !strings.Contains(string(body), "rate-limit store does not answer") {
+		t.Fatalf("the refusal tells the client %q (Redis's address is the server's business)", body)
+	}
 	out := logs.String()
 	if !strings.Contains(out, `"level":"WARN","msg":"evaluation refused"`) || !strings.Contains(out, "rate-limit store") {
 		t.Fatalf("no warning names the rate-limit store:\n%s", out)

@@ -59,6 +59,15 @@ func markUsageErrors(root *cobra.Command) {
 	walk(root)
 }
 
+// requiredFlagUsage makes cobra's error for a required flag left out (found before cmd
+// runs, past markUsageErrors' hooks) a usage error of cmd.
+func requiredFlagUsage(cmd *cobra.Command, err error) error {
+	if cmd != nil && strings.HasPrefix(err.Error(), "required flag(s) ") {
+		return argError{err, cmd}
+	}
+	return err
+}
+
 // errorLines is what main prints for err on stderr: one line, and for a usage error the
 // usage line.
 func errorLines(err error) string {

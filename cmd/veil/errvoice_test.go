@@ -71,3 +71,25 @@ func TestExitCodeOfDamage(t *testing.T) {
 		}
 	}
 }
+
+// A missing required flag is a usage mistake (exit 2 with the usage line), as an unknown
+// one is; so is naming neither --dir nor --url for a store admin command. Found deploying:
+// both exited 1, as a failure of the work would.
+func TestMissingRequiredFlag(t *testing.T) {
+	u := &user{config: t.TempDir()}
+	for _, c := range []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"store", "serve"}, "\nusage: veil store serve --dir DIR"},
+		{[]string{"store", "init"}, "\nusage: veil store init --dir DIR"},
+		{[]string{"keyserver", "client", "add", "bob"}, "\nusage: veil keyserver client add"},
+		{[]string{"store", "gc"}, ""},
+		{[]string{"store", "user", "list"}, ""},
+	} {
+		out, errs, code := u.run(t, c.args...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errs, "veil: ") || !strings.Contains(errs, c.usage) || strings.Count(errs, "\n") > 2 {
+			t.Errorf("veil %v: exit %d, stdout %q, stderr %q", c.args, code, out, errs)
+		}
+	}
+}

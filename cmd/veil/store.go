@@ -39,7 +39,7 @@ duplicate.
   veil store init --dir /srv/veil-store
   veil store user add alice --dir /srv/veil-store --out alice.cred
   veil store serve --dir /srv/veil-store --listen :7480
-  veil store stats --dir /srv/veil-store        # (with the server stopped)
+  veil store stats --dir /srv/veil-store        # (bbolt: server stopped; PostgreSQL: any time)
 
 Clients reach it as veil://host:7480 with the credential file (VEIL_STORE_CREDENTIAL).`,
 	}
@@ -112,7 +112,7 @@ type storeTarget struct{ dir, url, cred, blobs string }
 
 func (t *storeTarget) flags(c *cobra.Command) {
 	c.Flags().StringVar(&t.blobs, "blobs", "", "with --dir: the blob location (default: the one the data directory records)")
-	c.Flags().StringVar(&t.dir, "dir", "", "the store's data directory (server stopped)")
+	c.Flags().StringVar(&t.dir, "dir", "", "the store's data directory (server stopped, unless the metadata is in PostgreSQL)")
 	c.Flags().StringVar(&t.url, "url", "", "a running store instead (https://host:port)")
 	c.Flags().StringVar(&t.cred, "credential", "", "the admin credential file, with --url (DIR/admin.cred)")
 }
@@ -138,7 +138,7 @@ func (t *storeTarget) run(offline func(*storeserver.Service) error, online func(
 		}
 		return storeserver.WithConfig(t.dir, cfg, offline)
 	}
-	return fmt.Errorf("give --dir DIR, or --url URL and --credential ADMIN.cred")
+	return usageError("give --dir DIR, or --url URL and --credential ADMIN.cred")
 }
 
 func newStoreUserCommand() *cobra.Command {
@@ -155,8 +155,9 @@ func newStoreUserAdd() *cobra.Command {
 		Short: "Create a user and print (or write) their credential",
 		Long: `add creates a user with an empty namespace and prints their credential (JSON: user, secret,
 the store's CA certificate) or writes it to --out with mode 0600. The credential is the only
-copy of the secret: the store keeps just its hash. With the server stopped, give the data
-directory; while it runs, its URL and the admin credential.
+copy of the secret: the store keeps just its hash. With the server stopped (or any time, when
+the metadata is in PostgreSQL), give the data directory; while it runs, its URL and the
+admin credential.
 
   veil store user add alice --dir /srv/veil-store --out alice.cred --endpoint https://store:7480
   veil store user add bob --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred --quota 10GiB`,

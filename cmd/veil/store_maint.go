@@ -24,7 +24,8 @@ func newStoreStatsCommand() *cobra.Command {
 		Short: "Show logical vs physical bytes and the dedup ratio",
 		Long: `stats prints the store's totals: what users stored (logical bytes), what the store keeps
 (physical bytes, each distinct content once), and their ratio. Read them from the data
-directory with the server stopped, or ask a running server with the admin credential:
+directory with the server stopped (or any time, when the metadata is in PostgreSQL), or ask
+a running server with the admin credential:
 
   veil store stats --dir /srv/veil-store
   veil store stats --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred --json`,
@@ -56,7 +57,8 @@ func newStoreGCCommand() *cobra.Command {
 		Use:   "gc (--dir DIR | --url URL --credential ADMIN.cred)",
 		Short: "Reclaim unreferenced content and leftovers of crashes",
 		Long: `gc removes content no name references any more, content files left without a record by a
-crash, and stale upload files. It is safe while uploads run (they wait during the sweep).
+crash, and upload files no upload holds. It is safe while uploads run, on any node of a
+store whose metadata is in PostgreSQL (docs/deploy.md), with --dir too.
 
   veil store gc --dir /srv/veil-store
   veil store gc --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred`,
@@ -94,8 +96,10 @@ func newStoreFsckCommand() *cobra.Command {
 		Use:   "fsck --dir DIR",
 		Short: "Check every record and re-hash all content",
 		Long: `fsck checks the metadata (records, reference counts, per-user totals) and re-hashes every
-content file (with the server stopped). It exits 0 when clean and 3 when it found problems;
-leftovers of crashes are reported but are not problems (gc reclaims them).
+content file (with the server stopped; a store with its metadata in PostgreSQL also while its
+nodes serve, where an upload in flight may count as an orphaned blob). It exits 0 when clean
+and 3 when it found problems; leftovers of crashes are reported but are not problems (gc
+reclaims them).
 
   veil store fsck --dir /srv/veil-store`,
 		Args: cobra.NoArgs,

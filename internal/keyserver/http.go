@@ -85,7 +85,11 @@ func (s *Server) refuse(w http.ResponseWriter, transport string, e *evalError) {
 	if e.status == http.StatusTooManyRequests {
 		w.Header().Set("Veil-Reason", e.reason)
 	}
-	http.Error(w, e.err.Error(), e.status)
+	msg := e.err.Error()
+	if e.reason == "limiter" { // the detail (Redis's address, its error) is logged, not sent
+		msg = "the key server's rate-limit store does not answer"
+	}
+	http.Error(w, msg, e.status)
 }
 
 func (s *Server) handleEvaluate(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +105,11 @@ func (s *Server) handleEvaluate(w http.ResponseWriter, r *http.Request) {
 	}
 	out, e := s.evaluate(r.Context(), client, "https", body)
 	if e != nil {
-		if e.reason != "rate_limited" && e.reason != "in_flight" {
+		switch e.reason {
+		case "rate_limited", "in_flight":
+		case "limiter": // the server's fault (Redis unreachable), not the client's
+			s.log.Warn("evaluation refused", "client", client, "reason", e.reason, "err", e.err)
+		default:
 			s.log.Debug("evaluation refused", "client", client, "reason", e.reason, "err", e.err)
 		}
 		s.refuse(w, "https", e)

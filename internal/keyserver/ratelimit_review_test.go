@@ -110,7 +110,7 @@ func TestOpenRefusesDatagramTooSmallForOneElement(t *testing.T) {
 func TestRedisErrorHidesPassword(t *testing.T) {
 	for _, url := range []string{"redis://:s3cret-pw@127.0.0.1:1/0", "redis://user:s3cret-pw@127.0.0.1:1/notadb"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := openRedisStore(ctx, url)
+		_, err := openRedisStore(ctx, url, nil)
 		cancel()
 		if err == nil {
 			t.Fatalf("%s: connected", url)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -53,7 +54,19 @@ end
 redis.call('HSET', KEYS[1], 'e', epoch, 'd', cur)
 return total`)
 
-func openRedisStore(ctx context.Context, rawURL string) (*redisStore, error) {
+// redisLog puts go-redis's own messages (a pool that cannot dial, each time) into the key
+// server's JSON log at debug, not on stderr as plain lines: the refusals they cause are
+// logged as warnings already (handleEvaluate). go-redis has one logger per process.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), "from", "go-redis")
+}
+
+func openRedisStore(ctx context.Context, rawURL string, log *slog.Logger) (*redisStore, error) {
+	if log != nil {
+		redis.SetLogger(redisLog{log})
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil { // url.Parse's error quotes the whole URL, password included
 		return nil, errors.New("ratelimit store: not a valid redis:// URL")
@@ -62,6 +75,15 @@ func openRedisStore(ctx context.Context, rawURL string) (*redisStore, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit store %q: %s", shown, strings.ReplaceAll(err.Error(), rawURL, shown))
+	}
+	// Redis gone, a replica refuses (503) well within a client's attempt (ksclient: 2 s),
+	// which then tries another replica or stores at once: one retry of one dial, not
+	// go-redis's 3 retries of 5 dials (about 2 s). max_retries in the URL still applies.
+	if !u.Query().Has("max_retries") {
+		opt.MaxRetries = 1
+	}
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1
 	}
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/kswire"
+	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
 )
 
@@ -165,10 +166,13 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server certificate: %w", err)
 	}
+	if err := pki.CheckValid("server certificate "+filepath.Join(dir, fileSrvCert), cert, time.Now()); err != nil {
+		return nil, err
+	}
 	var st RateStore
 	if strings.HasPrefix(cfg.RateLimitStore, "redis://") || strings.HasPrefix(cfg.RateLimitStore, "rediss://") {
 		var rs *redisStore
-		if rs, err = openRedisStore(ctx, cfg.RateLimitStore); err == nil {
+		if rs, err = openRedisStore(ctx, cfg.RateLimitStore, cfg.Logger); err == nil {
 			rs.countTTL = max(rs.countTTL, 2*cfg.RateLimit.Epoch) // a count outlives its epoch
 			st = rs
 		}

@@ -255,7 +255,7 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 		c.log.Debug("key server attempt failed", "attempt", attempt, "err", err)
 		attempt++
 	}
-	return nil, fmt.Errorf("%w: %d attempts failed, last: %v", ErrKSUnavailable, c.opts.Retries, last)
+	return nil, fmt.Errorf("%w: %d attempts failed, last: %w", ErrKSUnavailable, c.opts.Retries, last)
 }
 
 // send makes one round trip with the attempt timeout t_R; one at a time when the key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"testing"
 	"time"
 
@@ -76,8 +77,14 @@ func TestUnavailable(t *testing.T) {
 	l.Close()
 	for _, tr := range []string{"https", "udp"} {
 		c := k.client(cred, tr, ksclient.Options{URL: "https://" + dead, Timeout: 200 * time.Millisecond})
-		if _, err := c.DeriveKeys(context.Background(), digestsN(2, "u")); !errors.Is(err, ksclient.ErrKSUnavailable) {
+		_, err := c.DeriveKeys(context.Background(), digestsN(2, "u"))
+		if !errors.Is(err, ksclient.ErrKSUnavailable) {
 			t.Fatalf("%s: got %v, want ErrKSUnavailable", tr, err)
+		}
+		// The last attempt's error keeps its chain, so put's summary names the host
+		// (dupless.reason), not Go's `Post "https://...":` (found deploying: it did).
+		if ue := new(url.Error); tr == "https" && !errors.As(err, &ue) {
+			t.Fatalf("the last attempt's transport error is lost from the chain: %v", err)
 		}
 	}
 	// UDP to a silent socket: three timeouts of t_R, then ErrKSUnavailable.

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -204,4 +205,23 @@ func InitDir(dir, caName, serverName string, hosts []string, caValidity, serverV
 		return nil, nil, err
 	}
 	return ca, srv, nil
+}
+
+// CheckValid refuses a server's certificate outside its validity window, which every
+// client refuses: a server starting with it would answer no one. what names the file.
+func CheckValid(what string, c tls.Certificate, now time.Time) error {
+	leaf := c.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return fmt.Errorf("%s expired on %s: clients refuse it", what, leaf.NotAfter.UTC().Format(time.DateOnly))
+	case now.Before(leaf.NotBefore):
+		return fmt.Errorf("%s is valid from %s only: is this machine's clock right?", what, leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -35,12 +34,12 @@ func Listen(httpAddr, packetAddr string) (Listeners, error) {
 	var ls Listeners
 	var err error
 	if ls.HTTP, err = net.Listen("tcp", httpAddr); err != nil {
-		return ls, fmt.Errorf("listen %s: %w", httpAddr, err)
+		return ls, err // net's error names the address: "listen tcp ADDR: bind: ..."
 	}
 	if packetAddr != "" && packetAddr != "-" {
 		if ls.Packet, err = net.ListenPacket("udp", packetAddr); err != nil {
 			ls.HTTP.Close()
-			return Listeners{}, fmt.Errorf("udp listen %s: %w", packetAddr, err)
+			return Listeners{}, err
 		}
 	}
 	return ls, nil

@@ -193,6 +193,17 @@ func TestListenRefusesBadAddress(t *testing.T) {
 	if _, err := Listen("127.0.0.1:0", "nonsense"); err == nil {
 		t.Fatal("bound a nonsense UDP address")
 	}
+	// An address in use is named once (found deploying: "listen 127.0.0.1:7480: listen
+	// tcp 127.0.0.1:7480: bind: address already in use").
+	ls, err := Listen("127.0.0.1:0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	_, err = Listen(ls.Addr(), "")
+	if err == nil || strings.Count(err.Error(), ls.Addr()) != 1 || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("listen on an address in use: %v", err)
+	}
 }
 
 func TestOpenState(t *testing.T) {

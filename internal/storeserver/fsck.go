@@ -76,9 +76,12 @@ func (s *Service) Fsck(ctx context.Context) (FsckReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("fsck: %w", err)
 	}
-	stale, err := s.staleUploads()
+	stale, err := staleUploads(s.tmpDir)
 	rep.StaleUploads = int64(len(stale))
-	return rep, err
+	if err != nil {
+		return rep, fmt.Errorf("fsck: %w", err)
+	}
+	return rep, nil
 }
 
 // fsckNamespaces checks every user's names (paths, parents, totals, accounting) and counts

@@ -49,7 +49,7 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		log(slog.LevelError, "out of space")
 		msg = storewire.ErrNoSpace.Error() // the detail names server paths: logged only
 	case storewire.CodeUnavailable:
-		log(slog.LevelWarn, "blob storage unavailable")
+		log(slog.LevelWarn, "storage unavailable") // blob store or metadata database
 		msg = storewire.ErrUnavailable.Error()
 		w.Header().Set("Retry-After", strconv.Itoa(storewire.RetryAfterSeconds))
 	case storewire.CodeIntegrity:

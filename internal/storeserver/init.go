@@ -124,9 +124,13 @@ func (s *Service) caPEM() ([]byte, error) {
 // serverTLS loads the generated server certificate.
 func (s *Service) serverTLS() (*tls.Config, error) {
 	d := filepath.Join(s.dir, tlsName)
-	cert, err := tls.LoadX509KeyPair(pki.CertFile(d, "server"), filepath.Join(d, pki.ServerKeyFile))
+	certFile := pki.CertFile(d, "server")
+	cert, err := tls.LoadX509KeyPair(certFile, filepath.Join(d, pki.ServerKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
+	}
+	if err := pki.CheckValid("server certificate "+certFile, cert, time.Now()); err != nil {
+		return nil, err
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
 }

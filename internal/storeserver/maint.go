@@ -3,8 +3,6 @@ package storeserver
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/veil-project/veil/internal/storewire"
 )
@@ -68,35 +66,22 @@ type GCReport struct {
 	StaleUploads int64 // temporary upload files of no live upload
 }
 
-// GC removes unreferenced blobs, orphaned content and this node's stale upload files. It
-// never removes a blob an upload is about to reference (metaStore.hold).
+// GC removes unreferenced blobs, orphaned content and the upload files in this data
+// directory no upload holds (tmpfiles.go), a node's serving it included. It never removes
+// a blob an upload is about to reference (metaStore.hold).
 func (s *Service) GC(ctx context.Context) (GCReport, error) {
 	rep, err := s.meta.collect(ctx, s.blobs)
 	if err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
 	}
-	s.tmpMu.Lock()
-	defer s.tmpMu.Unlock()
-	stale, err := s.staleUploads()
+	stale, err := staleUploads(s.tmpDir)
 	for _, p := range stale {
-		if os.Remove(p) == nil {
+		if claimStale(p, true) {
 			rep.StaleUploads++
 		}
 	}
-	return rep, err
-}
-
-func (s *Service) staleUploads() ([]string, error) {
-	ents, err := os.ReadDir(s.tmpDir)
 	if err != nil {
-		return nil, fmt.Errorf("gc: %w", err)
+		return rep, fmt.Errorf("gc: %w", err)
 	}
-	var out []string
-	for _, e := range ents {
-		p := filepath.Join(s.tmpDir, e.Name())
-		if _, live := s.active.Load(p); !live {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return rep, nil
 }

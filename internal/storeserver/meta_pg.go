@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -174,12 +175,15 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// pgFault names a database that cannot be reached as storewire.ErrUnavailable (503: the
+// pgFault names a database that cannot be reached, or that ended the connection (a
+// restart or failover: SQLSTATE 57P01..., 08...), as storewire.ErrUnavailable (503: the
 // client retries, or fails over to another node).
 func pgFault(err error) error {
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	if err != nil && (errors.As(err, &ce) || errors.As(err, &ne)) {
+	var pe *pgconn.PgError
+	ended := errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08"))
+	if err != nil && (errors.As(err, &ce) || errors.As(err, &ne) || ended) {
 		return fmt.Errorf("%w: metadata database: %v", storewire.ErrUnavailable, err)
 	}
 	return err

@@ -155,7 +155,10 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		if v == pgSchemaVersion {
 			return nil
 		}
-		if _, ok := pgMigrations[v]; !ok || v > pgSchemaVersion {
+		if v > pgSchemaVersion { // what an operator upgrading the nodes one by one meets
+			return fmt.Errorf("metadata database: schema version %d is newer than this veil's (%d): a newer veil's node migrated it; upgrade veil on this node too", v, pgSchemaVersion)
+		}
+		if _, ok := pgMigrations[v]; !ok {
 			return fmt.Errorf("metadata database: schema version %d, this veil reads %d", v, pgSchemaVersion)
 		}
 		if err := migrateStep(ctx, pool); err != nil {

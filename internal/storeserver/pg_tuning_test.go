@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -148,6 +149,8 @@ func testPGMigrates(t *testing.T, from int) {
 	if s2, err := Open(dir2, Config{}); err == nil {
 		s2.Close()
 		t.Fatal("a database of a newer schema version was opened")
+	} else if !strings.Contains(err.Error(), "newer than this veil's") || !strings.Contains(err.Error(), "upgrade veil on this node") {
+		t.Fatalf("a newer schema's refusal does not say to upgrade: %v", err) // found deploying
 	} else {
 		t.Logf("newer version: %v", err)
 	}

@@ -110,20 +110,14 @@ func (s *Service) settle(sum [32]byte, pin blobPin, err error) {
 // that blob alone until pin.release is called, after the transaction that references it
 // (with pin.gen).
 func (s *Service) spool(ctx context.Context, body io.Reader, fits func(size int64) error) (sum [32]byte, got int64, pin blobPin, err error) {
-	s.tmpMu.RLock() // gc must not see the temp file before it is marked live
-	f, err := os.CreateTemp(s.tmpDir, "up-*")
-	if err == nil {
-		s.active.Store(f.Name(), struct{}{})
-	}
-	s.tmpMu.RUnlock()
+	f, err := createUpload(s.tmpDir) // locked: gc spares it (tmpfiles.go)
 	if err != nil {
 		return sum, 0, pin, err
 	}
 	tmp := f.Name()
 	defer func() {
+		os.Remove(tmp) // under the lock (a commit renamed it already)
 		f.Close()
-		os.Remove(tmp)
-		s.active.Delete(tmp)
 	}()
 	h := sha256.New()
 	buf := copyBufs.Get().(*[]byte)
@@ -142,10 +136,7 @@ func (s *Service) spool(ctx context.Context, body io.Reader, fits func(size int6
 			return sum, 0, pin, err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		return sum, 0, pin, err
-	}
-	if err := f.Close(); err != nil {
+	if err := f.Sync(); err != nil { // f stays open, and locked, until the blob is committed
 		return sum, 0, pin, err
 	}
 	h.Sum(sum[:0])

@@ -16,6 +16,11 @@ func Run(ctx context.Context, dir, listen string, cfg Config, ready func(addr st
 		return err
 	}
 	defer s.Close()
+	if !cfg.InsecureHTTP { // a certificate serve refuses is refused before ready says "serving"
+		if _, err := s.serverTLS(); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	ls, err := server.Listen(listen, "")
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -62,11 +62,11 @@ type authUser struct {
 func (s *Service) authenticate(r *http.Request) (authUser, bool) {
 	name, secret, _ := r.BasicAuth()
 	u, ok := s.users.authenticate(name, secret)
-	if !ok && s.meta.shared() && name != "" {
-		// added or given a new secret through another node: read the record again
-		if _, found := s.reloadUser(name); found {
-			u, ok = s.users.authenticate(name, secret)
-		}
+	if s.meta.shared() && name != "" && (!ok || !s.users.fresh(name, userRecheck)) {
+		// added, removed or given a new secret through another node: read the record again
+		// (kept as it was when the database does not answer)
+		s.reloadUser(name)
+		u, ok = s.users.authenticate(name, secret)
 	}
 	return authUser{name: name, admin: u.admin, secret: u.secretHash}, ok
 }

@@ -98,11 +98,6 @@ type Service struct {
 	blobs  blobStore
 	tmpDir string
 
-	// tmpMu is held shared while an upload creates its temporary file and marks it live,
-	// exclusively by gc while it sweeps stale ones.
-	tmpMu  sync.RWMutex
-	active sync.Map // temp file path -> struct{}: uploads in flight, spared by gc
-
 	// quota is each user's reservations, claims and reads of the usage in flight
 	// (quota.go), guarded by holdMu (never held over a database read). nHeld counts the
 	// reservations of all users.

@@ -29,24 +29,35 @@ type UserInfo struct {
 
 // userCache mirrors the users for authentication without a database read. With bbolt only
 // this process can change the database (it holds an exclusive lock), so it stays exact;
-// with a shared database (PostgreSQL) a name that misses, or a secret that does not match,
-// is read again from the database (reloadUser), so users added or changed through another
-// node are seen. A user removed through another node keeps authenticating here until this
-// node restarts, but owns no namespace: every write fails and reads find nothing.
+// with a shared database (PostgreSQL) a name that misses, a secret that does not match,
+// or an account read more than userRecheck ago is read again from the database
+// (reloadUser), so users added, changed or removed through another node are seen. Found
+// deploying: a user removed through another node kept authenticating here until this
+// node restarted, and a new user given the name had the old credential list their names.
 type userCache struct {
-	mu sync.RWMutex
-	m  map[string]userRec
+	mu   sync.RWMutex
+	m    map[string]userRec
+	read map[string]time.Time // when each account was read from the database
 }
 
 func loadUsers(m metaStore) (*userCache, error) {
-	c := &userCache{m: map[string]userRec{}}
+	c := &userCache{m: map[string]userRec{}, read: map[string]time.Time{}}
+	now := time.Now()
 	err := m.view(context.Background(), func(t metaTx) error {
 		return t.users(func(name string, u userRec) error {
-			c.m[name] = u
+			c.m[name], c.read[name] = u, now
 			return nil
 		})
 	})
 	return c, err
+}
+
+// fresh reports whether name's account was read from the database within maxAge.
+func (c *userCache) fresh(name string, maxAge time.Duration) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	at, ok := c.read[name]
+	return ok && time.Since(at) < maxAge
 }
 
 func (c *userCache) get(name string) (userRec, bool) {
@@ -65,7 +76,11 @@ func (s *Service) reloadUser(name string) (userRec, bool) {
 		u, _, ok, err = t.account(name)
 		return err
 	})
-	if err != nil || !ok {
+	if err != nil {
+		return userRec{}, false
+	}
+	if !ok { // removed through another node
+		s.users.set(name, nil)
 		return userRec{}, false
 	}
 	s.users.set(name, &u)
@@ -91,8 +106,9 @@ func (c *userCache) set(name string, u *userRec) {
 	defer c.mu.Unlock()
 	if u == nil {
 		delete(c.m, name)
+		delete(c.read, name)
 	} else {
-		c.m[name] = *u
+		c.m[name], c.read[name] = *u, time.Now()
 	}
 }
 
@@ -184,3 +200,7 @@ func (s *Service) Users() ([]UserInfo, error) {
 	})
 	return out, err
 }
+
+// userRecheck is how old a cached account may be before a node serving a shared database
+// reads it again to authenticate a request.
+var userRecheck = 2 * time.Second

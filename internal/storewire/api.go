@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -99,11 +100,12 @@ var ErrLimit = errors.New("limit exceeded")
 var ErrMethod = errors.New("method not allowed")
 
 // ErrNoSpace is a service whose disk is full (507 no_space): it cannot store anything
-// until an operator frees space. ErrUnavailable is a service whose blob storage does not
-// answer (503 unavailable, with Retry-After in seconds).
+// until an operator frees space. ErrUnavailable is a service whose blob storage or
+// metadata database (PostgreSQL) does not answer (503 unavailable, with Retry-After in
+// seconds).
 var (
 	ErrNoSpace     error = &cannotStore{"the store is out of disk space"}
-	ErrUnavailable error = &cannotStore{"the store's blob storage is unavailable"}
+	ErrUnavailable error = &cannotStore{"the store's blob storage or metadata database does not answer"}
 )
 
 // cannotStore is an error that also matches storage.ErrCannotStore.
@@ -154,10 +156,13 @@ func Classify(err error) (code string, status int) {
 func (e Error) AsError() error {
 	for _, c := range codes {
 		if c.code == e.Code {
-			if e.Message == c.err.Error() {
+			// A service's message usually ends with the code's text already (a wrapped
+			// storage error): it is said once.
+			msg := strings.TrimSuffix(e.Message, ": "+c.err.Error())
+			if msg == c.err.Error() {
 				return fmt.Errorf("store: %w", c.err)
 			}
-			return fmt.Errorf("store: %s: %w", e.Message, c.err)
+			return fmt.Errorf("store: %s: %w", msg, c.err)
 		}
 	}
 	return fmt.Errorf("store: %s (%s)", e.Message, e.Code)

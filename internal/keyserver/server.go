@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/veil-project/veil/internal/kswire"
 	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
@@ -240,7 +238,8 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	}
 	s.wg.Add(1)
 	go s.reloadLoop(stop)
-	err := server.ServeHTTP(ctx, s.http, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
+	err := server.ServeHTTP(ctx, s.http, server.Limit(s.http, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	s.log.Info("key server stopping")
 	close(stop)
 	if s.udp != nil {

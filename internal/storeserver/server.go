@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/veil-project/veil/internal/server"
 )
 
@@ -33,9 +31,6 @@ func (s *Service) Serve(ctx context.Context, ls server.Listeners) error {
 		}
 		ln = tls.NewListener(ln, tc)
 	}
-	if s.cfg.MaxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
-	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
@@ -46,7 +41,8 @@ func (s *Service) Serve(ctx context.Context, ls server.Listeners) error {
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	s.cfg.Logger.Info("store serving", "addr", ln.Addr().String(), "tls", !s.cfg.InsecureHTTP)
-	err := server.ServeHTTP(ctx, srv, ln, s.cfg.ShutdownTimeout)
+	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
+	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ln, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	s.cfg.Logger.Info("store stopped")
 	return err
 }

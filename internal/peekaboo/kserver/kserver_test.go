@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -28,11 +29,12 @@ type kserv struct {
 	s           *Server
 	url         string
 	relay, anon *http.Client
+	noCert      *tls.Config
 	pub         *wire.KServerPub
 	stop        func()
 }
 
-func startK(t *testing.T, dir string) *kserv {
+func startK(t *testing.T, dir string, cfg ...Config) *kserv {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,7 +45,7 @@ func startK(t *testing.T, dir string) *kserv {
 			t.Fatal(err)
 		}
 	}
-	s, err := Open(dir, Config{})
+	s, err := Open(dir, append(cfg, Config{})[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func startK(t *testing.T, dir string) *kserv {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, server.Listeners{HTTP: ln}) }()
-	k := &kserv{s: s, url: "https://" + ln.Addr().String(), pub: pub,
+	k := &kserv{s: s, url: "https://" + ln.Addr().String(), pub: pub, noCert: noCert,
 		relay: &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}},
 		anon:  &http.Client{Transport: &http.Transport{TLSClientConfig: noCert}}}
 	stopped := false

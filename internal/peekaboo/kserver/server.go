@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/peekaboo/index"
 	"github.com/veil-project/veil/internal/peekaboo/pir"
@@ -148,7 +147,8 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: s.tls, ReadTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
 		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.log.Info("serving", "addr", ls.Addr())
-	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
+	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	s.log.Info("stopped", "err", err)
 	return err
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-	"golang.org/x/net/netutil"
 
 	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
@@ -184,7 +183,8 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	syncCtx, stopSync := context.WithCancel(ctx)
 	synced := make(chan struct{})
 	go func() { defer close(synced); s.syncLoop(syncCtx) }()
-	err := server.ServeHTTP(ctx, srv, netutil.LimitListener(ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
+	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
+	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	stopSync()
 	<-synced
 	s.log.Info("stopped", "err", err)

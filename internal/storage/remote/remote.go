@@ -155,9 +155,9 @@ func (b *Backend) do1(ctx context.Context, method, u string, body io.Reader, siz
 		var e storewire.Error
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(data, &e) != nil || e.Code == "" {
-			return nil, &serviceError{resp.StatusCode, fmt.Errorf("store: HTTP %s", resp.Status)}
+			return nil, &serviceError{resp.StatusCode, fmt.Errorf("store: HTTP %s", resp.Status), nil}
 		}
-		return nil, &serviceError{resp.StatusCode, e.AsError()}
+		return nil, &serviceError{resp.StatusCode, e.AsError(), &e}
 	}
 	return resp, nil
 }
@@ -201,7 +201,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 		return err
 	}
 	if err := b.stop.check(); err != nil {
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+		return opErr("put "+storage.Join(dir, name), err)
 	}
 	body := &trackReader{r: storage.ExactReader(ctx, r, size)}
 	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size, true)
@@ -210,7 +210,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	}
 	if err != nil {
 		b.stop.note(err)
-		return fmt.Errorf("put %s: %w", storage.Join(dir, name), err)
+		return opErr("put "+storage.Join(dir, name), err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -242,7 +242,7 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", storage.Join(dir, name), err)
+		return nil, opErr("get "+storage.Join(dir, name), err)
 	}
 	if want, err := hex.DecodeString(resp.Header.Get(storewire.HeaderContentSHA256)); err != nil || len(want) != sha256.Size {
 		resp.Body.Close()

@@ -19,7 +19,7 @@ func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, err
 	}
 	var e storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("stat", storage.Join(dir, name), nil), nil, &e); err != nil {
-		return storage.Info{}, fmt.Errorf("stat %s: %w", storage.Join(dir, name), err)
+		return storage.Info{}, opErr("stat "+storage.Join(dir, name), err)
 	}
 	return e.Info(), nil
 }
@@ -62,7 +62,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 		return err
 	}
 	if err := b.call(ctx, http.MethodDelete, b.url("files", storage.Join(dir, name), nil), nil, nil); err != nil {
-		return fmt.Errorf("delete %s: %w", storage.Join(dir, name), err)
+		return opErr("delete "+storage.Join(dir, name), err)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (b *Backend) move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	body, _ := json.Marshal(storewire.NewMoveRequest(srcDir, srcName, dstDir, dstName, match))
 	u := b.base.String() + "/" + storewire.Version + "/move"
 	if err := b.call(ctx, http.MethodPost, u, body, nil); err != nil {
-		return fmt.Errorf("move %s to %s: %w", storage.Join(srcDir, srcName), storage.Join(dstDir, dstName), err)
+		return opErr("move "+storage.Join(srcDir, srcName)+" to "+storage.Join(dstDir, dstName), err)
 	}
 	return nil
 }

@@ -1,10 +1,10 @@
 package storeserver
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/veil-project/veil/internal/atomicfile"
 )
 
 // An upload's temporary file (DIR/tmp/up-*) is locked (flock) by the upload for as long as
@@ -13,28 +13,8 @@ import (
 // PostgreSQL store) sees the node's uploads as live. A crashed process's locks are gone
 // with it.
 
-// createUpload creates a fresh temporary file in dir and locks it. A sweep that took the
-// file between its creation and the lock removed it: then another is made.
-func createUpload(dir string) (*os.File, error) {
-	for range 10 {
-		f, err := os.CreateTemp(dir, "up-*")
-		if err != nil {
-			return nil, err
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			os.Remove(f.Name())
-			f.Close()
-			return nil, err
-		}
-		held, err1 := f.Stat()
-		named, err2 := os.Stat(f.Name())
-		if err1 == nil && err2 == nil && os.SameFile(held, named) {
-			return f, nil
-		}
-		f.Close()
-	}
-	return nil, errors.New("upload file: removed by a sweep as soon as made, ten times")
-}
+// createUpload creates a fresh temporary file in dir and locks it.
+func createUpload(dir string) (*os.File, error) { return atomicfile.CreateLocked(dir, "up-*") }
 
 // staleUploads are the files in dir no upload holds.
 func staleUploads(dir string) ([]string, error) {
@@ -51,16 +31,5 @@ func staleUploads(dir string) ([]string, error) {
 	return out, nil
 }
 
-// claimStale reports whether no upload holds the file at p, and with remove removes it
-// (under the lock: no upload can take it meanwhile), reporting whether it did.
-func claimStale(p string, remove bool) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		return false
-	}
-	return !remove || os.Remove(p) == nil
-}
+// claimStale is atomicfile.ClaimStale.
+func claimStale(p string, remove bool) bool { return atomicfile.ClaimStale(p, remove) }

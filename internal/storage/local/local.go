@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -48,43 +46,11 @@ func New(dir string) (*Backend, error) {
 
 // removeStale removes a temporary file that a crashed Put left behind. A Put in flight
 // (of this process or another one opening the same store) holds an flock on its file until
-// the rename, so its file is left alone.
-func removeStale(p string) {
-	f, err := os.Open(p)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return // a Put in flight
-	}
-	os.Remove(p)
-}
+// the rename (atomicfile.CreateLocked), so its file is left alone.
+func removeStale(p string) { atomicfile.ClaimStale(p, true) }
 
-// createTemp creates a Put's temporary file and flocks it (removeStale skips it then). A
-// file that removeStale took between the creation and the lock is gone: make another.
-func (b *Backend) createTemp() (*os.File, error) {
-	for {
-		f, err := os.CreateTemp(b.tmp, "put-*")
-		if err != nil {
-			return nil, err
-		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return nil, err
-		}
-		held, err1 := f.Stat()
-		named, err2 := os.Stat(f.Name())
-		if err1 == nil && err2 == nil && os.SameFile(held, named) {
-			return f, nil
-		}
-		f.Close()
-		if err1 != nil {
-			return nil, err1
-		}
-	}
-}
+// createTemp creates a Put's temporary file and flocks it (removeStale skips it then).
+func (b *Backend) createTemp() (*os.File, error) { return atomicfile.CreateLocked(b.tmp, "put-*") }
 
 // Root returns the backend's root directory.
 func (b *Backend) Root() string { return b.root }

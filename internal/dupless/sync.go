@@ -154,12 +154,7 @@ func (c *Client) compareLocal(ctx context.Context, root *treeRoot, local, dest s
 		ch.Kind = "added"
 		return ch, true
 	}
-	fi, err := os.Lstat(local)
-	if err != nil {
-		ch.Err = err.Error()
-		return ch, true
-	}
-	r, err := c.recordIn(ctx, rp, h)
+	fi, r, err := c.localAndRecord(ctx, local, rp, h)
 	if err != nil {
 		ch.Err = err.Error()
 		return ch, true

@@ -42,12 +42,7 @@ func (c *Client) compareDir(ctx context.Context, root *treeRoot, dirs map[string
 	if !ok {
 		return ch, true
 	}
-	fi, err := os.Lstat(local)
-	if err != nil {
-		ch.Err = err.Error()
-		return ch, true
-	}
-	r, err := c.recordIn(ctx, rp, h)
+	fi, r, err := c.localAndRecord(ctx, local, rp, h)
 	if err != nil {
 		ch.Err = err.Error()
 		return ch, true
@@ -87,4 +82,15 @@ func lstatExact(path string) (fs.FileInfo, error) {
 			return nil, err
 		}
 	}
+}
+
+// localAndRecord is the local file's Lstat and the record root lists at rp (hash h): what
+// a comparison of the two needs.
+func (c *Client) localAndRecord(ctx context.Context, local, rp string, h [32]byte) (fs.FileInfo, *record, error) {
+	fi, err := os.Lstat(local)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := c.recordIn(ctx, rp, h)
+	return fi, r, err
 }

@@ -13,11 +13,19 @@ type Rotation struct {
 	downFor time.Duration
 	mu      sync.Mutex
 	down    []time.Time // endpoint i is tried last until down[i]
+	fails   []int       // endpoint i's failures since it last answered
 }
 
-// New returns the rotation of n endpoints (n >= 1); one that fails is tried last for downFor.
+// MaxDownFactor bounds how many times downFor an endpoint that keeps failing is left out.
+const MaxDownFactor = 16
+
+// New returns the rotation of n endpoints (n >= 1); one that fails is tried last for
+// downFor, twice as long after each further failure without an answer between (up to
+// MaxDownFactor times downFor): a node that hangs every attempt (a stopped process whose
+// kernel still takes connections) then costs its clients one attempt per minute or so, not
+// one per downFor.
 func New(n int, downFor time.Duration) *Rotation {
-	return &Rotation{downFor: downFor, down: make([]time.Time, n)}
+	return &Rotation{downFor: downFor, down: make([]time.Time, n), fails: make([]int, n)}
 }
 
 // Order is the endpoints to try for one request: from the next in turn, those marked down last.
@@ -39,9 +47,25 @@ func (r *Rotation) Order() []int {
 	return append(up, down...)
 }
 
-// MarkDown puts endpoint i last in the order for downFor from now.
+// MarkDown puts endpoint i last in the order for downFor from now, doubled for each
+// failure before it since the endpoint last answered (MarkUp).
 func (r *Rotation) MarkDown(i int) {
 	r.mu.Lock()
-	r.down[i] = time.Now().Add(r.downFor)
+	r.down[i] = time.Now().Add(r.downFor * time.Duration(min(1<<r.fails[i], MaxDownFactor)))
+	r.fails[i] = min(r.fails[i]+1, 8)
 	r.mu.Unlock()
+}
+
+// MarkUp records that endpoint i answered: its next failure counts as its first.
+func (r *Rotation) MarkUp(i int) {
+	r.mu.Lock()
+	r.fails[i] = 0
+	r.mu.Unlock()
+}
+
+// DownFor reports how long endpoint i is still left out (0: it is in turn).
+func (r *Rotation) DownFor(i int) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(0, time.Until(r.down[i]))
 }

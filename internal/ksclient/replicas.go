@@ -33,6 +33,7 @@ func (r *replicas) send(try func(*url.URL) ([]byte, error)) ([]byte, error) {
 	for _, i := range r.rot.Order() {
 		var out []byte
 		if out, err = try(r.urls[i]); err == nil {
+			r.rot.MarkUp(i)
 			return out, nil
 		}
 		var re errRetry

@@ -50,6 +50,7 @@ func (e *endpoints) send(base, u string, body io.Reader, streamed bool, try func
 		var resp *http.Response
 		resp, err = try(e.urls[i].String() + suffix)
 		if err == nil {
+			e.rot.MarkUp(i)
 			return resp, nil
 		}
 		if !movesOn(err, !streamed || body == nil) {

@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storewire"
@@ -66,5 +68,45 @@ func TestFailoverPastDeadAndUnavailableNodes(t *testing.T) {
 	}
 	if busyHits.Load() == 0 {
 		t.Fatal("the turn never reached the node answering 503")
+	}
+}
+
+// A node that takes connections and never answers the TLS handshake (a stopped process:
+// its kernel still completes the connect) holds a request 3 s, not 10, when there are
+// other nodes: the request moves on to the live one within a deadline that the 10 s
+// handshake timeout overran (found deploying two nodes), and the stopped node is then
+// left out of the turn.
+func TestFailoverPastStoppedNode(t *testing.T) {
+	url, cred := serveStore(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			defer c.Close() // held open, never read: a handshake that never ends
+		}
+	}()
+	b, err := remote.NewMulti([]string{"https://" + ln.Addr().String(), url}, cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if err := b.Create(ctx, "d"); err != nil {
+			t.Fatalf("request %d with one node stopped: %v", i, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("the stopped node took %d connections, want 1 (then left out)", n)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 
@@ -45,7 +47,9 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 			if err := kserver.Init(dir, kserver.InitOptions{Endpoint: endpoint, Hosts: hosts, PIR: tab}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "initialized K-server in %s; relay credential %s\n", dir, filepath.Join(dir, kserver.FileRelayCred))
+			rc := filepath.Join(dir, kserver.FileRelayCred)
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized K-server in %s; relay credential %s\nnext: veil peekaboo kserver serve --dir %s --listen %s, and give %s to the V-server's operator (veil peekaboo vserver init --relay-cred FILE)\n",
+				dir, rc, dir, listenFor(endpoint), rc)
 			return nil
 		},
 	}
@@ -102,6 +106,20 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 	return c
 }
 
+// listenFor is the --listen address that serves endpoint (https://HOST:PORT): HOST:PORT
+// for an IP address, else every address on PORT. The servers' default listen addresses
+// have their own ports, so an init whose endpoint names another port must say which.
+func listenFor(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Port() == "" {
+		return "ADDR"
+	}
+	if net.ParseIP(u.Hostname()) != nil {
+		return u.Host
+	}
+	return ":" + u.Port()
+}
+
 // serveOne serves one opened server until the command's context ends.
 func serveOne(cmd *cobra.Command, s server.Server, listen string) error {
 	ls, err := server.Listen(listen, "")
@@ -143,7 +161,9 @@ certificate for clients, the state file and DIR/admin.cred (to add users).
 			if err := vserver.Init(dir, vserver.InitOptions{RelayCred: rc, Endpoint: endpoint, Hosts: hosts}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "initialized V-server in %s; administrator credential %s\n", dir, filepath.Join(dir, vserver.FileAdminCred))
+			ac := filepath.Join(dir, vserver.FileAdminCred)
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized V-server in %s; administrator credential %s\nnext: veil peekaboo vserver serve --dir %s --listen %s, then add users: veil peekaboo vserver adduser NAME --admin-cred %s --out NAME.pkb\n",
+				dir, ac, dir, listenFor(endpoint), ac)
 			return nil
 		},
 	}

@@ -72,14 +72,29 @@ func TestPeekabooCLI(t *testing.T) {
 		t.Fatalf("after unpublish: %q %q", out, errs)
 	}
 	for _, bad := range [][]string{
+		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
+		{"peekaboo", "unpublish", "never-published.txt"},                 // nothing removed is a failure, as for rm
+		{"peekaboo", "publish", "typo.txt", "v", "--acl", "bbo"},          // not a registered user
+		{"peekaboo", "unpublish", "report-1.pdf", "host-a:/not-its-value"}, // no pair with that value
+	} {
+		_, errs, code := alice.run(t, bad...)
+		if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {
+			t.Fatalf("%v: exit %d, stderr %q (want a one-line error, exit 1)", bad, code, errs)
+		}
+	}
+	if out := alice.mustRun(t, "peekaboo", "list"); strings.Contains(out, "typo.txt") || !strings.Contains(out, "report-1.pdf") {
+		t.Fatalf("a refused publication or unpublication changed the pairs: %q", out)
+	}
+	// Usage mistakes exit 2 with the usage line (docs/scripting.md), as every other command.
+	for _, bad := range [][]string{
 		{"peekaboo", "publish", "only-a-key"},
 		{"peekaboo", "search", "x", "--limit", "5000"},
-		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
+		{"peekaboo", "search", "x", "--limit", "0"},
 		{"peekaboo", "search", "--private-query", "report", "--substring"},
 	} {
 		_, errs, code := bob.run(t, bad...)
-		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {
-			t.Fatalf("%v: exit %d, stderr %q (want a one-line error)", bad[:2], code, errs)
+		if code != 2 || !strings.HasPrefix(errs, "veil: ") || !strings.Contains(errs, "\nusage: veil peekaboo ") {
+			t.Fatalf("%v: exit %d, stderr %q (want a usage mistake: exit 2 and the usage line)", bad, code, errs)
 		}
 	}
 }
@@ -92,20 +107,35 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	kdir, vdir := filepath.Join(dir, "k"), filepath.Join(dir, "v")
 	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
 	op := &user{name: "operator", config: filepath.Join(dir, "op"), passFile: filepath.Join(dir, "op.pass")}
-	op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8")
+	// init says how to serve what it made: the endpoint's port, not the default listen address.
+	if out := op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8"); !strings.Contains(out, "next: veil peekaboo kserver serve --dir "+kdir+" --listen "+kaddr+",") {
+		t.Fatalf("kserver init does not say how to serve it: %q", out)
+	}
 	rc, err := os.ReadFile(filepath.Join(kdir, "relay.cred"))
 	if err != nil || !strings.Contains(string(rc), `"pir_bits": 6`) || !strings.Contains(string(rc), `"pir_slots": 8`) {
 		t.Fatalf("relay.cred does not name the table: %v", err)
 	}
-	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
-	testutil.WaitTCP(t, kaddr, 20*time.Second)
-	op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr)
+	if out := op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr); !strings.Contains(out, "next: veil peekaboo vserver serve --dir "+vdir+" --listen "+vaddr+",") {
+		t.Fatalf("vserver init does not say how to serve it: %q", out)
+	}
 	testutil.Start(t, veilBin, "peekaboo", "vserver", "serve", "--dir", vdir, "--listen", vaddr)
 	testutil.WaitTCP(t, vaddr, 20*time.Second)
 	cred := filepath.Join(dir, "alice.pkb")
 	op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred)
 	alice := &user{name: "alice", config: filepath.Join(dir, "alice"), passFile: filepath.Join(dir, "alice.pass")}
 	alice.mustRun(t, "peekaboo", "join", cred)
+
+	// The K-server is not running yet: the publication fails, and since the V-server keeps
+	// (and lists) the pair it could not relay, the error must say so: publishing again
+	// would list it twice.
+	_, errs, code := alice.run(t, "peekaboo", "publish", "draft.pdf", "host-t:/draft")
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "published 0 of 1 pair") ||
+		!strings.Contains(errs, "may show in 'veil peekaboo list' but never match: unpublish them") {
+		t.Fatalf("publish with the K-server down: exit %d, %q", code, errs)
+	}
+
+	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
+	testutil.WaitTCP(t, kaddr, 20*time.Second)
 	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
 	if out := alice.mustRun(t, "peekaboo", "search", "--private-query", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
 		t.Fatalf("private query through standalone servers: %q", out)

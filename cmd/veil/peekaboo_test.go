@@ -73,8 +73,8 @@ func TestPeekabooCLI(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
-		{"peekaboo", "unpublish", "never-published.txt"},                 // nothing removed is a failure, as for rm
-		{"peekaboo", "publish", "typo.txt", "v", "--acl", "bbo"},          // not a registered user
+		{"peekaboo", "unpublish", "never-published.txt"},                   // nothing removed is a failure, as for rm
+		{"peekaboo", "publish", "typo.txt", "v", "--acl", "bbo"},           // not a registered user
 		{"peekaboo", "unpublish", "report-1.pdf", "host-a:/not-its-value"}, // no pair with that value
 	} {
 		_, errs, code := alice.run(t, bad...)

@@ -193,7 +193,7 @@ func newOsyncMount() *cobra.Command {
 		Long: `mount serves the backend as a normal directory at MOUNTPOINT (an existing empty
 folder). A read-write mount (one per backend) buffers writes in an encrypted local journal
 (they survive a crash) and syncs one epoch every drip time; stopping it (Ctrl-C, SIGTERM or fusermount3 -u) unmounts, then keeps the
-same pace until the buffer is empty or --drain-timeout passes, saying what is left.
+same pace until the buffer is empty or --drain-timeout passes, saying what it syncs and what is left.
 Read-only mounts (any number, on any machine sharing the folder) show only fully synced
 versions and follow new epochs; they remember the newest epoch they showed (in the --state
 directory) and refuse a backend rolled back behind it.
@@ -224,6 +224,17 @@ start; see 'veil osync adopt'.`,
 			cfg.Backend, cfg.Mountpoint, cfg.Passphrase = f.backend, args[0], pass
 			cfg.Writer.StateDir, cfg.Writer.StateRoot = f.stateDir, stateRoot()
 			cfg.Writer.Host, _ = os.Hostname()
+			mode := "read-write: one epoch per drip time; unmounting first syncs what is pending"
+			if cfg.ReadOnly {
+				mode = "read-only: follows the writer's epochs"
+			}
+			cfg.Ready = func() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mounted %s at %s (%s); Ctrl-C to unmount\n", f.backend, args[0], mode)
+			}
+			cfg.Draining = func(st oblivisync.Stats) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "unmounted %s; syncing %s pending in %s before exiting (at the drip pace, at most --drain-timeout %v; a second Ctrl-C leaves it in the local journal for the next mount)\n",
+					args[0], humanize.IBytes(st.PendingBytes), plural(st.PendingInodes, "file or directory", "files or directories"), cfg.DrainTimeout)
+			}
 			return fusefs.Run(cmd.Context(), cfg)
 		},
 	}

@@ -33,7 +33,7 @@ type Config struct {
 	// pending, before it syncs them (at the drip pace, up to DrainTimeout): the caller
 	// says why the process has not exited yet.
 	Draining func(oblivisync.Stats)
-	Debug        bool
+	Debug    bool
 	// MetricsAddr, if set, serves /healthz and /metrics (prometheus) there; use loopback.
 	MetricsAddr string
 }

@@ -1,0 +1,70 @@
+package oblivisync
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyFolder copies a backend folder's files (a backup of it, or putting one back).
+func copyFolder(t *testing.T, from, to string) {
+	t.Helper()
+	os.RemoveAll(to)
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range must(os.ReadDir(from)) {
+		b := must(os.ReadFile(filepath.Join(from, e.Name())))
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAdoptAcceptsDeliberateRestore: a user restores the backend folder from a backup.
+// The writer refuses it as a rollback, as it must (the cloud could have done it), but
+// the error used to name no way forward, and adopt refused a rolled-back backend too:
+// the state directory was stuck until the user found and deleted it by hand. Now the
+// error names 'veil osync adopt --accept-rollback', which without the flag is still
+// refused, and with it sets the state aside; the writer then starts from the restored
+// folder.
+func TestAdoptAcceptsDeliberateRestore(t *testing.T) {
+	dir, state := newBackend(t, 8, 16<<10, 2), t.TempDir()
+	backup := filepath.Join(t.TempDir(), "backup")
+	w := openW(t, dir, state)
+	f := must(w.Create(rootIno, "a", 0o600, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("in the backup")))
+	drain(t, w, 50)
+	copyFolder(t, dir, backup)
+	must(w.Write(f.Ino, 0, []byte("after the backup")))
+	drain(t, w, 50)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	copyFolder(t, backup, dir) // the deliberate restore
+	_, err := OpenWriter(dir, testPass, Options{StateDir: state, UnsafeNoFsync: true})
+	if !errors.Is(err, ErrIntegrity) || !errors.Is(err, ErrRolledBack) || !strings.Contains(err.Error(), "veil osync adopt --accept-rollback") {
+		t.Fatalf("writer on a restored folder: %v; want a rollback error naming adopt --accept-rollback", err)
+	}
+	if _, err := Adopt(dir, testPass, state, ""); !errors.Is(err, ErrRolledBack) {
+		t.Fatalf("adopt without --accept-rollback: %v; want the rollback refused", err)
+	}
+	rep, err := AdoptWith(dir, testPass, state, "", AdoptOptions{AcceptRollback: true})
+	if err != nil || rep.SetAside == "" {
+		t.Fatalf("adopt --accept-rollback: %+v %v", rep, err)
+	}
+	w = openW(t, dir, state)
+	defer w.Close()
+	buf := make([]byte, 64)
+	n, err := w.Read(f.Ino, 0, buf)
+	if err != nil || string(buf[:n]) != "in the backup" {
+		t.Fatalf("after adopting the restored folder, a reads %q (%v); want the backup's content", buf[:n], err)
+	}
+	drain(t, w, 50)
+	if _, err := AdoptWith(dir, testPass, state, "", AdoptOptions{AcceptRollback: true}); err == nil {
+		t.Fatal("adopt --accept-rollback of a state that follows the backend: accepted")
+	}
+}

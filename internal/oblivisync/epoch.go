@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -127,11 +128,25 @@ func (w *Writer) sync(planEpoch func() (*plan, error)) (EpochReport, error) {
 		err = w.finish(pl)
 	}
 	if err != nil {
+		err = w.explainNoSpace(err)
 		w.broken = err
 		return pl.rep, err
 	}
 	pl.rep.Duration = time.Since(start)
 	return pl.rep, nil
+}
+
+// explainNoSpace adds to an epoch's ENOSPC what it means and what to do: the backend's
+// files start sparse, so a backend on a disk smaller than N*B fills it only once enough
+// files have been written, long after init (found by a user walkthrough: the mount
+// stopped with three raw "no space left on device" errors and no advice).
+func (w *Writer) explainNoSpace(err error) error {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	P := w.be.params
+	return fmt.Errorf("%w. A disk is full: the backend %s takes %.1f MiB once each of its %d files has been written (they start sparse), and the journal %s holds what is pending. Free space and mount again: this epoch committed nothing, and every change stays in the journal", err,
+		w.be.dir, float64(P.Files)*float64(P.FileSize)/(1<<20), P.Files, w.opts.StateDir)
 }
 
 // stillTheWriter checks again, within the epoch, that the lease names this writer and the

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -121,6 +123,7 @@ Examples:
 				return err
 			}
 			printInit(cmd.OutOrStdout(), f.backend, p, kdf)
+			warnBackendSpace(cmd.ErrOrStderr(), f.backend, p)
 			return nil
 		},
 	}
@@ -132,6 +135,21 @@ Examples:
 	c.Flags().Uint32Var(&kdfMiB, "kdf-memory", kdf.MemoryKiB>>10, "argon2id memory in MiB")
 	c.Flags().Uint32Var(&kdf.Time, "kdf-time", kdf.Time, "argon2id passes")
 	return c
+}
+
+// warnBackendSpace warns when the backend's file system cannot hold the backend once its
+// files, sparse at init, have all been written: a writer would stop with ENOSPC some
+// epochs later, far from the command that made the mistake.
+func warnBackendSpace(w io.Writer, dir string, p oblivisync.Params) {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return
+	}
+	need, free := uint64(p.Files)*uint64(p.FileSize), st.Bavail*uint64(st.Bsize)
+	if free < need {
+		fmt.Fprintf(w, "warning: %s has %s free, but the backend takes %s once every file has been written (they start sparse): a writer will stop when the disk fills; put it on a larger disk or init it again with fewer --files or a smaller --file-size\n",
+			dir, humanize.IBytes(free), humanize.IBytes(need))
+	}
 }
 
 func newOsyncPasswd() *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -51,5 +52,32 @@ func TestOsyncMountSaysWhatItDoes(t *testing.T) {
 	out, err := execVeil("osync", "status", "--backend", be, "--state", state, "--password-file", pf)
 	if err != nil || !strings.Contains(string(out), "0 B pending") {
 		t.Fatalf("status after the drain: %s %v", out, err)
+	}
+}
+
+// TestOsyncInitWarnsSmallDisk: the backend's files start sparse, so init on a disk that
+// cannot hold N*B succeeded silently and the writer stopped with ENOSPC epochs later.
+// init now warns (and still creates the backend: a disk can be grown).
+func TestOsyncInitWarnsSmallDisk(t *testing.T) {
+	disk := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk).CombinedOutput(); err != nil {
+		t.Skipf("needs a small file system (mount -t tmpfs, root): %s", strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", disk).Run() })
+	pf := filepath.Join(t.TempDir(), "pass")
+	os.WriteFile(pf, []byte("cli test\n"), 0o600)
+	mk := func(be, files string) string {
+		out, err := execVeil("osync", "init", "--backend", filepath.Join(disk, be), "--files", files, "--file-size", "65536",
+			"--kdf-memory", "8", "--kdf-time", "1", "--password-file", pf)
+		if err != nil {
+			t.Fatalf("init: %s %v", out, err)
+		}
+		return string(out)
+	}
+	if out := mk("small", "8"); strings.Contains(out, "warning") { // 512 KiB fits
+		t.Fatalf("init of a backend that fits warned: %s", out)
+	}
+	if out := mk("large", "64"); !strings.Contains(out, "warning: "+filepath.Join(disk, "large")+" has ") || !strings.Contains(out, "the backend takes 4.0 MiB") {
+		t.Fatalf("init of a 4 MiB backend on a 1 MiB disk: %s", out)
 	}
 }

@@ -86,6 +86,9 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 				return err
 			}
 			path, err := client.Save(o.dir(), b, force)
+			if errors.Is(err, wire.ErrMalformed) {
+				return fmt.Errorf("%s is not a Peekaboo user credential (join takes the file 'veil peekaboo vserver adduser' wrote, or <dir>/invites/NAME.peekaboo of 'veil serve'): %w", args[0], err)
+			}
 			if err != nil {
 				return err
 			}

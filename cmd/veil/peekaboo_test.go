@@ -71,6 +71,12 @@ func TestPeekabooCLI(t *testing.T) {
 	if out, errs, _ := bob.run(t, "peekaboo", "search", "photo.jpg"); out != "" || !strings.Contains(errs, "no match") {
 		t.Fatalf("after unpublish: %q %q", out, errs)
 	}
+	garbage := filepath.Join(t.TempDir(), "alice.pkb")
+	os.WriteFile(garbage, []byte("not a credential\n"), 0o600)
+	carol := &user{name: "carol", config: filepath.Join(t.TempDir(), "carol")}
+	if _, errs, code := carol.run(t, "peekaboo", "join", garbage); code != 1 || !strings.Contains(errs, garbage+" is not a Peekaboo user credential") {
+		t.Fatalf("join of a file that is no credential: exit %d, %q", code, errs)
+	}
 	for _, bad := range [][]string{
 		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
 		{"peekaboo", "unpublish", "never-published.txt"},                   // nothing removed is a failure, as for rm

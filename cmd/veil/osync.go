@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -284,13 +285,21 @@ Examples:
   veil osync sync --backend ~/Dropbox/osync --drain --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case drain && cmd.Flags().Changed("epochs"):
+				return argError{errors.New("give --epochs N or --drain, not both"), cmd}
+			case epochs < 1:
+				return argError{fmt.Errorf("--epochs %d: give at least 1", epochs), cmd}
+			case maxEpochs < 1:
+				return argError{fmt.Errorf("--max-epochs %d: give at least 1", maxEpochs), cmd}
+			}
 			pass, err := f.passphrase(false)
 			if err != nil {
 				return err
 			}
 			out := json.NewEncoder(cmd.OutOrStdout())
 			host, _ := os.Hostname()
-			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir, StateRoot: stateRoot(), Host: host}, epochs, drain, maxEpochs,
+			st, err := oblivisync.SyncEpochs(cmd.Context(), f.backend, pass, oblivisync.Options{StateDir: f.stateDir, StateRoot: stateRoot(), Host: host}, epochs, drain, maxEpochs,
 				func(r oblivisync.EpochReport) {
 					if asJSON {
 						out.Encode(r)

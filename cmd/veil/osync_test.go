@@ -45,6 +45,12 @@ func TestOsyncCommands(t *testing.T) {
 	if _, err := runVeil(t, "osync", "init", "--backend", be); err == nil || !strings.Contains(err.Error(), "already an osync backend") {
 		t.Fatalf("second init: %v", err)
 	}
+	// Flag values that would run nothing, or contradict each other, are usage mistakes.
+	for _, bad := range [][]string{{"--epochs", "0"}, {"--drain", "--epochs", "3"}, {"--drain", "--max-epochs", "0"}} {
+		if _, err := runVeil(t, append([]string{"osync", "sync", "--backend", be}, bad...)...); err == nil || exitCode(err) != exitUsage {
+			t.Fatalf("sync %v: %v, want a usage mistake (exit 2)", bad, err)
+		}
+	}
 	out, err = runVeil(t, "osync", "sync", "--backend", be, "--epochs", "3")
 	if err != nil || !strings.Contains(out, "epoch 3:") {
 		t.Fatalf("sync: %q %v", out, err)

@@ -1,6 +1,8 @@
 package oblivisync
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,5 +68,40 @@ func TestAdoptAcceptsDeliberateRestore(t *testing.T) {
 	drain(t, w, 50)
 	if _, err := AdoptWith(dir, testPass, state, "", AdoptOptions{AcceptRollback: true}); err == nil {
 		t.Fatal("adopt --accept-rollback of a state that follows the backend: accepted")
+	}
+}
+
+// TestSyncEpochsStopsOnCancel: 'veil osync sync --drain' ran every epoch to the end
+// whatever Ctrl-C said (the context never reached it). It now stops between two epochs,
+// and running it again syncs the rest.
+func TestSyncEpochsStopsOnCancel(t *testing.T) {
+	dir, state := newBackend(t, 8, 16<<10, 2), t.TempDir()
+	w := openW(t, dir, state)
+	f := must(w.Create(rootIno, "a", 0o600, 0, 0))
+	data := make([]byte, 100<<10) // several epochs' worth
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	must(w.Write(f.Ino, 0, data))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := 0
+	st, err := SyncEpochs(ctx, dir, testPass, Options{StateDir: state, UnsafeNoFsync: true}, 0, true, 1000, func(EpochReport) {
+		ran++
+		cancel() // Ctrl-C during the first epoch
+	})
+	if !errors.Is(err, context.Canceled) || ran != 1 || st.PendingInodes == 0 {
+		t.Fatalf("sync --drain cancelled in its first epoch: ran %d epochs, %d files pending, %v; want it stopped after 1, the rest pending", ran, st.PendingInodes, err)
+	}
+	st, err = SyncEpochs(context.Background(), dir, testPass, Options{StateDir: state, UnsafeNoFsync: true}, 0, true, 1000, nil)
+	if err != nil || st.PendingInodes != 0 {
+		t.Fatalf("sync --drain run again: %+v %v", st, err)
+	}
+	r := must(OpenReader(dir, testPass))
+	got := make([]byte, len(data)+1)
+	if n, err := r.Read(f.Ino, 0, got); err != nil || !bytes.Equal(got[:n], data) {
+		t.Fatalf("after the second sync: read %d bytes, %v", n, err)
 	}
 }

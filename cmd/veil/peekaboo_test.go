@@ -81,6 +81,7 @@ func TestPeekabooCLI(t *testing.T) {
 		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
 		{"peekaboo", "unpublish", "never-published.txt"},                   // nothing removed is a failure, as for rm
 		{"peekaboo", "publish", "typo.txt", "v", "--acl", "bbo"},           // not a registered user
+		{"peekaboo", "publish", "typo.txt", "v", "--pseudonym-for", "bbo"}, // nor here
 		{"peekaboo", "unpublish", "report-1.pdf", "host-a:/not-its-value"}, // no pair with that value
 	} {
 		_, errs, code := alice.run(t, bad...)
@@ -143,6 +144,15 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
 	testutil.WaitTCP(t, kaddr, 20*time.Second)
 	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
+
+	// A pseudonym for a user who is not registered, or who has not joined yet: each error
+	// says which, and what to do (both read "they run 'veil peekaboo join' again").
+	op.mustRun(t, "peekaboo", "vserver", "adduser", "bob", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", filepath.Join(dir, "bob.pkb"))
+	for who, want := range map[string]string{"bob": `"bob" has no client key registered yet: they must run 'veil peekaboo join'`, "bbo": `no user "bbo" is registered`} {
+		if _, errs, code := alice.run(t, "peekaboo", "publish", "plan.txt", "v", "--pseudonym-for", who); code != 1 || !strings.Contains(errs, want) {
+			t.Fatalf("publish --pseudonym-for %s: exit %d, %q; want %q", who, code, errs, want)
+		}
+	}
 	if out := alice.mustRun(t, "peekaboo", "search", "--private-query", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
 		t.Fatalf("private query through standalone servers: %q", out)
 	}

@@ -170,16 +170,17 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 }
 
 // publishErr is the error of a publication that stopped after n of total pairs: it says
-// which pairs are published, and that a pair sent but not acknowledged (its chunk failed
-// on the way to the K-server) may be listed although it never matches, so that running the
-// same command again does not silently publish pairs twice. When a signal stopped it, main
+// which pairs are published, and that the pairs of the chunk in flight may be listed (the
+// V-server stores a chunk before relaying it: a failed relay leaves it inert, one that
+// went through after the client gave up leaves it published), so that running the same
+// command again does not silently publish pairs twice. When a signal stopped it, main
 // replaces the error by "interrupted": the count goes to stderr first.
 func publishErr(cmd *cobra.Command, n, total int, from string, err error) error {
 	done := fmt.Sprintf("published %d of %s", n, plural(total, "pair", "pairs"))
 	if n > 0 && from != "" {
 		done += fmt.Sprintf(" (the first %d of %s, in order)", n, from)
 	}
-	hint := "; pairs sent but not acknowledged may show in 'veil peekaboo list' but never match: unpublish them before publishing them again"
+	hint := "; the pairs in flight may be published or kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again, or they will be listed twice"
 	if n > 0 {
 		hint += "; publishing the same pairs again would publish the first " + strconv.Itoa(n) + " twice"
 	}

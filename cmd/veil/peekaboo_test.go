@@ -137,7 +137,7 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	// would list it twice.
 	_, errs, code := alice.run(t, "peekaboo", "publish", "draft.pdf", "host-t:/draft")
 	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "published 0 of 1 pair") ||
-		!strings.Contains(errs, "may show in 'veil peekaboo list' but never match: unpublish them") {
+		!strings.Contains(errs, "kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again") {
 		t.Fatalf("publish with the K-server down: exit %d, %q", code, errs)
 	}
 

@@ -229,7 +229,11 @@ and prints the user's credential; the user stores it with 'veil peekaboo join FI
 				_, err = cmd.OutOrStdout().Write(cred)
 				return err
 			}
-			return atomicfile.Write(out, cred, 0o600, true)
+			if err := atomicfile.Write(out, cred, 0o600, true); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registered %s; credential in %s: give it to them (privately: it is their password), they run 'veil peekaboo join %s'\n", args[0], out, filepath.Base(out))
+			return nil
 		},
 	}
 	add.Flags().StringVar(&adminCred, "admin-cred", "", "the V-server's admin.cred (required)")

@@ -128,7 +128,9 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	testutil.Start(t, veilBin, "peekaboo", "vserver", "serve", "--dir", vdir, "--listen", vaddr)
 	testutil.WaitTCP(t, vaddr, 20*time.Second)
 	cred := filepath.Join(dir, "alice.pkb")
-	op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred)
+	if out := op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred); !strings.Contains(out, "registered alice; credential in "+cred) {
+		t.Fatalf("adduser --out does not say what it did: %q", out)
+	}
 	alice := &user{name: "alice", config: filepath.Join(dir, "alice"), passFile: filepath.Join(dir, "alice.pass")}
 	alice.mustRun(t, "peekaboo", "join", cred)
 

@@ -25,7 +25,20 @@ func pkbLogger() *slog.Logger {
 }
 
 func newPkbKServerCommand() *cobra.Command {
-	c := &cobra.Command{Use: "kserver", Short: "Run Peekaboo's K-server (keys and pair ids; never owners, clients or values)"}
+	c := &cobra.Command{Use: "kserver", Short: "Run Peekaboo's K-server (keys and pair ids; never owners, clients or values)",
+		Long: `kserver runs Peekaboo's K-server, the half that holds keys. A deployment, in order (two
+machines, or one for a try; 'veil serve' runs both halves for you):
+
+  veil peekaboo kserver init --dir /srv/pkb-k --endpoint https://k.example:7490 --host k.example
+  veil peekaboo kserver serve --dir /srv/pkb-k --listen :7490
+  # give /srv/pkb-k/relay.cred to the V-server's operator, and the fingerprint
+  # 'veil peekaboo kserver pubkey --dir /srv/pkb-k' prints to its users
+  veil peekaboo vserver init --dir /srv/pkb-v --relay-cred relay.cred --endpoint https://v.example:7491 --host v.example
+  veil peekaboo vserver serve --dir /srv/pkb-v --listen :7491
+  veil peekaboo vserver adduser alice --admin-cred /srv/pkb-v/admin.cred --out alice.pkb
+  veil peekaboo join alice.pkb          # on alice's machine
+
+--listen must serve the port of --endpoint (the defaults, 127.0.0.1:7490 and 127.0.0.1:7491, are loopback only).`}
 	var dir, endpoint, listen string
 	var hosts []string
 	var cfg kserver.Config
@@ -141,7 +154,14 @@ func joinErr(a, b error) error {
 }
 
 func newPkbVServerCommand() *cobra.Command {
-	c := &cobra.Command{Use: "vserver", Short: "Run Peekaboo's V-server (values, owners, clients; never keys or queries)"}
+	c := &cobra.Command{Use: "vserver", Short: "Run Peekaboo's V-server (values, owners, clients; never keys or queries)",
+		Long: `vserver runs Peekaboo's V-server, the half that holds values, owners and users, and
+relays sealed queries and keys to the K-server. It starts from the K-server's relay.cred
+(see 'veil peekaboo kserver --help' for the whole deployment):
+
+  veil peekaboo vserver init --dir /srv/pkb-v --relay-cred relay.cred --endpoint https://v.example:7491 --host v.example
+  veil peekaboo vserver serve --dir /srv/pkb-v --listen :7491
+  veil peekaboo vserver adduser alice --admin-cred /srv/pkb-v/admin.cred --out alice.pkb`}
 	var dir, endpoint, relay, listen string
 	var hosts []string
 	var cfg vserver.Config

@@ -69,7 +69,7 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL the V-server reaches this K-server at (required)")
 	initC.Flags().IntVar(&tab.Bits, "pir-bits", pir.DefaultParams.Bits, "private-query table: log2 of the number of buckets")
 	initC.Flags().IntVar(&tab.Slots, "pir-slots", pir.DefaultParams.Slots, "private-query table: slots per bucket")
-	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
+	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost; --endpoint's host is added)")
 	serve := &cobra.Command{
 		Use:   "serve --dir DIR [--listen ADDR]",
 		Short: "Serve relay batches from the V-server (mutual TLS), /healthz and /metrics",
@@ -189,7 +189,7 @@ certificate for clients, the state file and DIR/admin.cred (to add users).
 	}
 	initC.Flags().StringVar(&relay, "relay-cred", "", "the K-server's relay.cred (required)")
 	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL owners and clients reach this V-server at (required)")
-	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
+	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost; --endpoint's host is added)")
 	initC.MarkFlagRequired("relay-cred")
 	initC.MarkFlagRequired("endpoint")
 	serve := &cobra.Command{

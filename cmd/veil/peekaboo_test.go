@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,31 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	}
 	if out := alice.mustRun(t, "peekaboo", "search", "--private-query", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
 		t.Fatalf("private query through standalone servers: %q", out)
+	}
+}
+
+// TestPeekabooEndpointHostInCertificates: servers whose endpoints name a host other than
+// 127.0.0.1 or localhost (here 127.0.0.2, on loopback), inited without --host: their
+// certificates cover the endpoint's host, so the V-server can relay to the K-server and
+// users reach the V-server. Before, every request failed certificate verification until
+// the operator guessed --host.
+func TestPeekabooEndpointHostInCertificates(t *testing.T) {
+	dir := t.TempDir()
+	kdir, vdir := filepath.Join(dir, "k"), filepath.Join(dir, "v")
+	kaddr, vaddr := "127.0.0.2:"+strconv.Itoa(testutil.FreePort(t)), "127.0.0.2:"+strconv.Itoa(testutil.FreePort(t))
+	op := &user{name: "operator", config: filepath.Join(dir, "op")}
+	op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8")
+	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
+	testutil.WaitTCP(t, kaddr, 20*time.Second)
+	op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr)
+	testutil.Start(t, veilBin, "peekaboo", "vserver", "serve", "--dir", vdir, "--listen", vaddr)
+	testutil.WaitTCP(t, vaddr, 20*time.Second)
+	cred := filepath.Join(dir, "alice.pkb")
+	op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred)
+	alice := &user{name: "alice", config: filepath.Join(dir, "alice")}
+	alice.mustRun(t, "peekaboo", "join", cred)
+	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
+	if out := alice.mustRun(t, "peekaboo", "search", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
+		t.Fatalf("search: %q", out)
 	}
 }

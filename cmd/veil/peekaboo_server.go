@@ -96,7 +96,13 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 	pub := &cobra.Command{
 		Use:   "pubkey --dir DIR",
 		Short: "Print the K-server's public key fingerprint (clients check it out of band)",
-		Args:  cobra.NoArgs,
+		Long: `pubkey prints the fingerprint of the K-server's public key, and the key itself. Users see
+the fingerprint their credential pins when they run 'veil peekaboo join'; publish this one
+where they can compare it (a V-server that handed out credentials pinning another key could
+read their queries).
+
+  veil peekaboo kserver pubkey --dir /srv/pkb-k`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := os.ReadFile(filepath.Join(dir, kserver.FilePub))
 			if err != nil {

@@ -110,6 +110,7 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 
 func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
 	var from string
+	var showProgress bool
 	var acl, pseudFor []string
 	c := &cobra.Command{
 		Use:   "publish KEY VALUE | --from FILE",
@@ -117,7 +118,8 @@ func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
 		Long: `publish stores pairs: the key sealed to the K-server, the value with the V-server. --acl
 limits who may see the values (client names; default every registered user). --from reads
 one pair per line, KEY<TAB>VALUE ('-' for stdin), sent in chunks of 4096 pairs; each
-acknowledged chunk is durable on both servers. Blank lines and lines starting with # are
+acknowledged chunk is durable on both servers (on a terminal, or with --progress, a line
+says how many are published after each). Blank lines and lines starting with # are
 skipped; a line without a TAB is a KEY with an empty value (a space does not separate).
 
   veil peekaboo publish holiday.jpg nas:/photos/2026/holiday.jpg
@@ -155,7 +157,11 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 						pairs[i].Pseudonyms = append(pairs[i].Pseudonyms, pub)
 					}
 				}
-				n, err := c.Publish(cmd.Context(), pairs, 0, nil)
+				var progress func(int)
+				if len(pairs) > wire.MaxChunk && !o.json && (showProgress || isTerminal(os.Stderr)) {
+					progress = func(n int) { fmt.Fprintf(cmd.ErrOrStderr(), "veil: published %d of %d pairs\n", n, len(pairs)) }
+				}
+				n, err := c.Publish(cmd.Context(), pairs, 0, progress)
 				if err != nil {
 					return publishErr(cmd, n, len(pairs), from, err)
 				}
@@ -164,6 +170,7 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "read KEY<TAB>VALUE lines from this file ('-': stdin)")
+	c.Flags().BoolVar(&showProgress, "progress", false, fmt.Sprintf("print how many pairs are published after each chunk of %d, even when stderr is not a terminal", wire.MaxChunk))
 	c.Flags().StringArrayVar(&acl, "acl", nil, "client allowed to see the values (repeatable; default everyone registered)")
 	c.Flags().StringArrayVar(&pseudFor, "pseudonym-for", nil, "K-server access control: only this client's pseudonym matches the pairs (repeatable, at most 8)")
 	return c

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,17 @@ func TestPeekabooCLI(t *testing.T) {
 		t.Fatalf("publish --from: %q", out)
 	}
 	alice.mustRun(t, "peekaboo", "publish", "secret.txt", "host-a:/s", "--acl", "alice")
+	// A bulk publication says how far it got after each chunk (with --progress, or on a
+	// terminal): 5000 pairs went by in silence before.
+	var bulk strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&bulk, "bulk-%d\tv\n", i)
+	}
+	os.WriteFile(pairs, []byte(bulk.String()), 0o600)
+	if _, errs, code := bob.run(t, "peekaboo", "publish", "--from", pairs, "--progress"); code != 0 ||
+		errs != "veil: published 4096 of 5000 pairs\nveil: published 5000 of 5000 pairs\n" {
+		t.Fatalf("publish --progress: exit %d, stderr %q", code, errs)
+	}
 
 	var res struct {
 		Results []struct{ Key, Value string }

@@ -262,7 +262,7 @@ start; see 'veil osync adopt'.`,
 	c.Flags().BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only (never writes to the backend)")
 	c.Flags().DurationVar(&cfg.DrainTimeout, "drain-timeout", time.Minute, "how long unmounting keeps syncing to empty the buffer")
 	c.Flags().DurationVar(&cfg.Writer.LeaseTTL, "lease-ttl", oblivisync.DefaultLeaseTTL, "the backend's writer lease outlives this writer's last epoch by this long; another machine may take over a crashed writer's backend after it")
-	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes (default: backend capacity)")
+	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes; writes beyond it fail with ENOSPC until epochs drain it (default: backend capacity)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "log mounts and epochs")
 	c.Flags().StringVar(&cfg.MetricsAddr, "metrics", "", "serve /healthz and /metrics (prometheus) on this address, e.g. 127.0.0.1:9464")
 	return c

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -111,6 +113,7 @@ func (w *Writer) sync(planEpoch func() (*plan, error)) (EpochReport, error) {
 	}
 	// Still the backend's one writer: the lease names it and the superblock is its own.
 	if err := w.stillTheWriter(); err != nil {
+		err = w.explain(err)
 		w.broken = err
 		w.mu.Unlock()
 		return EpochReport{}, err
@@ -128,12 +131,25 @@ func (w *Writer) sync(planEpoch func() (*plan, error)) (EpochReport, error) {
 		err = w.finish(pl)
 	}
 	if err != nil {
-		err = w.explainNoSpace(err)
+		err = w.explain(err)
 		w.broken = err
 		return pl.rep, err
 	}
 	pl.rep.Duration = time.Since(start)
 	return pl.rep, nil
+}
+
+// explain adds to an epoch's error what it means and what to do, for the failures a user
+// can fix: a full disk, a backend folder that went away.
+func (w *Writer) explain(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(filepath.Join(w.be.dir, keyFileName)); serr != nil {
+			// Found by a user walkthrough: a backend on a share that was unmounted stopped
+			// the mount with "recreate lease: open .../.lease.tmp-...: no such file".
+			return fmt.Errorf("the backend folder %s is gone (unmounted, moved or deleted?): %w. Every change stays in the journal %s: mount again once the folder is back", w.be.dir, err, w.opts.StateDir)
+		}
+	}
+	return w.explainNoSpace(err)
 }
 
 // explainNoSpace adds to an epoch's ENOSPC what it means and what to do: the backend's

@@ -3,6 +3,7 @@ package oblivisync
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -51,5 +52,36 @@ func TestBackendDiskFull(t *testing.T) {
 	got := make([]byte, len(data)+1)
 	if n, err := r.Read(f.Ino, 0, got); err != nil || !bytes.Equal(got[:n], data) {
 		t.Fatalf("after freeing space: read %d bytes, %v; want the file as written", n, err)
+	}
+}
+
+// TestBackendFolderGone: the backend's folder disappears under a running writer (a share
+// unmounted, a sync client that moved it). The epoch fails saying so and where the
+// changes are; nothing is lost: once the folder is back the same state syncs them.
+func TestBackendFolderGone(t *testing.T) {
+	dir, state := newBackend(t, 8, 16<<10, 2), t.TempDir()
+	w := openW(t, dir, state)
+	drain(t, w, 10)
+	f := must(w.Create(rootIno, "kept", 0o600, 0, 0))
+	must(w.Write(f.Ino, 0, []byte("written while the folder was away")))
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.Sync()
+	if err == nil || !strings.Contains(err.Error(), "the backend folder "+dir+" is gone") || !strings.Contains(err.Error(), "Every change stays in the journal "+state) {
+		t.Fatalf("epoch with the backend folder gone: %v", err)
+	}
+	w.Close()
+	if err := os.Rename(away, dir); err != nil {
+		t.Fatal(err)
+	}
+	w = openW(t, dir, state)
+	defer w.Close()
+	drain(t, w, 50)
+	r := must(OpenReader(dir, testPass))
+	buf := make([]byte, 64)
+	if n, err := r.Read(f.Ino, 0, buf); err != nil || string(buf[:n]) != "written while the folder was away" {
+		t.Fatalf("after the folder came back: %q %v", buf[:n], err)
 	}
 }

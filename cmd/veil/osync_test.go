@@ -64,6 +64,11 @@ func TestOsyncCommands(t *testing.T) {
 	if len(ents) != 18 { // 16 files, super, osync.key
 		t.Fatalf("backend has %d entries", len(ents))
 	}
+	// A backend folder that does not exist (a share not mounted) is not called "not an
+	// osync backend (run 'veil osync init')": an init there would start an empty backend.
+	if _, err := runVeil(t, "osync", "status", "--backend", be+"-missing"); err == nil || !strings.Contains(err.Error(), "backend folder "+be+"-missing does not exist (a share not mounted") {
+		t.Fatalf("status of a missing folder: %v", err)
+	}
 	setPass("VEIL_PASSWORD_FILE", "wrong")
 	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 		t.Fatalf("wrong passphrase: %v", err)

@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -121,6 +124,7 @@ Examples:
 				return err
 			}
 			printInit(cmd.OutOrStdout(), f.backend, p, kdf)
+			warnBackendSpace(cmd.ErrOrStderr(), f.backend, p)
 			return nil
 		},
 	}
@@ -132,6 +136,21 @@ Examples:
 	c.Flags().Uint32Var(&kdfMiB, "kdf-memory", kdf.MemoryKiB>>10, "argon2id memory in MiB")
 	c.Flags().Uint32Var(&kdf.Time, "kdf-time", kdf.Time, "argon2id passes")
 	return c
+}
+
+// warnBackendSpace warns when the backend's file system cannot hold the backend once its
+// files, sparse at init, have all been written: a writer would stop with ENOSPC some
+// epochs later, far from the command that made the mistake.
+func warnBackendSpace(w io.Writer, dir string, p oblivisync.Params) {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return
+	}
+	need, free := uint64(p.Files)*uint64(p.FileSize), st.Bavail*uint64(st.Bsize)
+	if free < need {
+		fmt.Fprintf(w, "warning: %s has %s free, but the backend takes %s once every file has been written (they start sparse): a writer will stop when the disk fills; put it on a larger disk or init it again with fewer --files or a smaller --file-size\n",
+			dir, humanize.IBytes(free), humanize.IBytes(need))
+	}
 }
 
 func newOsyncPasswd() *cobra.Command {
@@ -193,7 +212,7 @@ func newOsyncMount() *cobra.Command {
 		Long: `mount serves the backend as a normal directory at MOUNTPOINT (an existing empty
 folder). A read-write mount (one per backend) buffers writes in an encrypted local journal
 (they survive a crash) and syncs one epoch every drip time; stopping it (Ctrl-C, SIGTERM or fusermount3 -u) unmounts, then keeps the
-same pace until the buffer is empty or --drain-timeout passes, saying what is left.
+same pace until the buffer is empty or --drain-timeout passes, saying what it syncs and what is left.
 Read-only mounts (any number, on any machine sharing the folder) show only fully synced
 versions and follow new epochs; they remember the newest epoch they showed (in the --state
 directory) and refuse a backend rolled back behind it.
@@ -224,6 +243,17 @@ start; see 'veil osync adopt'.`,
 			cfg.Backend, cfg.Mountpoint, cfg.Passphrase = f.backend, args[0], pass
 			cfg.Writer.StateDir, cfg.Writer.StateRoot = f.stateDir, stateRoot()
 			cfg.Writer.Host, _ = os.Hostname()
+			mode := "read-write: one epoch per drip time; unmounting first syncs what is pending"
+			if cfg.ReadOnly {
+				mode = "read-only: follows the writer's epochs"
+			}
+			cfg.Ready = func() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mounted %s at %s (%s); Ctrl-C to unmount\n", f.backend, args[0], mode)
+			}
+			cfg.Draining = func(st oblivisync.Stats) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "unmounted %s; syncing %s pending in %s before exiting (at the drip pace, at most --drain-timeout %v; a second Ctrl-C leaves it in the local journal for the next mount)\n",
+					args[0], humanize.IBytes(st.PendingBytes), plural(st.PendingInodes, "file or directory", "files or directories"), cfg.DrainTimeout)
+			}
 			return fusefs.Run(cmd.Context(), cfg)
 		},
 	}
@@ -232,7 +262,7 @@ start; see 'veil osync adopt'.`,
 	c.Flags().BoolVar(&cfg.ReadOnly, "read-only", false, "mount read-only (never writes to the backend)")
 	c.Flags().DurationVar(&cfg.DrainTimeout, "drain-timeout", time.Minute, "how long unmounting keeps syncing to empty the buffer")
 	c.Flags().DurationVar(&cfg.Writer.LeaseTTL, "lease-ttl", oblivisync.DefaultLeaseTTL, "the backend's writer lease outlives this writer's last epoch by this long; another machine may take over a crashed writer's backend after it")
-	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes (default: backend capacity)")
+	c.Flags().Int64Var(&cfg.Writer.MaxPending, "max-pending", 0, "bound on the local journal in bytes; writes beyond it fail with ENOSPC until epochs drain it (default: backend capacity)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "log mounts and epochs")
 	c.Flags().StringVar(&cfg.MetricsAddr, "metrics", "", "serve /healthz and /metrics (prometheus) on this address, e.g. 127.0.0.1:9464")
 	return c
@@ -255,13 +285,21 @@ Examples:
   veil osync sync --backend ~/Dropbox/osync --drain --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case drain && cmd.Flags().Changed("epochs"):
+				return argError{errors.New("give --epochs N or --drain, not both"), cmd}
+			case epochs < 1:
+				return argError{fmt.Errorf("--epochs %d: give at least 1", epochs), cmd}
+			case maxEpochs < 1:
+				return argError{fmt.Errorf("--max-epochs %d: give at least 1", maxEpochs), cmd}
+			}
 			pass, err := f.passphrase(false)
 			if err != nil {
 				return err
 			}
 			out := json.NewEncoder(cmd.OutOrStdout())
 			host, _ := os.Hostname()
-			st, err := oblivisync.SyncEpochs(f.backend, pass, oblivisync.Options{StateDir: f.stateDir, StateRoot: stateRoot(), Host: host}, epochs, drain, maxEpochs,
+			st, err := oblivisync.SyncEpochs(cmd.Context(), f.backend, pass, oblivisync.Options{StateDir: f.stateDir, StateRoot: stateRoot(), Host: host}, epochs, drain, maxEpochs,
 				func(r oblivisync.EpochReport) {
 					if asJSON {
 						out.Encode(r)

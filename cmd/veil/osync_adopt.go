@@ -13,7 +13,7 @@ import (
 
 func newOsyncAdopt() *cobra.Command {
 	var f osyncFlags
-	var asJSON bool
+	var asJSON, acceptRollback bool
 	c := &cobra.Command{
 		Use:   "adopt --backend DIR [--state DIR]",
 		Short: "Make a writer state that is behind the backend follow it again (its unsynced changes are set aside)",
@@ -29,16 +29,22 @@ existed only in the set-aside journal are not in the backend; copy them in again
 where you made them if you still need them. A state that is not behind is refused
 (mount it instead: its pending changes can still sync).
 
+--accept-rollback is for a backend folder you restored from a backup on purpose: it is
+older than what this machine last saw, which mount and sync refuse as a rollback. adopt
+then sets this state aside the same way, and the next mount starts from the restored
+folder. Without it a rolled-back backend is refused (the cloud may have rolled it back).
+
 Examples:
   veil osync adopt --backend ~/Dropbox/osync
-  veil osync adopt --backend ~/Dropbox/osync --state ~/.local/state/veil/osync/laptop --json`,
+  veil osync adopt --backend ~/Dropbox/osync --state ~/.local/state/veil/osync/laptop --json
+  veil osync adopt --backend ~/Dropbox/osync --accept-rollback   # after restoring the folder`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pass, err := f.passphrase(false)
 			if err != nil {
 				return err
 			}
-			rep, err := oblivisync.Adopt(f.backend, pass, f.stateDir, stateRoot())
+			rep, err := oblivisync.AdoptWith(f.backend, pass, f.stateDir, stateRoot(), oblivisync.AdoptOptions{AcceptRollback: acceptRollback})
 			if err != nil {
 				return err
 			}
@@ -57,5 +63,6 @@ Examples:
 	f.add(c)
 	f.addState(c)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&acceptRollback, "accept-rollback", false, "also adopt a backend older than this state last saw (you restored the folder from a backup)")
 	return c
 }

@@ -45,6 +45,12 @@ func TestOsyncCommands(t *testing.T) {
 	if _, err := runVeil(t, "osync", "init", "--backend", be); err == nil || !strings.Contains(err.Error(), "already an osync backend") {
 		t.Fatalf("second init: %v", err)
 	}
+	// Flag values that would run nothing, or contradict each other, are usage mistakes.
+	for _, bad := range [][]string{{"--epochs", "0"}, {"--drain", "--epochs", "3"}, {"--drain", "--max-epochs", "0"}} {
+		if _, err := runVeil(t, append([]string{"osync", "sync", "--backend", be}, bad...)...); err == nil || exitCode(err) != exitUsage {
+			t.Fatalf("sync %v: %v, want a usage mistake (exit 2)", bad, err)
+		}
+	}
 	out, err = runVeil(t, "osync", "sync", "--backend", be, "--epochs", "3")
 	if err != nil || !strings.Contains(out, "epoch 3:") {
 		t.Fatalf("sync: %q %v", out, err)
@@ -57,6 +63,11 @@ func TestOsyncCommands(t *testing.T) {
 	ents, _ := os.ReadDir(be)
 	if len(ents) != 18 { // 16 files, super, osync.key
 		t.Fatalf("backend has %d entries", len(ents))
+	}
+	// A backend folder that does not exist (a share not mounted) is not called "not an
+	// osync backend (run 'veil osync init')": an init there would start an empty backend.
+	if _, err := runVeil(t, "osync", "status", "--backend", be+"-missing"); err == nil || !strings.Contains(err.Error(), "backend folder "+be+"-missing does not exist (a share not mounted") {
+		t.Fatalf("status of a missing folder: %v", err)
 	}
 	setPass("VEIL_PASSWORD_FILE", "wrong")
 	if _, err := runVeil(t, "osync", "status", "--backend", be); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {

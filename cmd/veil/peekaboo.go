@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,6 +86,9 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 				return err
 			}
 			path, err := client.Save(o.dir(), b, force)
+			if errors.Is(err, wire.ErrMalformed) {
+				return fmt.Errorf("%s is not a Peekaboo user credential (join takes the file 'veil peekaboo vserver adduser' wrote, or <dir>/invites/NAME.peekaboo of 'veil serve'): %w", args[0], err)
+			}
 			if err != nil {
 				return err
 			}
@@ -105,6 +110,7 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 
 func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
 	var from string
+	var showProgress bool
 	var acl, pseudFor []string
 	c := &cobra.Command{
 		Use:   "publish KEY VALUE | --from FILE",
@@ -112,7 +118,8 @@ func newPkbPublishCommand(o *pkbFlags) *cobra.Command {
 		Long: `publish stores pairs: the key sealed to the K-server, the value with the V-server. --acl
 limits who may see the values (client names; default every registered user). --from reads
 one pair per line, KEY<TAB>VALUE ('-' for stdin), sent in chunks of 4096 pairs; each
-acknowledged chunk is durable on both servers. Blank lines and lines starting with # are
+acknowledged chunk is durable on both servers (on a terminal, or with --progress, a line
+says how many are published after each). Blank lines and lines starting with # are
 skipped; a line without a TAB is a KEY with an empty value (a space does not separate).
 
   veil peekaboo publish holiday.jpg nas:/photos/2026/holiday.jpg
@@ -135,7 +142,7 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 			case from == "" && len(args) == 2:
 				pairs = []client.Pair{{Key: args[0], Value: []byte(args[1]), ACL: acl}}
 			default:
-				return fmt.Errorf("give KEY VALUE, or --from FILE")
+				return argError{errors.New("give KEY VALUE, or --from FILE"), cmd}
 			}
 			return o.with(func(c *client.Client) error {
 				for _, name := range pseudFor {
@@ -150,18 +157,44 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 						pairs[i].Pseudonyms = append(pairs[i].Pseudonyms, pub)
 					}
 				}
-				n, err := c.Publish(cmd.Context(), pairs, 0, nil)
+				var progress func(int)
+				if len(pairs) > wire.MaxChunk && !o.json && (showProgress || isTerminal(os.Stderr)) {
+					progress = func(n int) { fmt.Fprintf(cmd.ErrOrStderr(), "veil: published %d of %d pairs\n", n, len(pairs)) }
+				}
+				n, err := c.Publish(cmd.Context(), pairs, 0, progress)
 				if err != nil {
-					return fmt.Errorf("published %d of %s: %w", n, plural(len(pairs), "pair", "pairs"), err)
+					return publishErr(cmd, n, len(pairs), from, err)
 				}
 				return o.print(cmd.OutOrStdout(), map[string]int{"published": n}, "published "+plural(n, "pair", "pairs")+"\n")
 			})
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "read KEY<TAB>VALUE lines from this file ('-': stdin)")
+	c.Flags().BoolVar(&showProgress, "progress", false, fmt.Sprintf("print how many pairs are published after each chunk of %d, even when stderr is not a terminal", wire.MaxChunk))
 	c.Flags().StringArrayVar(&acl, "acl", nil, "client allowed to see the values (repeatable; default everyone registered)")
 	c.Flags().StringArrayVar(&pseudFor, "pseudonym-for", nil, "K-server access control: only this client's pseudonym matches the pairs (repeatable, at most 8)")
 	return c
+}
+
+// publishErr is the error of a publication that stopped after n of total pairs: it says
+// which pairs are published, and that the pairs of the chunk in flight may be listed (the
+// V-server stores a chunk before relaying it: a failed relay leaves it inert, one that
+// went through after the client gave up leaves it published), so that running the same
+// command again does not silently publish pairs twice. When a signal stopped it, main
+// replaces the error by "interrupted": the count goes to stderr first.
+func publishErr(cmd *cobra.Command, n, total int, from string, err error) error {
+	done := fmt.Sprintf("published %d of %s", n, plural(total, "pair", "pairs"))
+	if n > 0 && from != "" {
+		done += fmt.Sprintf(" (the first %d of %s, in order)", n, from)
+	}
+	hint := "; the pairs in flight may be published or kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again, or they will be listed twice"
+	if n > 0 {
+		hint += "; publishing the same pairs again would publish the first " + strconv.Itoa(n) + " twice"
+	}
+	if cmd.Context().Err() != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "veil: %s before the interruption%s\n", done, hint)
+	}
+	return fmt.Errorf("%s: %w%s", done, err, hint)
 }
 
 func openInput(path string) (io.ReadCloser, error) {
@@ -190,6 +223,13 @@ func newPkbUnpublishCommand(o *pkbFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if n == 0 {
+					what := fmt.Sprintf("key %q", args[0])
+					if value != nil {
+						what += fmt.Sprintf(" and value %q", args[1])
+					}
+					return fmt.Errorf("none of your pairs has %s; nothing removed ('veil peekaboo list' shows your pairs)", what)
+				}
 				return o.print(cmd.OutOrStdout(), map[string]int{"removed": n}, "removed "+plural(n, "pair", "pairs")+"\n")
 			})
 		},
@@ -207,7 +247,9 @@ func newPkbListCommand(o *pkbFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List your own pairs (keys recovered with your owner key)",
-		Long: `list shows the pairs you published: key, value and ACL.
+		Long: `list shows the pairs you published: key, value and ACL. It does not show which pseudonyms
+a pair requires (--pseudonym-for): only the K-server holds them. To change a pair, unpublish
+it and publish it again.
 
   veil peekaboo list
   veil peekaboo list --json | jq -r .key`,
@@ -263,7 +305,10 @@ releases the values of the pair ids found (docs/design-peekaboo.md, "Private que
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if private && (so.Substring || pseud || refresh) {
-				return fmt.Errorf("--private-query is exact match without pseudonyms: drop --substring and --pseudonyms")
+				return argError{errors.New("--private-query is exact match without pseudonyms: drop --substring and --pseudonyms"), cmd}
+			}
+			if so.Limit < 1 || so.Limit > wire.MaxLimit {
+				return argError{fmt.Errorf("--limit %d: give 1..%d", so.Limit, wire.MaxLimit), cmd}
 			}
 			return o.with(func(c *client.Client) error {
 				search := c.Search

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 
@@ -23,7 +25,20 @@ func pkbLogger() *slog.Logger {
 }
 
 func newPkbKServerCommand() *cobra.Command {
-	c := &cobra.Command{Use: "kserver", Short: "Run Peekaboo's K-server (keys and pair ids; never owners, clients or values)"}
+	c := &cobra.Command{Use: "kserver", Short: "Run Peekaboo's K-server (keys and pair ids; never owners, clients or values)",
+		Long: `kserver runs Peekaboo's K-server, the half that holds keys. A deployment, in order (two
+machines, or one for a try; 'veil serve' runs both halves for you):
+
+  veil peekaboo kserver init --dir /srv/pkb-k --endpoint https://k.example:7490 --host k.example
+  veil peekaboo kserver serve --dir /srv/pkb-k --listen :7490
+  # give /srv/pkb-k/relay.cred to the V-server's operator, and the fingerprint
+  # 'veil peekaboo kserver pubkey --dir /srv/pkb-k' prints to its users
+  veil peekaboo vserver init --dir /srv/pkb-v --relay-cred relay.cred --endpoint https://v.example:7491 --host v.example
+  veil peekaboo vserver serve --dir /srv/pkb-v --listen :7491
+  veil peekaboo vserver adduser alice --admin-cred /srv/pkb-v/admin.cred --out alice.pkb
+  veil peekaboo join alice.pkb          # on alice's machine
+
+--listen must serve the port of --endpoint (the defaults, 127.0.0.1:7490 and 127.0.0.1:7491, are loopback only).`}
 	var dir, endpoint, listen string
 	var hosts []string
 	var cfg kserver.Config
@@ -45,14 +60,16 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 			if err := kserver.Init(dir, kserver.InitOptions{Endpoint: endpoint, Hosts: hosts, PIR: tab}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "initialized K-server in %s; relay credential %s\n", dir, filepath.Join(dir, kserver.FileRelayCred))
+			rc := filepath.Join(dir, kserver.FileRelayCred)
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized K-server in %s; relay credential %s\nnext: veil peekaboo kserver serve --dir %s --listen %s, and give %s to the V-server's operator (veil peekaboo vserver init --relay-cred FILE)\n",
+				dir, rc, dir, listenFor(endpoint), rc)
 			return nil
 		},
 	}
 	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL the V-server reaches this K-server at (required)")
 	initC.Flags().IntVar(&tab.Bits, "pir-bits", pir.DefaultParams.Bits, "private-query table: log2 of the number of buckets")
 	initC.Flags().IntVar(&tab.Slots, "pir-slots", pir.DefaultParams.Slots, "private-query table: slots per bucket")
-	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
+	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost; --endpoint's host is added)")
 	serve := &cobra.Command{
 		Use:   "serve --dir DIR [--listen ADDR]",
 		Short: "Serve relay batches from the V-server (mutual TLS), /healthz and /metrics",
@@ -79,7 +96,13 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 	pub := &cobra.Command{
 		Use:   "pubkey --dir DIR",
 		Short: "Print the K-server's public key fingerprint (clients check it out of band)",
-		Args:  cobra.NoArgs,
+		Long: `pubkey prints the fingerprint of the K-server's public key, and the key itself. Users see
+the fingerprint their credential pins when they run 'veil peekaboo join'; publish this one
+where they can compare it (a V-server that handed out credentials pinning another key could
+read their queries).
+
+  veil peekaboo kserver pubkey --dir /srv/pkb-k`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := os.ReadFile(filepath.Join(dir, kserver.FilePub))
 			if err != nil {
@@ -100,6 +123,20 @@ names the private-query table both servers keep (2^pir-bits buckets of pir-slots
 	initC.MarkFlagRequired("endpoint")
 	c.AddCommand(initC, serve, pub)
 	return c
+}
+
+// listenFor is the --listen address that serves endpoint (https://HOST:PORT): HOST:PORT
+// for an IP address, else every address on PORT. The servers' default listen addresses
+// have their own ports, so an init whose endpoint names another port must say which.
+func listenFor(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Port() == "" {
+		return "ADDR"
+	}
+	if net.ParseIP(u.Hostname()) != nil {
+		return u.Host
+	}
+	return ":" + u.Port()
 }
 
 // serveOne serves one opened server until the command's context ends.
@@ -123,7 +160,14 @@ func joinErr(a, b error) error {
 }
 
 func newPkbVServerCommand() *cobra.Command {
-	c := &cobra.Command{Use: "vserver", Short: "Run Peekaboo's V-server (values, owners, clients; never keys or queries)"}
+	c := &cobra.Command{Use: "vserver", Short: "Run Peekaboo's V-server (values, owners, clients; never keys or queries)",
+		Long: `vserver runs Peekaboo's V-server, the half that holds values, owners and users, and
+relays sealed queries and keys to the K-server. It starts from the K-server's relay.cred
+(see 'veil peekaboo kserver --help' for the whole deployment):
+
+  veil peekaboo vserver init --dir /srv/pkb-v --relay-cred relay.cred --endpoint https://v.example:7491 --host v.example
+  veil peekaboo vserver serve --dir /srv/pkb-v --listen :7491
+  veil peekaboo vserver adduser alice --admin-cred /srv/pkb-v/admin.cred --out alice.pkb`}
 	var dir, endpoint, relay, listen string
 	var hosts []string
 	var cfg vserver.Config
@@ -143,13 +187,15 @@ certificate for clients, the state file and DIR/admin.cred (to add users).
 			if err := vserver.Init(dir, vserver.InitOptions{RelayCred: rc, Endpoint: endpoint, Hosts: hosts}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "initialized V-server in %s; administrator credential %s\n", dir, filepath.Join(dir, vserver.FileAdminCred))
+			ac := filepath.Join(dir, vserver.FileAdminCred)
+			fmt.Fprintf(cmd.OutOrStdout(), "initialized V-server in %s; administrator credential %s\nnext: veil peekaboo vserver serve --dir %s --listen %s, then add users: veil peekaboo vserver adduser NAME --admin-cred %s --out NAME.pkb\n",
+				dir, ac, dir, listenFor(endpoint), ac)
 			return nil
 		},
 	}
 	initC.Flags().StringVar(&relay, "relay-cred", "", "the K-server's relay.cred (required)")
 	initC.Flags().StringVar(&endpoint, "endpoint", "", "the https:// URL owners and clients reach this V-server at (required)")
-	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost)")
+	initC.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP for the certificate (repeatable; default 127.0.0.1, localhost; --endpoint's host is added)")
 	initC.MarkFlagRequired("relay-cred")
 	initC.MarkFlagRequired("endpoint")
 	serve := &cobra.Command{
@@ -209,7 +255,11 @@ and prints the user's credential; the user stores it with 'veil peekaboo join FI
 				_, err = cmd.OutOrStdout().Write(cred)
 				return err
 			}
-			return atomicfile.Write(out, cred, 0o600, true)
+			if err := atomicfile.Write(out, cred, 0o600, true); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registered %s; credential in %s: give it to them (privately: it is their password), they run 'veil peekaboo join %s'\n", args[0], out, filepath.Base(out))
+			return nil
 		},
 	}
 	add.Flags().StringVar(&adminCred, "admin-cred", "", "the V-server's admin.cred (required)")

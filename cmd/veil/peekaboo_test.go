@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,17 @@ func TestPeekabooCLI(t *testing.T) {
 		t.Fatalf("publish --from: %q", out)
 	}
 	alice.mustRun(t, "peekaboo", "publish", "secret.txt", "host-a:/s", "--acl", "alice")
+	// A bulk publication says how far it got after each chunk (with --progress, or on a
+	// terminal): 5000 pairs went by in silence before.
+	var bulk strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&bulk, "bulk-%d\tv\n", i)
+	}
+	os.WriteFile(pairs, []byte(bulk.String()), 0o600)
+	if _, errs, code := bob.run(t, "peekaboo", "publish", "--from", pairs, "--progress"); code != 0 ||
+		errs != "veil: published 4096 of 5000 pairs\nveil: published 5000 of 5000 pairs\n" {
+		t.Fatalf("publish --progress: exit %d, stderr %q", code, errs)
+	}
 
 	var res struct {
 		Results []struct{ Key, Value string }
@@ -71,15 +84,37 @@ func TestPeekabooCLI(t *testing.T) {
 	if out, errs, _ := bob.run(t, "peekaboo", "search", "photo.jpg"); out != "" || !strings.Contains(errs, "no match") {
 		t.Fatalf("after unpublish: %q %q", out, errs)
 	}
+	garbage := filepath.Join(t.TempDir(), "alice.pkb")
+	os.WriteFile(garbage, []byte("not a credential\n"), 0o600)
+	carol := &user{name: "carol", config: filepath.Join(t.TempDir(), "carol")}
+	if _, errs, code := carol.run(t, "peekaboo", "join", garbage); code != 1 || !strings.Contains(errs, garbage+" is not a Peekaboo user credential") {
+		t.Fatalf("join of a file that is no credential: exit %d, %q", code, errs)
+	}
+	for _, bad := range [][]string{
+		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
+		{"peekaboo", "unpublish", "never-published.txt"},                   // nothing removed is a failure, as for rm
+		{"peekaboo", "publish", "typo.txt", "v", "--acl", "bbo"},           // not a registered user
+		{"peekaboo", "publish", "typo.txt", "v", "--pseudonym-for", "bbo"}, // nor here
+		{"peekaboo", "unpublish", "report-1.pdf", "host-a:/not-its-value"}, // no pair with that value
+	} {
+		_, errs, code := alice.run(t, bad...)
+		if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {
+			t.Fatalf("%v: exit %d, stderr %q (want a one-line error, exit 1)", bad, code, errs)
+		}
+	}
+	if out := alice.mustRun(t, "peekaboo", "list"); strings.Contains(out, "typo.txt") || !strings.Contains(out, "report-1.pdf") {
+		t.Fatalf("a refused publication or unpublication changed the pairs: %q", out)
+	}
+	// Usage mistakes exit 2 with the usage line (docs/scripting.md), as every other command.
 	for _, bad := range [][]string{
 		{"peekaboo", "publish", "only-a-key"},
 		{"peekaboo", "search", "x", "--limit", "5000"},
-		{"peekaboo", "publish", strings.Repeat("k", 300), "v"},
+		{"peekaboo", "search", "x", "--limit", "0"},
 		{"peekaboo", "search", "--private-query", "report", "--substring"},
 	} {
 		_, errs, code := bob.run(t, bad...)
-		if code == 0 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "veil: ") {
-			t.Fatalf("%v: exit %d, stderr %q (want a one-line error)", bad[:2], code, errs)
+		if code != 2 || !strings.HasPrefix(errs, "veil: ") || !strings.Contains(errs, "\nusage: veil peekaboo ") {
+			t.Fatalf("%v: exit %d, stderr %q (want a usage mistake: exit 2 and the usage line)", bad, code, errs)
 		}
 	}
 }
@@ -92,11 +127,63 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	kdir, vdir := filepath.Join(dir, "k"), filepath.Join(dir, "v")
 	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
 	op := &user{name: "operator", config: filepath.Join(dir, "op"), passFile: filepath.Join(dir, "op.pass")}
-	op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8")
+	// init says how to serve what it made: the endpoint's port, not the default listen address.
+	if out := op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8"); !strings.Contains(out, "next: veil peekaboo kserver serve --dir "+kdir+" --listen "+kaddr+",") {
+		t.Fatalf("kserver init does not say how to serve it: %q", out)
+	}
 	rc, err := os.ReadFile(filepath.Join(kdir, "relay.cred"))
 	if err != nil || !strings.Contains(string(rc), `"pir_bits": 6`) || !strings.Contains(string(rc), `"pir_slots": 8`) {
 		t.Fatalf("relay.cred does not name the table: %v", err)
 	}
+	if out := op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr); !strings.Contains(out, "next: veil peekaboo vserver serve --dir "+vdir+" --listen "+vaddr+",") {
+		t.Fatalf("vserver init does not say how to serve it: %q", out)
+	}
+	testutil.Start(t, veilBin, "peekaboo", "vserver", "serve", "--dir", vdir, "--listen", vaddr)
+	testutil.WaitTCP(t, vaddr, 20*time.Second)
+	cred := filepath.Join(dir, "alice.pkb")
+	if out := op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred); !strings.Contains(out, "registered alice; credential in "+cred) {
+		t.Fatalf("adduser --out does not say what it did: %q", out)
+	}
+	alice := &user{name: "alice", config: filepath.Join(dir, "alice"), passFile: filepath.Join(dir, "alice.pass")}
+	alice.mustRun(t, "peekaboo", "join", cred)
+
+	// The K-server is not running yet: the publication fails, and since the V-server keeps
+	// (and lists) the pair it could not relay, the error must say so: publishing again
+	// would list it twice.
+	_, errs, code := alice.run(t, "peekaboo", "publish", "draft.pdf", "host-t:/draft")
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "published 0 of 1 pair") ||
+		!strings.Contains(errs, "kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again") {
+		t.Fatalf("publish with the K-server down: exit %d, %q", code, errs)
+	}
+
+	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
+	testutil.WaitTCP(t, kaddr, 20*time.Second)
+	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
+
+	// A pseudonym for a user who is not registered, or who has not joined yet: each error
+	// says which, and what to do (both read "they run 'veil peekaboo join' again").
+	op.mustRun(t, "peekaboo", "vserver", "adduser", "bob", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", filepath.Join(dir, "bob.pkb"))
+	for who, want := range map[string]string{"bob": `"bob" has no client key registered yet: they must run 'veil peekaboo join'`, "bbo": `no user "bbo" is registered`} {
+		if _, errs, code := alice.run(t, "peekaboo", "publish", "plan.txt", "v", "--pseudonym-for", who); code != 1 || !strings.Contains(errs, want) {
+			t.Fatalf("publish --pseudonym-for %s: exit %d, %q; want %q", who, code, errs, want)
+		}
+	}
+	if out := alice.mustRun(t, "peekaboo", "search", "--private-query", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
+		t.Fatalf("private query through standalone servers: %q", out)
+	}
+}
+
+// TestPeekabooEndpointHostInCertificates: servers whose endpoints name a host other than
+// 127.0.0.1 or localhost (here 127.0.0.2, on loopback), inited without --host: their
+// certificates cover the endpoint's host, so the V-server can relay to the K-server and
+// users reach the V-server. Before, every request failed certificate verification until
+// the operator guessed --host.
+func TestPeekabooEndpointHostInCertificates(t *testing.T) {
+	dir := t.TempDir()
+	kdir, vdir := filepath.Join(dir, "k"), filepath.Join(dir, "v")
+	kaddr, vaddr := "127.0.0.2:"+strconv.Itoa(testutil.FreePort(t)), "127.0.0.2:"+strconv.Itoa(testutil.FreePort(t))
+	op := &user{name: "operator", config: filepath.Join(dir, "op")}
+	op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8")
 	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
 	testutil.WaitTCP(t, kaddr, 20*time.Second)
 	op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr)
@@ -104,10 +191,10 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	testutil.WaitTCP(t, vaddr, 20*time.Second)
 	cred := filepath.Join(dir, "alice.pkb")
 	op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred)
-	alice := &user{name: "alice", config: filepath.Join(dir, "alice"), passFile: filepath.Join(dir, "alice.pass")}
+	alice := &user{name: "alice", config: filepath.Join(dir, "alice")}
 	alice.mustRun(t, "peekaboo", "join", cred)
 	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
-	if out := alice.mustRun(t, "peekaboo", "search", "--private-query", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
-		t.Fatalf("private query through standalone servers: %q", out)
+	if out := alice.mustRun(t, "peekaboo", "search", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
+		t.Fatalf("search: %q", out)
 	}
 }

@@ -30,6 +30,19 @@ type AdoptReport struct {
 // writer could still sync) and one whose backend looks rolled back (ErrIntegrity).
 // stateRoot is as Options.StateRoot.
 func Adopt(dir string, pass []byte, stateDir, stateRoot string) (AdoptReport, error) {
+	return AdoptWith(dir, pass, stateDir, stateRoot, AdoptOptions{})
+}
+
+// AdoptOptions change what Adopt accepts.
+type AdoptOptions struct {
+	// AcceptRollback also adopts a backend older than the state directory's records
+	// (ErrRolledBack), for a folder the user restored from a backup on purpose; the
+	// writer then starts from the restored state.
+	AcceptRollback bool
+}
+
+// AdoptWith is Adopt with options.
+func AdoptWith(dir string, pass []byte, stateDir, stateRoot string, o AdoptOptions) (AdoptReport, error) {
 	be, err := openBackend(dir, pass)
 	if err != nil {
 		return AdoptReport{}, err
@@ -54,13 +67,18 @@ func Adopt(dir string, pass []byte, stateDir, stateRoot string) (AdoptReport, er
 	}
 	rep := AdoptReport{Epoch: sb.Epoch, StateDir: stateDir}
 	err = checkSeen(dir, stateDir, sb.Epoch, be.superNonce)
+	ck, ckErr := readCheckpoint(stateDir, &be.keys.journal, be.g, be.params.Files)
+	if err == nil && ckErr == nil && ck != nil && ck.epoch > sb.Epoch {
+		err = rolledBack(dir, stateDir, fmt.Sprintf("it is at epoch %d but this machine's journal saw epoch %d", sb.Epoch, ck.epoch))
+	}
 	switch {
 	case err == nil:
 		return rep, fmt.Errorf("%w: %s is not behind the backend (epoch %d); nothing to adopt (mount or sync it as usual)", ErrInvalid, stateDir, sb.Epoch)
+	case errors.Is(err, ErrRolledBack) && o.AcceptRollback:
 	case !errors.Is(err, ErrBehind):
 		return rep, err
 	}
-	if ck, err := readCheckpoint(stateDir, &be.keys.journal, be.g, be.params.Files); err == nil && ck != nil {
+	if ckErr == nil && ck != nil {
 		rep.PendingFragments = len(ck.pend)
 	}
 	if err := rep.setAside(sb.Epoch); err != nil {

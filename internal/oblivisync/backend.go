@@ -54,6 +54,11 @@ func blockName(i uint32) string { return fmt.Sprintf("b%06d", i) }
 func openBackend(dir string, pass []byte) (*backend, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, keyFileName))
 	if err != nil {
+		if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+			// A share that is not mounted, a sync client that has not made the folder yet:
+			// telling the user to init here would start an empty backend beside the real one.
+			return nil, fmt.Errorf("backend folder %s does not exist (a share not mounted, or not synced to this machine yet? 'veil osync init' creates a new, empty backend)", dir)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s is not an osync backend (no %s; run 'veil osync init')", dir, keyFileName)
 		}

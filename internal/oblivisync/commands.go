@@ -1,6 +1,7 @@
 package oblivisync
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,7 +15,9 @@ import (
 // SyncEpochs opens the writer (recovering its journal), runs epochs back to back and
 // closes it: exactly `epochs` of them, or with drain until nothing is pending (at most
 // maxEpochs). It is `veil osync sync`: epochs driven by a script rather than a clock.
-func SyncEpochs(dir string, pass []byte, o Options, epochs int, drain bool, maxEpochs int, onEpoch func(EpochReport)) (Stats, error) {
+// It stops between two epochs once ctx is done (Ctrl-C), returning ctx's error: what is
+// still pending stays in the journal for the next run.
+func SyncEpochs(ctx context.Context, dir string, pass []byte, o Options, epochs int, drain bool, maxEpochs int, onEpoch func(EpochReport)) (Stats, error) {
 	w, err := OpenWriter(dir, pass, o)
 	if err != nil {
 		return Stats{}, err
@@ -31,6 +34,9 @@ func SyncEpochs(dir string, pass []byte, o Options, epochs int, drain bool, maxE
 			}
 		} else if i >= epochs {
 			break
+		}
+		if err := ctx.Err(); err != nil {
+			return w.Stats(), err
 		}
 		rep, err := w.Sync()
 		if err != nil {

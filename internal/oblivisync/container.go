@@ -40,7 +40,7 @@ func openContainer(key *[32]byte, id [idLen]byte, kind byte, index uint32, g geo
 	aead, _ := chacha20poly1305.NewX(key[:])
 	plain, err := aead.Open(nil, b[1:containerHdr], b[containerHdr:], containerAAD(id, kind, index))
 	if err != nil {
-		return nil, fmt.Errorf("%w: backend file failed authentication (tampered or from another backend)", ErrIntegrity)
+		return nil, fmt.Errorf("%w: backend file failed authentication (tampered or from another backend; put back an intact copy of it, e.g. from your sync service's history: veil cannot repair it)", ErrIntegrity)
 	}
 	return plain, nil
 }

@@ -5,11 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -110,6 +113,7 @@ func (w *Writer) sync(planEpoch func() (*plan, error)) (EpochReport, error) {
 	}
 	// Still the backend's one writer: the lease names it and the superblock is its own.
 	if err := w.stillTheWriter(); err != nil {
+		err = w.explain(err)
 		w.broken = err
 		w.mu.Unlock()
 		return EpochReport{}, err
@@ -127,11 +131,38 @@ func (w *Writer) sync(planEpoch func() (*plan, error)) (EpochReport, error) {
 		err = w.finish(pl)
 	}
 	if err != nil {
+		err = w.explain(err)
 		w.broken = err
 		return pl.rep, err
 	}
 	pl.rep.Duration = time.Since(start)
 	return pl.rep, nil
+}
+
+// explain adds to an epoch's error what it means and what to do, for the failures a user
+// can fix: a full disk, a backend folder that went away.
+func (w *Writer) explain(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(filepath.Join(w.be.dir, keyFileName)); serr != nil {
+			// Found by a user walkthrough: a backend on a share that was unmounted stopped
+			// the mount with "recreate lease: open .../.lease.tmp-...: no such file".
+			return fmt.Errorf("the backend folder %s is gone (unmounted, moved or deleted?): %w. Every change stays in the journal %s: mount again once the folder is back", w.be.dir, err, w.opts.StateDir)
+		}
+	}
+	return w.explainNoSpace(err)
+}
+
+// explainNoSpace adds to an epoch's ENOSPC what it means and what to do: the backend's
+// files start sparse, so a backend on a disk smaller than N*B fills it only once enough
+// files have been written, long after init (found by a user walkthrough: the mount
+// stopped with three raw "no space left on device" errors and no advice).
+func (w *Writer) explainNoSpace(err error) error {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	P := w.be.params
+	return fmt.Errorf("%w. A disk is full: the backend %s takes %.1f MiB once each of its %d files has been written (they start sparse), and the journal %s holds what is pending. Free space and mount again: this epoch committed nothing, and every change stays in the journal", err,
+		w.be.dir, float64(P.Files)*float64(P.FileSize)/(1<<20), P.Files, w.opts.StateDir)
 }
 
 // stillTheWriter checks again, within the epoch, that the lease names this writer and the

@@ -2,6 +2,7 @@ package oblivisync
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/veil-project/veil/internal/sealedkey"
 	"github.com/veil-project/veil/internal/verr"
@@ -22,6 +23,10 @@ var (
 	// ErrBehind: this writer's state directory is behind the backend (another writer
 	// synced since); it must adopt the backend's state before writing (Adopt).
 	ErrBehind = errors.New("this writer's state is behind the backend")
+	// ErrRolledBack: the backend is older than what this machine's writer state last saw
+	// (also ErrIntegrity). After a deliberate restore of the folder, AdoptWith with
+	// AcceptRollback makes the state follow it.
+	ErrRolledBack = fmt.Errorf("%w: backend rolled back", ErrIntegrity)
 	// ErrLeased: the backend's lease names another, live writer.
 	ErrLeased = errors.New("the backend is leased to another writer")
 	// ErrNoSpace: the pending buffer or the backend is full.
@@ -43,3 +48,11 @@ var (
 	// behind it. Never partial or mixed data.
 	ErrStale = errors.New("stale file handle")
 )
+
+// rolledBack is the error of a writer state that saw a newer backend than the one the
+// folder holds now: it says what to do in either case (the cloud rolled it back, or the
+// user restored the folder from a backup).
+func rolledBack(backendDir, stateDir, what string) error {
+	return fmt.Errorf("%w: %s. If you restored the folder from a backup on purpose, run 'veil osync adopt --accept-rollback --backend %s --state %s' (this state's unsynced changes are set aside, not applied); otherwise put back the folder's newest version (your sync service's history)",
+		ErrRolledBack, what, backendDir, stateDir)
+}

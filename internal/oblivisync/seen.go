@@ -105,7 +105,7 @@ func checkSeen(backendDir, stateDir string, epoch uint64, nonce []byte) error {
 	se := rec.Epoch
 	switch {
 	case epoch < se:
-		return fmt.Errorf("%w: the backend's superblock is from epoch %d but this machine's writer last wrote epoch %d (backend rolled back?)", ErrIntegrity, epoch, se)
+		return rolledBack(backendDir, stateDir, fmt.Sprintf("its superblock is from epoch %d but this machine's writer last wrote epoch %d", epoch, se))
 	case epoch == se && !bytes.Equal(nonce, rec.Nonce):
 		return fmt.Errorf("%w: the backend's superblock of epoch %d is not the one this machine's writer wrote (replaced by another writer or a copy)", ErrIntegrity, epoch)
 	case epoch == se:

@@ -227,7 +227,7 @@ func (w *Writer) load(readOnly bool) error {
 		w.nextIno = sb.NextIno
 	} else {
 		if ck.epoch > sb.Epoch {
-			return fmt.Errorf("%w: the backend is at epoch %d but this machine's journal saw epoch %d (backend rolled back?)", ErrIntegrity, sb.Epoch, ck.epoch)
+			return rolledBack(w.be.dir, w.opts.StateDir, fmt.Sprintf("it is at epoch %d but this machine's journal saw epoch %d", sb.Epoch, ck.epoch))
 		}
 		w.cur, w.pend, w.nextIno, w.seq = ck.cur, ck.pend, ck.nextIno, ck.seq
 		seg, off = ck.seg, ck.off

@@ -29,7 +29,11 @@ type Config struct {
 	Logger       *slog.Logger
 	OnEpoch      func(oblivisync.EpochReport)
 	Ready        func() // called once the mount is live
-	Debug        bool
+	// Draining, if set, is called once a read-write mount is unmounted with changes still
+	// pending, before it syncs them (at the drip pace, up to DrainTimeout): the caller
+	// says why the process has not exited yet.
+	Draining func(oblivisync.Stats)
+	Debug    bool
 	// MetricsAddr, if set, serves /healthz and /metrics (prometheus) there; use loopback.
 	MetricsAddr string
 }
@@ -125,6 +129,9 @@ func Run(ctx context.Context, c Config) error {
 	stopLoop()
 	if w == nil || runErr != nil {
 		return runErr
+	}
+	if st := w.Stats(); st.PendingInodes > 0 && c.Draining != nil {
+		c.Draining(st)
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 	defer cancel()

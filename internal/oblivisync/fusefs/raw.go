@@ -21,6 +21,28 @@ type rawFS struct {
 	mu     sync.Mutex
 	dirs   map[uint64][]oblivisync.DirEntry
 	nextFh uint64
+	// lastNoSpace is when an ENOSPC was last logged (at most one line per noSpaceEvery).
+	lastNoSpace time.Time
+}
+
+// noSpaceEvery spaces out the log lines of refused writes: a copy meeting a full buffer
+// fails thousands of writes.
+const noSpaceEvery = 10 * time.Second
+
+// noSpace says on the mount's log why writes fail with ENOSPC: the disk is not full, the
+// pending buffer is (--max-pending), and the application sees only "No space left on
+// device" (found by a user walkthrough).
+func (r *rawFS) noSpace(op string, err error) {
+	r.mu.Lock()
+	now := time.Now()
+	due := now.Sub(r.lastNoSpace) >= noSpaceEvery
+	if due {
+		r.lastNoSpace = now
+	}
+	r.mu.Unlock()
+	if due {
+		r.log.Warn("writes refused with ENOSPC until epochs sync what is pending (raise --max-pending to buffer more)", "op", op, "err", err)
+	}
 }
 
 func newRaw(f oblivisync.FS, timeout time.Duration, log *slog.Logger) *rawFS {
@@ -48,6 +70,7 @@ func (r *rawFS) errno(op string, err error) fuse.Status {
 	case errors.Is(err, oblivisync.ErrReadOnly):
 		return fuse.EROFS
 	case errors.Is(err, oblivisync.ErrNoSpace):
+		r.noSpace(op, err)
 		return fuse.Status(syscall.ENOSPC)
 	case errors.Is(err, oblivisync.ErrFileTooBig):
 		return fuse.Status(syscall.EFBIG)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -51,9 +52,20 @@ func New(cred []byte) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credential: %w", err)
 	}
+	tr := &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16,
+		DialContext:           (&net.Dialer{Timeout: ReplyTimeout}).DialContext,
+		TLSHandshakeTimeout:   ReplyTimeout,
+		ResponseHeaderTimeout: ReplyTimeout}
 	return &Client{cred: c, kpub: kpub, ownerKey: c.OwnerKeyBytes(), base: strings.TrimSuffix(c.Endpoint, "/"), now: time.Now,
-		http: &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16}}}, nil
+		http: &http.Client{Transport: tr}}, nil
 }
+
+// ReplyTimeout bounds how long a client waits for the V-server to connect, shake hands
+// and start its answer. A V-server that stopped answering (suspended, hung) used to keep
+// a search waiting forever. It is longer than the V-server's own wait for the K-server
+// (its --relay-timeout, 1 minute by default), so a slow K-server is reported by the
+// V-server, which knows which it is.
+var ReplyTimeout = 2 * time.Minute
 
 // Join returns cred with a fresh owner key and client key added (those it lacks).
 func Join(cred []byte) ([]byte, error) {
@@ -98,6 +110,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	}
 	req.SetBasicAuth(c.cred.User, c.cred.Secret)
 	resp, err := c.http.Do(req)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+		return nil, fmt.Errorf("v-server at %s: no answer within %s (stopped, hung or overloaded: try again later, or tell its operator): %w", c.base, ReplyTimeout, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("v-server: %w", err)
 	}

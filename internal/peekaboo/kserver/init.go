@@ -11,6 +11,7 @@ import (
 
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/peekaboo/pir"
+	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/pki"
 )
@@ -30,7 +31,7 @@ const (
 // InitOptions say how to set up a K-server directory.
 type InitOptions struct {
 	Endpoint string     // the URL the V-server reaches the K-server at (https://host:port)
-	Hosts    []string   // names/IPs for the server certificate (default: 127.0.0.1, localhost)
+	Hosts    []string   // names/IPs for the server certificate (default: 127.0.0.1, localhost; the endpoint's host is added)
 	PIR      pir.Params // the private-query table (default pir.DefaultParams)
 }
 
@@ -52,9 +53,7 @@ func Init(dir string, o InitOptions) error {
 	if err := o.PIR.Check(); err != nil {
 		return err
 	}
-	if len(o.Hosts) == 0 {
-		o.Hosts = []string{"127.0.0.1", "localhost"}
-	}
+	o.Hosts = tlsconf.CertHosts(o.Hosts, o.Endpoint)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}

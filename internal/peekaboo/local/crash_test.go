@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -235,5 +236,42 @@ func TestSearchRightAfterKServerCrash(t *testing.T) {
 	}
 	if r, err := c.PrivateSearch(ctx, "kept", client.SearchOptions{}); err != nil || len(r.Found) != 1 {
 		t.Fatalf("private search right after the restart: %v", err)
+	}
+}
+
+// TestSearchWhenVServerHangs: a V-server that stops answering (here SIGSTOPped: it
+// accepts connections in the kernel but never replies) kept a client's search waiting
+// forever. The client now gives up after client.ReplyTimeout and says so.
+func TestSearchWhenVServerHangs(t *testing.T) {
+	dir := t.TempDir()
+	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	if err := Init(dir, kaddr, vaddr); err != nil {
+		t.Fatal(err)
+	}
+	child := startChild(t, dir, vaddr)
+	admin, _ := os.ReadFile(filepath.Join(dir, "vserver", vserver.FileAdminCred))
+	cred, err := client.AddUser(context.Background(), admin, "hal")
+	if err == nil {
+		cred, err = client.Join(cred)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Cmd.Process.Signal(syscall.SIGSTOP)
+	defer child.Cmd.Process.Signal(syscall.SIGCONT)
+	old := client.ReplyTimeout
+	client.ReplyTimeout = time.Second
+	defer func() { client.ReplyTimeout = old }()
+	c, _ := client.New(cred)
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { _, err := c.Search(context.Background(), "kept", client.SearchOptions{}); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no answer within 1s") {
+			t.Fatalf("search of a hung V-server: %v; want it to say there was no answer", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a search of a hung V-server was still waiting after 20 s")
 	}
 }

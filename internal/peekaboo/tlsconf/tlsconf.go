@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net/url"
+	"slices"
 )
 
 // Pair is a PEM certificate and its PEM private key.
@@ -49,4 +51,20 @@ func ClientConfig(caPEM []byte, cert *Pair) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{c}
 	}
 	return cfg, nil
+}
+
+// CertHosts is the names a server certificate must cover: hosts (default 127.0.0.1 and
+// localhost) and the host of endpoint, the URL peers reach the server at. Found by a user
+// walkthrough, as for the key server: init --endpoint https://k.example:7490 without
+// --host k.example made a server no peer could verify ("certificate is valid for
+// 127.0.0.1, localhost, not k.example").
+func CertHosts(hosts []string, endpoint string) []string {
+	if len(hosts) == 0 {
+		hosts = []string{"127.0.0.1", "localhost"}
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Hostname() == "" || slices.Contains(hosts, u.Hostname()) {
+		return hosts
+	}
+	return append(slices.Clone(hosts), u.Hostname())
 }

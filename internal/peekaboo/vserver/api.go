@@ -156,6 +156,9 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 			return http.StatusBadRequest, fmt.Errorf("pair %d: sealed item of %d bytes, want %d (a client whose veil is older or newer than this server's?)", i, n, wire.SealedItemSize())
 		}
 	}
+	if err := s.checkACLs(req.Pairs); err != nil {
+		return http.StatusBadRequest, err
+	}
 	if err := storePairs(s.db, user, req.Pairs); err != nil {
 		if errors.Is(err, errNotYours) {
 			return http.StatusForbidden, err
@@ -183,6 +186,23 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	}
 	writeBin(w, (&wire.Count{N: uint32(len(req.Pairs))}).Marshal())
 	return http.StatusOK, nil
+}
+
+// checkACLs refuses a chunk whose ACLs name someone who is not a registered user: such a
+// name (a typo, usually) would silently leave the pair visible to its owner alone. Owners
+// can already tell registered names apart (GET /v1/clientkey/{name}), so this tells them
+// nothing new.
+func (s *Server) checkACLs(pairs []wire.PublishPair) error {
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
+	for i, p := range pairs {
+		for _, name := range p.ACL {
+			if _, ok := s.users[name]; !ok {
+				return fmt.Errorf("pair %d: the ACL names %q, who is not a registered user (check the spelling; the V-server's administrator adds users)", i+1, name)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user string, body []byte) (int, error) {

@@ -2,7 +2,7 @@ package vserver
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
 	"net/http"
 
 	"go.etcd.io/bbolt"
@@ -18,8 +18,6 @@ var (
 	bucketClientKeys = []byte("clientkeys")
 	bucketGrants     = []byte("grants")
 )
-
-var errNoClientKey = errors.New("that user has no client key registered (they run 'veil peekaboo join' again)")
 
 func bucket(tx *bbolt.Tx, name []byte) (*bbolt.Bucket, error) {
 	if tx.Writable() {
@@ -58,7 +56,14 @@ func (s *Server) handleGetClientKey(w http.ResponseWriter, r *http.Request, _ st
 		return nil
 	})
 	if key == nil {
-		return http.StatusNotFound, errNoClientKey
+		name := r.PathValue("name")
+		s.usersMu.RLock()
+		_, registered := s.users[name]
+		s.usersMu.RUnlock()
+		if !registered {
+			return http.StatusNotFound, fmt.Errorf("no user %q is registered (check the spelling; the V-server's administrator adds users)", name)
+		}
+		return http.StatusNotFound, fmt.Errorf("%q has no client key registered yet: they must run 'veil peekaboo join' (again) before a pseudonym can be granted to them", name)
 	}
 	writeBin(w, key)
 	return http.StatusOK, nil

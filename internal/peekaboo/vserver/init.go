@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/pki"
 )
@@ -32,7 +33,7 @@ const (
 type InitOptions struct {
 	RelayCred []byte   // the K-server's relay.cred
 	Endpoint  string   // the URL owners and clients reach this V-server at
-	Hosts     []string // names/IPs for the server certificate (default: 127.0.0.1, localhost)
+	Hosts     []string // names/IPs for the server certificate (default: 127.0.0.1, localhost; the endpoint's host is added)
 }
 
 // validity of the certificates made here.
@@ -51,9 +52,7 @@ func Init(dir string, o InitOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(o.Hosts) == 0 {
-		o.Hosts = []string{"127.0.0.1", "localhost"}
-	}
+	o.Hosts = tlsconf.CertHosts(o.Hosts, o.Endpoint)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}

@@ -112,6 +112,10 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			return sum, fmt.Errorf("%s: %w", src, err)
 		}
 	}
+	// A disk without room stops the run at the first file that finds none (getstop.go).
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sum.stop, sum.onlyFull = cancel, true
 	ls := &links{}
 	work, finish := workers(c, func(t getTask) { c.done(sum, t.src, c.getOne(ctx, t, sum, ls)) })
 	var dirs []getTask
@@ -207,6 +211,9 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 		sum.add(func(s *Summary) { s.Dirs++ })
 	}
 	sum.Duration = time.Since(start)
+	if err := getStopped(ctx, local, sum); err != nil {
+		return sum, err
+	}
 	if err != nil {
 		return sum, err
 	}

@@ -91,3 +91,27 @@ func TestE2EGetStopsOnFullDisk(t *testing.T) {
 		return nil
 	})
 }
+
+// A command's warnings are plain lines, "warning: ...", as veil's others; not log records
+// ("time=... level=WARN msg=..."); -v keeps the log records.
+func TestE2EWarningsArePlainLines(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	cache := filepath.Join(u.config, "cache")
+	os.RemoveAll(cache)
+	os.WriteFile(cache, []byte("not a folder"), 0o600) // the put cache can be neither read nor saved
+	_, errs, code := u.run(t, "put", "-q", src)
+	want := "warning: put cache not saved (the next put reads records): mkdir " + cache + ": not a directory (file " + cache + "/"
+	if code != 0 || !strings.Contains(errs, "\n"+want) {
+		t.Fatalf("put: exit %d, stderr:\n%s\nwant a line %q...", code, errs, want)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(errs, "\n"), "\n") {
+		if !strings.HasPrefix(l, "warning: ") {
+			t.Fatalf("stderr line %q is not a plain warning", l)
+		}
+	}
+	if _, errs, _ := u.run(t, "put", "-q", "-v", src); !strings.Contains(errs, `level=WARN msg="put cache not saved`) {
+		t.Fatalf("put -v: stderr:\n%s\nwant the log records", errs)
+	}
+}

@@ -182,9 +182,8 @@ type Summary struct {
 	Duration         time.Duration `json:"duration_ns"`
 
 	mu        sync.Mutex
-	stop      func(error)  // ends the run early (put: the service can store nothing, or is down; get: the disk is full)
+	stop      func(error)  // ends the run early (put: the service can store nothing, or is down; get: the disk is full, or the service down)
 	halted    atomic.Bool  // stop was called: files failing because of it are not reported one by one
-	onlyFull  bool         // get: only a full disk stops the run (getstop.go)
 	downSince atomic.Int64 // unix ns of the first upload that found nothing listening, since one succeeded (0: none)
 	// quiet: a lock-free put reports its progress (Events.Bytes) and its files
 	// (Events.File, held) once it stands: a refused attempt is put again under the lock,
@@ -327,7 +326,7 @@ func (s *Summary) shouldHalt(err error) bool {
 	if errors.Is(err, storage.ErrCannotStore) || diskFull(err) {
 		return true
 	}
-	if s.onlyFull || !stopsRun(err) {
+	if !stopsRun(err) {
 		return false
 	}
 	now := time.Now().UnixNano()

@@ -115,3 +115,13 @@ func TestE2EWarningsArePlainLines(t *testing.T) {
 		t.Fatalf("put -v: stderr:\n%s\nwant the log records", errs)
 	}
 }
+
+// 'veil rm ""' names no path before its reason: "veil: refusing to remove the root", not
+// "veil: : refusing ...".
+func TestE2ERemoveEmptyPathMessage(t *testing.T) {
+	u := localUser(t, "alice")
+	_, errs, code := u.run(t, "rm", "")
+	if want := "veil: refusing to remove the root; remove its entries one by one\n"; code != 1 || errs != want {
+		t.Fatalf("rm \"\": exit %d, stderr %q; want exit 1, %q", code, errs, want)
+	}
+}

@@ -125,3 +125,28 @@ func TestE2ERemoveEmptyPathMessage(t *testing.T) {
 		t.Fatalf("rm \"\": exit %d, stderr %q; want exit 1, %q", code, errs, want)
 	}
 }
+
+// check --read-data shows a progress bar on a terminal while it reads content, as put and
+// get do (it said nothing until it was done, however long it ran); without a terminal it
+// prints none. The terminal is script(1)'s.
+func TestE2ECheckReadDataProgress(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give veil a terminal")
+	}
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	for i := range 8 {
+		randomFile(t, filepath.Join(src, fmt.Sprintf("f%d.bin", i)), 1<<20, byte(i))
+	}
+	u.mustRun(t, "put", "-q", src)
+	cmd := exec.Command(scriptBin, "-qec", veilBin+" check --read-data", "/dev/null")
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verifying") || !strings.Contains(string(out), "no damage") {
+		t.Fatalf("check --read-data on a terminal: %v\n%q\nwant a progress bar (verifying ...) and the result", err, out)
+	}
+	if _, errs, code := u.run(t, "check", "--read-data"); code != 0 || errs != "" {
+		t.Fatalf("check --read-data without a terminal: exit %d, stderr %q; want no progress", code, errs)
+	}
+}

@@ -135,6 +135,7 @@ Where things go (cp's rules, and rclone's explicit form):
                                 an error, never a new folder) and must not exist locally
                                 (a forgotten destination never swallows a file)
   veil put PATH... --to DEST    DEST is created if needed
+A PATH of ".", ".." or "/" stores that folder's contents into DEST (as 'cp -r . DEST').
 A stored file and a stored folder never share a name: DEST, or a folder below it, cannot
 be where a file is stored, and a file cannot replace a folder.
 

@@ -150,3 +150,20 @@ func TestE2ECheckReadDataProgress(t *testing.T) {
 		t.Fatalf("check --read-data without a terminal: exit %d, stderr %q; want no progress", code, errs)
 	}
 }
+
+// 'veil put .. --to DEST', from a subfolder, stores the parent folder's contents into DEST,
+// as 'veil put .' stores the current one's; it failed every file with 'invalid name: ".."'.
+func TestE2EPutDotDot(t *testing.T) {
+	u := localUser(t, "alice")
+	top := t.TempDir()
+	randomFile(t, filepath.Join(top, "a.txt"), 10, 1)
+	randomFile(t, filepath.Join(top, "sub", "b.txt"), 10, 2)
+	u.cwd = filepath.Join(top, "sub")
+	_, errs, code := u.run(t, "put", "-q", "..", "--to", "up")
+	if code != 0 || errs != "" {
+		t.Fatalf("put .. --to up: exit %d, stderr %q", code, errs)
+	}
+	if out := u.mustRun(t, "ls", "up"); out != "a.txt\nsub/\n" {
+		t.Fatalf("ls up: %q, want the parent folder's entries", out)
+	}
+}

@@ -167,3 +167,20 @@ func TestE2EPutDotDot(t *testing.T) {
 		t.Fatalf("ls up: %q, want the parent folder's entries", out)
 	}
 }
+
+// A --keep option of forget given a negative value is a usage mistake that names it, not
+// "forget needs a policy" (alone) or nothing at all (beside another option, where it was
+// taken for "not given").
+func TestE2EForgetNegativeKeep(t *testing.T) {
+	u := localUser(t, "alice")
+	for _, c := range []struct{ args, want string }{
+		{"--keep-last -1", "veil: --keep-last -1: give a number of snapshots, at least 1\n"},
+		{"--keep-daily 7 --keep-weekly -2", "veil: --keep-weekly -2: give a number of snapshots, at least 1\n"},
+		{"--keep-within -5h", "veil: --keep-within -5h0m0s: give a positive duration, such as 720h\n"},
+	} {
+		_, errs, code := u.run(t, append([]string{"forget", "--dry-run"}, strings.Fields(c.args)...)...)
+		if code != 2 || errs != c.want {
+			t.Errorf("forget %s: exit %d, stderr %q; want exit 2, %q", c.args, code, errs, c.want)
+		}
+	}
+}

@@ -184,3 +184,23 @@ func TestE2EForgetNegativeKeep(t *testing.T) {
 		}
 	}
 }
+
+// With the storage service down, an error names the user's path and the service's
+// address, not the encrypted name of the object it was asking for ("get
+// 1qJ7yENII1Rpyn.../dL5jvNjO0dm4QJEj.key: 127.0.0.1:7480: connection refused").
+func TestE2EServiceDownNamesNoObject(t *testing.T) {
+	d := startServe(t, "alice")
+	u := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	u.mustRun(t, "put", "-q", src)
+	d.proc.Kill()
+	<-d.proc.Done()
+	for _, args := range [][]string{{"ls", "docs"}, {"get", "docs/a.txt", filepath.Join(t.TempDir(), "a.txt")}, {"mkdir", "new"}} {
+		_, errs, code := u.run(t, args...)
+		want := d.storeAddr + ": connection refused (nothing listens there: is the server running?)\n"
+		if code != 1 || !strings.HasSuffix(errs, want) || strings.Count(errs, "\n") != 1 || strings.Contains(errs, ".veil/") || strings.Contains(errs, ".key") {
+			t.Errorf("veil %v with the service down: exit %d, stderr %q; want exit 1 and one line ending %q, naming no stored object", args, code, errs, want)
+		}
+	}
+}

@@ -33,7 +33,8 @@ newest tree (authenticated under your key and listed by the newest tree root), e
 version your snapshots list, and that every chunk they refer to is stored with the size
 its record implies. --read-data also downloads every chunk and verifies it as get does
 (chunk tag, guarded decryption, lengths); --read-data-subset N% does that for a random N%
-of the chunks. Damage is reported per file (an older version as "PATH (snapshot N)");
+of the chunks (a progress bar on stderr while it reads, when stderr is a terminal).
+Damage is reported per file (an older version as "PATH (snapshot N)");
 the exit status is 3 if anything is damaged. A version a snapshot lists that is no longer
 stored is damage: the storage service lost it, or (where the snapshots allow it, said as
 such) a veil older than kept versions replaced it and never kept it.
@@ -64,39 +65,47 @@ Examples:
 				}
 				opts.Subset = f
 			}
-			return o.with(cmd, func(cl *dupless.Client) error {
-				res, err := cl.Check(cmd.Context(), opts)
-				if err != nil {
-					return err
-				}
-				var rep *dupless.FolderRepair
-				if repair {
-					rep = &dupless.FolderRepair{Recorded: []string{}, Pending: []string{}}
-					if len(res.Unrecorded) > 0 { // found with no lock: RecordFolders looks again under it
-						if rep, err = cl.RecordFolders(cmd.Context()); err != nil {
-							return fmt.Errorf("give the folders without a record one: %w", err)
-						}
+			what := "" // a progress bar while it reads content (on a terminal, as put's and get's)
+			if opts.ReadData || opts.Subset > 0 {
+				what = "verifying"
+			}
+			cl, done, ui, err := o.open(cmd, what)
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := cl.Check(cmd.Context(), opts)
+			ui.finish()
+			if err != nil {
+				return err
+			}
+			var rep *dupless.FolderRepair
+			if repair {
+				rep = &dupless.FolderRepair{Recorded: []string{}, Pending: []string{}}
+				if len(res.Unrecorded) > 0 { // found with no lock: RecordFolders looks again under it
+					if rep, err = cl.RecordFolders(cmd.Context()); err != nil {
+						return fmt.Errorf("give the folders without a record one: %w", err)
 					}
 				}
-				out := cmd.OutOrStdout()
-				if o.json {
-					json.NewEncoder(out).Encode(checkJSON{res, rep})
-				} else {
-					printCheck(out, res, rep)
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				json.NewEncoder(out).Encode(checkJSON{res, rep})
+			} else {
+				printCheck(out, res, rep)
+			}
+			if n := len(res.Problems); n > 0 {
+				what := plural(n, "damaged file or version", "damaged files or versions")
+				if d := res.SnapshotsDamaged; d > 0 {
+					what = plural(n, "problem", "problems") + " (" + plural(d, "damaged snapshot", "damaged snapshots") + ")"
 				}
-				if n := len(res.Problems); n > 0 {
-					what := plural(n, "damaged file or version", "damaged files or versions")
-					if d := res.SnapshotsDamaged; d > 0 {
-						what = plural(n, "problem", "problems") + " (" + plural(d, "damaged snapshot", "damaged snapshots") + ")"
-					}
-					return exitError{"check found " + what, 3}
-				}
-				if rep != nil && len(rep.Pending) > 0 {
-					return exitError{"check --repair left " + plural(len(rep.Pending), "folder", "folders") +
-						" without a record: an interrupted mv covers them; run 'veil mv --resume', then 'veil check --repair' again", 3}
-				}
-				return nil
-			})
+				return exitError{"check found " + what, 3}
+			}
+			if rep != nil && len(rep.Pending) > 0 {
+				return exitError{"check --repair left " + plural(len(rep.Pending), "folder", "folders") +
+					" without a record: an interrupted mv covers them; run 'veil mv --resume', then 'veil check --repair' again", 3}
+			}
+			return nil
 		},
 	}
 	o.addFlags(c, false)

@@ -152,7 +152,11 @@ Examples:
 			defer done()
 			res, err := cl.SyncWith(cmd.Context(), args[0], dest, dupless.SyncOptions{DryRun: dry, AllowEmpty: allowEmpty})
 			ui.finish()
-			if err != nil && (res == nil || res.Put == nil) {
+			if err != nil && (res == nil || res.Put == nil || res.Put.Err() == nil) {
+				// Failed as a whole (a conflicting lock, a pending mv, the removals): one
+				// line and its own status, as put's, not a summary of nothing and exit 3
+				// (found by a user walkthrough: a sync beside a put printed "stored 0
+				// files" and exited 3).
 				return err
 			}
 			out := cmd.OutOrStdout()

@@ -201,9 +201,10 @@ func oneLine(s string) string {
 }
 
 // pathErr prefixes err with the path it is about, unless its message names it already
-// ("x: x: not found" says the path twice).
+// ("x: x: not found" says the path twice), or the path is empty ('veil rm ""' said
+// "veil: : refusing to remove the root").
 func pathErr(p string, err error) error {
-	if name := strings.Trim(p, "/"); name != "" && strings.Contains(err.Error(), name) {
+	if name := strings.Trim(p, "/"); p == "" || name != "" && strings.Contains(err.Error(), name) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", p, err)

@@ -135,6 +135,7 @@ Where things go (cp's rules, and rclone's explicit form):
                                 an error, never a new folder) and must not exist locally
                                 (a forgotten destination never swallows a file)
   veil put PATH... --to DEST    DEST is created if needed
+A PATH of ".", ".." or "/" stores that folder's contents into DEST (as 'cp -r . DEST').
 A stored file and a stored folder never share a name: DEST, or a folder below it, cannot
 be where a file is stored, and a file cannot replace a folder.
 
@@ -245,7 +246,8 @@ func newGetCommand() *cobra.Command {
 DEST. Every byte is verified before it reaches its final name: each file is written to a
 temporary file and renamed only when its key record, chunk tags and guarded decryption
 all check out. A tampered, swapped or truncated object fails that file, with its name,
-and the other files still arrive (exit status 3).
+and the other files still arrive (exit status 3). A disk that fills up stops the get at
+the first file it has no room for (exit status 1): make room and run it again.
 
 Where things go (restic's restore rules):
   DEST missing              DEST becomes SRC (default DEST: the name of SRC here)

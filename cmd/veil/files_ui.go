@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/dustin/go-humanize"
 	"io"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -108,11 +107,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 		ev.Total = func(files int, bytes int64) { ui.bar.ChangeMax64(bytes) }
 		ev.Bytes = func(n int64) { ui.bar.Add64(n) }
 	}
-	level := slog.LevelWarn // warnings (a skipped foreign entry, --no-root-check findings) always show
-	if o.verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := commandLog(os.Stderr, o.verbose) // warnings (a skipped foreign entry, --no-root-check findings) always show
 	every := o.entryProgress()
 	ev.File = func(path string, err error) {
 		if n := ui.files.Add(1); every != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/veil-project/veil/internal/dupless"
 	"github.com/veil-project/veil/internal/words"
 )
@@ -263,6 +264,9 @@ Examples:
   veil forget --drop-damaged --keep-last 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := negativeKeep(cmd); err != nil {
+				return err
+			}
 			if p.Empty() {
 				return usageError("forget needs a policy: at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within, --drop-damaged")
 			}
@@ -294,6 +298,23 @@ Examples:
 	c.Flags().BoolVar(&prune, "prune", false, "run prune afterwards")
 	c.Flags().DurationVar(&grace, "grace", time.Hour, "with --prune: keep unreferenced content younger than this")
 	return c
+}
+
+// negativeKeep refuses a --keep option given a negative count or duration, which forget
+// took for "not given": 'forget --keep-last -1' said it "needs a policy" (found by a user
+// walkthrough), and beside another option the mistake went unsaid.
+func negativeKeep(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err == nil && strings.HasPrefix(f.Name, "keep-") && strings.HasPrefix(f.Value.String(), "-") {
+			want := "a number of snapshots, at least 1"
+			if f.Value.Type() == "duration" {
+				want = "a positive duration, such as 720h"
+			}
+			err = usageError(fmt.Sprintf("--%s %s: give %s", f.Name, f.Value, want))
+		}
+	})
+	return err
 }
 
 func printForget(cmd *cobra.Command, asJSON, dry bool, res *dupless.ForgetResult, pr *dupless.PruneResult) error {

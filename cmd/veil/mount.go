@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -75,13 +74,9 @@ Examples:
 				return err
 			}
 			return o.with(cmd, func(cl *dupless.Client) error {
-				level := slog.LevelWarn
-				if o.verbose {
-					level = slog.LevelDebug
-				}
 				return fusemount.Run(cmd.Context(), fusemount.Config{
 					Client: cl, Mountpoint: args[0], ReadTimeout: readTimeout, Refresh: refresh,
-					Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+					Logger: commandLog(cmd.ErrOrStderr(), o.verbose), // "warning: ..." lines, as other commands
 					Ready: func(snaps int) {
 						if o.json {
 							out := names("mountpoint", args[0])

@@ -45,6 +45,7 @@ type CheckResult struct {
 type chunkUse struct {
 	ref  chunkRef
 	path string
+	read bool // download and verify it (--read-data, or drawn for --read-data-subset)
 }
 
 // Check verifies every record of the newest tree (authenticated, listed by the newest
@@ -72,7 +73,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 	addChunks := func(path string, r *record) {
 		for _, ch := range r.Chunks {
 			if _, ok := chunks[ch.Tag]; !ok {
-				chunks[ch.Tag] = chunkUse{ch, path}
+				chunks[ch.Tag] = chunkUse{ref: ch, path: path}
 			}
 		}
 	}
@@ -200,12 +201,23 @@ func (c *Client) checkSnapshots(ctx context.Context, current map[string][32]byte
 }
 
 // checkChunks checks every chunk is stored with the size its record implies, and reads
-// and verifies those o selects.
+// and verifies those o selects, their bytes reported as progress (Events.Total, Bytes:
+// the bar of put and get; found by a user walkthrough, check --read-data said nothing
+// until it was done, however long it ran).
 func (c *Client) checkChunks(ctx context.Context, o CheckOptions, chunks map[mle.Tag]chunkUse, res *CheckResult, problem func(string, error)) {
+	var total int64
+	for tag, u := range chunks {
+		if u.read = o.ReadData || o.Subset > 0 && mrand.Float64() < o.Subset; u.read {
+			total += int64(u.ref.MsgLen)
+			chunks[tag] = u
+		}
+	}
+	if total > 0 && c.opts.Events.Total != nil {
+		c.opts.Events.Total(0, total)
+	}
 	var mu sync.Mutex
 	work, finish := workers(c, func(u chunkUse) {
-		read := o.ReadData || o.Subset > 0 && mrand.Float64() < o.Subset
-		if !read {
+		if !u.read {
 			if err := c.statChunk(ctx, &u.ref); err != nil {
 				problem(u.path, fmt.Errorf("chunk %s: %w", hex.EncodeToString(u.ref.Tag[:8]), err))
 			}
@@ -220,6 +232,7 @@ func (c *Client) checkChunks(ctx context.Context, o CheckOptions, chunks map[mle
 		res.ChunksRead++
 		res.BytesRead += int64(len(data))
 		mu.Unlock()
+		c.bytesDone(int64(u.ref.MsgLen))
 	})
 	for _, u := range chunks {
 		select {

@@ -185,7 +185,7 @@ type Summary struct {
 	Duration         time.Duration `json:"duration_ns"`
 
 	mu        sync.Mutex
-	stop      func(error)  // ends the run early (put: the service can store nothing, or is down)
+	stop      func(error)  // ends the run early (put: the service can store nothing, or is down; get: the disk is full, or the service down)
 	halted    atomic.Bool  // stop was called: files failing because of it are not reported one by one
 	downSince atomic.Int64 // unix ns of the first upload that found nothing listening, since one succeeded (0: none)
 	// quiet: a lock-free put reports its progress (Events.Bytes) and its files
@@ -298,10 +298,14 @@ func (c *Client) done(sum *Summary, path string, err error) {
 		err = nil // not stored, but said once, by the folder above it (putclash.go)
 	} else if err != nil {
 		sum.addErr(path, err)
-		if sum.halted.Load() && (stopsRun(err) || errors.Is(err, context.Canceled)) {
-			return // the run's error says it once ("put stopped: ...")
+		if sum.halted.Load() && (stopsRun(err) || diskFull(err) || errors.Is(err, context.Canceled)) {
+			return // the run's error says it once ("put stopped: ...", "get stopped: ...")
 		}
 		if sum.stop != nil && sum.shouldHalt(err) {
+			if diskFull(err) { // get: named by the run's error, not a line of its own too
+				sum.halt(&fileError{path, err})
+				return
+			}
 			sum.halt(err)
 		}
 	}
@@ -322,7 +326,7 @@ var outageGrace = 5 * time.Second
 // and if nothing accepted a connection (stopsRun) only once that has lasted outageGrace
 // since the first such failure with no upload succeeding in between (reachable).
 func (s *Summary) shouldHalt(err error) bool {
-	if errors.Is(err, storage.ErrCannotStore) {
+	if errors.Is(err, storage.ErrCannotStore) || diskFull(err) {
 		return true
 	}
 	if !stopsRun(err) {

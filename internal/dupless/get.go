@@ -112,8 +112,19 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			return sum, fmt.Errorf("%s: %w", src, err)
 		}
 	}
+	// A disk without room stops the run at the first file that finds none, a service that
+	// is down once it has been for outageGrace (getstop.go).
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sum.stop = cancel
 	ls := &links{}
-	work, finish := workers(c, func(t getTask) { c.done(sum, t.src, c.getOne(ctx, t, sum, ls)) })
+	work, finish := workers(c, func(t getTask) {
+		err := c.getOne(ctx, t, sum, ls)
+		if err == nil {
+			sum.reachable() // the service answered: an outage, if any, is over
+		}
+		c.done(sum, t.src, err)
+	})
 	var dirs []getTask
 	var err error
 	seen := map[string]bool{}
@@ -184,6 +195,9 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 		work <- *first
 	}
 	finish()
+	if err != nil && stopsRun(err) { // the walk found the service down: nothing more to read
+		sum.halt(err)
+	}
 	for _, l := range ls.l {
 		restored, err := c.restoreLink(l.t, l.r, sum)
 		if restored {
@@ -202,11 +216,17 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			continue // "leave every existing entry as it is": its mode and times too (found by review)
 		}
 		if err := c.restoreDir(ctx, dirs[i]); err != nil {
-			sum.addErr(dirs[i].src, err)
+			sum.addErr(dirs[i].src, err) // reported by the summary, or by the run's error once halted
+			if sum.shouldHalt(err) {
+				sum.halt(err) // not a folder's record read per folder, each retried, with the service down
+			}
 		}
 		sum.add(func(s *Summary) { s.Dirs++ })
 	}
 	sum.Duration = time.Since(start)
+	if err := getStopped(ctx, local, sum); err != nil {
+		return sum, err
+	}
 	if err != nil {
 		return sum, err
 	}

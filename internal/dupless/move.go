@@ -372,6 +372,10 @@ func (c *Client) copyDirMeta(ctx context.Context, src, dst string) error {
 	if err := c.be.Create(ctx, de); err != nil {
 		return err
 	}
+	// Once created, the folder gets its record even if the command is interrupted, as a
+	// file's record goes with its move (moveRecord): a Ctrl-C in between published it
+	// without one (d????????? in ls -l, restored 0700), found by a user walkthrough.
+	ctx = context.WithoutCancel(ctx)
 	r, err := c.readRecord(ctx, se, dirMetaName)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil

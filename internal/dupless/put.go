@@ -278,7 +278,7 @@ func walkLocals(locals []string, dest string, exclude []string) *walked {
 	w := &walked{notStored: map[string]int{}}
 	from := map[string]string{} // destination -> the local path stored there
 	for _, l := range locals {
-		base := filepath.Base(filepath.Clean(l))
+		base := putBase(l)
 		err := filepath.Walk(l, func(p string, fi fs.FileInfo, err error) error {
 			rel, _ := filepath.Rel(l, p)
 			d := joinPath(dest, base, filepath.ToSlash(rel))
@@ -322,9 +322,22 @@ func walkLocals(locals []string, dest string, exclude []string) *walked {
 func putNames(locals []string, dest string) []string {
 	out := make([]string, len(locals))
 	for i, l := range locals {
-		out[i] = joinPath(dest, filepath.Base(filepath.Clean(l)))
+		out[i] = joinPath(dest, putBase(l))
 	}
 	return out
+}
+
+// putBase is the name a put stores the local path l under in its destination: l's last
+// element, or none for ".", ".." and "/", whose contents go into the destination itself
+// (as 'cp -r . DEST' copies them). Found by a user walkthrough: 'veil put ..' failed every
+// file with 'invalid name: ".."'.
+func putBase(l string) string {
+	switch b := filepath.Base(filepath.Clean(l)); b {
+	case ".", "..", string(filepath.Separator):
+		return ""
+	default:
+		return b
+	}
 }
 
 func joinPath(parts ...string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/veil-project/veil/internal/backoff"
@@ -47,4 +48,10 @@ func retry(ctx context.Context, op func() error) error {
 func stopsRun(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, storage.ErrCannotStore) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// diskFull reports whether err is this machine's file system out of room (ENOSPC, EDQUOT):
+// a get's every later file would fail the same way, so the run stops (getStopped).
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

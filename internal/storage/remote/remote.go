@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -213,7 +214,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 		return err
 	}
 	if err := b.stop.check(); err != nil {
-		return opErr("put "+storage.Join(dir, name), err)
+		return opErr("put", storage.Join(dir, name), err)
 	}
 	body := &trackReader{r: storage.ExactReader(ctx, r, size)}
 	resp, err := b.do(ctx, http.MethodPut, b.url("files", storage.Join(dir, name), nil), body, size, true)
@@ -222,7 +223,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	}
 	if err != nil {
 		b.stop.note(err)
-		return opErr("put "+storage.Join(dir, name), err)
+		return opErr("put", storage.Join(dir, name), err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -254,7 +255,7 @@ func (b *Backend) Get(ctx context.Context, dir, name string) (io.ReadCloser, err
 		return err
 	})
 	if err != nil {
-		return nil, opErr("get "+storage.Join(dir, name), err)
+		return nil, opErr("get", storage.Join(dir, name), err)
 	}
 	if want, err := hex.DecodeString(resp.Header.Get(storewire.HeaderContentSHA256)); err != nil || len(want) != sha256.Size {
 		resp.Body.Close()
@@ -344,4 +345,25 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 		return fmt.Errorf("put batch of %d: %w", len(objs), err)
 	}
 	return nil
+}
+
+// opErr is the error of the request op on the object obj: it names the object when the
+// service answered (or a transfer failed), not when no connection to it could be made,
+// where the object, an encrypted name, tells the user nothing (docs/scripting.md: messages
+// name the user's paths). Found by a user walkthrough: "veil: docs/a.txt: get
+// 1qJ7yENII1Rpyn.../dL5jvNjO0dm4QJEj.key: 127.0.0.1:7480: connection refused".
+// The service's own message usually begins with the same words ("put a/b: not found"):
+// they are said once.
+func opErr(op, obj string, err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return err
+	}
+	what := op + " " + obj
+	if se, ok := err.(*serviceError); ok && se.body != nil && strings.HasPrefix(se.body.Message, what+": ") {
+		trimmed := *se.body
+		trimmed.Message = strings.TrimPrefix(trimmed.Message, what+": ")
+		err = &serviceError{se.status, trimmed.AsError(), &trimmed}
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -50,18 +49,6 @@ type serviceError struct {
 	status int
 	err    error
 	body   *storewire.Error // the answer's error body (nil: none that decoded)
-}
-
-// opErr names the operation and object (what: "put a/b") once before err: the service's
-// own message usually begins with the same words ("put a/b: not found"), and the error
-// said them twice.
-func opErr(what string, err error) error {
-	if se, ok := err.(*serviceError); ok && se.body != nil && strings.HasPrefix(se.body.Message, what+": ") {
-		trimmed := *se.body
-		trimmed.Message = strings.TrimPrefix(trimmed.Message, what+": ")
-		err = &serviceError{se.status, trimmed.AsError(), &trimmed}
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 func (e *serviceError) Error() string { return e.err.Error() }

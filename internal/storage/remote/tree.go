@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storewire"
@@ -19,7 +20,7 @@ func (b *Backend) Stat(ctx context.Context, dir, name string) (storage.Info, err
 	}
 	var e storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("stat", storage.Join(dir, name), nil), nil, &e); err != nil {
-		return storage.Info{}, opErr("stat "+storage.Join(dir, name), err)
+		return storage.Info{}, opErr("stat", storage.Join(dir, name), err)
 	}
 	return e.Info(), nil
 }
@@ -39,7 +40,7 @@ func (b *Backend) List(ctx context.Context, dir string) ([]storage.Info, error) 
 	}
 	var es []storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("list", dir, nil), nil, &es); err != nil {
-		return nil, fmt.Errorf("list %q: %w", dir, err)
+		return nil, opErr("list", strconv.Quote(dir), err)
 	}
 	return infos(es), nil
 }
@@ -51,7 +52,7 @@ func (b *Backend) Search(ctx context.Context, dir, name string) ([]storage.Info,
 	}
 	var es []storewire.Entry
 	if err := b.call(ctx, http.MethodGet, b.url("search", dir, url.Values{"name": {name}}), nil, &es); err != nil {
-		return nil, fmt.Errorf("search %q: %w", dir, err)
+		return nil, opErr("search", strconv.Quote(dir), err)
 	}
 	return infos(es), nil
 }
@@ -62,7 +63,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 		return err
 	}
 	if err := b.call(ctx, http.MethodDelete, b.url("files", storage.Join(dir, name), nil), nil, nil); err != nil {
-		return opErr("delete "+storage.Join(dir, name), err)
+		return opErr("delete", storage.Join(dir, name), err)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 		return err
 	}
 	if err := b.call(ctx, http.MethodPost, b.url("dirs", dir, nil), []byte{}, nil); err != nil {
-		return fmt.Errorf("create %q: %w", dir, err)
+		return opErr("create", strconv.Quote(dir), err)
 	}
 	return nil
 }
@@ -108,7 +109,7 @@ func (b *Backend) move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	body, _ := json.Marshal(storewire.NewMoveRequest(srcDir, srcName, dstDir, dstName, match))
 	u := b.base.String() + "/" + storewire.Version + "/move"
 	if err := b.call(ctx, http.MethodPost, u, body, nil); err != nil {
-		return opErr("move "+storage.Join(srcDir, srcName)+" to "+storage.Join(dstDir, dstName), err)
+		return opErr("move", storage.Join(srcDir, srcName)+" to "+storage.Join(dstDir, dstName), err)
 	}
 	return nil
 }

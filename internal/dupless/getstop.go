@@ -1,0 +1,49 @@
+package dupless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/veil-project/veil/internal/words"
+)
+
+// A get stops at the first file this machine's disk has no room for, and once the storage
+// service has refused every connection for outageGrace, instead of failing every other
+// file in turn (found by a user walkthrough: a get onto a 2 MiB disk printed 419 lines of
+// "no space left on device", one per file, each fetched first; a get whose service went
+// down printed a line per file in flight, then went on failing for 94 s). The run's error
+// says it once: what, how much arrived, and what to do.
+
+// fileError is a file's failure that stopped the run: the file's stored path beside it.
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// getStopped is the error of a get whose run a full disk or an outage stopped (cause:
+// context.Cause of its run), or nil if it ran to its end or something else stopped it
+// (Ctrl-C). local is where the get writes; sum what it retrieved.
+func getStopped(ctx context.Context, local string, sum *Summary) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return nil
+	}
+	again := words.Count(sum.Files, "file", "files") + " retrieved: %s, then run the same get again " +
+		"(with --overwrite if-changed it skips what arrived)"
+	var fe *fileError
+	var errno syscall.Errno
+	var op *net.OpError
+	switch {
+	case diskFull(cause) && errors.As(cause, &fe) && errors.As(cause, &errno):
+		return fmt.Errorf("get stopped: %s writing %s below %s; "+again, errno, fe.path, local, "make room")
+	case stopsRun(cause) && errors.As(cause, &op):
+		return fmt.Errorf("get stopped: the storage service does not answer (%w); "+again, op, "start it")
+	}
+	return nil
+}

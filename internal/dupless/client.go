@@ -81,7 +81,6 @@ type Client struct {
 	loneRead     time.Time                     // when the lock-free put read its root (loneTooOld)
 	loneClock    devClock                      // the same moment by the device's clocks (rootcopy.go)
 	lastRootRead atomic.Pointer[sealedRoot]    // the last root object read (a lone put keeps a copy of it)
-	loneCopy     *sealedRoot                   // the root copy the lock-free put builds on (nil: it read root n)
 	skew         atomic.Int64                  // the storage's clock minus this machine's, seen when the lock was taken (storageNow)
 	changing     sync.Mutex                    // held by the command whose changes view tracks
 	marks        func() ([]PendingMove, error) // the move marks, read as the command took its lock (movemark.go)

@@ -145,9 +145,8 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 	}
 	c.loneClock = deviceNow()
 	c.loneRead = c.loneClock.wall
-	c.loneCopy = nil
-	if r, sealed, at, ok := c.rootFromCopy(ctx); ok { // root n as this device stored or read it a moment ago
-		c.loneRead, c.loneClock, c.loneCopy = at.wall, at, &sealedRoot{r.Seq, sealed}
+	if r, at, ok := c.rootFromCopy(ctx); ok { // root n as this device stored or read it a moment ago
+		c.loneRead, c.loneClock = at.wall, at
 		c.keyChecked.Store(true) // the copy opened under this key
 		c.keys.long.forgetStoredNames()
 		c.view.mu.Lock()
@@ -213,22 +212,10 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	batch := func() error {
 		objs := append(append(heldObjects(held), names...), storage.Object{Dir: veilDir, Name: pruneMark, Absent: true},
 			movesAbsent, recObj, fr.obj)
-		return storage.PutAll(ctx, c.be, append(append(objs, run.conds...), c.copyMatch()...))
+		return storage.PutAll(ctx, c.be, append(objs, run.conds...))
 	}
 	sent := deviceNow() // root n+1 is stored from a moment after this on (rootcopy.go)
 	err = batch()
-	if err != nil && c.loneCopy != nil && unsupportedBatch(err) {
-		// A service older than match conditions (batch version 4) refused the copy's
-		// condition, nothing stored: root n is read instead (it must be the copy's bytes),
-		// and the batch goes as on a read of n, without match conditions.
-		c.noMatch.Store(true)
-		if cerr := c.copyStillStored(ctx); cerr != nil {
-			run.dropHeld(held, errNeedLock)
-			return 0, fmt.Errorf("%w: %w", errNeedLock, cerr)
-		}
-		c.loneCopy, recObj.Match = nil, nil
-		err = batch()
-	}
 	if err != nil && recObj.Match != nil && c.noMatchService(err, recObj) {
 		// A service older than match conditions refused the batch whole (nothing stored,
 		// nothing learned about other commands): the same batch without the match, as
@@ -321,7 +308,7 @@ func (c *Client) unbatchedStillNewest(ctx context.Context) error {
 	case errors.Is(err, errRootMark) || err == nil:
 		return errNeedLock
 	case errors.Is(err, storage.ErrNotFound):
-		return c.copyStillStored(ctx)
+		return nil
 	}
 	return err
 }

@@ -570,11 +570,7 @@ func TestLocklessUnchangedPutOnStaleRoot(t *testing.T) {
 		t.Run(other, func(t *testing.T) {
 			be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
 			var reported atomic.Int64
-			var dbe storage.Backend = be
-			if strings.HasSuffix(other, "copy") {
-				dbe = matchGateBE{be, nil} // the copy is used only where the batch can require root n (copyMatch)
-			}
-			device := profileDevices(t, dbe, strings.HasSuffix(other, "copy"), Events{File: func(string, error) { reported.Add(1) }})
+			device := profileDevices(t, be, strings.HasSuffix(other, "copy"), Events{File: func(string, error) { reported.Add(1) }})
 			a, b := device(), device()
 			dirA, dirB := t.TempDir(), t.TempDir()
 			seed, fa, fb := filepath.Join(dirA, "seed"), filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
@@ -664,11 +660,7 @@ func TestLocklessPutRacesForget(t *testing.T) {
 	for _, cache := range []bool{false, true} {
 		t.Run(fmt.Sprintf("root copy %v", cache), func(t *testing.T) {
 			be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
-			var dbe storage.Backend = be
-			if cache {
-				dbe = matchGateBE{be, nil} // the copy is used only where the batch can require root n (copyMatch)
-			}
-			device := profileDevices(t, dbe, cache)
+			device := profileDevices(t, be, cache)
 			a, b, fa := staleByThree(t, device)
 			putRacingForget(t, be, device, a, b, fa)
 		})

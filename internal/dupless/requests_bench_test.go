@@ -166,13 +166,10 @@ func (b *kindsCondBE) PutBatch(ctx context.Context, objs []storage.Object) error
 	return b.cond.PutBatch(ctx, objs)
 }
 
-// kindsAbsentBE is kindsCondBE with absent conditions (batch version 3) and match
-// conditions (version 4), as the storage service: a lone put builds on the device's root
-// copy only where its batch can require root n (copyMatch, rootcopy.go).
+// kindsAbsentBE is kindsCondBE with absent conditions (batch version 3).
 type kindsAbsentBE struct{ *kindsCondBE }
 
 func (b kindsAbsentBE) BatchAbsents() {}
-func (b kindsAbsentBE) BatchMatches() {}
 
 // BenchmarkPutOneFileByKind: the requests of one 'veil put' of a new 4 KiB file into a
 // namespace that already holds files, by kind, and the commits they cost on the service;

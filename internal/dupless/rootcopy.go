@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/veil-project/veil/internal/storage"
 )
 
 // The device's copy of the newest tree root (docs/formats/put-cache.md, "The tree root
@@ -30,8 +28,7 @@ import (
 // kernel's boot clock (CLOCK_BOOTTIME, which counts a suspended machine's sleep and is
 // not set back). A lone put in the same boot within rootCopyFresh of that moment, whose
 // root memory (rootmem.go) still names that root and whose copy hashes to the
-// remembered SHA-256, builds on the copy instead of a GET (its batch requiring root n to
-// be the copy's bytes still: copyMatch), and goes under the lock if its
+// remembered SHA-256, builds on the copy instead of a GET, and goes under the lock if its
 // batch is sent later than locklessMaxAge after the copy's moment (loneTooOld): the same
 // bound the read gave it. A copy that is damaged, older, of another root or not fresh is
 // not used (the put reads root n, as before); it is a cache.
@@ -142,73 +139,33 @@ func decodeRootCopy(b []byte) (rootCopy, error) {
 	return rc, nil
 }
 
-// rootFromCopy returns the root this device's copy holds, its object bytes and the moment
-// it was proved stored, if a lone put may build on it (above); ok false sends the put to
-// the storage. The put's batch then requires root n to be those bytes still (copyMatch):
-// only a service that takes match conditions, and a root that fits a batch beside n+1.
-func (c *Client) rootFromCopy(ctx context.Context) (r *treeRoot, sealed []byte, at devClock, ok bool) {
-	if _, match := c.be.(storage.MatchBatcher); c.opts.Cache == nil || !match || c.noMatch.Load() {
-		return nil, nil, at, false
+// rootFromCopy returns the root this device's copy holds, and the moment it was proved
+// stored, if a lone put may build on it (above); ok false sends the put to the storage.
+func (c *Client) rootFromCopy(ctx context.Context) (r *treeRoot, at devClock, ok bool) {
+	if c.opts.Cache == nil {
+		return nil, at, false
 	}
 	seq, sum, seen, err := c.mem.Load()
 	if err != nil || !seen {
-		return nil, nil, at, false
+		return nil, at, false
 	}
 	b, err := readLocal("tree root copy", rootCopyPath(c.opts.Cache), int64(rootCopyHead+maxRootBytes+rootCopyTail))
 	if err != nil || b == nil {
-		return nil, nil, at, false
+		return nil, at, false
 	}
 	rc, err := decodeRootCopy(b)
-	if err != nil || rc.seq != seq || sha256.Sum256(rc.sealed) != sum || len(rc.sealed) > storage.BatchMaxObjectSize {
-		return nil, nil, at, false
+	if err != nil || rc.seq != seq || sha256.Sum256(rc.sealed) != sum {
+		return nil, at, false
 	}
 	if age, known := rc.at.since(deviceNow()); !known || age > rootCopyFresh {
-		return nil, nil, at, false
+		return nil, at, false
 	}
 	r, err = c.openFetchedRoot(ctx, seq, rc.sealed)
 	if err != nil {
 		c.log.Debug("tree root copy not used", "err", err)
-		return nil, nil, at, false
+		return nil, at, false
 	}
-	return r, rc.sealed, rc.at, true
-}
-
-// copyMatch is what a lone put built on the copy of root n adds to its batch: root n
-// written over itself if it is still those bytes (a match condition, store API batch
-// version 4), none if the put read root n. The create of n+1 alone proves n the newest
-// only while the device's clocks and the storage's history hold (a gap mark outlives n
-// by a day); a service rolled back since the copy's moment (restored from a backup, or
-// failed over to a replica behind it) may hold another device's root under n, or none,
-// and the create of n+1 would then drop that device's files from the newest root (found
-// by review: TestRootCopyServiceRolledBack). With the match the batch is refused (409
-// changed, nothing stored) and the put goes under the lock, which reads the roots and
-// reports the rollback, as the read of n did. A root present under n also means n was
-// never dropped, so no gap mark above it can have gone: the create of n+1 then proves n
-// the newest whatever the clocks say (a machine paused by its hypervisor past
-// markGrace).
-func (c *Client) copyMatch() []storage.Object {
-	if c.loneCopy == nil {
-		return nil
-	}
-	sum := sha256.Sum256(c.loneCopy.b)
-	return []storage.Object{{Dir: rootsDir, Name: rootName(c.loneCopy.seq), Data: c.loneCopy.b, Match: &sum}}
-}
-
-// copyStillStored ends a lone put built on the copy of root n that sent no batch (its
-// file unchanged) and found n+1 free: root n must still be the copy's bytes, else the
-// service rolled back or dropped n (copyMatch) and the put goes under the lock.
-func (c *Client) copyStillStored(ctx context.Context) error {
-	if c.loneCopy == nil {
-		return nil
-	}
-	r, err := c.fetchRootSeq(ctx, c.loneCopy.seq)
-	switch {
-	case err == nil && r.sum == sha256.Sum256(c.loneCopy.b):
-		return nil
-	case err == nil || errors.Is(err, storage.ErrNotFound) || errors.Is(err, ErrIntegrity):
-		return errNeedLock
-	}
-	return err
+	return r, rc.at, true
 }
 
 // keepRootCopy replaces this device's root copy (best effort: it is a cache). It is

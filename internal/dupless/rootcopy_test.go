@@ -31,9 +31,9 @@ func TestLonePutBuildsOnRootCopy(t *testing.T) {
 	if !deviceNow().ok {
 		t.Skip("no boot clock here")
 	}
-	rr := &rootReqBE{} // root reads by the client (not the fake service's own: copyMatch)
-	be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
-	device := profileDevices(t, matchGateBE{be, &rr.gets}, true)
+	rr := &rootReqBE{countingBE: countingBE{Backend: newBackend(t)}}
+	be := &gateBE{absentBE: absentBE{&condBE{Backend: rr}}}
+	device := profileDevices(t, be, true)
 	a, b := device(), device()
 	dir := t.TempDir()
 	seed := uint64(90)

@@ -187,7 +187,7 @@ func BenchmarkPutOneFileByKind(b *testing.B) {
 				"batched": &kb.kindsBatchBE, "conditional": kb, "absent": kindsAbsentBE{kb}}[kind]
 			master := NewMasterKey()
 			src := b.TempDir()
-			mem := RootFile(filepath.Join(b.TempDir(), "root.mem"), "")                  // the profile's, as veil's commands hold it
+			mem := RootFile(filepath.Join(b.TempDir(), "root.mem"), "") // the profile's, as veil's commands hold it
 			pc := &PutCache{Path: filepath.Join(b.TempDir(), "x.put"), Location: "here"} // and its root copy (rootcopy.go)
 			var counts map[string]int
 			for i := 0; i < b.N; i++ {

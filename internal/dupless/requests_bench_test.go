@@ -176,8 +176,8 @@ func (b kindsAbsentBE) BatchAbsents() {}
 // without batch uploads (S3, a local directory), with them, with conditional batches (the
 // storage service before batch version 3) and with absent conditions too (the storage
 // service: the put goes without the lock). Each put is a new Client over one remembered
-// root and one put cache (beside which the root copy is kept), as veil's commands hold
-// them in the profile. Deterministic: the metrics are the last iteration's.
+// root, as veil's commands hold it in the profile. Deterministic: the metrics are the last
+// iteration's.
 func BenchmarkPutOneFileByKind(b *testing.B) {
 	for _, kind := range []string{"one-put-per-object", "batched", "conditional", "absent"} {
 		b.Run(kind, func(b *testing.B) {
@@ -188,12 +188,11 @@ func BenchmarkPutOneFileByKind(b *testing.B) {
 			master := NewMasterKey()
 			src := b.TempDir()
 			mem := RootFile(filepath.Join(b.TempDir(), "root.mem"), "") // the profile's, as veil's commands hold it
-			pc := &PutCache{Path: filepath.Join(b.TempDir(), "x.put"), Location: "here"} // and its root copy (rootcopy.go)
 			var counts map[string]int
 			for i := 0; i < b.N; i++ {
 				p := filepath.Join(src, "f"+itoa(i))
 				writeB(b, p, randBytes(4096, uint64(i)))
-				c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: mem, Cache: pc})
+				c, err := New(be, master, Options{Keys: mle.LocalKeys{}, Roots: mem})
 				if err != nil {
 					b.Fatal(err)
 				}

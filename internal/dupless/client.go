@@ -68,22 +68,20 @@ type Client struct {
 
 	batch *batchQueue // small objects in batch uploads (nil: the backend has none)
 
-	mem          RootMemory
-	view         treeView
-	keyChecked   atomic.Bool                   // the key check opened under this key
-	noCondBatch  atomic.Bool                   // the service refused a conditional batch (older than batch version 2)
-	noAbsent     atomic.Bool                   // the service refused an absent condition (older than batch version 3)
-	noLarge      atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10)
-	noMatch      atomic.Bool                   // the service refused a match condition (older than batch version 4): records unconditional
-	noMoveMatch  atomic.Bool                   // the service refused a conditional move (older than session 14): rm reads what it keeps first
-	markSeen     atomic.Bool                   // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark
-	memSaved     chan error                    // a lock-free put's root memory save, awaited at its end (under c.changing)
-	loneRead     time.Time                     // when the lock-free put read its root (loneTooOld)
-	loneClock    devClock                      // the same moment by the device's clocks (rootcopy.go)
-	lastRootRead atomic.Pointer[sealedRoot]    // the last root object read (a lone put keeps a copy of it)
-	skew         atomic.Int64                  // the storage's clock minus this machine's, seen when the lock was taken (storageNow)
-	changing     sync.Mutex                    // held by the command whose changes view tracks
-	marks        func() ([]PendingMove, error) // the move marks, read as the command took its lock (movemark.go)
+	mem         RootMemory
+	view        treeView
+	keyChecked  atomic.Bool                   // the key check opened under this key
+	noCondBatch atomic.Bool                   // the service refused a conditional batch (older than batch version 2)
+	noAbsent    atomic.Bool                   // the service refused an absent condition (older than batch version 3)
+	noLarge     atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10)
+	noMatch     atomic.Bool                   // the service refused a match condition (older than batch version 4): records unconditional
+	noMoveMatch atomic.Bool                   // the service refused a conditional move (older than session 14): rm reads what it keeps first
+	markSeen    atomic.Bool                   // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark
+	memSaved    chan error                    // a lock-free put's root memory save, awaited at its end (under c.changing)
+	loneRead    time.Time                     // when the lock-free put read its root (loneTooOld)
+	skew        atomic.Int64                  // the storage's clock minus this machine's, seen when the lock was taken (storageNow)
+	changing    sync.Mutex                    // held by the command whose changes view tracks
+	marks       func() ([]PendingMove, error) // the move marks, read as the command took its lock (movemark.go)
 
 	ahead    aheadSlot[[2]string, []byte]  // an object read ahead of the root lookup (startReadAhead)
 	draft    aheadSlot[string, *rootDraft] // a lone put's next root, drafted while its key request is out

@@ -71,15 +71,10 @@ func (c *Client) beginChangesFrom(ctx context.Context, probe bool) error {
 		}
 		root = &treeRoot{Entries: entries} // number 0: published as 1
 	}
-	c.trackChangesFrom(root)
-	return nil
-}
-
-// trackChangesFrom makes root the view's and starts tracking the command's changes to it.
-func (c *Client) trackChangesFrom(root *treeRoot) {
 	c.view.mu.Lock()
 	c.view.root, c.view.delta, c.view.tracking, c.view.expect = root, map[string]*[32]byte{}, true, nil
 	c.view.mu.Unlock()
+	return nil
 }
 
 // scanRecords hashes every record of this key in the namespace.

@@ -2,7 +2,6 @@ package dupless
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -143,22 +142,10 @@ func (c *Client) beginLockless(ctx context.Context) (func() error, error) {
 		c.changing.Unlock()
 		return err
 	}
-	c.loneClock = deviceNow()
-	c.loneRead = c.loneClock.wall
-	if r, at, ok := c.rootFromCopy(ctx); ok { // root n as this device stored or read it a moment ago
-		c.loneRead, c.loneClock = at.wall, at
-		c.keyChecked.Store(true) // the copy opened under this key
-		c.keys.long.forgetStoredNames()
-		c.view.mu.Lock()
-		c.view.newest = r
-		c.view.mu.Unlock()
-		c.trackChangesFrom(r)
-	} else {
-		if err := c.beginChangesFrom(ctx, false); err != nil { // root n only: the batch requires n+1 free
-			end()
-			return nil, err
-		}
-		c.keepReadRoot()
+	c.loneRead = time.Now()
+	if err := c.beginChangesFrom(ctx, false); err != nil { // root n only: the batch requires n+1 free
+		end()
+		return nil, err
 	}
 	c.view.mu.Lock()
 	big := c.view.root.size > c.rootBatchMax()-locklessRootRoom
@@ -214,7 +201,6 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 			movesAbsent, recObj, fr.obj)
 		return storage.PutAll(ctx, c.be, append(objs, run.conds...))
 	}
-	sent := deviceNow() // root n+1 is stored from a moment after this on (rootcopy.go)
 	err = batch()
 	if err != nil && recObj.Match != nil && c.noMatchService(err, recObj) {
 		// A service older than match conditions refused the batch whole (nothing stored,
@@ -246,13 +232,7 @@ func (c *Client) commitLockless(ctx context.Context, run *putRun, encDir, objNam
 	c.view.mu.Unlock()
 	saved := make(chan error, 1)
 	c.memSaved = saved
-	go func() { // the copy beside the memory's save: a copy the memory does not name is not used
-		copied := make(chan struct{})
-		go func() { c.keepRootCopy(fr.root.Seq, fr.obj.Data, sent); close(copied) }()
-		err := c.mem.Save(fr.root.Seq, fr.root.sum)
-		<-copied
-		saved <- err
-	}()
+	go func() { saved <- c.mem.Save(fr.root.Seq, fr.root.sum) }()
 	return int64(len(b)), nil
 }
 
@@ -266,27 +246,7 @@ const locklessMaxAge = 10 * time.Minute
 // put suspended for a day would pass it; found by review), the wall one may be set back.
 func (c *Client) loneTooOld() bool {
 	now := time.Now()
-	if now.Sub(c.loneRead) > locklessMaxAge || now.Round(0).Sub(c.loneRead.Round(0)) > locklessMaxAge {
-		return true
-	}
-	if !c.loneClock.ok {
-		return false
-	}
-	age, known := c.loneClock.since(deviceNow()) // the boot clock counts a suspended machine's sleep
-	return !known || age > locklessMaxAge
-}
-
-// keepReadRoot keeps a copy of root n as the lone put read it (rootcopy.go), for the
-// next lone put of this device.
-func (c *Client) keepReadRoot() {
-	c.view.mu.Lock()
-	root := c.view.root
-	c.view.mu.Unlock()
-	last := c.lastRootRead.Load()
-	if root == nil || last == nil || last.seq != root.Seq || len(last.b) != root.size || sha256.Sum256(last.b) != root.sum {
-		return
-	}
-	c.keepRootCopy(root.Seq, last.b, c.loneClock)
+	return now.Sub(c.loneRead) > locklessMaxAge || now.Round(0).Sub(c.loneRead.Round(0)) > locklessMaxAge
 }
 
 // unbatchedStillNewest ends a lock-free put that sent no batch (its file found unchanged

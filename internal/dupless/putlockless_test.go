@@ -528,23 +528,11 @@ func TestLocklessPutReadsRememberedRoot(t *testing.T) {
 // memDevices returns a maker of devices of one user over be: each device remembers its
 // tree root in a file of its own and makes a fresh Client per command, with ev.
 func memDevices(t *testing.T, be storage.Backend, ev ...Events) func() func() *Client {
-	return profileDevices(t, be, false, ev...)
-}
-
-// profileDevices is memDevices; with cache, each device also has a put cache, beside
-// which it keeps its tree root copy and its base copies (rootcopy.go), as veil's profiles
-// do.
-func profileDevices(t *testing.T, be storage.Backend, cache bool, ev ...Events) func() func() *Client {
 	master := NewMasterKey()
 	return func() func() *Client {
-		dir := t.TempDir()
-		mem := RootFile(filepath.Join(dir, "root.mem"), "")
-		var pc *PutCache
-		if cache {
-			pc = &PutCache{Path: filepath.Join(dir, "cache", "x.put"), Location: "here"}
-		}
+		mem := RootFile(filepath.Join(t.TempDir(), "root.mem"), "")
 		return func() *Client {
-			o := Options{Keys: mle.LocalKeys{}, Roots: mem, Cache: pc}
+			o := Options{Keys: mle.LocalKeys{}, Roots: mem}
 			if len(ev) > 0 {
 				o.Events = ev[0]
 			}
@@ -566,11 +554,11 @@ func profileDevices(t *testing.T, be storage.Backend, cache bool, ev ...Events) 
 // once (Events.File), by the put under the lock: a second review found the refused
 // lock-free attempt reporting it too.
 func TestLocklessUnchangedPutOnStaleRoot(t *testing.T) {
-	for _, other := range []string{"replaces", "removes", "replaces, root copy", "removes, root copy"} {
+	for _, other := range []string{"replaces", "removes"} {
 		t.Run(other, func(t *testing.T) {
 			be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
 			var reported atomic.Int64
-			device := profileDevices(t, be, strings.HasSuffix(other, "copy"), Events{File: func(string, error) { reported.Add(1) }})
+			device := memDevices(t, be, Events{File: func(string, error) { reported.Add(1) }})
 			a, b := device(), device()
 			dirA, dirB := t.TempDir(), t.TempDir()
 			seed, fa, fb := filepath.Join(dirA, "seed"), filepath.Join(dirA, "f"), filepath.Join(dirB, "f")
@@ -581,7 +569,7 @@ func TestLocklessUnchangedPutOnStaleRoot(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if strings.HasPrefix(other, "replaces") {
+			if other == "replaces" {
 				write(t, fb, randBytes(4096, 72))
 				if _, err := b().Put(ctx, []string{fb}, ""); err != nil {
 					t.Fatal(err)
@@ -655,16 +643,11 @@ func TestLocklessPutOutOfSpaceSaysWhy(t *testing.T) {
 // it succeeded, A's record replaced B's without B's version kept anywhere, and the newest
 // root listed B's hash over A's record: f unreadable. Dropped roots are gap marks now, so
 // the batch is refused and the put goes under the lock.
-// With device a's root copy (rootcopy.go) the put reads no root at all: the same refusal.
 func TestLocklessPutRacesForget(t *testing.T) {
-	for _, cache := range []bool{false, true} {
-		t.Run(fmt.Sprintf("root copy %v", cache), func(t *testing.T) {
-			be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
-			device := profileDevices(t, be, cache)
-			a, b, fa := staleByThree(t, device)
-			putRacingForget(t, be, device, a, b, fa)
-		})
-	}
+	be := &gateBE{absentBE: absentBE{&condBE{Backend: newBackend(t)}}}
+	device := memDevices(t, be)
+	a, b, fa := staleByThree(t, device)
+	putRacingForget(t, be, device, a, b, fa)
 }
 
 // staleByThree sets up device a, which stored f at root n (roots 1 and n = 2 are its)

@@ -100,19 +100,6 @@ func (c *Client) fetchRootSeq(ctx context.Context, seq uint64) (*treeRoot, error
 	if len(b) == 0 {
 		return nil, fmt.Errorf("tree root %d: %w", seq, errRootMark)
 	}
-	c.lastRootRead.Store(&sealedRoot{seq, b})
-	return c.openFetchedRoot(ctx, seq, b)
-}
-
-// sealedRoot is a root's object bytes as read.
-type sealedRoot struct {
-	seq uint64
-	b   []byte
-}
-
-// openFetchedRoot authenticates and decodes b, root seq's object bytes (a base it names
-// read too), or returns the root this client already holds if it is those bytes.
-func (c *Client) openFetchedRoot(ctx context.Context, seq uint64, b []byte) (*treeRoot, error) {
 	if r := c.heldRoot(seq, b); r != nil {
 		return r, nil
 	}

@@ -89,6 +89,7 @@ DIR/deployment.json for clients: 'veil metal join').
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
 	serve.Flags().DurationVar(&cfg.ShareEpoch, "share-epoch", 0, "role 1: broadcast-list epoch; a download closes and shuffles the open epoch once it is this old (0: every download)")
 	serve.Flags().DurationVar(&cfg.ShareRetention, "share-retention", 72*time.Hour, "role 1: closed broadcast-list epochs are deleted after this")
+	serve.Flags().DurationVar(&cfg.StallTimeout, "stall-timeout", time.Minute, "role 1: a broadcast-list download whose client takes nothing for this long is cut (one that keeps reading is never cut, however long it takes)")
 	c.PersistentFlags().StringVar(&dir, "dir", "", "server directory (required)")
 	c.MarkPersistentFlagRequired("dir")
 	c.AddCommand(initC, serve)

@@ -41,7 +41,8 @@ func startMetal(t *testing.T, initArgs ...string) *metalServers {
 }
 
 func (m *metalServers) serve(t *testing.T, i int) {
-	m.proc[i] = testutil.Start(t, veilBin, "metal", "server", "serve", "--dir", m.dir[i], "--listen", m.addr[i])
+	// --stall-timeout at its default: the flag is taken (it had none; role 2 ignores it).
+	m.proc[i] = testutil.Start(t, veilBin, "metal", "server", "serve", "--dir", m.dir[i], "--listen", m.addr[i], "--stall-timeout", "1m")
 	testutil.WaitTCP(t, m.addr[i], 20*time.Second)
 }
 
@@ -149,5 +150,20 @@ func TestServeMetal(t *testing.T) {
 	}
 	if out := u.mustRun(t, "metal", "read", "1"); out != "carol's file" {
 		t.Fatalf("read: %q", out)
+	}
+}
+
+// TestMetalServeStallTimeoutFlag: Server 1's stall timeout for broadcast-list downloads
+// (Config.StallTimeout) is set by --stall-timeout, which --help shows with its default;
+// it had no flag. A bad value is refused (exit 2).
+func TestMetalServeStallTimeoutFlag(t *testing.T) {
+	u := &user{config: filepath.Join(t.TempDir(), "unused")}
+	out := u.mustRun(t, "metal", "server", "serve", "--help")
+	if !strings.Contains(out, "--stall-timeout duration") || !strings.Contains(out, "takes nothing for this long is cut") || !strings.Contains(out, "(default 1m0s)") {
+		t.Fatalf("serve --help does not show --stall-timeout and its default:\n%s", out)
+	}
+	_, errs, code := u.run(t, "metal", "server", "serve", "--dir", t.TempDir(), "--stall-timeout", "soon")
+	if code != 2 || !strings.Contains(errs, `invalid argument "soon" for "--stall-timeout" flag`) {
+		t.Fatalf("serve --stall-timeout soon: exit %d, %q", code, errs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,5 +197,42 @@ func TestPeekabooEndpointHostInCertificates(t *testing.T) {
 	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
 	if out := alice.mustRun(t, "peekaboo", "search", "thesis.pdf"); strings.TrimSpace(out) != "host-t:/thesis" {
 		t.Fatalf("search: %q", out)
+	}
+}
+
+// TestSearchWhenKServerStopped: a K-server that stops answering (SIGSTOP: its kernel
+// still takes connections) makes a search wait the V-server's --relay-timeout, and the
+// error now says what happened, in one line, as the V-server answers it and the client
+// shows it; it read "k-server unavailable: Post \"https://...\": context deadline
+// exceeded". A private search says the same.
+func TestSearchWhenKServerStopped(t *testing.T) {
+	dir := t.TempDir()
+	kdir, vdir := filepath.Join(dir, "k"), filepath.Join(dir, "v")
+	kaddr, vaddr := testutil.Addr(testutil.FreePort(t)), testutil.Addr(testutil.FreePort(t))
+	op := &user{name: "operator", config: filepath.Join(dir, "op")}
+	op.mustRun(t, "peekaboo", "kserver", "init", "--dir", kdir, "--endpoint", "https://"+kaddr, "--pir-bits", "6", "--pir-slots", "8")
+	k := testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
+	testutil.WaitTCP(t, kaddr, 20*time.Second)
+	op.mustRun(t, "peekaboo", "vserver", "init", "--dir", vdir, "--relay-cred", filepath.Join(kdir, "relay.cred"), "--endpoint", "https://"+vaddr)
+	testutil.Start(t, veilBin, "peekaboo", "vserver", "serve", "--dir", vdir, "--listen", vaddr, "--relay-timeout", "2s")
+	testutil.WaitTCP(t, vaddr, 20*time.Second)
+	cred := filepath.Join(dir, "alice.pkb")
+	op.mustRun(t, "peekaboo", "vserver", "adduser", "alice", "--admin-cred", filepath.Join(vdir, "admin.cred"), "--out", cred)
+	alice := &user{name: "alice", config: filepath.Join(dir, "alice")}
+	alice.mustRun(t, "peekaboo", "join", cred)
+	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
+
+	k.Cmd.Process.Signal(syscall.SIGSTOP)
+	defer k.Cmd.Process.Signal(syscall.SIGCONT)
+	for _, args := range [][]string{{"peekaboo", "search", "thesis.pdf"}, {"peekaboo", "search", "--private-query", "thesis.pdf"}} {
+		start := time.Now()
+		_, errs, code := alice.run(t, args...)
+		took := time.Since(start)
+		t.Logf("%s: exit %d after %v: %s", strings.Join(args, " "), code, took, errs)
+		if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Contains(errs, "deadline exceeded") ||
+			!strings.Contains(errs, "the K-server did not answer within 2s (the V-server's --relay-timeout)") || !strings.Contains(errs, "try again later") ||
+			took < 2*time.Second || took > 20*time.Second {
+			t.Fatalf("%s with the K-server stopped: exit %d after %v: %q", strings.Join(args, " "), code, took, errs)
+		}
 	}
 }

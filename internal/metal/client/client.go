@@ -33,6 +33,11 @@ type Client struct {
 	// is tried again, with a fresh request id, before the error is returned (retry.go).
 	// New sets DefaultBusyRetry; zero or less: never.
 	BusyRetry time.Duration
+	// UnreachableRetry is how long a call is tried again while Server 2 cannot be reached
+	// (Server 1 answers 503 "cannot reach server 2 ... try again", or Server 2 refuses the
+	// connection: a restart), with a fresh request id each time (retry.go). New sets
+	// DefaultUnreachableRetry; zero or less: never.
+	UnreachableRetry time.Duration
 	// Stall: a download (the broadcast list) that gets nothing for this long is cut
 	// (zero: DefaultStall); one that keeps coming is not, however long it takes.
 	Stall time.Duration
@@ -48,7 +53,7 @@ type Account struct {
 // New connects to both servers and checks they form one deployment (same parameters, each
 // knows the other's key share).
 func New(ctx context.Context, d access.Deployment) (*Client, error) {
-	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}, BusyRetry: DefaultBusyRetry}
+	c := &Client{base: [2]string{strings.TrimRight(d.Server1, "/"), strings.TrimRight(d.Server2, "/")}, BusyRetry: DefaultBusyRetry, UnreachableRetry: DefaultUnreachableRetry}
 	for i, ca := range []string{d.CA1, d.CA2} {
 		p := x509.NewCertPool()
 		if !p.AppendCertsFromPEM([]byte(ca)) {
@@ -136,9 +141,10 @@ func (c *Client) access(ctx context.Context, capability []byte, file uint64, op 
 
 // both sends each server its part under one fresh request id, concurrently (Server 2
 // waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation); a
-// call answered busy is sent again under a new id (retryBusy).
+// call answered busy, or while Server 2 is unreachable, is sent again under a new id
+// (retry).
 func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (out [2][]byte, err error) {
-	err = c.retryBusy(ctx, func() error {
+	err = c.retry(ctx, func() error {
 		out, err = c.bothOnce(ctx, method, path, b1, b2)
 		return err
 	})
@@ -202,7 +208,7 @@ func (c *Client) stream(ctx context.Context, i int, method, path string, body []
 		if context.Cause(ctx) == stalled {
 			return stalled
 		}
-		return fmt.Errorf("metal server %d: %w", i+1, err)
+		return &connError{server: i + 1, err: err}
 	}
 	defer resp.Body.Close()
 	watch.Reset(stall)
@@ -242,7 +248,7 @@ func (c *Client) do(ctx context.Context, i int, method, path string, body io.Rea
 	}
 	resp, err := c.h[i].Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("metal server %d: %w", i+1, err)
+		return nil, &connError{server: i + 1, err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

@@ -7,19 +7,33 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// Retrying calls the servers answered "busy" (docs/design-metal.md "Requests sent to one
-// server only"): a server lets at most half its connections wait for their other part and
-// answers the one that waited longest 409 "busy ... (try again)" past that. Honest calls
-// meet it in a burst (more than --max-conns/2 at once whose parts reach one server before
-// the other) as well as in a flood; the call never ran, so it is sent again, under a new
-// request id, after a pause with jitter (the burst's other calls spread out), until
-// Client.BusyRetry has passed.
+// Retrying calls that never ran (docs/design-metal.md "Requests sent to one server only"
+// and "When the other server is gone"). Two answers say so, and are sent again, under a
+// new request id, after a pause with jitter (calls that met them together come back
+// apart), until a bound has passed; then the server's answer is returned, alone:
+//
+//   - busy: a server lets at most half its connections wait for their other part and
+//     answers the one that waited longest 409 "busy ... (try again)" past that. Honest
+//     calls meet it in a burst as well as in a flood. Bound: Client.BusyRetry.
+//   - Server 2 unreachable: while Server 1 cannot reach Server 2 (a Server 2 restart, the
+//     network between them down) it answers at once 503 "cannot reach server 2 ... try
+//     again", and while Server 2's process is down the client's own connection to it is
+//     refused. Server 1 redials on its own, so a short outage ends by itself. Bound:
+//     Client.UnreachableRetry.
+//
+// Nothing else is retried: a 503 "metal call failed" may come from a call that ran in part,
+// and refusals (400, 401, 403, 429) do not change by asking again.
 
 // DefaultBusyRetry is how long New's clients retry a busy call.
 const DefaultBusyRetry = 30 * time.Second
+
+// DefaultUnreachableRetry is how long New's clients retry a call while Server 2 cannot be
+// reached (a restart takes a few seconds).
+const DefaultUnreachableRetry = 20 * time.Second
 
 const (
 	busyFirst = 50 * time.Millisecond // the first pause's upper end; it doubles
@@ -28,67 +42,111 @@ const (
 
 // serverError is a server's answer other than 200.
 type serverError struct {
-	server int // 1 or 2
-	status string
-	msg    string
-	busy   bool // 409 busy: the call did not run, try again
+	server      int // 1 or 2
+	status      string
+	msg         string
+	busy        bool // 409 busy: the call did not run, try again
+	unreachable bool // 503 from Server 1: it cannot reach Server 2, the call did not run
 }
 
 func (e *serverError) Error() string {
 	return fmt.Sprintf("metal server %d: %s: %s", e.server, e.status, e.msg)
 }
 
-// replyError is server i's (0 or 1) answer resp with body b, as an error. A 409 with
-// Retry-After is busy; so is one saying so from servers older than the header.
-func replyError(i int, resp *http.Response, b []byte) error {
-	msg := strings.TrimSpace(string(b))
-	busy := resp.StatusCode == http.StatusConflict && (resp.Header.Get("Retry-After") != "" || strings.Contains(msg, " is busy: "))
-	return &serverError{server: i + 1, status: resp.Status, msg: msg, busy: busy}
+// connError is a request to server (1 or 2) that got no answer.
+type connError struct {
+	server int
+	err    error
 }
 
-// isBusy: err says a server was busy, and every other error in it is the cancellation
-// of the other server's part that followed (ctx, the caller's, still live).
-func isBusy(ctx context.Context, err error) bool {
+func (e *connError) Error() string { return fmt.Sprintf("metal server %d: %v", e.server, e.err) }
+func (e *connError) Unwrap() error { return e.err }
+
+// replyError is server i's (0 or 1) answer resp with body b, as an error. A 409 with
+// Retry-After is busy; so is one saying so from servers older than the header. A 503 from
+// Server 1 with Retry-After, or saying "cannot reach server 2" (servers before the
+// header), is Server 2 unreachable.
+func replyError(i int, resp *http.Response, b []byte) error {
+	msg := strings.TrimSpace(string(b))
+	retry := resp.Header.Get("Retry-After") != ""
+	busy := resp.StatusCode == http.StatusConflict && (retry || strings.Contains(msg, " is busy: "))
+	down := i == 0 && resp.StatusCode == http.StatusServiceUnavailable && (retry || strings.Contains(msg, " cannot reach server 2 "))
+	return &serverError{server: i + 1, status: resp.Status, msg: msg, busy: busy, unreachable: down}
+}
+
+// A retryable error's kind.
+const (
+	notRetried = iota
+	busyKind
+	unreachableKind
+)
+
+// retryKind says whether err, a call's failure, is retried, and why: every error in it is
+// busy, Server 2 unreachable, or the cancellation of the other server's part that
+// followed (ctx, the caller's, still live), and at least one is not a cancellation. main
+// is the error to return if the call is not tried again: the server's answer, or the
+// refused connection.
+func retryKind(ctx context.Context, err error) (kind int, main error) {
 	if err == nil || ctx.Err() != nil {
-		return false
+		return notRetried, err
 	}
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
-	busy := false
 	for _, e := range errs {
 		var se *serverError
+		var ce *connError
 		switch {
+		case errors.As(e, &se) && se.unreachable:
+			kind, main = unreachableKind, e
 		case errors.As(e, &se) && se.busy:
-			busy = true
+			if kind == notRetried {
+				kind, main = busyKind, e
+			}
+		case errors.As(e, &ce) && ce.server == 2 && errors.Is(ce.err, syscall.ECONNREFUSED):
+			// Server 2's process is down: the part never reached it, the call cannot have run.
+			if kind != unreachableKind { // Server 1's answer says it better
+				kind, main = unreachableKind, e
+			}
 		case errors.Is(e, context.Canceled):
 		default:
-			return false
+			return notRetried, err
 		}
 	}
-	return busy
+	return kind, main
 }
 
-// retryBusy runs call until it succeeds, fails otherwise than busy, or BusyRetry has
-// passed (then the busy error is returned, as it came).
-func (c *Client) retryBusy(ctx context.Context, call func() error) error {
-	end := time.Now().Add(c.BusyRetry)
+// retry runs call until it succeeds, fails otherwise than busy or unreachable, or the
+// bound of its failure (BusyRetry, UnreachableRetry, counted from the first try) has
+// passed; then it returns the server's answer alone (one line), not the cancellation of
+// the other part that followed it.
+func (c *Client) retry(ctx context.Context, call func() error) error {
+	start := time.Now()
 	for pause := busyFirst; ; pause = min(2*pause, busyMax) {
 		err := call()
-		if !isBusy(ctx, err) || !time.Now().Before(end) {
+		kind, main := retryKind(ctx, err)
+		bound := c.BusyRetry
+		if kind == unreachableKind {
+			bound = c.UnreachableRetry
+		}
+		if kind == notRetried {
 			return err
 		}
-		wait := pause/2 + rand.N(pause/2+1) // jitter: the burst's calls come back apart
-		if left := time.Until(end); wait > left {
-			wait = left
+		left := bound - time.Since(start)
+		if left <= 0 {
+			if bound > 0 {
+				return fmt.Errorf("%w (tried for %v)", main, bound)
+			}
+			return main
 		}
+		wait := min(pause/2+rand.N(pause/2+1), left) // jitter: calls that met it together come back apart
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return main
 		}
 	}
 }

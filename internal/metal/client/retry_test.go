@@ -3,51 +3,77 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"syscall"
 	"testing"
 )
 
 // Which answers the client retries: a 409 with Retry-After (this session's servers) or
-// saying "is busy:" (older servers' busy answer, without the header); not another 409
-// (a part that never arrived), a 503, nor a busy answer joined with another failure than
-// the cancellation of the other server's part.
+// saying "is busy:" (older servers' busy answer, without the header); Server 1's 503 that
+// it cannot reach Server 2 (with Retry-After, or saying so), and Server 2 refusing the
+// connection; not another 409 (a part that never arrived), another 503 (a failed call, a
+// shutdown), Server 1 refusing the connection, nor any of these joined with another
+// failure than the cancellation of the other server's part. What is returned when the
+// call is not tried again is the server's answer alone.
 func TestBusyAnswersRetried(t *testing.T) {
 	ctx := context.Background()
-	answer := func(status int, retryAfter, msg string) error {
+	answer := func(server, status int, retryAfter, msg string) error {
 		h := http.Header{}
 		if retryAfter != "" {
 			h.Set("Retry-After", retryAfter)
 		}
-		return replyError(1, &http.Response{StatusCode: status, Status: http.StatusText(status), Header: h}, []byte(msg+"\n"))
+		return replyError(server-1, &http.Response{StatusCode: status, Status: http.StatusText(status), Header: h}, []byte(msg+"\n"))
 	}
-	busy := answer(409, "1", "metal server 2 is busy: too many requests were waiting for their other part, and this one had waited longest (try again)")
-	older := answer(409, "", "metal server 2 is busy: too many requests were waiting for their other part, and this one had waited longest (try again)")
-	missing := answer(409, "", "server 2 did not receive its part of this request (send both parts, same id)")
-	down := answer(503, "", "metal server 1 cannot reach server 2 (connection refused); it keeps trying every 1s: try again")
+	busy := answer(2, 409, "1", "metal server 2 is busy: too many requests were waiting for their other part, and this one had waited longest (try again)")
+	older := answer(2, 409, "", "metal server 2 is busy: too many requests were waiting for their other part, and this one had waited longest (try again)")
+	missing := answer(2, 409, "", "server 2 did not receive its part of this request (send both parts, same id)")
+	down := answer(1, 503, "1", "metal server 1 cannot reach server 2 (connection refused); it keeps trying every 1s: try again")
+	downOlder := answer(1, 503, "", "metal server 1 cannot reach server 2 (connection refused); it keeps trying every 1s: try again")
+	failed := answer(1, 503, "", "metal call failed: metal server 2 stopped answering on the 2PC link")
+	shutdown := answer(1, 503, "", "metal server 1 is shutting down (try again)")
+	refused := func(server int) error {
+		return &connError{server: server, err: fmt.Errorf("Post \"https://127.0.0.1:1/v1/access\": dial tcp: %w", syscall.ECONNREFUSED)}
+	}
 	cancelled := errors.Join(nil, context.Canceled)
 	for _, c := range []struct {
 		name string
 		err  error
-		want bool
+		want int
+		main error
 	}{
-		{"busy", errors.Join(cancelled, busy), true},
-		{"busy from an older server", errors.Join(older, context.Canceled), true},
-		{"busy alone", busy, true},
-		{"part missing", errors.Join(missing, context.Canceled), false},
-		{"server 2 unreachable", errors.Join(down, context.Canceled), false},
-		{"busy and unreachable", errors.Join(busy, down), false},
-		{"no error", nil, false},
+		{"busy", errors.Join(cancelled, busy), busyKind, busy},
+		{"busy from an older server", errors.Join(older, context.Canceled), busyKind, older},
+		{"busy alone", busy, busyKind, busy},
+		{"part missing", errors.Join(missing, context.Canceled), notRetried, nil},
+		{"server 2 unreachable", errors.Join(down, context.Canceled), unreachableKind, down},
+		{"server 2 unreachable, older server", errors.Join(downOlder, context.Canceled), unreachableKind, downOlder},
+		{"server 2 refuses the connection", errors.Join(context.Canceled, refused(2)), unreachableKind, refused(2)},
+		{"server 2 refuses, server 1 says so", errors.Join(down, refused(2)), unreachableKind, down},
+		{"server 1 refuses the connection", errors.Join(refused(1), context.Canceled), notRetried, nil},
+		{"a failed call", errors.Join(failed, context.Canceled), notRetried, nil},
+		{"shutting down", errors.Join(shutdown, context.Canceled), notRetried, nil},
+		{"busy and unreachable", errors.Join(busy, down), unreachableKind, down},
+		{"busy and a failed call", errors.Join(busy, failed), notRetried, nil},
+		{"no error", nil, notRetried, nil},
 	} {
-		if got := isBusy(ctx, c.err); got != c.want {
-			t.Errorf("%s: retried %v, want %v", c.name, got, c.want)
+		got, main := retryKind(ctx, c.err)
+		if got != c.want || c.main != nil && main.Error() != c.main.Error() {
+			t.Errorf("%s: kind %d (%v), want %d (%v)", c.name, got, main, c.want, c.main)
 		}
 	}
 	if busy.Error() != "metal server 2: Conflict: metal server 2 is busy: too many requests were waiting for their other part, and this one had waited longest (try again)" {
 		t.Errorf("a busy answer reads %q", busy)
 	}
+	if k, _ := retryKind(ctx, answer(2, 503, "1", "x cannot reach server 2 y")); k != notRetried {
+		t.Error("a 503 from server 2 taken for server 1's unreachable answer")
+	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if isBusy(done, busy) {
+	if k, _ := retryKind(done, busy); k != notRetried {
 		t.Error("a busy answer retried after the caller gave up")
+	}
+	if k, _ := retryKind(done, down); k != notRetried {
+		t.Error("an answer retried after the caller gave up")
 	}
 }

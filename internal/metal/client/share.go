@@ -79,9 +79,9 @@ func (c *Client) ReceiveCapabilities(ctx context.Context, capability []byte, bk 
 // Client.do's reply limit: a receive needs the memory of one entry, whatever its length.
 // n is the number of entries. Each server gets its XOR share of capability, under one
 // request id: they check it inside 2PC before Server 1 sends the list.
-// A download answered busy is sent again (retryBusy): nothing was received then.
+// A download answered busy is sent again (retry): nothing was received then.
 func (c *Client) receiveList(ctx context.Context, capability []byte, bk [16]byte, from uint64, keep func([]byte)) (got []share.Received, lr share.ListReply, n uint64, err error) {
-	err = c.retryBusy(ctx, func() error {
+	err = c.retry(ctx, func() error {
 		got, lr, n, err = c.receiveListOnce(ctx, capability, bk, from, keep)
 		return err
 	})

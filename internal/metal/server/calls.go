@@ -96,6 +96,9 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 		w.Header().Set("Connection", "close")
 	}
 	if status != 0 {
+		if errors.As(res.err, new(unreachable)) {
+			w.Header().Set("Retry-After", s.retryAfter()) // the client library retries it (it never ran)
+		}
 		http.Error(w, res.err.Error(), status)
 		return nil, false
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -101,11 +102,21 @@ func (r *reach) state() <-chan struct{} {
 	return r.down
 }
 
+// unreachable is the answer to a request that came or waited while Server 2 could not be
+// reached: 503 with Retry-After (runCall), which the client library retries for a while.
+type unreachable struct{ error }
+
 // errUnreachable is the answer to a request that came or waited while Server 2 could not
 // be reached.
 func (s *Server) errUnreachable() error {
 	s.reach.mu.Lock()
 	why := s.reach.why
 	s.reach.mu.Unlock()
-	return fmt.Errorf("metal server 1 cannot reach server 2 (%v); it keeps trying every %v: try again", why, s.cfg.RedialInterval)
+	return unreachable{fmt.Errorf("metal server 1 cannot reach server 2 (%v); it keeps trying every %v: try again", why, s.cfg.RedialInterval)}
+}
+
+// retryAfter is Retry-After's value for an unreachable answer: the redial interval, in
+// whole seconds, at least 1.
+func (s *Server) retryAfter() string {
+	return strconv.Itoa(max(1, int((s.cfg.RedialInterval+time.Second-1)/time.Second)))
 }

@@ -174,7 +174,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		return relayErr(err)
 	}
 	if res.Status != wire.StatusOK {
-		return http.StatusBadRequest, fmt.Errorf("k-server refused the chunk (status %d): keys not sealed to it, altered, or naming pair ids it holds (a pair id is never published twice: publish with fresh ids)", res.Status)
+		return s.refusedChunk(user, req.Pairs, res.Status)
 	}
 	ack, err := wire.ParsePublishAck(res.Payload)
 	if err != nil || int(ack.N) != len(req.Pairs) {
@@ -186,6 +186,22 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	}
 	writeBin(w, (&wire.Count{N: uint32(len(req.Pairs))}).Marshal())
 	return http.StatusOK, nil
+}
+
+// refusedChunk answers a publication whose chunk the K-server refused. The K-server
+// stores a chunk whole or not at all (one transaction), so none of its pairs is there:
+// this server removes the ones it stored for it, which were left listed and inert.
+func (s *Server) refusedChunk(user string, pairs []wire.PublishPair, status uint8) (int, error) {
+	ids := make([]wire.ID, len(pairs))
+	for i, p := range pairs {
+		ids[i] = p.ID
+	}
+	why := fmt.Sprintf("k-server refused the chunk (status %d): keys not sealed to it, altered, or naming pair ids it holds (a pair id is never published twice: publish with fresh ids)", status)
+	if _, err := s.removePairs(user, ids); err != nil {
+		s.log.Error("remove the pairs of a refused chunk", "err", err)
+		return http.StatusInternalServerError, fmt.Errorf("%s; its %d pairs stay listed here, never matching (%v): unpublish them", why, len(pairs), err)
+	}
+	return http.StatusBadRequest, fmt.Errorf("%s; none of its pairs was kept", why)
 }
 
 // checkACLs refuses a chunk whose ACLs name someone who is not a registered user: such a

@@ -152,12 +152,12 @@ func (s *Server) relay(ctx context.Context, items []wire.RelayItem) ([]wire.Rela
 	start := time.Now()
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errKServer, err)
+		return nil, s.relayFailed(ctx, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errKServer, err)
+		return nil, s.relayFailed(ctx, err)
 	}
 	s.m.relay.Observe(time.Since(start).Seconds())
 	if s.cfg.TestTap != nil {
@@ -174,6 +174,26 @@ func (s *Server) relay(ctx context.Context, items []wire.RelayItem) ([]wire.Rela
 }
 
 var errKServer = errors.New("k-server unavailable")
+
+// relayFailed is a relay that got no (whole) answer, as the client is told: a K-server
+// that took the relay's whole time (stopped, hung, overloaded) is said to have, in place
+// of Go's "context deadline exceeded".
+func (s *Server) relayFailed(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return relayTimeout(s.cfg.RelayTimeout)
+	}
+	return fmt.Errorf("%w: %v", errKServer, err)
+}
+
+// relayTimeout is a relay the K-server did not answer within the relay timeout; it is
+// errKServer (502).
+type relayTimeout time.Duration
+
+func (e relayTimeout) Error() string {
+	return fmt.Sprintf("the K-server did not answer within %gs (the V-server's --relay-timeout): it is stopped, hung or overloaded; try again later", time.Duration(e).Seconds())
+}
+
+func (e relayTimeout) Is(target error) bool { return target == errKServer }
 
 // Serve answers on ls.HTTP (TLS) until ctx is cancelled, then drains in-flight requests.
 func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {

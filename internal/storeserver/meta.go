@@ -95,6 +95,9 @@ type metaTx interface {
 	// account returns the user's record and metadata bytes.
 	account(user string) (userRec, int64, bool, error)
 	setUsed(user string, u userRec) error
+	// setQuota changes the user's quota (0: none); storage.ErrNotFound if there is no
+	// such user.
+	setQuota(user string, quota int64) error
 	setMeta(user string, meta int64) error
 
 	// blob returns h's record and, for inline content, the content.

@@ -293,6 +293,15 @@ func (t boltTx) setUsed(user string, u userRec) error {
 	return t.tx.Bucket(bucketUsers).Put([]byte(user), u.marshal())
 }
 
+func (t boltTx) setQuota(user string, quota int64) error {
+	u, _, ok, err := t.account(user)
+	if err != nil || !ok {
+		return firstErr(err, fmt.Errorf("user %q: %w", user, storage.ErrNotFound))
+	}
+	u.quota = quota
+	return t.tx.Bucket(bucketUsers).Put([]byte(user), u.marshal())
+}
+
 func (t boltTx) setMeta(user string, meta int64) error {
 	c, err := t.counts(user)
 	if err != nil {

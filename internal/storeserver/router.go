@@ -54,7 +54,7 @@ func (s *Service) routes() map[string]apiRoute {
 		"batch":  user(tailNone, map[string]apiHandler{"POST": s.handleBatch}),
 		"stats":  admin(tailNone, map[string]apiHandler{"GET": s.handleStats}),
 		"users":  admin(tailNone, map[string]apiHandler{"POST": s.handleAddUser, "GET": s.handleUsers}),
-		"users/": admin(tailUser, map[string]apiHandler{"DELETE": s.handleRemoveUser}),
+		"users/": admin(tailUser, map[string]apiHandler{"DELETE": s.handleRemoveUser, "PATCH": s.handleSetQuota}),
 		"gc":     admin(tailNone, map[string]apiHandler{"POST": s.handleGC}),
 	}
 }

@@ -52,6 +52,8 @@ type metaStore interface {
 	// shared reports whether other processes change the metadata too (cached users must
 	// be re-read on a miss).
 	shared() bool
+	// ping checks that the database answers (readiness; always nil for bbolt).
+	ping(ctx context.Context) error
 	close() error
 }
 

@@ -94,6 +94,8 @@ func (m *boltMeta) readHold() func() {
 
 func (m *boltMeta) shared() bool { return false }
 
+func (m *boltMeta) ping(context.Context) error { return nil }
+
 func (m *boltMeta) close() error {
 	m.commit.close()
 	return m.db.Close()

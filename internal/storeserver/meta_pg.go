@@ -268,6 +268,8 @@ func (m *pgMeta) readHold() func() { return func() {} }
 
 func (m *pgMeta) shared() bool { return true }
 
+func (m *pgMeta) ping(ctx context.Context) error { return m.pool.Ping(ctx) }
+
 func (m *pgMeta) close() error {
 	m.commit.close()
 	m.pool.Close()

@@ -167,7 +167,7 @@ func (s *Service) RemoveUser(name string) error {
 		}
 		var refs [][32]byte
 		err := t.below(name, "", "", func(_, _ string, e entry) error {
-			if !e.isDir() {
+			if !e.isDir() && e.size > 0 { // an empty object holds no reference (emptyContent)
 				refs = append(refs, e.hash)
 			}
 			return nil

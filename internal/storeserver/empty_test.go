@@ -44,7 +44,7 @@ func TestEmptyObjectLeavesNoGarbage(t *testing.T) {
 			t.Fatal(err)
 		}
 		putBytes(t, rb, "m", "mark", []byte("now something")) // empty replaced
-		putBytes(t, rb, "m", "x", nil)                         // replaced by empty
+		putBytes(t, rb, "m", "x", nil)                        // replaced by empty
 		if err := rb.Delete(t.Context(), "m", "mark"); err != nil {
 			t.Fatal(err)
 		}

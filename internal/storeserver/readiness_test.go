@@ -69,3 +69,21 @@ func TestReadyzNamesWhatIsUnreachable(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// A node whose database connections are all in use (busy, not cut off) stays ready: the
+// ping that waited for a connection until the probe timeout is not an unreachable
+// database.
+func TestReadyzBusyPoolIsReady(t *testing.T) {
+	s := newPGService(t, Config{ProbeTimeout: 300 * time.Millisecond})
+	pool := s.meta.(*pgMeta).pool
+	for range pool.Stat().MaxConns() {
+		c, err := pool.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+	}
+	if down := s.unreachable(t.Context()); len(down) != 0 {
+		t.Fatalf("a node with every connection busy is not ready: %v", down)
+	}
+}

@@ -212,7 +212,9 @@ address; session datagrams on the UDP address. Logs are JSON on stderr.
 
 Rate limits are per client, across all its connections and sessions, counted in evaluations.
 Defaults are the paper's NetApp numbers (bounded, 825,000 per week). State is kept in
-DIR/ratelimit.db, or in Redis with --ratelimit-store so several replicas share it.
+DIR/ratelimit.db, or in Redis with --ratelimit-store so several replicas share it. While
+that store does not answer, every evaluation is refused (503 over HTTPS, dropped over
+UDP) and logged as a warning at most once per 10 s.
 
 Examples:
   veil keyserver serve --dir ks

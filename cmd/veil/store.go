@@ -142,8 +142,8 @@ func (t *storeTarget) run(offline func(*storeserver.Service) error, online func(
 }
 
 func newStoreUserCommand() *cobra.Command {
-	c := &cobra.Command{Use: "user", Short: "Add, list or remove users"}
-	c.AddCommand(newStoreUserAdd(), newStoreUserList(), newStoreUserRemove())
+	c := &cobra.Command{Use: "user", Short: "Add, list or remove users, or change a user's quota"}
+	c.AddCommand(newStoreUserAdd(), newStoreUserList(), newStoreUserQuota(), newStoreUserRemove())
 	return c
 }
 
@@ -252,6 +252,36 @@ func newStoreUserList() *cobra.Command {
 	return list
 }
 
+func newStoreUserQuota() *cobra.Command {
+	var tgt storeTarget
+	c := &cobra.Command{
+		Use:   "quota NAME SIZE (--dir DIR | --url URL --credential ADMIN.cred)",
+		Short: "Change a user's quota (none: no quota)",
+		Long: `quota sets the logical bytes a user may store (content and names, as 'user list' counts
+them) to SIZE, or removes the limit with "none" (or 0). What the user stores already is
+kept when it is past the new quota; writes that would grow it are refused. With the
+metadata in PostgreSQL every node applies the change within 2 s.
+
+  veil store user quota alice 20GiB --dir /srv/veil-store
+  veil store user quota bob none --url https://127.0.0.1:7480 --credential /srv/veil-store/admin.cred`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var q int64
+			if args[1] != "none" {
+				n, err := parseBytes(args[1])
+				if err != nil {
+					return fmt.Errorf("quota: %w (or none)", err)
+				}
+				q = n
+			}
+			return tgt.run(func(s *storeserver.Service) error { return s.SetQuota(args[0], q) },
+				func(a *remote.Admin) error { return a.SetQuota(cmd.Context(), args[0], q) })
+		},
+	}
+	tgt.flags(c)
+	return c
+}
+
 func newStoreUserRemove() *cobra.Command {
 	var tgt storeTarget
 	remove := &cobra.Command{
@@ -274,9 +304,10 @@ func newStoreServeCommand() *cobra.Command {
 		Use:   "serve --dir DIR [--listen ADDR]",
 		Short: "Serve the store's HTTPS API",
 		Long: `serve answers the store API (docs/formats/store-api.md) over HTTPS with the certificate made
-by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz is open;
-/v1/stats and /metrics need the admin credential (/metrics can be opened with
---public-metrics). Content lives where init recorded it (DIR/blobs, or init --blobs);
+by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz (liveness)
+and /readyz (readiness: 503 naming the metadata database or the blob store when the node
+cannot reach it) are open; /v1/stats and /metrics need the admin credential (/metrics can
+be opened with --public-metrics). Content lives where init recorded it (DIR/blobs, or init --blobs);
 --blobs may restate it, and another location is refused.
 
   veil store serve --dir /srv/veil-store --listen :7480

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storewire"
 	"github.com/veil-project/veil/internal/testutil"
@@ -52,6 +54,16 @@ func TestStoreCLI(t *testing.T) {
 	}
 	if _, err := storeRun(t, ctx, "store", "user", "add", "carol", "--dir", dir, "--quota", "lots"); err == nil || !strings.Contains(err.Error(), "--quota") {
 		t.Fatalf("bad quota: %v", err)
+	}
+	mustRun("store", "user", "quota", "bob", "2MiB", "--dir", dir)
+	if out := mustRun("store", "user", "list", "--dir", dir); !strings.Contains(out, "bob                  false           0 B      2.0 MiB") {
+		t.Fatalf("user list after quota: %q", out)
+	}
+	if _, err := storeRun(t, ctx, "store", "user", "quota", "bob", "lots", "--dir", dir); err == nil || !strings.Contains(err.Error(), `quota: "lots" is not a size`) {
+		t.Fatalf("bad quota size: %v", err)
+	}
+	if _, err := storeRun(t, ctx, "store", "user", "quota", "nobody", "1MiB", "--dir", dir); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("quota of an unknown user: %v", err)
 	}
 	if _, err := storeRun(t, ctx, "store", "serve", "--dir", dir, "--listen", "0.0.0.0:0", "--insecure-http"); err == nil {
 		t.Fatal("--insecure-http on a public address was accepted")
@@ -103,6 +115,14 @@ func TestStoreCLI(t *testing.T) {
 	cb, _ := remote.New("https://"+addr, carol)
 	if err := cb.Put(ctx, "", "c", strings.NewReader("carol's"), 7); err != nil {
 		t.Fatalf("new user's put: %v", err)
+	}
+	mustRun(append([]string{"store", "user", "quota", "carol", "8B"}, online...)...)
+	if err := cb.Put(ctx, "", "d", strings.NewReader("more"), 4); !errors.Is(err, storage.ErrQuota) {
+		t.Fatalf("a put past the quota set online: %v", err)
+	}
+	mustRun(append([]string{"store", "user", "quota", "carol", "none"}, online...)...)
+	if err := cb.Put(ctx, "", "d", strings.NewReader("carol's"), 7); err != nil {
+		t.Fatalf("a put once the quota is removed online: %v", err)
 	}
 	cb.Close()
 	if out := mustRun(append([]string{"store", "user", "list"}, online...)...); !strings.Contains(out, "carol") {

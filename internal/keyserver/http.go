@@ -108,7 +108,7 @@ func (s *Server) handleEvaluate(w http.ResponseWriter, r *http.Request) {
 		switch e.reason {
 		case "rate_limited", "in_flight":
 		case "limiter": // the server's fault (Redis unreachable), not the client's
-			s.log.Warn("evaluation refused", "client", client, "reason", e.reason, "err", e.err)
+			s.warnLimiter("https", client, e.err)
 		default:
 			s.log.Debug("evaluation refused", "client", client, "reason", e.reason, "err", e.err)
 		}

@@ -3,6 +3,7 @@ package keyserver
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veil-project/veil/internal/kswire"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
@@ -70,4 +72,69 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Over UDP an evaluation refused because Redis is down is a drop (the client sees no
+// answer), and it is logged as over HTTPS, at most one line per limiterWarnEvery, which
+// counts the refusals left unlogged before it. Session 16's walkthrough: UDP refusals
+// left no line at all.
+func TestRedisDownUDPIsLoggedRateLimited(t *testing.T) {
+	defer func(d time.Duration) { limiterWarnEvery = d }(limiterWarnEvery)
+	limiterWarnEvery = time.Hour
+	bin := testutil.RequireBinary(t, "redis-server")
+	port := testutil.FreePort(t)
+	redis := testutil.Start(t, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", t.TempDir())
+	testutil.WaitTCP(t, testutil.Addr(port), 10*time.Second)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, addr, udpAddr, alice := handlerServer(t, Config{RateLimitStore: "redis://" + testutil.Addr(port) + "/0", Logger: log})
+	code, body, _ := post(t, httpsClient(alice, true), "https://"+addr+"/v1/session", nil)
+	g, err := kswire.ParseGrant(body)
+	if code != http.StatusOK || err != nil {
+		t.Fatalf("session: %d %v", code, err)
+	}
+	redis.Kill()
+	<-redis.Done()
+	conn, err := net.Dial("udp", udpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, req := blindRequest(t, alice, alice.Current.ID(), []byte("x"))
+	send := func(from, to uint64) {
+		t.Helper()
+		for seq := from; seq <= to; seq++ {
+			pkt := kswire.AppendDatagram(nil, &kswire.Datagram{Type: kswire.TypeRequest, Session: g.ID, Seq: seq, Body: req}, &g.MACKey)
+			if _, err := conn.Write(pkt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		series := `veil_ks_udp_drops_total{reason="limiter"}`
+		testutil.WaitFor(t, 30*time.Second, series+" = "+strconv.FormatUint(to, 10), func() bool {
+			return metric(t, alice, addr, series) == strconv.FormatUint(to, 10)
+		})
+	}
+	warnings := func() []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"msg":"evaluation refused"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	send(1, 5)
+	w := warnings()
+	if len(w) != 1 || !strings.Contains(w[0], `"level":"WARN"`) || !strings.Contains(w[0], `"transport":"udp"`) ||
+		!strings.Contains(w[0], "rate-limit store") || !strings.Contains(w[0], `"unlogged_before":0`) {
+		t.Fatalf("5 UDP refusals with Redis down logged as:\n%s", strings.Join(w, "\n"))
+	}
+	s.limWarn.mu.Lock()
+	s.limWarn.last = time.Now().Add(-limiterWarnEvery) // the interval has passed
+	s.limWarn.mu.Unlock()
+	send(6, 7)
+	if w = warnings(); len(w) != 2 || !strings.Contains(w[1], `"unlogged_before":4`) {
+		t.Fatalf("after the interval, 2 more refusals logged as:\n%s", strings.Join(w, "\n"))
+	}
 }

@@ -126,6 +126,7 @@ type Server struct {
 	http    *http.Server
 	sess    sessions
 	wg      sync.WaitGroup
+	limWarn faultLog // warnings of refusals the rate-limit store causes (faultlog.go)
 }
 
 // state is what reload swaps in: the key ring and the client registry.

@@ -186,6 +186,9 @@ func (s *Server) answer(out []byte, sess *session, id [kswire.SessionIDSize]byte
 	d := &kswire.Datagram{Type: kswire.TypeResponse, Session: id, Seq: seq, Body: resp}
 	if e != nil {
 		s.m.requests.WithLabelValues("udp", e.reason).Inc()
+		if e.reason == "limiter" {
+			s.warnLimiter("udp", sess.client, e.err)
+		}
 		if e.code == 0 {
 			s.m.drops.WithLabelValues(e.reason).Inc()
 			return out

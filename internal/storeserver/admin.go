@@ -12,7 +12,8 @@ import (
 )
 
 // The admin API manages a running store (whose database no other process can open):
-// GET /v1/stats, POST /v1/users, GET /v1/users, DELETE /v1/users/{name}, POST /v1/gc.
+// GET /v1/stats, POST /v1/users, GET /v1/users, DELETE /v1/users/{name},
+// PATCH /v1/users/{name} (the quota), POST /v1/gc.
 
 func (s *Service) handleStats(w http.ResponseWriter, r *http.Request, _ apiReq) {
 	st, err := s.Stats()
@@ -70,4 +71,19 @@ func (s *Service) handleAddUser(w http.ResponseWriter, r *http.Request, _ apiReq
 		return
 	}
 	writeJSON(w, http.StatusCreated, cred)
+}
+
+func (s *Service) handleSetQuota(w http.ResponseWriter, r *http.Request, a apiReq) {
+	var req storewire.SetQuotaRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Quota == nil || *req.Quota < 0 {
+		writeJSON(w, http.StatusBadRequest, storewire.Error{Code: storewire.CodeBadRequest, Message: "body is not a JSON quota request ({\"quota\": bytes, 0 for none})"})
+		return
+	}
+	if err := s.SetQuota(a.name, *req.Quota); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -89,6 +89,13 @@ func outage(err error) bool {
 	return true
 }
 
+// state reports whether the breaker is open, and why.
+func (b *breaker) state() (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.open, b.cause
+}
+
 func (b *breaker) set(open bool, cause error) {
 	b.mu.Lock()
 	changed := b.open != open

@@ -35,6 +35,9 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(0x83), "/v1/users", "", "", []byte{})
 	f.Add(uint8(0x82), "/v1/users/bob", "", "", []byte{})
 	f.Add(uint8(0x84), "/v1/gc", "", "", []byte{})
+	f.Add(uint8(0xc0), "/v1/users/fuzz", "", "", []byte(`{"quota":5}`))
+	f.Add(uint8(0xc0), "/v1/users/fuzz", "", "", []byte(`{"quota":-1}`))
+	f.Add(uint8(1), "/readyz", "", "", []byte{})
 	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "a", Data: []byte("small")}}))
 	f.Add(uint8(4), "/v1/batch", "", "", storewire.AppendBatch(nil, []storage.Object{{Dir: "d", Name: "s", Data: []byte("s")},
 		{Dir: "d", Name: "big", Data: bytes.Repeat([]byte("L"), InlineMax+10), Create: true}})) // the one large object
@@ -59,6 +62,9 @@ func FuzzHandler(f *testing.F) {
 			return // not a request line a client can send
 		}
 		m := []string{"PUT", "GET", "DELETE", "HEAD", "POST"}[method%5]
+		if method&0x40 != 0 {
+			m = "PATCH" // a user's quota (session 16)
+		}
 		target := path
 		if query != "" {
 			target += "?" + query

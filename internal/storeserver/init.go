@@ -49,8 +49,8 @@ func InitDB(dir, db, location string, blobs storage.Backend, hosts ...string) er
 			return fmt.Errorf("init: %w", err)
 		}
 	}
-	for i := range 256 {
-		if err := os.MkdirAll(filepath.Join(dir, blobName, fmt.Sprintf("%02x", i)), 0o700); err != nil {
+	if location == LocalBlobs { // an S3-backed store has no blobs/ (session 16)
+		if err := makeBlobDirs(filepath.Join(dir, blobName)); err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
 	}
@@ -85,6 +85,16 @@ func InitDB(dir, db, location string, blobs storage.Backend, hosts ...string) er
 		return fmt.Errorf("init: %w", err)
 	}
 	return atomicfile.Write(filepath.Join(dir, AdminCredentialFile), cred.Marshal(), 0o600, true)
+}
+
+// makeBlobDirs makes the 256 directories of content on disk (blobs/xx).
+func makeBlobDirs(root string) error {
+	for i := range 256 {
+		if err := os.MkdirAll(filepath.Join(root, fmt.Sprintf("%02x", i)), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeTLS generates the store's CA and a server certificate signed by it (internal/pki)

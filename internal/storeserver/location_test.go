@@ -26,7 +26,15 @@ func TestBlobLocationRecorded(t *testing.T) {
 	ns, _ := addUser(t, s, "alice")
 	putBytes(t, ns, "", "f", randBytes(1, 100<<10))
 	fsckClean(t, s)
+	if _, err := s.GC(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
+	// Content in S3: init, a put, fsck and gc make no blobs/ tree (session 16: init made
+	// 256 empty directories).
+	if _, err := os.Stat(filepath.Join(dir, blobName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an S3-backed store's data directory has %s: %v", blobName, err)
+	}
 	for _, cfg := range []Config{{}, {Blobs: bucket, BlobLocation: "s3://elsewhere/b"}, {Blobs: bucket}} {
 		if s, err := Open(dir, cfg); !errors.Is(err, ErrBlobLocation) {
 			if err == nil {
@@ -55,5 +63,8 @@ func TestBlobLocationRecorded(t *testing.T) {
 	}
 	if got, _ := BlobLocation(old); got != LocalBlobs {
 		t.Fatalf("legacy directory recorded %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(old, blobName, "ff")); err != nil || !fi.IsDir() {
+		t.Fatalf("a local store's blobs/ff: %v", err)
 	}
 }

@@ -52,6 +52,8 @@ type metaStore interface {
 	// shared reports whether other processes change the metadata too (cached users must
 	// be re-read on a miss).
 	shared() bool
+	// ping checks that the database answers (readiness; always nil for bbolt).
+	ping(ctx context.Context) error
 	close() error
 }
 
@@ -95,6 +97,9 @@ type metaTx interface {
 	// account returns the user's record and metadata bytes.
 	account(user string) (userRec, int64, bool, error)
 	setUsed(user string, u userRec) error
+	// setQuota changes the user's quota (0: none); storage.ErrNotFound if there is no
+	// such user.
+	setQuota(user string, quota int64) error
 	setMeta(user string, meta int64) error
 
 	// blob returns h's record and, for inline content, the content.

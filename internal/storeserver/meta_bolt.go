@@ -94,6 +94,8 @@ func (m *boltMeta) readHold() func() {
 
 func (m *boltMeta) shared() bool { return false }
 
+func (m *boltMeta) ping(context.Context) error { return nil }
+
 func (m *boltMeta) close() error {
 	m.commit.close()
 	return m.db.Close()
@@ -290,6 +292,15 @@ func (t boltTx) account(user string) (userRec, int64, bool, error) {
 }
 
 func (t boltTx) setUsed(user string, u userRec) error {
+	return t.tx.Bucket(bucketUsers).Put([]byte(user), u.marshal())
+}
+
+func (t boltTx) setQuota(user string, quota int64) error {
+	u, _, ok, err := t.account(user)
+	if err != nil || !ok {
+		return firstErr(err, fmt.Errorf("user %q: %w", user, storage.ErrNotFound))
+	}
+	u.quota = quota
 	return t.tx.Bucket(bucketUsers).Put([]byte(user), u.marshal())
 }
 

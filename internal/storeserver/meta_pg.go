@@ -268,6 +268,18 @@ func (m *pgMeta) readHold() func() { return func() {} }
 
 func (m *pgMeta) shared() bool { return true }
 
+// ping pings on a pooled connection. A pool whose connections are all in use (a busy node)
+// is not an unreachable database: a ping that timed out waiting for one then counts as
+// answered, so readiness does not take a loaded node out of rotation (a database that is
+// down fails the requests holding connections, which are then given back).
+func (m *pgMeta) ping(ctx context.Context) error {
+	err := m.pool.Ping(ctx)
+	if st := m.pool.Stat(); err != nil && ctx.Err() != nil && st.AcquiredConns() >= st.MaxConns() {
+		return nil
+	}
+	return err
+}
+
 func (m *pgMeta) close() error {
 	m.commit.close()
 	m.pool.Close()

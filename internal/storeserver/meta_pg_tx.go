@@ -269,6 +269,22 @@ func (t *pgTx) setUsed(user string, u userRec) error {
 	return err
 }
 
+// setQuota writes the quota at once (the write-back of a dirty account sets only used
+// and meta); the transaction holds the user's row lock.
+func (t *pgTx) setQuota(user string, quota int64) error {
+	if t.readOnly {
+		return errReadOnly
+	}
+	tag, err := t.q.Exec(t.ctx, `UPDATE veil_users SET quota = $2 WHERE name = $1`, user, quota)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("user %q: %w", user, storage.ErrNotFound)
+	}
+	if a, ok := t.cache.accts[user]; err == nil && ok && a.ok {
+		a.u.quota = quota
+	}
+	return err
+}
+
 func (t *pgTx) setMeta(user string, meta int64) error {
 	a, err := t.dirtyAcct(user)
 	if err == nil {

@@ -197,7 +197,7 @@ func (n *Namespace) Delete(ctx context.Context, dir, name string) error {
 				return err
 			}
 		} else {
-			if err := t.decref(e.hash); err != nil {
+			if err := decrefContent(t, e); err != nil {
 				return err
 			}
 			if err := n.charge(t, -e.size, 0); err != nil {

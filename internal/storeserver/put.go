@@ -188,15 +188,17 @@ func (n *Namespace) link(dir, name string, sum [32]byte, size int64, inline []by
 			if old.isDir() {
 				return storage.ErrIsDir
 			}
-			if err := t.decref(old.hash); err != nil {
+			if err := decrefContent(t, old); err != nil {
 				return err
 			}
 			delta -= old.size
 		} else if err := n.addEntry(t, dir, name); err != nil {
 			return err
 		}
-		if err := t.incref(sum, size, inline, gen); err != nil {
-			return err
+		if size > 0 { // an empty object references no record (emptyContent)
+			if err := t.incref(sum, size, inline, gen); err != nil {
+				return err
+			}
 		}
 		if err := n.charge(t, delta, 0); err != nil {
 			return err
@@ -229,6 +231,10 @@ func (n *Namespace) open(ctx context.Context, dir, name string) (io.ReadCloser, 
 		}
 		if e.isDir() {
 			return storage.ErrIsDir
+		}
+		if e.size == 0 { // no record needed (emptyContent)
+			data = []byte{}
+			return nil
 		}
 		if r, d, ok, err := t.blob(e.hash); err == nil && ok {
 			data, key = d, r.key
@@ -309,4 +315,22 @@ func readFull(r io.Reader, p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// emptyContent is the SHA-256 of no bytes. Since session 16 an empty object (a DupLESS
+// lock, a prune or forget mark) references no blob record: its entry (size 0, this hash)
+// is all there is, reads need nothing else, and its put and delete change no reference
+// count. Before, each one recorded the empty content, which the lock's delete at the end
+// of every client command left unreferenced until gc (and every user's lock puts shared
+// that one record's row). A store written before keeps the record with the count its
+// empty objects gave it, no longer maintained: fsck does not compare it, and gc removes
+// it once it is zero.
+var emptyContent = sha256.Sum256(nil)
+
+// decrefContent drops e's reference to its content, if it holds one (emptyContent).
+func decrefContent(t metaTx, e entry) error {
+	if e.size == 0 {
+		return nil
+	}
+	return t.decref(e.hash)
 }

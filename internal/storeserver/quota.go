@@ -165,8 +165,8 @@ func (s *Service) heldBy(user string, t metaTx) int64 {
 	return n
 }
 
-// hasQuota reports whether the user may have a quota (a quota is set when the user is
-// created).
+// hasQuota reports whether the user may have a quota (set when the user is created or by
+// SetQuota; another node's change is seen once the cached account is read again).
 func (n *Namespace) hasQuota() bool {
 	u, ok := n.s.users.get(n.user)
 	return !ok || u.quota != 0

@@ -15,7 +15,7 @@ import (
 // '//' segments (or a missing trailing slash) with a redirect to the cleaned one, so a
 // client following it would store under a name it did not send. The /v1/ routes are
 // therefore routed here, on the escaped path exactly as sent, and parsed strictly
-// (Limits.parsePath): the API never redirects, and every answer but /healthz's and
+// (Limits.parsePath): the API never redirects, and every answer but /healthz's, /readyz's and
 // /metrics' success is JSON.
 
 // apiReq is what a route handler gets: the caller's namespace (user routes) and the
@@ -54,7 +54,7 @@ func (s *Service) routes() map[string]apiRoute {
 		"batch":  user(tailNone, map[string]apiHandler{"POST": s.handleBatch}),
 		"stats":  admin(tailNone, map[string]apiHandler{"GET": s.handleStats}),
 		"users":  admin(tailNone, map[string]apiHandler{"POST": s.handleAddUser, "GET": s.handleUsers}),
-		"users/": admin(tailUser, map[string]apiHandler{"DELETE": s.handleRemoveUser}),
+		"users/": admin(tailUser, map[string]apiHandler{"DELETE": s.handleRemoveUser, "PATCH": s.handleSetQuota}),
 		"gc":     admin(tailNone, map[string]apiHandler{"POST": s.handleGC}),
 	}
 }
@@ -71,6 +71,12 @@ func (s *Service) Handler() http.Handler {
 	return s.logRequests(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := requestPath(r)
 		switch {
+		case p == "/readyz":
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				s.writeErr(w, r, errMethod(r.Method, p, "GET"))
+				return
+			}
+			s.handleReady(w, r)
 		case p == "/healthz" || p == "/metrics":
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				s.writeErr(w, r, errMethod(r.Method, p, "GET"))

@@ -108,6 +108,8 @@ type Service struct {
 	users   *userCache
 	metrics *metrics
 	stop    context.CancelFunc // ends the blob store probe
+	br      *breaker           // the remote blob store's breaker (nil: blobs on disk)
+	ready   readiness          // the last /readyz check (readiness.go)
 	probing sync.WaitGroup
 }
 
@@ -147,7 +149,7 @@ func Open(dir string, cfg Config) (*Service, error) {
 				cfg.Logger.Info("blob storage answers again")
 			}
 		}}
-		s.blobs = guardedBlobs{backendBlobs{cfg.Blobs}, br}
+		s.blobs, s.br = guardedBlobs{backendBlobs{cfg.Blobs}, br}, br
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stop = cancel
 		s.probing.Add(1)

@@ -167,7 +167,7 @@ func (s *Service) RemoveUser(name string) error {
 		}
 		var refs [][32]byte
 		err := t.below(name, "", "", func(_, _ string, e entry) error {
-			if !e.isDir() {
+			if !e.isDir() && e.size > 0 { // an empty object holds no reference (emptyContent)
 				refs = append(refs, e.hash)
 			}
 			return nil
@@ -186,6 +186,38 @@ func (s *Service) RemoveUser(name string) error {
 		return fmt.Errorf("remove user: %w", err)
 	}
 	s.users.set(name, nil)
+	return nil
+}
+
+// SetQuota changes a user's quota to n logical bytes (0: none). Usage already past the
+// new quota stays stored; only writes that would grow it are refused. Other nodes of a
+// shared database apply it within userRecheck (their transactions read the quota from
+// the database; their cached account, which decides whether a write claims quota, is
+// read again by the next request after that).
+func (s *Service) SetQuota(name string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("set quota: negative quota %d", n)
+	}
+	if name == AdminUser {
+		return fmt.Errorf("set quota: %w: the admin has no namespace", storage.ErrPermission)
+	}
+	var u userRec
+	err := s.meta.update(context.Background(), name, func(t metaTx) error {
+		if err := t.setQuota(name, n); err != nil {
+			return err
+		}
+		var ok bool
+		var err error
+		u, _, ok, err = t.account(name)
+		if err == nil && !ok {
+			err = fmt.Errorf("user %q: %w", name, storage.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set quota: %w", err)
+	}
+	s.users.set(name, &u)
 	return nil
 }
 

@@ -174,6 +174,11 @@ type AddUserRequest struct {
 	Quota int64  `json:"quota,omitempty"` // logical bytes; 0: none
 }
 
+// SetQuotaRequest is the body of PATCH /v1/users/{name} (admin, session 16).
+type SetQuotaRequest struct {
+	Quota *int64 `json:"quota"` // logical bytes; 0: none; required
+}
+
 // User is one element of GET /v1/users (admin).
 type User struct {
 	Name    string    `json:"name"`

@@ -58,6 +58,12 @@ func (a *Admin) RemoveUser(ctx context.Context, name string) error {
 	return a.b.call(ctx, http.MethodDelete, a.route("users/"+url.PathEscape(name)), nil, nil)
 }
 
+// SetQuota changes a user's quota (0: none).
+func (a *Admin) SetQuota(ctx context.Context, name string, quota int64) error {
+	body, _ := json.Marshal(storewire.SetQuotaRequest{Quota: &quota})
+	return a.b.call(ctx, http.MethodPatch, a.route("users/"+url.PathEscape(name)), body, nil)
+}
+
 // GC runs a collection on the running service.
 func (a *Admin) GC(ctx context.Context) (storewire.GCReport, error) {
 	var rep storewire.GCReport

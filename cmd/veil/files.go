@@ -91,6 +91,10 @@ Examples:
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created %s (storage %s)\nkeep a copy of that directory and your passphrase: without them your files cannot be read\n", o.dir(), cfg.Storage)
+			if cfg.NoKS {
+				// Said here, once: put does not repeat the profile's choice after every run.
+				fmt.Fprintln(cmd.OutOrStdout(), "no key server: every file is stored under a random key, WITHOUT deduplication")
+			}
 			return nil
 		},
 	}
@@ -169,7 +173,9 @@ put would skip as unchanged are listed too).
 If the key server cannot be reached (or is rate-limiting, or answers something that fails
 verification), files are stored under random keys: readable, just not deduplicated. The
 summary says how many and why, and put exits with status 4, even with -q (--json:
-fallback_files). Exit status 3 means some files could not be stored, 1 that put failed.
+fallback_files). A profile made with 'init --no-keyserver' stores every file that way by
+choice: init says so once, and put neither repeats it nor exits 4 for it. Exit status 3
+means some files could not be stored, 1 that put failed.
 
 Examples:
   veil put ~/Documents

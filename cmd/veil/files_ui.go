@@ -162,6 +162,9 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 		}
 		fmt.Fprintln(out)
 		for why, n := range s.Fallback {
+			if why == dupless.ErrNoKeyServer.Error() {
+				continue // the profile's choice, said once by init: not a warning after every put
+			}
 			fmt.Fprintf(out, "%s stored WITHOUT deduplication (random key): %s\n", plural(n, "file", "files"), why)
 		}
 		if s.Kept > 0 {

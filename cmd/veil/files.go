@@ -252,8 +252,9 @@ func newGetCommand() *cobra.Command {
 DEST. Every byte is verified before it reaches its final name: each file is written to a
 temporary file and renamed only when its key record, chunk tags and guarded decryption
 all check out. A tampered, swapped or truncated object fails that file, with its name,
-and the other files still arrive (exit status 3). A disk that fills up stops the get at
-the first file it has no room for (exit status 1): make room and run it again.
+and the other files still arrive (exit status 3). A get of one file that fails retrieved
+nothing: one line, exit status 1 (3 if the file is damaged). A disk that fills up stops
+the get at the first file it has no room for (exit status 1): make room and run it again.
 
 Where things go (restic's restore rules):
   DEST missing              DEST becomes SRC (default DEST: the name of SRC here)

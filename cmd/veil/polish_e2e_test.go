@@ -28,3 +28,34 @@ func TestE2ENoKeyServerSaidOnceAtInit(t *testing.T) {
 		t.Fatalf("put: exit %d, stdout %q, stderr %q; want exit 0 and the summary alone", code, out, errs)
 	}
 }
+
+// A get of one file (or link) that fails retrieved nothing: a failure of the whole run, in
+// one line and exit 1 (docs/scripting.md), with --json only the error object; it printed
+// an empty summary, the file's line and "1 file failed (named above)", exit 3.
+func TestE2ELoneGetFailureIsOneLine(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	if err := os.Symlink("a.txt", filepath.Join(src, "l")); err != nil {
+		t.Fatal(err)
+	}
+	u.mustRun(t, "put", "-q", src)
+	blocker := filepath.Join(t.TempDir(), "file")
+	randomFile(t, blocker, 1, 2)
+	for _, name := range []string{"a.txt", "l"} {
+		dest := filepath.Join(blocker, "x")
+		out, errs, code := u.run(t, "get", "docs/"+name, dest)
+		want := "veil: docs/" + name + ": mkdir " + blocker + ": not a directory\n"
+		if code != 1 || out != "" || errs != want {
+			t.Errorf("get docs/%s into a file: exit %d, stdout %q, stderr %q; want exit 1 and %q alone", name, code, out, errs, want)
+		}
+		out, _, code = u.run(t, "get", "--json", "docs/"+name, dest)
+		if code != 1 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"exit_code":1}`) {
+			t.Errorf("get --json docs/%s into a file: exit %d, stdout %q; want only the error object", name, code, out)
+		}
+	}
+	// A lone file that arrives has its summary, as before.
+	if out := u.mustRun(t, "get", "docs/a.txt", filepath.Join(t.TempDir(), "a.txt")); !strings.HasPrefix(out, "retrieved 1 file") {
+		t.Fatalf("get of a file that arrives: %q", out)
+	}
+}

@@ -192,6 +192,7 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			}
 		}
 	} else {
+		sum.quiet = true // a lone file: its outcome is held, its failure the run's error (lone)
 		work <- *first
 	}
 	finish()
@@ -229,6 +230,12 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	}
 	if err != nil {
 		return sum, err
+	}
+	if kind == typeFile {
+		if err := sum.lone(); err != nil {
+			return sum, err
+		}
+		c.reportHeld(sum)
 	}
 	if partial != "" && ctx.Err() == nil && sum.Err() == nil {
 		clearPartial(partial)

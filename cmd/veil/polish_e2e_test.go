@@ -59,3 +59,29 @@ func TestE2ELoneGetFailureIsOneLine(t *testing.T) {
 		t.Fatalf("get of a file that arrives: %q", out)
 	}
 }
+
+// forgetUsage is forget's usage line, which follows every usage mistake of it.
+const forgetUsage = "usage: veil forget --keep-... [--prune] [flags] (see 'veil forget --help')\n"
+
+// A usage mistake a command finds itself (a flag's value, a policy left out) exits 2 with
+// the command's usage line, as cobra's own do (docs/scripting.md); it gave the message
+// alone.
+func TestE2EUsageMistakesFoundInsideACommand(t *testing.T) {
+	u := localUser(t, "alice")
+	for _, c := range []struct{ args, want string }{
+		{"forget", "veil: forget needs a policy: at least one of --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within, --drop-damaged\n" + forgetUsage},
+		{"check --read-data-subset 200%", "veil: --read-data-subset \"200%\": give a percentage in (0%, 100%], e.g. 10%\nusage: veil check [--read-data | --read-data-subset N%] [--repair] [flags] (see 'veil check --help')\n"},
+		{"get --version -1 x", "veil: --version counts from 1\nusage: veil get SRC [DEST|-] [flags] (see 'veil get --help')\n"},
+		{"diff", "veil: diff needs FROM and TO (snapshots or times), or --local DIR\nusage: veil diff FROM TO [PATH] | diff --local DIR [PATH] [flags] (see 'veil diff --help')\n"},
+	} {
+		args := strings.Fields(c.args)
+		_, errs, code := u.run(t, args...)
+		if code != 2 || errs != c.want {
+			t.Errorf("veil %s: exit %d, stderr %q; want exit 2, %q", c.args, code, errs, c.want)
+		}
+		out, errs2, code := u.run(t, append([]string{args[0], "--json"}, args[1:]...)...)
+		if code != 2 || errs2 != c.want || !strings.HasSuffix(out, `"exit_code":2}`+"\n") {
+			t.Errorf("veil %s --json: exit %d, stdout %q, stderr %q", c.args, code, out, errs2)
+		}
+	}
+}

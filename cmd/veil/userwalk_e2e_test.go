@@ -179,7 +179,7 @@ func TestE2EForgetNegativeKeep(t *testing.T) {
 		{"--keep-within -5h", "veil: --keep-within -5h0m0s: give a positive duration, such as 720h\n"},
 	} {
 		_, errs, code := u.run(t, append([]string{"forget", "--dry-run"}, strings.Fields(c.args)...)...)
-		if code != 2 || errs != c.want {
+		if code != 2 || errs != c.want+forgetUsage {
 			t.Errorf("forget %s: exit %d, stderr %q; want exit 2, %q", c.args, code, errs, c.want)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -50,9 +51,29 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	c.Flags().BoolVar(&o.noRootCheck, "no-root-check", false, "warn instead of failing when the storage service shows a file, or a tree root, older than this device has seen (rollback)")
 	if transfers {
 		c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
-		c.Flags().IntVarP(&o.jobs, "jobs", "j", dupless.DefaultJobs(), "files transferred in parallel (at most 2 x cores of them over 1 MiB)")
+		o.jobs = dupless.DefaultJobs()
+		c.Flags().VarP((*jobsValue)(&o.jobs), "jobs", "j", "files transferred in parallel, at least 1 (at most 2 x cores of them over 1 MiB)")
 	}
 }
+
+// jobsValue is -j's value: a count of at least 1, checked as the flag is read, so that
+// -j 0 or -j -1 is a usage mistake naming the flag (the default silently replaced them).
+type jobsValue int
+
+func (j *jobsValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("give a whole number")
+	case n < 1:
+		return errors.New("give at least 1")
+	}
+	*j = jobsValue(n)
+	return nil
+}
+
+func (j *jobsValue) String() string { return strconv.Itoa(int(*j)) }
+func (j *jobsValue) Type() string   { return "int" }
 
 func (o *clientFlags) dir() string { return profileDir(o.config) }
 

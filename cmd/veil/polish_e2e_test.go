@@ -85,3 +85,20 @@ func TestE2EUsageMistakesFoundInsideACommand(t *testing.T) {
 		}
 	}
 }
+
+// -j 0 and -j -1 are usage mistakes naming the flag; the default silently replaced them.
+func TestE2EJobsAtLeastOne(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	for _, args := range [][]string{{"put", "-j", "0", src}, {"put", "-j", "-1", src}, {"get", "-j", "0", "docs", t.TempDir()}} {
+		_, errs, code := u.run(t, args...)
+		want := `veil: invalid argument "` + args[2] + `" for "-j, --jobs" flag: give at least 1` + "\nusage: veil " + args[0]
+		if code != 2 || !strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 2 {
+			t.Errorf("veil %v: exit %d, stderr %q; want exit 2, %q...", args, code, errs, want)
+		}
+	}
+	if _, errs, code := u.run(t, "put", "-q", "-j", "1", src); code != 0 || errs != "" {
+		t.Fatalf("put -j 1: exit %d, %q", code, errs)
+	}
+}

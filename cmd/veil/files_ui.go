@@ -322,7 +322,8 @@ func promptPassphrase(what, hint string, confirm bool) ([]byte, error) {
 			return nil, err
 		}
 		if string(p) != string(q) {
-			return nil, errors.New("the passphrases differ")
+			// Before anything was written: the same command again asks afresh.
+			return nil, fmt.Errorf("the two %ss you typed differ; nothing was changed: run the same command again", what)
 		}
 	}
 	return p, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,5 +101,38 @@ func TestE2EJobsAtLeastOne(t *testing.T) {
 	}
 	if _, errs, code := u.run(t, "put", "-q", "-j", "1", src); code != 0 || errs != "" {
 		t.Fatalf("put -j 1: exit %d, %q", code, errs)
+	}
+}
+
+// Hints: a missing key file says to restore it from the copy of the profile directory
+// (it said "key file: open .../key: no such file or directory"); init given two different
+// passphrases at the terminal says to run it again (it said "the passphrases differ").
+func TestE2EHintsMissingKeyAndPassphraseTypo(t *testing.T) {
+	u := localUser(t, "alice")
+	key := filepath.Join(u.config, "key")
+	if err := os.Rename(key, key+".away"); err != nil {
+		t.Fatal(err)
+	}
+	want := "veil: the key file " + key + " is missing: restore it from your copy of the profile directory (without it nothing stored can be read)\n"
+	for _, args := range [][]string{{"ls"}, {"passwd", "--new-password-file", u.passFile}} {
+		if _, errs, code := u.run(t, args...); code != 1 || errs != want {
+			t.Errorf("veil %v without the key file: exit %d, stderr %q; want %q", args, code, errs, want)
+		}
+	}
+
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give veil a terminal")
+	}
+	profile := filepath.Join(t.TempDir(), "profile")
+	cmd := exec.Command(scriptBin, "-qec", veilBin+" init --no-keyserver --storage "+filepath.Join(t.TempDir(), "store"), "/dev/null")
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+profile, "VEIL_PASSWORD_FILE=")
+	cmd.Stdin = strings.NewReader("first passphrase\nsecond passphrase\n")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "veil: the two passphrases you typed differ; nothing was changed: run the same command again") {
+		t.Fatalf("init with two different passphrases: %q; want the hint to run it again", out)
+	}
+	if _, err := os.Stat(profile); err == nil {
+		t.Fatal("init with two different passphrases wrote a profile")
 	}
 }

@@ -315,7 +315,7 @@ Examples:
 			}
 			sum, err := cl.GetInto(cmd.Context(), src, dest)
 			ui.finish()
-			return o.report(cmd.OutOrStdout(), "retrieved", sum, err)
+			return o.report(cmd.OutOrStdout(), "retrieved", sum, deletedHint(cmd.Context(), cl, src, err))
 		},
 	}
 	o.addFlags(c, true)

@@ -136,3 +136,27 @@ func TestE2EHintsMissingKeyAndPassphraseTypo(t *testing.T) {
 		t.Fatal("init with two different passphrases wrote a profile")
 	}
 }
+
+// get and cat of a path that was deleted point to its versions ('veil log'); a path never
+// stored is only not found.
+func TestE2EDeletedPathPointsToLog(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	u.mustRun(t, "put", "-q", src)
+	u.mustRun(t, "rm", "docs/a.txt")
+	hint := " (deleted: 'veil log' lists its versions, 'veil get --version N' retrieves one)"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "docs/a.txt", filepath.Join(t.TempDir(), "a")}, "veil: docs/a.txt: not found" + hint + "\n"},
+		{[]string{"cat", "docs/a.txt"}, "veil: docs/a.txt: not found" + hint + "\n"},
+		{[]string{"get", "docs/never.txt", filepath.Join(t.TempDir(), "a")}, "veil: docs/never.txt: not found\n"},
+	} {
+		if _, errs, code := u.run(t, c.args...); code != 1 || errs != c.want {
+			t.Errorf("veil %v: exit %d, stderr %q; want exit 1, %q", c.args, code, errs, c.want)
+		}
+	}
+	u.mustRun(t, "get", "--version", "1", "docs/a.txt", filepath.Join(t.TempDir(), "a"))
+}

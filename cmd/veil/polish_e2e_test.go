@@ -160,3 +160,21 @@ func TestE2EDeletedPathPointsToLog(t *testing.T) {
 	}
 	u.mustRun(t, "get", "--version", "1", "docs/a.txt", filepath.Join(t.TempDir(), "a"))
 }
+
+// NAME/ is a folder for ls and cat as for rm: a stored file given with a trailing slash
+// is refused, in rm's words (ls and cat took the file); a folder's slash is as before.
+func TestE2ETrailingSlashOnAFile(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	u.mustRun(t, "put", "-q", src)
+	want := "veil: docs/a.txt is a stored file, not a folder (drop the trailing /)\n"
+	for _, args := range [][]string{{"rm", "docs/a.txt/"}, {"ls", "docs/a.txt/"}, {"cat", "docs/a.txt/"}, {"get", "docs/a.txt/", "-"}} {
+		if out, errs, code := u.run(t, args...); code != 1 || out != "" || errs != want {
+			t.Errorf("veil %v: exit %d, stdout %q, stderr %q; want exit 1, %q", args, code, out, errs, want)
+		}
+	}
+	if out := u.mustRun(t, "ls", "docs/"); out != "a.txt\n" {
+		t.Fatalf("ls docs/: %q", out)
+	}
+}

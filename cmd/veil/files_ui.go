@@ -124,6 +124,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 	if what != "" && !o.quiet && !o.json && isTerminal(os.Stderr) {
 		ui.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionSetDescription(what), progressbar.OptionShowBytes(true),
+			progressbar.OptionUseIECUnits(true), // MiB, as the summaries count (humanBytes), not MB
 			progressbar.OptionThrottle(100_000_000), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 		ev.Total = func(files int, bytes int64) { ui.bar.ChangeMax64(bytes) }
 		ev.Bytes = func(n int64) { ui.bar.Add64(n) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +177,25 @@ func TestE2ETrailingSlashOnAFile(t *testing.T) {
 	}
 	if out := u.mustRun(t, "ls", "docs/"); out != "a.txt\n" {
 		t.Fatalf("ls docs/: %q", out)
+	}
+}
+
+// The progress bar counts in the summaries' binary units (MiB), not MB. The terminal is
+// script(1)'s.
+func TestE2EProgressInMiB(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give veil a terminal")
+	}
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	for i := range 8 {
+		randomFile(t, filepath.Join(src, fmt.Sprintf("f%d.bin", i)), 3_000_000, byte(i))
+	}
+	cmd := exec.Command(scriptBin, "-qec", veilBin+" put "+src, "/dev/null")
+	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "/23 MiB)") || strings.Contains(string(out), "MB") {
+		t.Fatalf("put on a terminal: %v\n%q\nwant a progress bar counting MiB (\"/23 MiB)\"), as the summary does", err, out)
 	}
 }

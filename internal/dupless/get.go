@@ -55,7 +55,8 @@ type linkTask struct {
 // Get retrieves src (a file, symlink or directory, recursively; "" is everything) into
 // local. For a directory, local becomes that directory. Every file is verified (record
 // authentication, ciphertext hash, guarded decryption) and written to a temporary file that
-// is renamed into place only after all of it verified; failures are per file.
+// is renamed into place only after all of it verified; failures are per file, but for
+// src a lone file (or link), whose failure is the run's error (Summary.lone).
 func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	return c.get(ctx, src, local, false)
 }

@@ -155,10 +155,13 @@ func (c *Client) Deleted(ctx context.Context, path string) bool {
 		return false
 	}
 	roots, _, err := c.loadRootsDamaged(ctx)
-	if err != nil {
+	if err != nil || len(roots) == 0 {
 		return false
 	}
 	fileRec, dirEnc := storage.Join(encDir, encName+keySuffix), storage.Join(encDir, encName)
+	if stateIn(roots[len(roots)-1], fileRec, dirEnc, false).present {
+		return false // in the newest snapshot: what was not found is something of it (a chunk)
+	}
 	for _, r := range roots {
 		if stateIn(r, fileRec, dirEnc, false).present {
 			return true

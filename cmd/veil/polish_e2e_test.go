@@ -14,7 +14,8 @@ import (
 
 // A --no-keyserver profile stores without deduplication by the user's choice: init says so
 // once, and put does not warn about it after every run ("1 file stored WITHOUT
-// deduplication (random key): no key server configured", exit 0). A configured key server
+// deduplication (random key): no key server configured", exit 0), nor stats advise to put
+// the files again. A configured key server
 // that fails keeps its warning (TestE2EScriptingOutput: exit 4).
 func TestE2ENoKeyServerSaidOnceAtInit(t *testing.T) {
 	u := &user{name: "alice", config: filepath.Join(t.TempDir(), "profile"), passFile: filepath.Join(t.TempDir(), "pass")}
@@ -28,6 +29,10 @@ func TestE2ENoKeyServerSaidOnceAtInit(t *testing.T) {
 	out, errs, code := u.run(t, "put", src)
 	if code != 0 || errs != "" || strings.Contains(out, "WITHOUT") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("put: exit %d, stdout %q, stderr %q; want exit 0 and the summary alone", code, out, errs)
+	}
+	// stats counts those files, but does not tell to put them again: that changes nothing.
+	if out := u.mustRun(t, "stats"); !strings.Contains(out, "1 file (stored under random keys; the profile has no key server)\n") {
+		t.Fatalf("stats: %q; want the files without dedup put down to the profile", out)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/profile"
 	"github.com/veil-project/veil/internal/words"
 )
 
@@ -237,7 +238,11 @@ Examples:
 				fmt.Fprintf(tw, "symlinks\t%d\n", st.Symlinks)
 				fmt.Fprintf(tw, "folders\t%d\n", st.Dirs)
 				if st.Fallback > 0 {
-					fmt.Fprintf(tw, "without dedup\t%s (stored under random keys; put them again)\n", plural(st.Fallback, "file", "files"))
+					again := "put them again"
+					if cfg, err := profile.Load(o.dir(), profile.Overrides{}); err == nil && cfg.NoKS {
+						again = "the profile has no key server" // its choice (init said so): putting again changes nothing
+					}
+					fmt.Fprintf(tw, "without dedup\t%s (stored under random keys; %s)\n", plural(st.Fallback, "file", "files"), again)
 				}
 				fmt.Fprintf(tw, "snapshots\t%d\n", st.Snapshots)
 				fmt.Fprintf(tw, "file versions\t%d (%s)\n", st.Versions, humanBytes(st.VersionBytes))

@@ -58,7 +58,7 @@ func TestE2ECheckAndStats(t *testing.T) {
 		t.Fatalf("check after put --force: exit %d\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"check", "--read-data-subset", "0%"}, {"check", "--read-data-subset", "x"}, {"check", "--read-data", "--read-data-subset", "5%"}} {
-		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(errs, "\n") != 2 || !strings.Contains(errs, "\nusage: veil check ") {
 			t.Fatalf("veil %v: exit %d %q", bad, code, errs)
 		}
 	}

@@ -67,8 +67,8 @@ func TestE2EDiffAndSync(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "deep.txt")
 	alice.mustRun(t, "get", "--version", "1", "docs/sub/deep.txt", out)
 	for _, bad := range [][]string{{"diff"}, {"diff", "1"}, {"diff", "--local", src, "a", "b"}} {
-		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
-			t.Fatalf("veil %v: exit %d %q", bad, code, errs)
+		if _, errs, code := alice.run(t, bad...); code != 2 || strings.Count(errs, "\n") != 2 || !strings.Contains(errs, "\nusage: veil diff ") {
+			t.Fatalf("veil %v: exit %d %q; want 2, one line and the usage line", bad, code, errs)
 		}
 	}
 	// A local folder diff cannot read is an error, not "no differences" (found by review:

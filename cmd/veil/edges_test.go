@@ -324,7 +324,7 @@ func TestE2EErrorVoice(t *testing.T) {
 	randomFile(t, filepath.Join(src, "f"), 100, 10)
 	out, errs, code := u.runIn(t, src, []string{"VEIL_STORAGE=veil://" + testutil.Addr(port), "VEIL_STORE_CREDENTIAL=" + cred}, "put", "f")
 	if code == 0 || out != "" || strings.Count(errs, "\n") != 1 || strings.Contains(errs, `"https://`) ||
-		!strings.Contains(errs, testutil.Addr(port)+": connection refused") {
+		!strings.Contains(errs, "the storage service at "+testutil.Addr(port)+" does not answer (connection refused)") {
 		t.Fatalf("put to a store that is down: exit %d\nstdout %q\nstderr %q", code, out, errs)
 	}
 }

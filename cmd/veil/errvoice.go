@@ -59,10 +59,19 @@ func markUsageErrors(root *cobra.Command) {
 	walk(root)
 }
 
-// requiredFlagUsage makes cobra's error for a required flag left out (found before cmd
-// runs, past markUsageErrors' hooks) a usage error of cmd.
-func requiredFlagUsage(cmd *cobra.Command, err error) error {
-	if cmd != nil && strings.HasPrefix(err.Error(), "required flag(s) ") {
+// usageError is a usage mistake a command finds itself (a flag's value, flags that do
+// not go together): exit status 2 and, as every other, the usage line of the command
+// (usageOf, in main, names it).
+func usageError(msg string) error { return argError{errors.New(msg), nil} }
+
+// usageOf makes err a usage error of cmd, the command that ran: one of usageError's, and
+// cobra's error for a required flag left out (found before cmd runs, past
+// markUsageErrors' hooks).
+func usageOf(cmd *cobra.Command, err error) error {
+	var ue argError
+	switch {
+	case cmd == nil:
+	case errors.As(err, &ue) && ue.cmd == nil, strings.HasPrefix(err.Error(), "required flag(s) "):
 		return argError{err, cmd}
 	}
 	return err
@@ -73,7 +82,7 @@ func requiredFlagUsage(cmd *cobra.Command, err error) error {
 func errorLines(err error) string {
 	msg := textMessage(err)
 	var ue argError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && ue.cmd != nil {
 		return fmt.Sprintf("veil: %s\nusage: %s (see 'veil %s --help')\n", msg, ue.cmd.UseLine(), strings.TrimPrefix(ue.cmd.CommandPath(), "veil "))
 	}
 	return fmt.Sprintf("veil: %s\n", msg)

@@ -91,6 +91,10 @@ Examples:
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created %s (storage %s)\nkeep a copy of that directory and your passphrase: without them your files cannot be read\n", o.dir(), cfg.Storage)
+			if cfg.NoKS {
+				// Said here, once: put does not repeat the profile's choice after every run.
+				fmt.Fprintln(cmd.OutOrStdout(), "no key server: every file is stored under a random key, WITHOUT deduplication")
+			}
 			return nil
 		},
 	}
@@ -169,7 +173,9 @@ put would skip as unchanged are listed too).
 If the key server cannot be reached (or is rate-limiting, or answers something that fails
 verification), files are stored under random keys: readable, just not deduplicated. The
 summary says how many and why, and put exits with status 4, even with -q (--json:
-fallback_files). Exit status 3 means some files could not be stored, 1 that put failed.
+fallback_files). A profile made with 'init --no-keyserver' stores every file that way by
+choice: init says so once, and put neither repeats it nor exits 4 for it. Exit status 3
+means some files could not be stored, 1 that put failed.
 
 Examples:
   veil put ~/Documents
@@ -246,8 +252,9 @@ func newGetCommand() *cobra.Command {
 DEST. Every byte is verified before it reaches its final name: each file is written to a
 temporary file and renamed only when its key record, chunk tags and guarded decryption
 all check out. A tampered, swapped or truncated object fails that file, with its name,
-and the other files still arrive (exit status 3). A disk that fills up stops the get at
-the first file it has no room for (exit status 1): make room and run it again.
+and the other files still arrive (exit status 3). A get of one file that fails retrieved
+nothing: one line, exit status 1 (3 if the file is damaged). A disk that fills up stops
+the get at the first file it has no room for (exit status 1): make room and run it again.
 
 Where things go (restic's restore rules):
   DEST missing              DEST becomes SRC (default DEST: the name of SRC here)
@@ -308,7 +315,7 @@ Examples:
 			}
 			sum, err := cl.GetInto(cmd.Context(), src, dest)
 			ui.finish()
-			return o.report(cmd.OutOrStdout(), "retrieved", sum, err)
+			return o.report(cmd.OutOrStdout(), "retrieved", sum, deletedHint(cmd.Context(), cl, src, err))
 		},
 	}
 	o.addFlags(c, true)

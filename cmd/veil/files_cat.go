@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/dupless"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // veil cat: a stored file's verified content on standard output (also 'veil get PATH -').
@@ -42,6 +47,15 @@ func catTo(cmd *cobra.Command, o *clientFlags, pin *pinFlags, path string) error
 		if err := pin.apply(cmd.Context(), cl, path); err != nil {
 			return err
 		}
-		return cl.Cat(cmd.Context(), path, cmd.OutOrStdout())
+		return deletedHint(cmd.Context(), cl, path, cl.Cat(cmd.Context(), path, cmd.OutOrStdout()))
 	})
+}
+
+// deletedHint adds to err, a path not found, where to look when it was deleted: its
+// versions are in the snapshots, which 'veil log' lists and 'get --version' reads.
+func deletedHint(ctx context.Context, cl *dupless.Client, path string, err error) error {
+	if !errors.Is(err, storage.ErrNotFound) || !cl.Deleted(ctx, path) {
+		return err
+	}
+	return fmt.Errorf("%w (deleted: 'veil log' lists its versions, 'veil get --version N' retrieves one)", err)
 }

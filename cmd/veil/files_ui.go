@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -50,9 +51,29 @@ func (o *clientFlags) addFlags(c *cobra.Command, transfers bool) {
 	c.Flags().BoolVar(&o.noRootCheck, "no-root-check", false, "warn instead of failing when the storage service shows a file, or a tree root, older than this device has seen (rollback)")
 	if transfers {
 		c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
-		c.Flags().IntVarP(&o.jobs, "jobs", "j", dupless.DefaultJobs(), "files transferred in parallel (at most 2 x cores of them over 1 MiB)")
+		o.jobs = dupless.DefaultJobs()
+		c.Flags().VarP((*jobsValue)(&o.jobs), "jobs", "j", "files transferred in parallel, at least 1 (at most 2 x cores of them over 1 MiB)")
 	}
 }
+
+// jobsValue is -j's value: a count of at least 1, checked as the flag is read, so that
+// -j 0 or -j -1 is a usage mistake naming the flag (the default silently replaced them).
+type jobsValue int
+
+func (j *jobsValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("give a whole number")
+	case n < 1:
+		return errors.New("give at least 1")
+	}
+	*j = jobsValue(n)
+	return nil
+}
+
+func (j *jobsValue) String() string { return strconv.Itoa(int(*j)) }
+func (j *jobsValue) Type() string   { return "int" }
 
 func (o *clientFlags) dir() string { return profileDir(o.config) }
 
@@ -103,6 +124,7 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 	if what != "" && !o.quiet && !o.json && isTerminal(os.Stderr) {
 		ui.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionSetDescription(what), progressbar.OptionShowBytes(true),
+			progressbar.OptionUseIECUnits(true), // MiB, as the summaries count (humanBytes), not MB
 			progressbar.OptionThrottle(100_000_000), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 		ev.Total = func(files int, bytes int64) { ui.bar.ChangeMax64(bytes) }
 		ev.Bytes = func(n int64) { ui.bar.Add64(n) }
@@ -162,6 +184,9 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 		}
 		fmt.Fprintln(out)
 		for why, n := range s.Fallback {
+			if why == dupless.ErrNoKeyServer.Error() {
+				continue // the profile's choice, said once by init: not a warning after every put
+			}
 			fmt.Fprintf(out, "%s stored WITHOUT deduplication (random key): %s\n", plural(n, "file", "files"), why)
 		}
 		if s.Kept > 0 {
@@ -298,7 +323,8 @@ func promptPassphrase(what, hint string, confirm bool) ([]byte, error) {
 			return nil, err
 		}
 		if string(p) != string(q) {
-			return nil, errors.New("the passphrases differ")
+			// Before anything was written: the same command again asks afresh.
+			return nil, fmt.Errorf("the two %ss you typed differ; nothing was changed: run the same command again", what)
 		}
 	}
 	return p, nil

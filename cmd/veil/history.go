@@ -71,9 +71,6 @@ func (p *pinFlags) apply(ctx context.Context, cl *dupless.Client, path string) e
 	return nil
 }
 
-// usageError is a bad flag value: exit status 2, like cobra's own usage errors.
-func usageError(msg string) error { return exitError{msg, 2} }
-
 func newLogCommand() *cobra.Command {
 	var o clientFlags
 	c := &cobra.Command{

@@ -106,8 +106,8 @@ func TestE2EHistory(t *testing.T) {
 		{"forget"},
 	} {
 		_, errs, code := alice.run(t, bad...)
-		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
-			t.Fatalf("veil %v: exit %d, %q; want 2 and one line", bad, code, errs)
+		if code != 2 || strings.Count(errs, "\n") != 2 || !strings.Contains(errs, "\nusage: veil "+bad[0]+" ") {
+			t.Fatalf("veil %v: exit %d, %q; want 2, one line and the usage line", bad, code, errs)
 		}
 	}
 }

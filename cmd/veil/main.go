@@ -103,7 +103,7 @@ func main() {
 	pprof.StopCPUProfile()
 	trace.Stop()
 	if err != nil {
-		err = requiredFlagUsage(cmd, err)
+		err = usageOf(cmd, err)
 		code := exitCode(err)
 		if sig != 0 && !isUsage(err) {
 			// Ctrl-C or SIGTERM stopped the command short: say so, not "context canceled"

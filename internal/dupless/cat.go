@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/veil-project/veil/internal/storage"
 )
@@ -14,6 +15,7 @@ import (
 // written; a chunk that fails stops the output with an error, so w may hold a verified
 // prefix of the file but never an unverified byte.
 func (c *Client) Cat(ctx context.Context, path string, w io.Writer) error {
+	folderOnly := strings.HasSuffix(path, "/")
 	path = cleanPath(path)
 	if err := c.refresh(ctx); err != nil {
 		return err
@@ -37,6 +39,9 @@ func (c *Client) Cat(ctx context.Context, path string, w io.Writer) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if folderOnly {
+		return fileWithSlash(path) // NAME/ is a folder, as rm and ls take it
 	}
 	switch r.Type {
 	case typeFile:

@@ -55,7 +55,8 @@ type linkTask struct {
 // Get retrieves src (a file, symlink or directory, recursively; "" is everything) into
 // local. For a directory, local becomes that directory. Every file is verified (record
 // authentication, ciphertext hash, guarded decryption) and written to a temporary file that
-// is renamed into place only after all of it verified; failures are per file.
+// is renamed into place only after all of it verified; failures are per file, but for
+// src a lone file (or link), whose failure is the run's error (Summary.lone).
 func (c *Client) Get(ctx context.Context, src, local string) (*Summary, error) {
 	return c.get(ctx, src, local, false)
 }
@@ -192,6 +193,7 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 			}
 		}
 	} else {
+		sum.quiet = true // a lone file: its outcome is held, its failure the run's error (lone)
 		work <- *first
 	}
 	finish()
@@ -229,6 +231,12 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 	}
 	if err != nil {
 		return sum, err
+	}
+	if kind == typeFile {
+		if err := sum.lone(); err != nil {
+			return sum, err
+		}
+		c.reportHeld(sum)
 	}
 	if partial != "" && ctx.Err() == nil && sum.Err() == nil {
 		clearPartial(partial)

@@ -144,6 +144,10 @@ func (c *Client) checkOwner(ctx context.Context) error {
 			_, err = c.writeRecord(ctx, veilDir, keyCheck, &record{Type: typeDir})
 		case errors.Is(err, ErrRecord):
 			err = ErrForeignKey
+		default:
+			if e := notAnswering(err); e != nil {
+				err = e
+			}
 		}
 		c.ownerErr = err
 		if err == nil {

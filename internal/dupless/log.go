@@ -140,3 +140,32 @@ func (c *Client) fillVersion(ctx context.Context, v *Version, path string, h [32
 		}
 	}
 }
+
+// Deleted reports whether path, not stored now, is in some retained snapshot: a command
+// that did not find it can then point to 'veil log PATH' (found by a user walkthrough: a
+// get of a deleted file said only "not found"). false when the client is pinned, or the
+// snapshots cannot be read (the caller's own error stands).
+func (c *Client) Deleted(ctx context.Context, path string) bool {
+	path = cleanPath(path)
+	if c.pinned() || path == "" {
+		return false
+	}
+	encDir, encName, err := c.encFile(path)
+	if err != nil {
+		return false
+	}
+	roots, _, err := c.loadRootsDamaged(ctx)
+	if err != nil || len(roots) == 0 {
+		return false
+	}
+	fileRec, dirEnc := storage.Join(encDir, encName+keySuffix), storage.Join(encDir, encName)
+	if stateIn(roots[len(roots)-1], fileRec, dirEnc, false).present {
+		return false // in the newest snapshot: what was not found is something of it (a chunk)
+	}
+	for _, r := range roots {
+		if stateIn(r, fileRec, dirEnc, false).present {
+			return true
+		}
+	}
+	return false
+}

@@ -117,7 +117,7 @@ func (c *Client) removeKind(ctx context.Context, raw string) (int, error) {
 	case folderOnly && isDir:
 		return typeDir, nil
 	case folderOnly && isFile:
-		return 0, fmt.Errorf("%s is a stored file, not a folder (drop the trailing /)", path)
+		return 0, fileWithSlash(path)
 	case isFile && isDir:
 		return 0, fmt.Errorf("%s is stored both as a file and as a folder: say %s/ for the folder; the file goes once the folder is gone", path, path)
 	case isDir:
@@ -126,4 +126,10 @@ func (c *Client) removeKind(ctx context.Context, raw string) (int, error) {
 		return typeFile, nil
 	}
 	return 0, fmt.Errorf("%s: %w", path, storage.ErrNotFound)
+}
+
+// fileWithSlash is the error of a command given NAME/ (a folder) where NAME is a stored
+// file: rm, ls and cat say it alike (ls and cat took the file).
+func fileWithSlash(path string) error {
+	return fmt.Errorf("%s is a stored file, not a folder (drop the trailing /)", path)
 }

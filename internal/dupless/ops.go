@@ -29,6 +29,7 @@ type Entry struct {
 // List returns the entries directly in path (or path itself if it is a file). With long
 // set it reads each entry's record for size, mode and time (one request per entry).
 func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, error) {
+	folderOnly := strings.HasSuffix(path, "/")
 	path = cleanPath(path)
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
@@ -42,6 +43,13 @@ func (c *Client) List(ctx context.Context, path string, long bool) ([]Entry, err
 	}
 	if err != nil {
 		return nil, err
+	}
+	if kind != typeDir && folderOnly { // NAME/ is the folder, as rm takes it
+		encDir, encName, _ := c.encFile(path)
+		if fi, err := c.statEntry(ctx, encDir, encName); err != nil || !fi.IsDir {
+			return nil, fileWithSlash(path)
+		}
+		kind = typeDir // a name stored both ways (before names_clash.go's rule): the folder
 	}
 	if kind != typeDir {
 		encDir, encName, _ := c.encFile(path)

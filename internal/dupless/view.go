@@ -88,7 +88,10 @@ func (c *Client) checkKey(ctx context.Context) error {
 	case errors.Is(err, ErrRecord):
 		return ErrForeignKey
 	}
-	return fmt.Errorf("key check: %w", err)
+	if e := notAnswering(err); e != nil {
+		return e
+	}
+	return fmt.Errorf("reading your storage: %w", err)
 }
 
 // latestRoot returns the newest root stored (nil if none), after checking it against

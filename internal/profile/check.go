@@ -77,12 +77,29 @@ func CheckPassphrase(dir string, passphrase []byte) error {
 	if _, err := Load(dir, Overrides{}); err != nil {
 		return err
 	}
-	kf, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	kf, err := readKeyFile(dir)
 	if err != nil {
-		return fmt.Errorf("key file: %w", err)
+		return err
 	}
 	_, err = dupless.OpenKeyFile(kf, passphrase)
 	return err
+}
+
+// readKeyFile reads the key file of the profile in dir (its config read already). A
+// missing one says what to do: restore it from the copy of the profile directory init
+// asked for (found by a user walkthrough: "key file: open .../key: no such file or
+// directory" left the user without a next step).
+func readKeyFile(dir string) ([]byte, error) {
+	path := filepath.Join(dir, KeyFile)
+	kf, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("the key file %s is missing: restore it from your copy of the profile directory "+
+			"(without it nothing stored can be read)", path)
+	case err != nil:
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	return kf, nil
 }
 
 // MinPassphrase is the length under which a new passphrase draws a warning: the key file

@@ -232,9 +232,9 @@ func Open(ctx context.Context, dir string, passphrase []byte, o ClientOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	kf, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	kf, err := readKeyFile(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("key file: %w", err)
+		return nil, nil, err
 	}
 	master, err := dupless.OpenKeyFile(kf, passphrase)
 	if err != nil {

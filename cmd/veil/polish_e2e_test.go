@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,13 +124,8 @@ func TestE2EHintsMissingKeyAndPassphraseTypo(t *testing.T) {
 		}
 	}
 
-	scriptBin, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("no script(1) to give veil a terminal")
-	}
 	profile := filepath.Join(t.TempDir(), "profile")
-	cmd := exec.Command(scriptBin, "-qec", veilBin+" init --no-keyserver --storage "+filepath.Join(t.TempDir(), "store"), "/dev/null")
-	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+profile, "VEIL_PASSWORD_FILE=")
+	cmd := onTerminal(t, "init --no-keyserver --storage "+filepath.Join(t.TempDir(), "store"), "VEIL_CONFIG="+profile, "VEIL_PASSWORD_FILE=")
 	cmd.Stdin = strings.NewReader("first passphrase\nsecond passphrase\n")
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "veil: the two passphrases you typed differ; nothing was changed: run the same command again") {
@@ -188,17 +181,8 @@ func TestE2ETrailingSlashOnAFile(t *testing.T) {
 // The progress bar counts in the summaries' binary units (MiB), not MB. The terminal is
 // script(1)'s.
 func TestE2EProgressInMiB(t *testing.T) {
-	scriptBin, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("no script(1) to give veil a terminal")
-	}
 	u := localUser(t, "alice")
-	src := filepath.Join(t.TempDir(), "docs")
-	for i := range 8 {
-		randomFile(t, filepath.Join(src, fmt.Sprintf("f%d.bin", i)), 3_000_000, byte(i))
-	}
-	cmd := exec.Command(scriptBin, "-qec", veilBin+" put "+src, "/dev/null")
-	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+	cmd := u.onTerminal(t, "put "+randomDocs(t, 3_000_000))
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/23 MiB)") || strings.Contains(string(out), "MB") {
 		t.Fatalf("put on a terminal: %v\n%q\nwant a progress bar counting MiB (\"/23 MiB)\"), as the summary does", err, out)

@@ -130,18 +130,9 @@ func TestE2ERemoveEmptyPathMessage(t *testing.T) {
 // get do (it said nothing until it was done, however long it ran); without a terminal it
 // prints none. The terminal is script(1)'s.
 func TestE2ECheckReadDataProgress(t *testing.T) {
-	scriptBin, err := exec.LookPath("script")
-	if err != nil {
-		t.Skip("no script(1) to give veil a terminal")
-	}
 	u := localUser(t, "alice")
-	src := filepath.Join(t.TempDir(), "docs")
-	for i := range 8 {
-		randomFile(t, filepath.Join(src, fmt.Sprintf("f%d.bin", i)), 1<<20, byte(i))
-	}
-	u.mustRun(t, "put", "-q", src)
-	cmd := exec.Command(scriptBin, "-qec", veilBin+" check --read-data", "/dev/null")
-	cmd.Env = append(os.Environ(), "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+	cmd := u.onTerminal(t, "check --read-data")
+	u.mustRun(t, "put", "-q", randomDocs(t, 1<<20))
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "verifying") || !strings.Contains(string(out), "no damage") {
 		t.Fatalf("check --read-data on a terminal: %v\n%q\nwant a progress bar (verifying ...) and the result", err, out)
@@ -205,4 +196,33 @@ func TestE2EServiceDownNamesNoObject(t *testing.T) {
 			t.Errorf("veil %v with the service down: exit %d, stderr %q; want exit 1 and %q, naming no stored object", args, code, errs, want)
 		}
 	}
+}
+
+// onTerminal is a command running veil with args (one shell line) on a terminal, script(1)'s,
+// with env added to the test's; the test is skipped where script(1) is missing.
+func onTerminal(t *testing.T, args string, env ...string) *exec.Cmd {
+	t.Helper()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give veil a terminal")
+	}
+	cmd := exec.Command(scriptBin, "-qec", veilBin+" "+args, "/dev/null")
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// onTerminal is onTerminal as u (its profile and passphrase file).
+func (u *user) onTerminal(t *testing.T, args string) *exec.Cmd {
+	t.Helper()
+	return onTerminal(t, args, "VEIL_CONFIG="+u.config, "VEIL_PASSWORD_FILE="+u.passFile)
+}
+
+// randomDocs is a folder "docs" of eight files of size random bytes each.
+func randomDocs(t *testing.T, size int) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "docs")
+	for i := range 8 {
+		randomFile(t, filepath.Join(src, fmt.Sprintf("f%d.bin", i)), size, byte(i))
+	}
+	return src
 }

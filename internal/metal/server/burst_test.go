@@ -20,13 +20,7 @@ func TestHonestBurstServed(t *testing.T) {
 	c := p.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	a, err := c.CreateAccount(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(ctx, a.Capability, a.First, []byte("burst")); err != nil {
-		t.Fatal(err)
-	}
+	a := writtenAccount(ctx, t, c, "burst")
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	start := time.Now()

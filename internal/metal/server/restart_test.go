@@ -20,13 +20,7 @@ func TestShortServer2RestartRetried(t *testing.T) {
 	c := p.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	a, err := c.CreateAccount(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Write(ctx, a.Capability, a.First, []byte("before the restart")); err != nil {
-		t.Fatal(err)
-	}
+	a := writtenAccount(ctx, t, c, "before the restart")
 
 	p.stop[1]()
 	waitLink(t, p, "0")

@@ -128,6 +128,19 @@ func (p *pair) client(t testing.TB) *client.Client {
 	return c
 }
 
+// writtenAccount is a new account of c whose first file holds data, within ctx.
+func writtenAccount(ctx context.Context, t *testing.T, c *client.Client, data string) client.Account {
+	t.Helper()
+	a, err := c.CreateAccount(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(ctx, a.Capability, a.First, []byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func TestTwoServersEndToEnd(t *testing.T) {
 	p := startPair(t)
 	ctx := context.Background()

@@ -21,14 +21,10 @@ import (
 // nothing but go-redis's "redis: 2026/.. pool.go:770: ..." lines, which also came before
 // 'keyserver serve's one-line error when Redis was down at start.
 func TestRedisDownIsLogged(t *testing.T) {
-	bin := testutil.RequireBinary(t, "redis-server")
-	port := testutil.FreePort(t)
-	redis := testutil.Start(t, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir())
-	testutil.WaitTCP(t, testutil.Addr(port), 10*time.Second)
+	redisURL, redis := testutil.StartRedisProc(t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	_, addr, _, alice := handlerServer(t, Config{RateLimitStore: "redis://" + testutil.Addr(port) + "/0", Logger: log})
+	_, addr, _, alice := handlerServer(t, Config{RateLimitStore: redisURL, Logger: log})
 	redis.Kill()
 	<-redis.Done()
 	_, req := blindRequest(t, alice, alice.Current.ID(), []byte("x"))
@@ -45,7 +41,7 @@ func TestRedisDownIsLogged(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("the refusal took %v", d)
 	}
-	if strings.Contains(string(body), testutil.Addr(port)) || !strings.Contains(string(body), "rate-limit store does not answer") {
+	if strings.Contains(string(body), strings.TrimSuffix(strings.TrimPrefix(redisURL, "redis://"), "/0")) || !strings.Contains(string(body), "rate-limit store does not answer") {
 		t.Fatalf("the refusal tells the client %q (Redis's address is the server's business)", body)
 	}
 	out := logs.String()
@@ -81,14 +77,10 @@ func (s *syncBuffer) String() string {
 func TestRedisDownUDPIsLoggedRateLimited(t *testing.T) {
 	defer func(d time.Duration) { limiterWarnEvery = d }(limiterWarnEvery)
 	limiterWarnEvery = time.Hour
-	bin := testutil.RequireBinary(t, "redis-server")
-	port := testutil.FreePort(t)
-	redis := testutil.Start(t, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", t.TempDir())
-	testutil.WaitTCP(t, testutil.Addr(port), 10*time.Second)
+	redisURL, redis := testutil.StartRedisProc(t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s, addr, udpAddr, alice := handlerServer(t, Config{RateLimitStore: "redis://" + testutil.Addr(port) + "/0", Logger: log})
+	s, addr, udpAddr, alice := handlerServer(t, Config{RateLimitStore: redisURL, Logger: log})
 	code, body, _ := post(t, httpsClient(alice, true), "https://"+addr+"/v1/session", nil)
 	g, err := kswire.ParseGrant(body)
 	if code != http.StatusOK || err != nil {

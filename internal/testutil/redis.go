@@ -11,10 +11,17 @@ import (
 // test is skipped (failed under VEIL_REQUIRE_INTEGRATION=1).
 func StartRedis(t testing.TB) string {
 	t.Helper()
+	url, _ := StartRedisProc(t)
+	return url
+}
+
+// StartRedisProc is StartRedis, also giving the process (to kill it mid-test).
+func StartRedisProc(t testing.TB) (string, *Process) {
+	t.Helper()
 	bin := RequireBinary(t, "redis-server")
 	port := FreePort(t)
-	Start(t, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+	p := Start(t, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", t.TempDir())
 	WaitTCP(t, Addr(port), 10*time.Second)
-	return "redis://" + Addr(port) + "/0"
+	return "redis://" + Addr(port) + "/0", p
 }

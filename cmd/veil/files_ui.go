@@ -112,6 +112,9 @@ func (o *clientFlags) open(cmd *cobra.Command, what string) (*dupless.Client, fu
 	if _, err := profile.Load(o.dir(), profile.Overrides{}); err != nil {
 		return nil, nil, nil, err // a missing profile is said before any passphrase prompt
 	}
+	if err := profile.CheckKeyFile(o.dir()); err != nil {
+		return nil, nil, nil, err // so is a missing key file
+	}
 	pass, err := passphrase(o.passwordFile, false)
 	if err != nil {
 		return nil, nil, nil, err

@@ -43,6 +43,11 @@ Examples:
 			if noKey != nil && !hasMetal {
 				return noKey // before any prompt
 			}
+			if noKey == nil {
+				if err := profile.CheckKeyFile(o.dir()); err != nil {
+					return err // before any prompt too
+				}
+			}
 			old, err := passphrase(o.passwordFile, false)
 			if err != nil {
 				return err

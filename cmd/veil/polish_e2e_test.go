@@ -123,6 +123,15 @@ func TestE2EHintsMissingKeyAndPassphraseTypo(t *testing.T) {
 			t.Errorf("veil %v without the key file: exit %d, stderr %q; want %q", args, code, errs, want)
 		}
 	}
+	// Said before the passphrase is asked for: without a passphrase file or a terminal
+	// the command names the missing key file, not the missing passphrase.
+	noPass := *u
+	noPass.passFile = ""
+	for _, args := range [][]string{{"ls"}, {"passwd"}} {
+		if _, errs, code := noPass.run(t, args...); code != 1 || errs != want {
+			t.Errorf("veil %v without the key file or a passphrase: exit %d, stderr %q; want %q", args, code, errs, want)
+		}
+	}
 
 	profile := filepath.Join(t.TempDir(), "profile")
 	cmd := onTerminal(t, "init --no-keyserver --storage "+filepath.Join(t.TempDir(), "store"), "VEIL_CONFIG="+profile, "VEIL_PASSWORD_FILE=")

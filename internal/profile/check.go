@@ -85,6 +85,14 @@ func CheckPassphrase(dir string, passphrase []byte) error {
 	return err
 }
 
+// CheckKeyFile fails, saying what to do, if the profile in dir has no key file: commands
+// check it before they ask for the passphrase (a user typed it, then learned the file was
+// missing).
+func CheckKeyFile(dir string) error {
+	_, err := readKeyFile(dir)
+	return err
+}
+
 // readKeyFile reads the key file of the profile in dir (its config read already). A
 // missing one says what to do: restore it from the copy of the profile directory init
 // asked for (found by a user walkthrough: "key file: open .../key: no such file or

@@ -177,13 +177,22 @@ func TestE2ETrailingSlashOnAFile(t *testing.T) {
 	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
 	u.mustRun(t, "put", "-q", src)
 	want := "veil: docs/a.txt is a stored file, not a folder (drop the trailing /)\n"
-	for _, args := range [][]string{{"rm", "docs/a.txt/"}, {"ls", "docs/a.txt/"}, {"cat", "docs/a.txt/"}, {"get", "docs/a.txt/", "-"}} {
+	dest := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{{"rm", "docs/a.txt/"}, {"ls", "docs/a.txt/"}, {"cat", "docs/a.txt/"}, {"get", "docs/a.txt/", "-"},
+		{"get", "docs/a.txt/", dest}} {
 		if out, errs, code := u.run(t, args...); code != 1 || out != "" || errs != want {
 			t.Errorf("veil %v: exit %d, stdout %q, stderr %q; want exit 1, %q", args, code, out, errs, want)
 		}
 	}
+	if _, err := os.Lstat(dest); err == nil {
+		t.Error("get docs/a.txt/ DEST wrote DEST")
+	}
 	if out := u.mustRun(t, "ls", "docs/"); out != "a.txt\n" {
 		t.Fatalf("ls docs/: %q", out)
+	}
+	u.mustRun(t, "get", "-q", "docs/", dest) // a folder's trailing slash is fine
+	if _, err := os.Stat(filepath.Join(dest, "a.txt")); err != nil {
+		t.Fatalf("get docs/ DEST: %v", err)
 	}
 }
 

@@ -70,6 +70,7 @@ func (c *Client) GetInto(ctx context.Context, src, dest string) (*Summary, error
 func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summary, error) {
 	start := time.Now()
 	sum := &Summary{}
+	folderOnly := strings.HasSuffix(src, "/") && cleanPath(src) != ""
 	src = cleanPath(src)
 	// A file is the common case: its record is read while the root is looked up (the same
 	// round trip), then checked against that root as always; a directory is looked for
@@ -93,6 +94,8 @@ func (c *Client) get(ctx context.Context, src, local string, into bool) (*Summar
 		t := getTask{src: src, local: local, root: filepath.Dir(local), encDir: encDir, objName: encName + keySuffix}
 		rec, err := c.readRecord(ctx, encDir, t.objName)
 		switch {
+		case err == nil && folderOnly:
+			return sum, fileWithSlash(src) // NAME/ is a folder, as rm, ls and cat take it
 		case err == nil:
 			if t.local, err = fileDest(local, src); err != nil {
 				return sum, err

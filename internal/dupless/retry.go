@@ -3,7 +3,6 @@ package dupless
 import (
 	"context"
 	"errors"
-	"net"
 	"syscall"
 	"time"
 
@@ -46,8 +45,7 @@ func retry(ctx context.Context, op func() error) error {
 // cannot store anything (full), or nothing accepted a connection to it (down; found by a
 // user walkthrough: a put went on for 23 s and a line per remaining file).
 func stopsRun(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, storage.ErrCannotStore) || errors.As(err, &op) && op.Op == "dial"
+	return errors.Is(err, storage.ErrCannotStore) || storage.DialFailed(err) != nil
 }
 
 // diskFull reports whether err is this machine's file system out of room (ENOSPC, EDQUOT):

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // serviceDown is a command's first contact with a storage service that took no
@@ -34,8 +36,8 @@ func (e *serviceDown) Unwrap() error { return e.err }
 // notAnswering is err as a serviceDown when it is a connection the storage service did not
 // take (nothing listens, no route, the dial timed out), else nil.
 func notAnswering(err error) error {
-	var op *net.OpError
-	if !errors.As(err, &op) || op.Op != "dial" || op.Err == nil {
+	op := storage.DialFailed(err)
+	if op == nil || op.Err == nil {
 		return nil
 	}
 	e := &serviceDown{op: op, err: err}

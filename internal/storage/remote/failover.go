@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/failover"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 // endpoints are the nodes of one service. Requests start at the next node in turn (so
@@ -71,8 +71,7 @@ func movesOn(err error, replayable bool) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if storage.DialFailed(err) != nil {
 		return true
 	}
 	if !replayable {

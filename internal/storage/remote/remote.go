@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -355,8 +354,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 // The service's own message usually begins with the same words ("put a/b: not found"):
 // they are said once.
 func opErr(op, obj string, err error) error {
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "dial" {
+	if storage.DialFailed(err) != nil {
 		return err
 	}
 	what := op + " " + obj

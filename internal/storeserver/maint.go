@@ -3,6 +3,7 @@ package storeserver
 import (
 	"context"
 	"fmt"
+	"github.com/veil-project/veil/internal/atomicfile"
 
 	"github.com/veil-project/veil/internal/storewire"
 )
@@ -76,7 +77,7 @@ func (s *Service) GC(ctx context.Context) (GCReport, error) {
 	}
 	stale, err := staleUploads(s.tmpDir)
 	for _, p := range stale {
-		if claimStale(p, true) {
+		if atomicfile.ClaimStale(p, true) {
 			rep.StaleUploads++
 		}
 	}

@@ -24,12 +24,9 @@ func staleUploads(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if p := filepath.Join(dir, e.Name()); claimStale(p, false) {
+		if p := filepath.Join(dir, e.Name()); atomicfile.ClaimStale(p, false) {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
-
-// claimStale is atomicfile.ClaimStale.
-func claimStale(p string, remove bool) bool { return atomicfile.ClaimStale(p, remove) }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"syscall"
 
+	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/words"
 )
 
@@ -38,11 +38,10 @@ func getStopped(ctx context.Context, local string, sum *Summary) error {
 		"(with --overwrite if-changed it skips what arrived)"
 	var fe *fileError
 	var errno syscall.Errno
-	var op *net.OpError
-	switch {
+	switch op := storage.DialFailed(cause); {
 	case diskFull(cause) && errors.As(cause, &fe) && errors.As(cause, &errno):
 		return fmt.Errorf("get stopped: %s writing %s below %s; "+again, errno, fe.path, local, "make room")
-	case stopsRun(cause) && errors.As(cause, &op):
+	case op != nil:
 		return fmt.Errorf("get stopped: the storage service does not answer (%w); "+again, op, "start it")
 	}
 	return nil

@@ -35,17 +35,22 @@ type UserInfo struct {
 // deploying: a user removed through another node kept authenticating here until this
 // node restarted, and a new user given the name had the old credential list their names.
 type userCache struct {
-	mu   sync.RWMutex
-	m    map[string]userRec
-	read map[string]time.Time // when each account was read from the database
+	mu sync.RWMutex
+	m  map[string]cachedUser
+}
+
+// cachedUser is an account and when it was read from the database.
+type cachedUser struct {
+	rec  userRec
+	read time.Time
 }
 
 func loadUsers(m metaStore) (*userCache, error) {
-	c := &userCache{m: map[string]userRec{}, read: map[string]time.Time{}}
+	c := &userCache{m: map[string]cachedUser{}}
 	now := time.Now()
 	err := m.view(context.Background(), func(t metaTx) error {
 		return t.users(func(name string, u userRec) error {
-			c.m[name], c.read[name] = u, now
+			c.m[name] = cachedUser{u, now}
 			return nil
 		})
 	})
@@ -56,15 +61,15 @@ func loadUsers(m metaStore) (*userCache, error) {
 func (c *userCache) fresh(name string, maxAge time.Duration) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	at, ok := c.read[name]
-	return ok && time.Since(at) < maxAge
+	u, ok := c.m[name]
+	return ok && time.Since(u.read) < maxAge
 }
 
 func (c *userCache) get(name string) (userRec, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	u, ok := c.m[name]
-	return u, ok
+	return u.rec, ok
 }
 
 // reloadUser reads name's record from a shared database into the cache.
@@ -90,8 +95,9 @@ func (s *Service) reloadUser(name string) (userRec, bool) {
 // authenticate checks a user's secret; it returns the user's record.
 func (c *userCache) authenticate(name, secret string) (userRec, bool) {
 	c.mu.RLock()
-	u, ok := c.m[name]
+	cu, ok := c.m[name]
 	c.mu.RUnlock()
+	u := cu.rec
 	raw, err := base64.RawURLEncoding.DecodeString(secret)
 	if err != nil {
 		raw = nil
@@ -106,9 +112,8 @@ func (c *userCache) set(name string, u *userRec) {
 	defer c.mu.Unlock()
 	if u == nil {
 		delete(c.m, name)
-		delete(c.read, name)
 	} else {
-		c.m[name], c.read[name] = *u, time.Now()
+		c.m[name] = cachedUser{*u, time.Now()}
 	}
 }
 

@@ -46,6 +46,7 @@ var rules = []Rule{
 	{"internal/verr", []string{"internal/...", "cmd/..."}},        // errors every layer wraps
 	{"internal/words", []string{"internal/...", "cmd/..."}},       // the wording of counts ("1 file") every user-facing line shares
 	{"internal/backoff", []string{"internal/...", "cmd/..."}},     // the retry loop clients share
+	{"internal/ratelog", []string{"internal/...", "cmd/..."}},     // one log line per interval for a repeated fault
 	{"internal/failover", []string{"internal/...", "cmd/..."}},    // the endpoint rotation clients share
 	{"internal/fuseunmount", []string{"internal/...", "cmd/..."}}, // ending a FUSE mount: both mounts share it
 	{"internal/sealedkey", []string{"internal/...", "cmd/..."}},

@@ -71,16 +71,15 @@ func (s *syncBuffer) String() string {
 }
 
 // Over UDP an evaluation refused because Redis is down is a drop (the client sees no
-// answer), and it is logged as over HTTPS, at most one line per limiterWarnEvery, which
+// answer), and it is logged as over HTTPS, at most one line per interval, which
 // counts the refusals left unlogged before it. Session 16's walkthrough: UDP refusals
 // left no line at all.
 func TestRedisDownUDPIsLoggedRateLimited(t *testing.T) {
-	defer func(d time.Duration) { limiterWarnEvery = d }(limiterWarnEvery)
-	limiterWarnEvery = time.Hour
 	redisURL, redis := testutil.StartRedisProc(t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s, addr, udpAddr, alice := handlerServer(t, Config{RateLimitStore: redisURL, Logger: log})
+	s.limWarn.SetEvery(time.Hour)
 	code, body, _ := post(t, httpsClient(alice, true), "https://"+addr+"/v1/session", nil)
 	g, err := kswire.ParseGrant(body)
 	if code != http.StatusOK || err != nil {
@@ -122,10 +121,11 @@ func TestRedisDownUDPIsLoggedRateLimited(t *testing.T) {
 		!strings.Contains(w[0], "rate-limit store") || !strings.Contains(w[0], `"unlogged_before":0`) {
 		t.Fatalf("5 UDP refusals with Redis down logged as:\n%s", strings.Join(w, "\n"))
 	}
-	s.limWarn.mu.Lock()
-	s.limWarn.last = time.Now().Add(-limiterWarnEvery) // the interval has passed
-	s.limWarn.mu.Unlock()
-	send(6, 7)
+	s.limWarn.SetEvery(time.Nanosecond) // the interval has passed
+	time.Sleep(time.Millisecond)
+	send(6, 6)
+	s.limWarn.SetEvery(time.Hour)
+	send(7, 7)
 	if w = warnings(); len(w) != 2 || !strings.Contains(w[1], `"unlogged_before":4`) {
 		t.Fatalf("after the interval, 2 more refusals logged as:\n%s", strings.Join(w, "\n"))
 	}

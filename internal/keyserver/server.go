@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/veil-project/veil/internal/ratelog"
 	"log/slog"
 	"net"
 	"net/http"
@@ -126,7 +127,7 @@ type Server struct {
 	http    *http.Server
 	sess    sessions
 	wg      sync.WaitGroup
-	limWarn faultLog // warnings of refusals the rate-limit store causes (faultlog.go)
+	limWarn ratelog.Spacer // warnings of refusals the rate-limit store causes (faultlog.go)
 }
 
 // state is what reload swaps in: the key ring and the client registry.

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"errors"
+	"github.com/veil-project/veil/internal/ratelog"
 	"log/slog"
 	"sync"
 	"syscall"
@@ -21,27 +22,17 @@ type rawFS struct {
 	mu     sync.Mutex
 	dirs   map[uint64][]oblivisync.DirEntry
 	nextFh uint64
-	// lastNoSpace is when an ENOSPC was last logged (at most one line per noSpaceEvery).
-	lastNoSpace time.Time
+	// noSpaces spaces out the log lines of refused writes (ratelog.DefaultEvery): a copy
+	// meeting a full buffer fails thousands of writes.
+	noSpaces ratelog.Spacer
 }
-
-// noSpaceEvery spaces out the log lines of refused writes: a copy meeting a full buffer
-// fails thousands of writes.
-const noSpaceEvery = 10 * time.Second
 
 // noSpace says on the mount's log why writes fail with ENOSPC: the disk is not full, the
 // pending buffer is (--max-pending), and the application sees only "No space left on
 // device" (found by a user walkthrough).
 func (r *rawFS) noSpace(op string, err error) {
-	r.mu.Lock()
-	now := time.Now()
-	due := now.Sub(r.lastNoSpace) >= noSpaceEvery
-	if due {
-		r.lastNoSpace = now
-	}
-	r.mu.Unlock()
-	if due {
-		r.log.Warn("writes refused with ENOSPC until epochs sync what is pending (raise --max-pending to buffer more)", "op", op, "err", err)
+	if ok, held := r.noSpaces.Due(); ok {
+		r.log.Warn("writes refused with ENOSPC until epochs sync what is pending (raise --max-pending to buffer more)", "op", op, "err", err, "unlogged_before", held)
 	}
 }
 

@@ -184,20 +184,14 @@ func (s *Server) unpublish(payload []byte) ([]byte, error) {
 }
 
 // fresh runs the replay check and logs why a query was refused (at most one line per
-// refusalLogEvery, with the number of refusals not logged since).
+// ratelog.DefaultEvery, with the number of refusals not logged since).
 func (s *Server) fresh(nonce [16]byte, stamp uint64, private bool) uint8 {
 	st, err := s.replay.verdict(nonce, stamp, s.cfg.now(), private)
 	if st == 0 {
 		return 0
 	}
-	now := time.Now().UnixNano()
-	last := s.lastRefusal.Load()
-	if now-last < int64(refusalLogEvery) || !s.lastRefusal.CompareAndSwap(last, now) {
-		s.quietRefusals.Add(1)
-		return st
+	if ok, held := s.refusals.Due(); ok {
+		s.log.Warn("query refused", "status", st, "reason", err.Error(), "unlogged_refusals", held)
 	}
-	s.log.Warn("query refused", "status", st, "reason", err.Error(), "unlogged_refusals", s.quietRefusals.Swap(0))
 	return st
 }
-
-const refusalLogEvery = 10 * time.Second

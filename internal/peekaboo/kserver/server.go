@@ -5,11 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/veil-project/veil/internal/ratelog"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -80,8 +80,7 @@ type Server struct {
 	tls    *tls.Config
 	m      *metrics
 
-	lastRefusal   atomic.Int64 // unix ns of the last refusal logged
-	quietRefusals atomic.Int64 // refusals not logged since
+	refusals ratelog.Spacer // log lines of refused queries (fresh)
 }
 
 // Open loads dir (made by Init), rebuilds the index and prepares TLS.

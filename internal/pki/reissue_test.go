@@ -204,3 +204,27 @@ func TestLoadServerCertRefusesExpired(t *testing.T) {
 		t.Fatalf("after re-issuing: %v", err)
 	}
 }
+
+// An old store directory names its certificates ca.pem and server.pem: the CA is found
+// there and server.pem is what is replaced (no server.crt appears beside it).
+func TestReissueLegacyNames(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := InitDir(dir, "test CA", "test server", []string{"127.0.0.1"}, 24*time.Hour, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(filepath.Join(dir, CACertFile), filepath.Join(dir, "ca.pem"))
+	os.Rename(filepath.Join(dir, ServerCertFile), filepath.Join(dir, "server.pem"))
+	r, err := ReissueServer(dir, ReissueOptions{Hosts: []string{"new.example"}, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Path != filepath.Join(dir, "server.pem") {
+		t.Fatalf("replaced %s", r.Path)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ServerCertFile)); !os.IsNotExist(err) {
+		t.Fatalf("server.crt: %v", err)
+	}
+	if _, err := LoadServerCert(r.Path, filepath.Join(dir, ServerKeyFile), ""); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -39,13 +39,21 @@ A typical deployment:
 
 Give alice.ks.json to alice (it holds her client certificate and the pinned KS keys).`,
 	}
-	c.AddCommand(newKSInit(), newKSClient(), newKSRotate(), newKSServe(), newKSRateTable())
+	c.AddCommand(newKSInit(), newKSClient(), newKSRotate(), newKSServe(), newKSRateTable(), newKSCert())
 	return c
 }
 
 func ksDirFlag(c *cobra.Command, dir *string) {
 	c.Flags().StringVar(dir, "dir", "", "key server directory (required)")
 	c.MarkFlagRequired("dir")
+}
+
+func newKSCert() *cobra.Command {
+	var dir string
+	c := newCertCommand(certKind{cmd: "veil keyserver cert", dir: "/srv/ks", host: "ks3.example.org",
+		validity: keyserver.ServerCertValidity, copies: "every replica's copy of DIR"}, &dir)
+	ksDirFlag(c, &dir)
+	return c
 }
 
 func newKSInit() *cobra.Command {

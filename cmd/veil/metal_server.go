@@ -92,7 +92,9 @@ DIR/deployment.json for clients: 'veil metal join').
 	serve.Flags().DurationVar(&cfg.StallTimeout, "stall-timeout", time.Minute, "role 1: a broadcast-list download whose client takes nothing for this long is cut (one that keeps reading is never cut, however long it takes)")
 	c.PersistentFlags().StringVar(&dir, "dir", "", "server directory (required)")
 	c.MarkPersistentFlagRequired("dir")
-	c.AddCommand(initC, serve)
+	cert := newCertCommand(certKind{cmd: "veil metal server cert", dir: "/srv/metal1", host: "metal1.example.org",
+		validity: mserver.ServerCertValidity}, &dir)
+	c.AddCommand(initC, serve, cert)
 	return c
 }
 

@@ -116,12 +116,14 @@ read their queries).
 			return nil
 		},
 	}
-	for _, s := range []*cobra.Command{initC, serve, pub} {
+	cert := newCertCommand(certKind{cmd: "veil peekaboo kserver cert", dir: "/srv/pkb-k", host: "k2.example",
+		validity: kserver.ServerCertValidity}, &dir)
+	for _, s := range []*cobra.Command{initC, serve, pub, cert} {
 		s.Flags().StringVar(&dir, "dir", "", "the K-server's directory (required)")
 		s.MarkFlagRequired("dir")
 	}
 	initC.MarkFlagRequired("endpoint")
-	c.AddCommand(initC, serve, pub)
+	c.AddCommand(initC, serve, pub, cert)
 	return c
 }
 
@@ -224,11 +226,13 @@ mixing off).
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", vdef.MaxConns, "simultaneous client connections")
 	serve.Flags().DurationVar(&cfg.RelayTimeout, "relay-timeout", vdef.RelayTimeout, "one relay batch to the K-server")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", vdef.ShutdownTimeout, "graceful drain limit")
-	for _, s := range []*cobra.Command{initC, serve} {
+	cert := newCertCommand(certKind{cmd: "veil peekaboo vserver cert", dir: "/srv/pkb-v", host: "v2.example",
+		validity: vserver.ServerCertValidity}, &dir)
+	for _, s := range []*cobra.Command{initC, serve, cert} {
 		s.Flags().StringVar(&dir, "dir", "", "the V-server's directory (required)")
 		s.MarkFlagRequired("dir")
 	}
-	c.AddCommand(initC, serve, newPkbAddUserCommand())
+	c.AddCommand(initC, serve, cert, newPkbAddUserCommand())
 	return c
 }
 

@@ -44,7 +44,16 @@ duplicate.
 Clients reach it as veil://host:7480 with the credential file (VEIL_STORE_CREDENTIAL).`,
 	}
 	c.AddCommand(newStoreInitCommand(), newStoreUserCommand(), newStoreServeCommand(),
-		newStoreStatsCommand(), newStoreGCCommand(), newStoreFsckCommand())
+		newStoreStatsCommand(), newStoreGCCommand(), newStoreFsckCommand(), newStoreCertCommand())
+	return c
+}
+
+func newStoreCertCommand() *cobra.Command {
+	var dir string
+	c := newCertCommand(certKind{cmd: "veil store cert", dir: "/srv/veil-store", host: "store3.example.org",
+		validity: storeserver.ServerCertValidity, tlsDir: storeserver.TLSDir,
+		copies: "DIR/tls/ on every other node"}, &dir)
+	dirFlag(c, &dir)
 	return c
 }
 

@@ -33,8 +33,18 @@ func TestOpenRefusesExpiredCertificate(t *testing.T) {
 		s.Close()
 		t.Fatal("opened with an expired certificate")
 	}
-	if !strings.Contains(err.Error(), "expired on") || strings.Contains(err.Error(), "\n") {
+	if !strings.Contains(err.Error(), "expired on") || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "re-issue it with 'veil keyserver cert --dir "+dir+"'") {
 		t.Fatalf("refusal: %v", err)
 	}
 	t.Log(err)
+	// What the refusal says to do is enough: the same CA, the same key, a new end.
+	if _, err := pki.ReissueServer(dir, pki.ReissueOptions{Validity: ServerCertValidity}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(context.Background(), dir, Config{})
+	if err != nil {
+		t.Fatalf("after re-issuing: %v", err)
+	}
+	s.Close()
 }

@@ -34,7 +34,6 @@ const (
 	dirKeys      = "keys"
 	metaVersion  = 1
 	caValidity   = 20 * 365 * 24 * time.Hour
-	srvValidity  = 5 * 365 * 24 * time.Hour
 	defaultHTTPS = "127.0.0.1:7443"
 	defaultUDP   = "127.0.0.1:7444"
 )
@@ -56,6 +55,10 @@ var (
 	DefaultHosts    = []string{"127.0.0.1", "::1", "localhost"}
 	DefaultValidity = 365 * 24 * time.Hour // of a client certificate
 )
+
+// ServerCertValidity is the lifetime of the server certificate init makes (and `veil
+// keyserver cert` by default).
+const ServerCertValidity = 5 * 365 * 24 * time.Hour
 
 // DefaultRSABits is the RSA modulus size of the rsa suite unless told otherwise.
 const DefaultRSABits = oprf.MinRSABits
@@ -105,7 +108,7 @@ func Init(dir string, opts InitOptions) error {
 	if err := writeKey(dir, key); err != nil {
 		return err
 	}
-	if _, _, err := pki.InitDir(dir, "veil key server CA", "veil key server", opts.Hosts, caValidity, srvValidity); err != nil {
+	if _, _, err := pki.InitDir(dir, "veil key server CA", "veil key server", opts.Hosts, caValidity, ServerCertValidity); err != nil {
 		return err
 	}
 	if err := writeJSON(filepath.Join(dir, fileClients), &registry{Version: metaVersion}); err != nil {

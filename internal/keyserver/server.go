@@ -162,11 +162,8 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, fileSrvCert), filepath.Join(dir, fileSrvKey))
+	cert, err := pki.LoadServerCert(filepath.Join(dir, fileSrvCert), filepath.Join(dir, fileSrvKey), "veil keyserver cert --dir "+dir)
 	if err != nil {
-		return nil, fmt.Errorf("server certificate: %w", err)
-	}
-	if err := pki.CheckValid("server certificate "+filepath.Join(dir, fileSrvCert), cert, time.Now()); err != nil {
 		return nil, err
 	}
 	var st RateStore
@@ -189,11 +186,11 @@ func Open(ctx context.Context, dir string, cfg Config) (*Server, error) {
 	s.http = &http.Server{
 		Handler: s.routes(),
 		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientCAs:    pool,
-			ClientAuth:   tls.VerifyClientCertIfGiven, // /healthz and /metrics need no certificate
-			MinVersion:   tls.VersionTLS13,
-			NextProtos:   []string{"h2", "http/1.1"},
+			GetCertificate: cert.GetCertificate, // `veil keyserver cert` needs no restart
+			ClientCAs:      pool,
+			ClientAuth:     tls.VerifyClientCertIfGiven, // /healthz and /metrics need no certificate
+			MinVersion:     tls.VersionTLS13,
+			NextProtos:     []string{"h2", "http/1.1"},
 		},
 		ReadHeaderTimeout: cfg.ReadTimeout,
 		ReadTimeout:       cfg.ReadTimeout,

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -57,6 +56,12 @@ func NewCA(commonName string, validity time.Duration) (*Issued, error) {
 // IssueServer signs a server certificate (serverAuth) for hosts: IP addresses and DNS names.
 // Empty entries are skipped.
 func (c *CA) IssueServer(commonName string, hosts []string, validity time.Duration) (*Issued, error) {
+	return sign(serverTemplate(commonName, hosts), c, validity)
+}
+
+// serverTemplate is a server certificate (serverAuth) for hosts: IP addresses and DNS
+// names, empty entries skipped.
+func serverTemplate(commonName string, hosts []string) *x509.Certificate {
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: commonName},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
@@ -69,7 +74,7 @@ func (c *CA) IssueServer(commonName string, hosts []string, validity time.Durati
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	return sign(tmpl, c, validity)
+	return tmpl
 }
 
 // IssueClient signs a client certificate (clientAuth) for the client called name.
@@ -88,11 +93,17 @@ func sign(tmpl *x509.Certificate, parent *CA, validity time.Duration) (*Issued, 
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
+	return signKey(tmpl, parent, key, now, now.Add(validity))
+}
+
+// signKey is sign for a given key, valid from an hour before now until notAfter.
+func signKey(tmpl *x509.Certificate, parent *CA, key *ecdsa.PrivateKey, now, notAfter time.Time) (*Issued, error) {
+	var err error
 	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), SerialBits)); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), notAfter
 	parentCert, parentKey := tmpl, key
 	if parent != nil {
 		parentCert, parentKey = parent.Cert, parent.Key
@@ -205,23 +216,4 @@ func InitDir(dir, caName, serverName string, hosts []string, caValidity, serverV
 		return nil, nil, err
 	}
 	return ca, srv, nil
-}
-
-// CheckValid refuses a server's certificate outside its validity window, which every
-// client refuses: a server starting with it would answer no one. what names the file.
-func CheckValid(what string, c tls.Certificate, now time.Time) error {
-	leaf := c.Leaf
-	if leaf == nil {
-		var err error
-		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	switch {
-	case now.After(leaf.NotAfter):
-		return fmt.Errorf("%s expired on %s: clients refuse it", what, leaf.NotAfter.UTC().Format(time.DateOnly))
-	case now.Before(leaf.NotBefore):
-		return fmt.Errorf("%s is valid from %s only: is this machine's clock right?", what, leaf.NotBefore.UTC().Format(time.RFC3339))
-	}
-	return nil
 }

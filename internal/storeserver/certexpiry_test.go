@@ -49,7 +49,16 @@ func TestServeRefusesExpiredCertificate(t *testing.T) {
 	t.Log(err)
 	s.Close()
 	err = Run(ctx, dir, "127.0.0.1:0", Config{}, func(string) { t.Error("Run said it serves") })
-	if err == nil || !strings.Contains(err.Error(), "expired on") {
+	if err == nil || !strings.Contains(err.Error(), "expired on") || !strings.Contains(err.Error(), "re-issue it with 'veil store cert --dir "+dir+"'") {
 		t.Fatalf("Run with an expired certificate: %v", err)
+	}
+	// What the refusal says to do is enough: the same CA, the same key, a new end.
+	if _, err := pki.ReissueServer(TLSDir(dir), pki.ReissueOptions{Validity: ServerCertValidity}); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(ctx)
+	err = Run(ctx2, dir, "127.0.0.1:0", Config{}, func(string) { cancel2() })
+	if err != nil {
+		t.Fatalf("Run after re-issuing: %v", err)
 	}
 }

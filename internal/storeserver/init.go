@@ -115,7 +115,7 @@ func writeTLS(dir string, hosts []string) error {
 	if h, err := os.Hostname(); err == nil {
 		all = append(all, h)
 	}
-	srv, err := ca.IssueServer("veil store", append(all, hosts...), 5*365*24*time.Hour)
+	srv, err := ca.IssueServer("veil store", append(all, hosts...), ServerCertValidity)
 	if err != nil {
 		return err
 	}
@@ -131,16 +131,20 @@ func (s *Service) caPEM() ([]byte, error) {
 	return b, nil
 }
 
-// serverTLS loads the generated server certificate.
+// ServerCertValidity is the lifetime of the server certificate init makes (and `veil store
+// cert` by default).
+const ServerCertValidity = 5 * 365 * 24 * time.Hour
+
+// TLSDir is where the store in dir keeps its CA and server certificate.
+func TLSDir(dir string) string { return filepath.Join(dir, tlsName) }
+
+// serverTLS loads the generated server certificate, read again at the first handshake
+// after `veil store cert` replaced it.
 func (s *Service) serverTLS() (*tls.Config, error) {
-	d := filepath.Join(s.dir, tlsName)
-	certFile := pki.CertFile(d, "server")
-	cert, err := tls.LoadX509KeyPair(certFile, filepath.Join(d, pki.ServerKeyFile))
+	d := TLSDir(s.dir)
+	sc, err := pki.LoadServerCert(pki.CertFile(d, "server"), filepath.Join(d, pki.ServerKeyFile), "veil store cert --dir "+s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
-	if err := pki.CheckValid("server certificate "+certFile, cert, time.Now()); err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
+	return &tls.Config{GetCertificate: sc.GetCertificate, MinVersion: tls.VersionTLS13}, nil
 }

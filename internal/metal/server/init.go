@@ -53,7 +53,12 @@ type InitOptions struct {
 	PeerCred []byte        // Server 1 only: Server 2's peer.cred
 }
 
-const validity = 10 * 365 * 24 * time.Hour
+// validity of the certificates made here; ServerCertValidity is the server certificate's
+// (the `cert` command's default).
+const (
+	validity           = 10 * 365 * 24 * time.Hour
+	ServerCertValidity = validity
+)
 
 // Init creates a server directory: CA and certificate, the initial 2PC state (fresh key
 // shares), and Server 2's peer.cred or Server 1's deployment.json.

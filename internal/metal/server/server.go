@@ -107,14 +107,16 @@ func Open(dir string, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, role: c.Role, log: server.Logger(cfg.Logger, fmt.Sprintf("metal-server%d", c.Role)), m: newMetrics(),
 		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1),
 		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr), reach: newReach()}
-	ca, err1 := read(pki.CACertFile)
-	cert, err2 := read(pki.ServerCertFile)
-	key, err3 := read(pki.ServerKeyFile)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	ca, err := read(pki.CACertFile)
+	if err != nil {
 		return nil, err
 	}
-	if s.tls, err = serverTLS(cert, key, ca); err != nil {
-		return nil, fmt.Errorf("server certificate: %w", err)
+	sc, err := pki.LoadServerCert(filepath.Join(dir, pki.ServerCertFile), filepath.Join(dir, pki.ServerKeyFile), "veil metal server cert --dir "+dir)
+	if err != nil {
+		return nil, err
+	}
+	if s.tls, err = serverTLS(sc.GetCertificate, ca); err != nil {
+		return nil, err
 	}
 	if c.Role == 1 {
 		pb, err := read(FilePeerCred)

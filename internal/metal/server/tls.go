@@ -14,18 +14,15 @@ func certPool(caPEM []byte) (*x509.CertPool, error) {
 	return p, nil
 }
 
-// serverTLS is TLS 1.3 with the server's certificate; client certificates from clientCA
-// are verified when given (only /v1/peer requires one).
-func serverTLS(certPEM, keyPEM, clientCA []byte) (*tls.Config, error) {
-	c, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, err
-	}
+// serverTLS is TLS 1.3 with the server's certificate from get (pki.ServerCert's: a
+// re-issued one is served without a restart); client certificates from clientCA are
+// verified when given (only /v1/peer requires one).
+func serverTLS(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), clientCA []byte) (*tls.Config, error) {
 	p, err := certPool(clientCA)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS13,
+	return &tls.Config{GetCertificate: get, MinVersion: tls.VersionTLS13,
 		ClientCAs: p, ClientAuth: tls.VerifyClientCertIfGiven, NextProtos: []string{"http/1.1"}}, nil
 }
 

@@ -35,8 +35,12 @@ type InitOptions struct {
 	PIR      pir.Params // the private-query table (default pir.DefaultParams)
 }
 
-// validity of the certificates made here.
-const validity = 10 * 365 * 24 * time.Hour
+// validity of the certificates made here; ServerCertValidity is the server certificate's
+// (the `cert` command's default).
+const (
+	validity           = 10 * 365 * 24 * time.Hour
+	ServerCertValidity = validity
+)
 
 // Init creates dir with a fresh HPKE key, a CA, a server certificate and the V-server's
 // relay credential (relay.cred: hand it to `veil peekaboo vserver init`).

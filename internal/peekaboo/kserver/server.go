@@ -18,6 +18,7 @@ import (
 	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
 )
 
@@ -95,15 +96,17 @@ func Open(dir string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, err1 := read(FileCACert)
-	cert, err2 := read(FileCert)
-	ckey, err3 := read(FileCertKey)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	ca, err := read(FileCACert)
+	if err != nil {
 		return nil, err
 	}
-	tc, err := tlsconf.ServerConfig(tlsconf.Pair{Cert: cert, Key: ckey}, ca)
+	sc, err := pki.LoadServerCert(filepath.Join(dir, FileCert), filepath.Join(dir, FileCertKey), "veil peekaboo kserver cert --dir "+dir)
 	if err != nil {
-		return nil, fmt.Errorf("server certificate: %w", err)
+		return nil, err
+	}
+	tc, err := tlsconf.ServerConfigFunc(sc.GetCertificate, ca)
+	if err != nil {
+		return nil, err
 	}
 	db, err := openDB(filepath.Join(dir, FileDB))
 	if err != nil {

@@ -26,8 +26,15 @@ func ServerConfig(cert Pair, clientCA []byte) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}}
+	return ServerConfigFunc(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &c, nil }, clientCA)
+}
+
+// ServerConfigFunc is ServerConfig with the certificate get returns at each handshake (the
+// servers give pki.ServerCert's, which serves a re-issued certificate without a restart).
+func ServerConfigFunc(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), clientCA []byte) (*tls.Config, error) {
+	cfg := &tls.Config{GetCertificate: get, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2", "http/1.1"}}
 	if clientCA != nil {
+		var err error
 		if cfg.ClientCAs, err = pool(clientCA); err != nil {
 			return nil, err
 		}

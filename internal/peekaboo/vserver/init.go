@@ -36,8 +36,12 @@ type InitOptions struct {
 	Hosts     []string // names/IPs for the server certificate (default: 127.0.0.1, localhost; the endpoint's host is added)
 }
 
-// validity of the certificates made here.
-const validity = 10 * 365 * 24 * time.Hour
+// validity of the certificates made here; ServerCertValidity is the server certificate's
+// (the `cert` command's default).
+const (
+	validity           = 10 * 365 * 24 * time.Hour
+	ServerCertValidity = validity
+)
 
 // Init creates dir: a CA and server certificate, the relay credential, the state file with
 // an administrator, and admin.cred (the administrator's credential, to add users).

@@ -20,6 +20,7 @@ import (
 	"github.com/veil-project/veil/internal/peekaboo/pir"
 	"github.com/veil-project/veil/internal/peekaboo/tlsconf"
 	"github.com/veil-project/veil/internal/peekaboo/wire"
+	"github.com/veil-project/veil/internal/pki"
 	"github.com/veil-project/veil/internal/server"
 )
 
@@ -103,9 +104,13 @@ func Open(dir string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := tlsconf.ServerConfig(tlsconf.Pair{Cert: read(FileCert), Key: read(FileCertKey)}, nil)
+	sc, err := pki.LoadServerCert(filepath.Join(dir, FileCert), filepath.Join(dir, FileCertKey), "veil peekaboo vserver cert --dir "+dir)
 	if err != nil {
-		return nil, fmt.Errorf("server certificate: %w", err)
+		return nil, err
+	}
+	tc, err := tlsconf.ServerConfigFunc(sc.GetCertificate, nil)
+	if err != nil {
+		return nil, err
 	}
 	ctc, err := tlsconf.ClientConfig([]byte(rc.CA), &tlsconf.Pair{Cert: []byte(rc.Cert), Key: []byte(rc.Key)})
 	if err != nil {

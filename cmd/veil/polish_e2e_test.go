@@ -145,14 +145,16 @@ func TestE2EHintsMissingKeyAndPassphraseTypo(t *testing.T) {
 	}
 }
 
-// get and cat of a path that was deleted point to its versions ('veil log'); a path never
-// stored is only not found.
+// get, cat and ls of a path that was deleted point to its versions ('veil log'); a path
+// never stored is only not found. (ls gave "not found" alone.)
 func TestE2EDeletedPathPointsToLog(t *testing.T) {
 	u := localUser(t, "alice")
 	src := filepath.Join(t.TempDir(), "docs")
 	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	randomFile(t, filepath.Join(src, "sub", "b.txt"), 100, 2)
 	u.mustRun(t, "put", "-q", src)
 	u.mustRun(t, "rm", "docs/a.txt")
+	u.mustRun(t, "rm", "-r", "docs/sub")
 	hint := " (deleted: 'veil log' lists its versions, 'veil get --version N' retrieves one)"
 	for _, c := range []struct {
 		args []string
@@ -160,7 +162,10 @@ func TestE2EDeletedPathPointsToLog(t *testing.T) {
 	}{
 		{[]string{"get", "docs/a.txt", filepath.Join(t.TempDir(), "a")}, "veil: docs/a.txt: not found" + hint + "\n"},
 		{[]string{"cat", "docs/a.txt"}, "veil: docs/a.txt: not found" + hint + "\n"},
+		{[]string{"ls", "docs/a.txt"}, "veil: docs/a.txt: not found" + hint + "\n"},
+		{[]string{"ls", "-l", "docs/sub"}, "veil: docs/sub: not found" + hint + "\n"},
 		{[]string{"get", "docs/never.txt", filepath.Join(t.TempDir(), "a")}, "veil: docs/never.txt: not found\n"},
+		{[]string{"ls", "docs/never.txt"}, "veil: docs/never.txt: not found\n"},
 	} {
 		if _, errs, code := u.run(t, c.args...); code != 1 || errs != c.want {
 			t.Errorf("veil %v: exit %d, stderr %q; want exit 1, %q", c.args, code, errs, c.want)

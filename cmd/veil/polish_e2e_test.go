@@ -211,3 +211,33 @@ func TestE2EProgressInMiB(t *testing.T) {
 		t.Fatalf("put on a terminal: %v\n%q\nwant a progress bar counting MiB (\"/23 MiB)\"), as the summary does", err, out)
 	}
 }
+
+// ls -l, ls --json and log show a symlink's size as lstat(2) and GNU ls -l do: its
+// target's length (they showed 0, the size its record keeps; the mount showed the length).
+func TestE2ESymlinkSizeIsTargetLength(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	link := filepath.Join(src, "l")
+	if err := os.Symlink("a.txt/../a.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(link)
+	if err != nil || fi.Size() != 14 {
+		t.Fatalf("lstat of the local link: %v, %v", fi, err)
+	}
+	u.mustRun(t, "put", "-q", src)
+	if out := u.mustRun(t, "ls", "-l", "docs/l"); !strings.HasPrefix(out, "lrwxrwxrwx 14 ") || !strings.HasSuffix(out, " l -> a.txt/../a.txt\n") {
+		t.Errorf("ls -l docs/l: %q; want size 14, as ls -l shows it", out)
+	}
+	if out := u.mustRun(t, "ls", "--json", "docs/l"); !strings.Contains(out, `"size":14,`) {
+		t.Errorf("ls --json docs/l: %q; want size 14", out)
+	}
+	lines := strings.Split(u.mustRun(t, "log", "docs/l"), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[1], "  14 B  ") {
+		t.Errorf("log docs/l: %q; want size 14 B", lines)
+	}
+	if out := u.mustRun(t, "ls", "-l", "docs/a.txt"); len(strings.Fields(out)) < 2 || strings.Fields(out)[1] != "100" {
+		t.Errorf("ls -l docs/a.txt: %q; a file's size is as before", out)
+	}
+}

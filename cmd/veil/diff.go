@@ -53,6 +53,13 @@ Examples:
 			if local != "" && len(args) > 1 {
 				return usageError("with --local, give at most one stored PATH")
 			}
+			if local == "" {
+				for _, spec := range args[:2] { // refused before the passphrase is asked for, as --at is
+					if err := dupless.CheckPoint(spec); err != nil {
+						return usageError(err.Error())
+					}
+				}
+			}
 			return o.with(cmd, func(cl *dupless.Client) error {
 				var chs []dupless.Change
 				var err error

@@ -48,7 +48,12 @@ Storage locations:
 
 init checks the location before it writes anything: a local directory is created (later
 commands never create one: a mistyped $VEIL_STORAGE is an error, not a new empty store),
-and a veil:// or s3:// location must answer with the credential given.
+and a veil:// or s3:// location must answer with the credential given. It also asks the
+key server for one key with its credential (one evaluation of the credential's rate
+limit): a credential the key server refuses (revoked, unknown, another key server's) fails
+init, naming the key server and what was wrong; a key server that cannot be reached, or
+that is rate-limiting, is a one-line warning and init goes on (set up offline: puts store
+without deduplication until it answers).
 
 The passphrase comes from --password-file, $VEIL_PASSWORD_FILE, or a prompt. Without the
 passphrase and the key file nobody, including you, can read what you store: back up the
@@ -81,6 +86,7 @@ Examples:
 				fmt.Fprintln(cmd.ErrOrStderr(), w)
 			}
 			opts.Credentials = profile.EnvOverrides(os.Getenv).Credentials
+			opts.Warn = func(w error) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", textMessage(w)) }
 			cfg, err := profile.Init(cmd.Context(), o.dir(), pass, opts)
 			if err != nil {
 				return err
@@ -230,6 +236,14 @@ Examples:
 			}
 			sum, err := cl.PutScanned(cmd.Context(), pre)
 			ui.finish()
+			if err != nil && cmd.Context().Err() != nil && sum != nil && sum.Duration > 0 {
+				// Ctrl-C or SIGTERM stopped it while storing (a Duration says the run got
+				// that far): what it stored, which its snapshot keeps, is summed up as sync
+				// does, before main's "interrupted" and its exit status (found by a user
+				// walkthrough: only "interrupted" was said).
+				o.report(cmd.OutOrStdout(), "stored", sum, nil)
+				return err
+			}
 			return o.report(cmd.OutOrStdout(), "stored", sum, err)
 		},
 	}

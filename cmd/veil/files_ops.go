@@ -47,7 +47,7 @@ Examples:
 				}
 				es, err := cl.List(cmd.Context(), path, long || o.json) // JSON is always complete
 				if err != nil {
-					return err
+					return deletedHint(cmd.Context(), cl, path, err)
 				}
 				bad := 0
 				for _, e := range es {

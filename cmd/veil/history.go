@@ -30,6 +30,7 @@ type pinFlags struct {
 	at       string
 	version  int
 	snapshot uint64
+	when     time.Time // at, read by check
 }
 
 func (p *pinFlags) add(c *cobra.Command, versions bool) {
@@ -38,37 +39,50 @@ func (p *pinFlags) add(c *cobra.Command, versions bool) {
 	if versions {
 		c.Flags().IntVar(&p.version, "version", 0, "version N of the path, as 'veil log' numbers them (1 = oldest)")
 	}
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error { return p.check(cmd) } // before RunE opens the profile
 }
 
-// apply pins cl to the chosen point (nothing chosen: the newest). path is what --version
-// counts the versions of.
-func (p *pinFlags) apply(ctx context.Context, cl *dupless.Client, path string) error {
+// check finds the usage mistakes of the flags cmd was given (add runs it before the
+// command's RunE), before the command asks for the passphrase or unlocks the profile (found by a user walkthrough: a mistyped --at was
+// refused only after the passphrase was typed).
+func (p *pinFlags) check(cmd *cobra.Command) error {
+	given := func(name string) bool { return cmd.Flags().Changed(name) }
 	set := 0
-	for _, b := range []bool{p.at != "", p.version != 0, p.snapshot != 0} {
-		if b {
+	for _, name := range []string{"at", "version", "snapshot"} {
+		if given(name) {
 			set++
 		}
 	}
 	switch {
 	case set > 1:
 		return usageError("choose one of --at, --version and --snapshot")
-	case p.version < 0:
+	case given("version") && p.version < 1:
 		return usageError("--version counts from 1")
-	case p.at != "":
+	case given("snapshot") && p.snapshot == 0:
+		return usageError("--snapshot counts from 1 (see 'veil snapshots')")
+	case given("at"):
 		t, err := dupless.ParseWhen(p.at, time.Now())
 		if err != nil {
 			return usageError(err.Error())
 		}
-		_, err = cl.PinTime(ctx, t)
-		return err
-	case p.version != 0:
-		_, err := cl.PinVersion(ctx, path, p.version)
-		return err
-	case p.snapshot != 0:
-		_, err := cl.PinSnapshot(ctx, p.snapshot)
-		return err
+		p.when = t
 	}
 	return nil
+}
+
+// apply pins cl to the point check found (nothing chosen: the newest). path is what
+// --version counts the versions of.
+func (p *pinFlags) apply(ctx context.Context, cl *dupless.Client, path string) error {
+	var err error
+	switch {
+	case !p.when.IsZero():
+		_, err = cl.PinTime(ctx, p.when)
+	case p.version != 0:
+		_, err = cl.PinVersion(ctx, path, p.version)
+	case p.snapshot != 0:
+		_, err = cl.PinSnapshot(ctx, p.snapshot)
+	}
+	return err
 }
 
 func newLogCommand() *cobra.Command {

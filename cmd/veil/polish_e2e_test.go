@@ -145,14 +145,16 @@ func TestE2EHintsMissingKeyAndPassphraseTypo(t *testing.T) {
 	}
 }
 
-// get and cat of a path that was deleted point to its versions ('veil log'); a path never
-// stored is only not found.
+// get, cat and ls of a path that was deleted point to its versions ('veil log'); a path
+// never stored is only not found. (ls gave "not found" alone.)
 func TestE2EDeletedPathPointsToLog(t *testing.T) {
 	u := localUser(t, "alice")
 	src := filepath.Join(t.TempDir(), "docs")
 	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	randomFile(t, filepath.Join(src, "sub", "b.txt"), 100, 2)
 	u.mustRun(t, "put", "-q", src)
 	u.mustRun(t, "rm", "docs/a.txt")
+	u.mustRun(t, "rm", "-r", "docs/sub")
 	hint := " (deleted: 'veil log' lists its versions, 'veil get --version N' retrieves one)"
 	for _, c := range []struct {
 		args []string
@@ -160,7 +162,10 @@ func TestE2EDeletedPathPointsToLog(t *testing.T) {
 	}{
 		{[]string{"get", "docs/a.txt", filepath.Join(t.TempDir(), "a")}, "veil: docs/a.txt: not found" + hint + "\n"},
 		{[]string{"cat", "docs/a.txt"}, "veil: docs/a.txt: not found" + hint + "\n"},
+		{[]string{"ls", "docs/a.txt"}, "veil: docs/a.txt: not found" + hint + "\n"},
+		{[]string{"ls", "-l", "docs/sub"}, "veil: docs/sub: not found" + hint + "\n"},
 		{[]string{"get", "docs/never.txt", filepath.Join(t.TempDir(), "a")}, "veil: docs/never.txt: not found\n"},
+		{[]string{"ls", "docs/never.txt"}, "veil: docs/never.txt: not found\n"},
 	} {
 		if _, errs, code := u.run(t, c.args...); code != 1 || errs != c.want {
 			t.Errorf("veil %v: exit %d, stderr %q; want exit 1, %q", c.args, code, errs, c.want)
@@ -204,5 +209,35 @@ func TestE2EProgressInMiB(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/23 MiB)") || strings.Contains(string(out), "MB") {
 		t.Fatalf("put on a terminal: %v\n%q\nwant a progress bar counting MiB (\"/23 MiB)\"), as the summary does", err, out)
+	}
+}
+
+// ls -l, ls --json and log show a symlink's size as lstat(2) and GNU ls -l do: its
+// target's length (they showed 0, the size its record keeps; the mount showed the length).
+func TestE2ESymlinkSizeIsTargetLength(t *testing.T) {
+	u := localUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "docs")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	link := filepath.Join(src, "l")
+	if err := os.Symlink("a.txt/../a.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(link)
+	if err != nil || fi.Size() != 14 {
+		t.Fatalf("lstat of the local link: %v, %v", fi, err)
+	}
+	u.mustRun(t, "put", "-q", src)
+	if out := u.mustRun(t, "ls", "-l", "docs/l"); !strings.HasPrefix(out, "lrwxrwxrwx 14 ") || !strings.HasSuffix(out, " l -> a.txt/../a.txt\n") {
+		t.Errorf("ls -l docs/l: %q; want size 14, as ls -l shows it", out)
+	}
+	if out := u.mustRun(t, "ls", "--json", "docs/l"); !strings.Contains(out, `"size":14,`) {
+		t.Errorf("ls --json docs/l: %q; want size 14", out)
+	}
+	lines := strings.Split(u.mustRun(t, "log", "docs/l"), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[1], "  14 B  ") {
+		t.Errorf("log docs/l: %q; want size 14 B", lines)
+	}
+	if out := u.mustRun(t, "ls", "-l", "docs/a.txt"); len(strings.Fields(out)) < 2 || strings.Fields(out)[1] != "100" {
+		t.Errorf("ls -l docs/a.txt: %q; a file's size is as before", out)
 	}
 }

@@ -77,13 +77,12 @@ func (v *View) Lookup(ctx context.Context, dir, name string) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", joinPath(dir, name), err)
 	}
-	n := &Node{Name: name, Size: int64(r.Size), Mode: goMode(r.Mode), ModTime: time.Unix(0, r.MTime), Target: r.Target, rec: r,
+	n := &Node{Name: name, Size: r.size(), Mode: goMode(r.Mode), ModTime: time.Unix(0, r.MTime), Target: r.Target, rec: r,
 		sum: v.root.Entries[path]}
 	switch r.Type {
 	case typeFile:
 	case typeSymlink:
 		n.Mode |= fs.ModeSymlink
-		n.Size = int64(len(r.Target))
 	case typeSpecial: // a FIFO or device: metadata only, as get restores it
 		n.Mode, n.Rdev = specialGoMode(r.Mode), r.Rdev
 	default:

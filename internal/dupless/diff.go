@@ -48,22 +48,46 @@ func resolve(spec string, snaps []Snapshot) (Snapshot, error) {
 	if len(snaps) == 0 {
 		return Snapshot{}, errors.New("no snapshots yet (the first put makes one)")
 	}
-	if spec == "" || spec == "latest" {
+	seq, t, err := parsePoint(spec, time.Now())
+	switch {
+	case err != nil:
+		return Snapshot{}, err
+	case seq == 0 && t.IsZero():
 		return snaps[len(snaps)-1], nil
-	}
-	if n, err := strconv.ParseUint(spec, 10, 64); err == nil {
+	case seq != 0:
 		for _, s := range snaps {
-			if s.Seq == n {
+			if s.Seq == seq {
 				return s, nil
 			}
 		}
-		return Snapshot{}, fmt.Errorf("no snapshot %d (see 'veil snapshots')", n)
-	}
-	t, err := ParseWhen(spec, time.Now())
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("%q is neither a snapshot number nor a time: %w", spec, err)
+		return Snapshot{}, fmt.Errorf("no snapshot %d (see 'veil snapshots')", seq)
 	}
 	return atOrBefore(snaps, t)
+}
+
+// CheckPoint fails when spec is not a point Diff takes (a snapshot number, "latest", a
+// time), so that a command line can be refused before the profile is unlocked.
+func CheckPoint(spec string) error {
+	_, _, err := parsePoint(spec, time.Now())
+	return err
+}
+
+// parsePoint reads a point spec: "" or "latest" (both zero), a snapshot number (seq), or
+// a time (ParseWhen).
+func parsePoint(spec string, now time.Time) (seq uint64, t time.Time, err error) {
+	if spec == "" || spec == "latest" {
+		return 0, time.Time{}, nil
+	}
+	if n, err := strconv.ParseUint(spec, 10, 64); err == nil {
+		if n == 0 {
+			return 0, time.Time{}, errors.New("snapshot numbers count from 1 (see 'veil snapshots')")
+		}
+		return n, time.Time{}, nil
+	}
+	if t, err = ParseWhen(spec, now); err != nil {
+		return 0, time.Time{}, fmt.Errorf("%q is neither a snapshot number nor a time: %w", spec, err)
+	}
+	return 0, t, nil
 }
 
 // atOrBefore is the newest of snaps (oldest first) taken at or before t.

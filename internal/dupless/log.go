@@ -22,7 +22,7 @@ type Version struct {
 	Deleted  bool      `json:"deleted,omitempty"`
 	IsDir    bool      `json:"dir,omitempty"`
 	Files    int       `json:"files,omitempty"` // directory: files and symlinks below it
-	Size     int64     `json:"size"`            // file: its size
+	Size     int64     `json:"size"`            // file: its size; symlink: its target's length
 	ModTime  time.Time `json:"mtime"`           // file: its modification time
 	Symlink  string    `json:"symlink,omitempty"`
 	Fallback bool      `json:"fallback,omitempty"`
@@ -133,7 +133,7 @@ func (c *Client) fillVersion(ctx context.Context, v *Version, path string, h [32
 		v.Err = err.Error()
 		return
 	}
-	v.Size, v.ModTime, v.Symlink = int64(r.Size), time.Unix(0, r.MTime), r.Target
+	v.Size, v.ModTime, v.Symlink = r.size(), time.Unix(0, r.MTime), r.Target
 	for _, ch := range r.Chunks {
 		if ch.Flags&flagRandomKey != 0 {
 			v.Fallback = true

@@ -18,7 +18,7 @@ type Entry struct {
 	Path     string      `json:"path"`
 	IsDir    bool        `json:"dir,omitempty"`
 	Symlink  string      `json:"symlink,omitempty"`
-	Size     int64       `json:"size"`
+	Size     int64       `json:"size"` // a symlink: its target's length, as lstat(2) says
 	Mode     fs.FileMode `json:"mode"`
 	ModTime  time.Time   `json:"mtime"`
 	Chunks   int         `json:"chunks,omitempty"`
@@ -128,7 +128,7 @@ func (c *Client) fillEntry(ctx context.Context, e *Entry, encDir, objName string
 	if err != nil {
 		return err
 	}
-	e.Size, e.Mode, e.ModTime, e.Chunks = int64(r.Size), goMode(r.Mode), time.Unix(0, r.MTime), len(r.Chunks)
+	e.Size, e.Mode, e.ModTime, e.Chunks = r.size(), goMode(r.Mode), time.Unix(0, r.MTime), len(r.Chunks)
 	e.IsDir, e.Symlink = r.Type == typeDir, r.Target
 	if r.Type == typeDir {
 		e.Mode |= fs.ModeDir

@@ -61,6 +61,15 @@ type record struct {
 	Chunks []chunkRef
 }
 
+// size is the entry's size as lstat(2) gives it, and so ls -l shows it: a file's bytes, a
+// symlink's target length (its record's Size is 0: docs/formats/key-record.md).
+func (r *record) size() int64 {
+	if r.Type == typeSymlink {
+		return int64(len(r.Target))
+	}
+	return int64(r.Size)
+}
+
 const (
 	recordVersion   = 0x02                   // written; 0x01 is still read
 	recordVersion3  = 0x03                   // written for special files only (version 2 plus Rdev)

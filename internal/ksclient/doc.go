@@ -14,6 +14,11 @@
 //	ErrUnauthorized   the credential is unknown or revoked
 //	ErrUnexpected     an HTTP status no key server sends (404: nothing serves that URL)
 //
+// Client.Check tries a credential with one derivation, and CredentialProblem tells a
+// credential that does not go with the key server (403, a refused TLS handshake, another
+// server's certificate or key) from a key server that is down or rate-limiting ('veil
+// init' refuses the first and warns of the second; check.go).
+//
 // This package is a client: it imports oprf, kswire, mle and libraries; it must not import
 // keyserver, dupless, storage or cmd, and never prints (logs go to Options.Logger).
 package ksclient

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/veil-project/veil/internal/dupless"
-
+	"github.com/veil-project/veil/internal/ksclient"
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/open"
 	"github.com/veil-project/veil/internal/storewire"
@@ -69,6 +69,39 @@ func checkStorage(ctx context.Context, location string, storeCred []byte, cred o
 			"a new key could read none of them; use the profile directory that stored them, or ask for a new account", location)
 	}
 	return be, nil
+}
+
+// checkKS asks the key server for one derivation with the credential init was given (and
+// the profile's transport, timeout and replicas), so that a credential the key server
+// refuses, or one of another key server, fails init now, in one line naming the key server
+// and what was wrong, rather than every put falling back to random keys without
+// deduplication (exit 4). A key server that does not answer, or rate-limits (it accepts the
+// credential first), is no fault of the credential: warn tells of it in one line, and
+// init goes on (a user setting up offline).
+func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, warn func(error)) error {
+	cl, err := newKS(cred, cfg, cfg.KSURLs, nil)
+	if err != nil {
+		return fmt.Errorf("key server: %w", err)
+	}
+	defer cl.Close()
+	err = cl.Check(ctx)
+	if problem := ksclient.CredentialProblem(err); problem != "" {
+		return fmt.Errorf("key server %s %s: nothing was written; ask its operator for a credential of it "+
+			"('veil keyserver client add', or a new invitation)", cl.Where(), problem)
+	}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case warn == nil:
+	case errors.Is(err, ksclient.ErrRateLimited):
+		warn(fmt.Errorf("key server %s accepted the credential but is rate-limiting it now (%w): "+
+			"puts store without deduplication until it answers", cl.Where(), err))
+	default:
+		warn(fmt.Errorf("could not check the credential with key server %s (%w); init goes on: "+
+			"puts store without deduplication until it answers", cl.Where(), err))
+	}
+	return nil
 }
 
 // CheckPassphrase fails unless passphrase opens the key file in dir (and says so before

@@ -80,12 +80,17 @@ type InitOptions struct {
 	KSTimeout    string           // per-attempt key server timeout, a Go duration ("" = default)
 	KSURLs       []string         // the key server's replicas (HTTPS URLs; empty: the credential's)
 	Credentials  open.Credentials // S3 keys for an s3:// location (veil:// uses StoreCredRaw)
+	// Warn is told what init found and went on despite (a key server it could not reach to
+	// check the credential). nil: not told.
+	Warn func(error)
 }
 
 // Init creates a profile in dir with a fresh master key sealed under passphrase.
 //
-// The storage location is checked first: a local directory is created, a remote one must
-// answer (with the credential), so a typo or a service that is down fails init at once.
+// The key server credential is tried first (checkKS): one the key server refuses fails
+// init, a key server that cannot be reached is a warning. Then the storage location: a
+// local directory is created, a remote one must answer (with the credential), so a typo
+// or a service that is down fails init at once.
 func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*Config, error) {
 	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err == nil {
 		return nil, fmt.Errorf("%s already holds a veil key; refusing to overwrite it (pick another --config)", dir)
@@ -122,8 +127,14 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 		return nil, errors.New("no key server credential (use --ks-credential or --invite; --no-keyserver stores without dedup)")
 	}
 	if ksCred != nil {
-		if _, err := ksclient.ParseCredential(ksCred); err != nil {
+		cred, err := ksclient.ParseCredential(ksCred)
+		if err != nil {
 			return nil, fmt.Errorf("key server credential: %w", err)
+		}
+		if !cfg.NoKS {
+			if err := checkKS(ctx, cred, cfg, o.Warn); err != nil {
+				return nil, err
+			}
 		}
 	}
 	be, err := checkStorage(ctx, cfg.Storage, storeCred, o.Credentials)
@@ -359,11 +370,18 @@ func openKS(dir string, cfg *Config, ov Overrides, log *slog.Logger) (*ksclient.
 	if ov.KSURL != "" { // $VEIL_KS_URL: one URL, or replicas separated by commas
 		urls = strings.Split(ov.KSURL, ",")
 	}
+	return newKS(cred, cfg, urls, log)
+}
+
+// newKS is the key server client of a profile's settings (cfg) for cred; urls, if any, are
+// the replicas to ask instead of the credential's URL.
+func newKS(cred *ksclient.Credential, cfg *Config, urls []string, log *slog.Logger) (*ksclient.Client, error) {
 	opts := ksclient.Options{Transport: cfg.KSTransport, Logger: log}
 	if len(urls) > 0 {
 		opts.URL, opts.Replicas = urls[0], urls[1:]
 	}
 	if cfg.KSTimeout != "" {
+		var err error
 		if opts.Timeout, err = time.ParseDuration(cfg.KSTimeout); err != nil {
 			return nil, fmt.Errorf("ks_timeout %q: %w", cfg.KSTimeout, err)
 		}

@@ -344,10 +344,6 @@ func (t boltTx) incref(h [32]byte, size int64, inline []byte, gen int64) error {
 		if r, err = parseBlobRec(v); err != nil {
 			return err
 		}
-	} else if r.key != 0 {
-		if err := markKeyed(t.tx); err != nil {
-			return err
-		}
 	} else if inline != nil {
 		d := t.tx.Bucket(bucketData)
 		d.FillPercent = 1.0 // append-only keys: fill pages completely
@@ -362,18 +358,6 @@ func (t boltTx) incref(h [32]byte, size int64, inline []byte, gen int64) error {
 	}
 	r.refs++
 	return b.Put(h[:], r.marshal())
-}
-
-// markKeyed sets the database version to dbVersionKeyed, in the transaction that writes a
-// blob record with a key, so that a binary older than session 15, which reads such a
-// record as a bad one, refuses the store at open rather than serving it
-// (TestBoltKeyedStoreRefusedByOlderBinaries).
-func markKeyed(tx *bolt.Tx) error {
-	m := tx.Bucket(bucketMeta)
-	if v := m.Get([]byte("version")); len(v) == 1 && v[0] == dbVersionKeyed {
-		return nil
-	}
-	return m.Put([]byte("version"), []byte{dbVersionKeyed})
 }
 
 func (t boltTx) decref(h [32]byte) error {

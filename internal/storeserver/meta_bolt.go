@@ -94,7 +94,18 @@ func (m *boltMeta) readHold() func() {
 
 func (m *boltMeta) shared() bool { return false }
 
-func (m *boltMeta) ping(context.Context) error { return nil }
+// ping reads the database version: an error once the database is closed (or of a
+// version this process does not read).
+func (m *boltMeta) ping(context.Context) error {
+	return m.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMeta)
+		if b == nil {
+			return fmt.Errorf("%w: missing buckets", errRecord)
+		}
+		_, err := parseDBVersion(b.Get(versionKey))
+		return err
+	})
+}
 
 func (m *boltMeta) close() error {
 	m.commit.close()

@@ -27,8 +27,9 @@ import (
 //     emptyContent). Nodes of session 16 already recorded none without raising the
 //     version, so nodes of session 15 started on the database failed on their empty
 //     objects; nodes of sessions 15 and 16 refuse version 5 at start ("schema version 5,
-//     this veil reads 4", "schema version 5 is newer than this veil's (4)"). The migration from 4 keeps the row of the empty
-//     content for those still running (sqlEmptyRow).
+//     this veil reads 4", "schema version 5 is newer than this veil's (4)"). The
+//     migration from 4 keeps the row of the empty content for those still running
+//     (sqlEmptyRow).
 const pgSchemaVersion = 5
 
 // pgSchema creates the tables (docs/design-store.md, "Several nodes"). Plain SQL types

@@ -315,7 +315,7 @@ func newStoreServeCommand() *cobra.Command {
 		Long: `serve answers the store API (docs/formats/store-api.md) over HTTPS with the certificate made
 by init, until SIGINT or SIGTERM (in-flight requests finish first). /healthz (liveness)
 and /readyz (readiness: 503 naming the metadata database or the blob store when the node
-cannot reach it) are open; /v1/stats and /metrics need the admin credential (/metrics can
+cannot reach it, or a data directory that cannot take a write) are open; /v1/stats and /metrics need the admin credential (/metrics can
 be opened with --public-metrics). Content lives where init recorded it (DIR/blobs, or init --blobs);
 --blobs may restate it, and another location is refused.
 

@@ -52,7 +52,7 @@ type metaStore interface {
 	// shared reports whether other processes change the metadata too (cached users must
 	// be re-read on a miss).
 	shared() bool
-	// ping checks that the database answers (readiness; always nil for bbolt).
+	// ping checks that the database answers (readiness; bbolt: that it is open).
 	ping(ctx context.Context) error
 	close() error
 }

@@ -94,7 +94,18 @@ func (m *boltMeta) readHold() func() {
 
 func (m *boltMeta) shared() bool { return false }
 
-func (m *boltMeta) ping(context.Context) error { return nil }
+// ping reads the database version: an error once the database is closed (or of a
+// version this process does not read).
+func (m *boltMeta) ping(context.Context) error {
+	return m.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMeta)
+		if b == nil {
+			return fmt.Errorf("%w: missing buckets", errRecord)
+		}
+		_, err := parseDBVersion(b.Get(versionKey))
+		return err
+	})
+}
 
 func (m *boltMeta) close() error {
 	m.commit.close()
@@ -344,10 +355,6 @@ func (t boltTx) incref(h [32]byte, size int64, inline []byte, gen int64) error {
 		if r, err = parseBlobRec(v); err != nil {
 			return err
 		}
-	} else if r.key != 0 {
-		if err := markKeyed(t.tx); err != nil {
-			return err
-		}
 	} else if inline != nil {
 		d := t.tx.Bucket(bucketData)
 		d.FillPercent = 1.0 // append-only keys: fill pages completely
@@ -362,18 +369,6 @@ func (t boltTx) incref(h [32]byte, size int64, inline []byte, gen int64) error {
 	}
 	r.refs++
 	return b.Put(h[:], r.marshal())
-}
-
-// markKeyed sets the database version to dbVersionKeyed, in the transaction that writes a
-// blob record with a key, so that a binary older than session 15, which reads such a
-// record as a bad one, refuses the store at open rather than serving it
-// (TestBoltKeyedStoreRefusedByOlderBinaries).
-func markKeyed(tx *bolt.Tx) error {
-	m := tx.Bucket(bucketMeta)
-	if v := m.Get([]byte("version")); len(v) == 1 && v[0] == dbVersionKeyed {
-		return nil
-	}
-	return m.Put([]byte("version"), []byte{dbVersionKeyed})
 }
 
 func (t boltTx) decref(h [32]byte) error {

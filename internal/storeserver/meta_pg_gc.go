@@ -19,8 +19,16 @@ import (
 //  3. content in the blob store without a row (an upload that crashed before its pin
 //     commit, or a store migrated from elsewhere): claimed by inserting a deleting row,
 //     so an upload arriving meanwhile waits, then removed with its claim.
+//
+// First it deletes the quota reservations whose lease ran out (a node that died holding
+// them): nothing counts them (every read asks until > now()), and a user's next
+// reservation deletes only that user's, so those of a user who never reserves again, or
+// was removed, stayed.
 func (m *pgMeta) collect(ctx context.Context, blobs blobStore) (GCReport, error) {
 	var rep GCReport
+	if _, err := m.pool.Exec(ctx, `DELETE FROM veil_reserved WHERE until < now()`); err != nil {
+		return rep, pgFault(err)
+	}
 	rows, err := m.pool.Query(ctx, `DELETE FROM veil_blobs WHERE refs = 0 AND data IS NOT NULL RETURNING size`)
 	sizes, err := collectInt64(rows, err)
 	if err != nil {

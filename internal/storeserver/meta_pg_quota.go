@@ -18,7 +18,8 @@ import (
 // room for the live rows it does not charge, and deletes those it charges. So a node no
 // longer admits a put, nor a small write, that only fits without another node's
 // reservation. A row outlives a node that dies holding it until until (the request
-// timeout + 1 s, as a pin's lease), and is deleted by the next reservation of its user.
+// timeout + 1 s, as a pin's lease), and is deleted by the next reservation of its user or
+// by gc (collect), whichever comes first.
 
 // reserve records a reservation of bytes for user if the quota takes it with every live
 // reservation of the user, in one round trip: the user's row lock, then (a statement that

@@ -22,8 +22,15 @@ import (
 //     generation (blobObject), so that a removal of an earlier row's copy that lands late
 //     cannot delete it; rows recorded before (keyed false) keep the name by hash alone;
 //   - 4: veil_reserved, the quota reservations of large puts in flight on every node
-//     (meta_pg_quota.go).
-const pgSchemaVersion = 4
+//     (meta_pg_quota.go);
+//   - 5 (session 17): an empty file entry references no veil_blobs row (put.go:
+//     emptyContent). Nodes of session 16 already recorded none without raising the
+//     version, so nodes of session 15 started on the database failed on their empty
+//     objects; nodes of sessions 15 and 16 refuse version 5 at start ("schema version 5,
+//     this veil reads 4", "schema version 5 is newer than this veil's (4)"). The
+//     migration from 4 keeps the row of the empty content for those still running
+//     (sqlEmptyRow).
+const pgSchemaVersion = 5
 
 // pgSchema creates the tables (docs/design-store.md, "Several nodes"). Plain SQL types
 // only (TEXT, BYTEA, BIGINT, SMALLINT, BOOLEAN, TIMESTAMPTZ), primary keys and no
@@ -74,6 +81,23 @@ const sqlReservedTable = `CREATE TABLE IF NOT EXISTS veil_reserved (
 		until TIMESTAMPTZ NOT NULL,
 		PRIMARY KEY (owner, id))`
 
+// sqlEmptyRow gives the empty content a row with a count no reference ever brings to 0
+// (pgEmptyRefs), inline and empty, whatever count the row of a database written before
+// session 16 had left (no longer maintained). Nodes of version 4 still running beside
+// this one after the migration look up that row to read an empty object, reference it
+// when they store one and dereference it when they delete one: they keep working on the
+// empty objects any node stored (without the row, a session 15 node failed to read or
+// delete those of newer nodes, and its gc removed the row once its own deletes brought the
+// count to 0). Nodes of this version read nothing from it; gc never collects it (a count
+// above 0), and fsck does not compare its count.
+var sqlEmptyRow = fmt.Sprintf(`INSERT INTO veil_blobs (hash, size, refs, data) VALUES ('\x%x', 0, %d, '\x')
+	ON CONFLICT (hash) DO UPDATE SET refs = EXCLUDED.refs`, emptyContent, pgEmptyRefs)
+
+// pgEmptyRefs is the count of the empty content's row after the migration to version 5:
+// 2^62, which no number of dereferences by older nodes reaches 0 from, nor references
+// overflow.
+const pgEmptyRefs = 1 << 62
+
 // pgMigrations[v] take the tables from version v to v+1. Each statement can run again (a
 // node that dies part way); a step runs in one transaction with the version's advance,
 // under the version row's lock, so nodes opening the database at once take turns
@@ -84,11 +108,13 @@ const sqlReservedTable = `CREATE TABLE IF NOT EXISTS veil_reserved (
 // rows recorded before are not keyed (their copies keep their names); rows recorded by
 // nodes of version 2 still running are not keyed either, and their copies are named as
 // those nodes name them. From 3: nodes of version 3 still running neither record their
-// reservations nor leave room for the others' (as before).
+// reservations nor leave room for the others' (as before). From 4: nodes of version 4
+// still running read, store and delete empty objects through the row sqlEmptyRow keeps.
 var pgMigrations = map[int][]string{
 	1: {`ALTER TABLE veil_blobs ADD COLUMN IF NOT EXISTS gen BIGINT NOT NULL DEFAULT 0`},
 	2: {`ALTER TABLE veil_blobs ADD COLUMN IF NOT EXISTS keyed BOOLEAN NOT NULL DEFAULT FALSE`},
 	3: {sqlReservedTable},
+	4: {sqlEmptyRow},
 }
 
 // pgTuning are PostgreSQL storage settings for the content column, which holds encrypted

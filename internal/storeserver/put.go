@@ -322,9 +322,10 @@ func readFull(r io.Reader, p []byte) (int, error) {
 // is all there is, reads need nothing else, and its put and delete change no reference
 // count. Before, each one recorded the empty content, which the lock's delete at the end
 // of every client command left unreferenced until gc (and every user's lock puts shared
-// that one record's row). A store written before keeps the record with the count its
-// empty objects gave it, no longer maintained: fsck does not compare it, and gc removes
-// it once it is zero.
+// that one record's row). A store written before kept the record with the count its
+// empty objects gave it: opening a bbolt store removes it (upgradeDB), the migration of a
+// PostgreSQL database to schema version 5 gives it a count no reference reaches 0 from
+// (sqlEmptyRow), and fsck does not compare that count.
 var emptyContent = sha256.Sum256(nil)
 
 // decrefContent drops e's reference to its content, if it holds one (emptyContent).

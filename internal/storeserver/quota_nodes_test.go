@@ -60,3 +60,28 @@ func TestPGTwoNodesShareReservations(t *testing.T) {
 		t.Fatalf("reservations left: %d %v (the expired one is deleted by the next reservation)", n, err)
 	}
 }
+
+// gc deletes the reservations whose lease ran out, of every user: before, only the user's
+// next reservation did, so the rows of a user who never reserved again (or was removed)
+// stayed. A live reservation stays.
+func TestPGGCSweepsExpiredReservations(t *testing.T) {
+	s := newPGService(t, Config{})
+	addUser(t, s, "alice")
+	pool := s.meta.(*pgMeta).pool
+	for _, q := range []string{
+		`INSERT INTO veil_reserved VALUES ('alice', 1, 400000, now() - INTERVAL '1 second')`,
+		`INSERT INTO veil_reserved VALUES ('gone', 2, 400000, now() - INTERVAL '1 hour')`, // a removed user's
+		`INSERT INTO veil_reserved VALUES ('alice', 3, 1000, now() + INTERVAL '1 hour')`,
+	} {
+		if _, err := pool.Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.GC(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := collectInt64(pool.Query(t.Context(), `SELECT id FROM veil_reserved ORDER BY id`))
+	if err != nil || len(ids) != 1 || ids[0] != 3 {
+		t.Fatalf("reservations after gc: %v %v, want the live one (3)", ids, err)
+	}
+}

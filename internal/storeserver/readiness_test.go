@@ -1,12 +1,16 @@
 package storeserver
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/veil-project/veil/internal/storewire"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
@@ -20,6 +24,22 @@ func getText(t *testing.T, client *http.Client, url, path string) (int, string) 
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// waitReadyz polls /readyz until it answers code and want, for up to 15 s.
+func waitReadyz(t *testing.T, client *http.Client, url string, code int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, body := getText(t, client, url, "/readyz")
+		if got == code && body == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %q, want %d %q", got, body, code, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // /healthz stays liveness while /readyz says which part a node cannot reach, so a load
@@ -41,17 +61,7 @@ func TestReadyzNamesWhatIsUnreachable(t *testing.T) {
 	srv.Proc.Kill()
 	waitReady := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			code, body := getText(t, client, url, "/readyz")
-			if code == http.StatusServiceUnavailable && body == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("/readyz: %d %q, want 503 %q", code, body, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitReadyz(t, client, url, http.StatusServiceUnavailable, want)
 	}
 	waitReady("unreachable: blob store\n")
 	pg.Stop()
@@ -83,7 +93,58 @@ func TestReadyzBusyPoolIsReady(t *testing.T) {
 		}
 		defer c.Release()
 	}
-	if down := s.unreachable(t.Context()); len(down) != 0 {
+	if down := s.notReady(t.Context()); len(down) != 0 {
 		t.Fatalf("a node with every connection busy is not ready: %v", down)
 	}
+}
+
+// A node whose data directory cannot take a write is not ready, and says so (session 16
+// left it ready while every put answered 507 no_space): a real full disk (a 3 MiB tmpfs
+// filled by puts until the store answers no_space) is 503 "disk full: data directory";
+// once gc has freed space it is ready again. A bbolt node whose database is closed is
+// 503 "unreachable: metadata database" (the ping was always nil).
+func TestReadyzFullDiskAndClosedDatabase(t *testing.T) {
+	dir := smallFS(t, "3m")
+	if err := Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ns, cred := addUser(t, s, "alice")
+	url := serve(t, s)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsFor(t, cred)}}
+	defer client.CloseIdleConnections()
+	waitReadyz(t, client, url, http.StatusOK, "ready\n")
+	rb := remoteFor(t, url, cred)
+	var full error
+	var names []string
+	for i := range 40 {
+		name := fmt.Sprint("f", i)
+		data := randBytes(uint64(200+i), 256<<10)
+		if full = rb.Put(t.Context(), "", name, bytes.NewReader(data), int64(len(data))); full != nil {
+			break
+		}
+		names = append(names, name)
+	}
+	if !errors.Is(full, storewire.ErrNoSpace) {
+		t.Fatalf("filling a 3 MiB disk: %v, want no_space", full)
+	}
+	waitReadyz(t, client, url, http.StatusServiceUnavailable, "disk full: data directory\n")
+	for _, name := range names {
+		if err := ns.Delete(t.Context(), "", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.GC(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyz(t, client, url, http.StatusOK, "ready\n")
+
+	if err := boltDB(t, s).Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyz(t, client, url, http.StatusServiceUnavailable, "unreachable: metadata database\n")
 }

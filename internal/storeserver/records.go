@@ -10,11 +10,6 @@ import (
 // record starts with a version byte.
 const recordVersion = 1
 
-// dbVersionKeyed is the database version (bucket meta, key version) of a store that holds
-// a blob record with a key (version 2, session 15), set with the first one (markKeyed):
-// older binaries accept version 1 only, so they refuse such a store at open.
-const dbVersionKeyed = 2
-
 // errRecord is a record that does not decode: metadata corruption, reported by fsck.
 var errRecord = errors.New("bad metadata record")
 

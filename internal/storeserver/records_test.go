@@ -13,10 +13,10 @@ const vectorsFile = "../../testdata/storeserver/records.json"
 
 // recordVector is one published vector of docs/formats/store-records.md.
 type recordVector struct {
-	Type    string `json:"type"` // entry, blob, user, key
+	Type    string `json:"type"` // entry, blob, user, key, dbversion
 	Desc    string `json:"desc"`
 	Hex     string `json:"hex"`
-	Outcome string `json:"outcome"` // "ok" or "bad record"
+	Outcome string `json:"outcome"` // "ok", "bad record", or "newer" (dbversion: refused, not damaged)
 	// Decoded fields (ok vectors).
 	Kind    int    `json:"kind,omitempty"`
 	Size    int64  `json:"size,omitempty"`
@@ -32,6 +32,7 @@ type recordVector struct {
 	Created int64  `json:"created,omitempty"`
 	Dir     string `json:"dir,omitempty"`
 	Name    string `json:"name,omitempty"`
+	Version int    `json:"version,omitempty"` // dbversion: the version read (a lower one is upgraded at open)
 }
 
 func seq(n int, start byte) [32]byte {
@@ -106,6 +107,13 @@ func generateVectors() []recordVector {
 		{Type: "key", Desc: "name in the root", Hex: x(nsKey("", "report.bin")), Outcome: "ok", Name: "report.bin"},
 		{Type: "key", Desc: "name in a subdirectory", Hex: x(nsKey("a/b c", "ünï")), Outcome: "ok", Dir: "a/b c", Name: "ünï"},
 		{Type: "key", Desc: "no separator", Hex: x([]byte("a/b")), Outcome: "bad record"},
+		{Type: "dbversion", Desc: "current (session 17)", Hex: "03", Outcome: "ok", Version: 3},
+		{Type: "dbversion", Desc: "keyed blob records (session 15), upgraded at open", Hex: "02", Outcome: "ok", Version: 2},
+		{Type: "dbversion", Desc: "first, upgraded at open", Hex: "01", Outcome: "ok", Version: 1},
+		{Type: "dbversion", Desc: "a newer veil's", Hex: "04", Outcome: "newer"},
+		{Type: "dbversion", Desc: "zero", Hex: "00", Outcome: "bad record"},
+		{Type: "dbversion", Desc: "two bytes", Hex: "0300", Outcome: "bad record"},
+		{Type: "dbversion", Desc: "none", Hex: "", Outcome: "bad record"},
 	}
 }
 
@@ -142,6 +150,17 @@ func checkVector(t *testing.T, v recordVector) {
 		var d, n string
 		if d, n, err = splitKey(raw); err == nil {
 			got, enc = recordVector{Dir: d, Name: n}, nsKey(d, n)
+		}
+	case "dbversion":
+		var n byte
+		if n, err = parseDBVersion(raw); err == nil {
+			got, enc = recordVector{Version: int(n)}, []byte{n}
+		}
+		if v.Outcome == "newer" {
+			if !errors.Is(err, ErrNewerStore) {
+				t.Fatalf("%s %s: must be refused as newer, got %v", v.Type, v.Desc, err)
+			}
+			return
 		}
 	default:
 		t.Fatalf("%s: unknown type %q", v.Desc, v.Type)
@@ -196,6 +215,9 @@ func FuzzRecords(f *testing.F) {
 		}
 		if u, err := parseUserRec(b); err == nil && !bytes.Equal(u.marshal(), b) {
 			t.Fatalf("user %x re-encodes to %x", b, u.marshal())
+		}
+		if v, err := parseDBVersion(b); err == nil && !bytes.Equal([]byte{v}, b) {
+			t.Fatalf("database version %x re-encodes to %x", b, v)
 		}
 		if d, n, err := splitKey(b); err == nil && !bytes.Equal(nsKey(d, n), b) {
 			t.Fatalf("key %x re-encodes to %x", b, nsKey(d, n))

@@ -203,19 +203,10 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 					return err
 				}
 			}
-			return tx.Bucket(bucketMeta).Put([]byte("version"), []byte{recordVersion})
+			return tx.Bucket(bucketMeta).Put(versionKey, []byte{dbVersion})
 		})
 	} else {
-		err = db.View(func(tx *bolt.Tx) error {
-			m := tx.Bucket(bucketMeta)
-			if m == nil || tx.Bucket(bucketUsers) == nil || tx.Bucket(bucketNS) == nil || tx.Bucket(bucketBlobs) == nil || tx.Bucket(bucketData) == nil {
-				return fmt.Errorf("%w: missing buckets", errRecord)
-			}
-			if v := m.Get([]byte("version")); len(v) != 1 || v[0] != recordVersion && v[0] != dbVersionKeyed {
-				return fmt.Errorf("%w: database version %v, want %d or %d", errRecord, v, recordVersion, dbVersionKeyed)
-			}
-			return nil
-		})
+		err = checkBoltDB(db)
 	}
 	if err != nil {
 		db.Close()

@@ -160,7 +160,7 @@ func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byt
 	}
 	var out [2][]byte
 	var errs [2]error
-	ctx, cancel := context.WithCancel(ctx) // one server failing releases the other's wait
+	cctx, cancel := context.WithCancel(ctx) // one server failing releases the other's wait
 	defer cancel()
 	done := make(chan int, 2)
 	for i, b := range [][]byte{b1, b2} {
@@ -169,7 +169,7 @@ func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byt
 			if b != nil {
 				body = bytes.NewReader(append(id[:], b...))
 			}
-			if out[i], errs[i] = c.do(ctx, i, method, path, body); errs[i] != nil {
+			if out[i], errs[i] = c.do(cctx, i, method, path, body); errs[i] != nil {
 				cancel()
 			}
 			done <- i
@@ -177,7 +177,21 @@ func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byt
 	}
 	<-done
 	<-done
-	return out, errors.Join(errs[0], errs[1])
+	return out, joinParts(ctx, errs)
+}
+
+// joinParts is a call's failure from both servers' errors, less the cancellation of one
+// part that followed the other's failure (ctx, the caller's, still live): one line, the
+// server's answer, instead of it and "context canceled" for the other server.
+func joinParts(ctx context.Context, errs [2]error) error {
+	if ctx.Err() == nil {
+		for i := range errs {
+			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) && errors.Is(errs[1-i], context.Canceled) {
+				return errs[i]
+			}
+		}
+	}
+	return errors.Join(errs[0], errs[1])
 }
 
 // stream is do for a reply read as it arrives, by read: no limit on its length (read

@@ -88,3 +88,38 @@ func TestBusyAnswersRetried(t *testing.T) {
 		t.Error("an answer retried after the caller gave up")
 	}
 }
+
+// TestFailedCallIsOneLine: a call that fails at one server and so cancels the other's part
+// is that server's answer alone, one line; it was both joined, the server's answer and
+// "metal server N: ... context canceled" on a second line. Two failures, or the caller
+// giving up, stay as they are.
+func TestFailedCallIsOneLine(t *testing.T) {
+	failed := &serverError{server: 1, status: "503 Service Unavailable", msg: "metal call failed: metal server 2 went silent (...): link closed"}
+	cancelled := &connError{server: 2, err: fmt.Errorf("Post \"https://127.0.0.1:1/v1/access\": %w", context.Canceled)}
+	other := &serverError{server: 2, status: "409 Conflict", msg: "server 1 did not announce this request"}
+	live, done := context.Background(), func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		errs [2]error
+		want string
+	}{
+		{"server 1 failed", live, [2]error{failed, cancelled}, failed.Error()},
+		{"server 2 failed", live, [2]error{&connError{server: 1, err: context.Canceled}, other}, other.Error()},
+		{"both failed", live, [2]error{failed, other}, failed.Error() + "\n" + other.Error()},
+		{"the caller gave up", done, [2]error{failed, cancelled}, failed.Error() + "\n" + cancelled.Error()},
+		{"no error", live, [2]error{}, ""},
+	} {
+		got := ""
+		if err := joinParts(c.ctx, c.errs); err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

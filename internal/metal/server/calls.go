@@ -150,7 +150,7 @@ func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 		left := s.pend.left(j, s.cfg.PairTimeout)
 		if left <= 0 {
 			if s.pend.remove(j) {
-				return result{err: fmt.Errorf("server 1 did not announce this request within %v of link time without calls: did its part reach server 1? (send both parts, same id)", s.cfg.PairTimeout)}, http.StatusConflict
+				return result{err: fmt.Errorf("server 1 did not announce this request within %v (counted while no call ran): did its part reach server 1? (send both parts, same id)", s.cfg.PairTimeout)}, http.StatusConflict
 			}
 			return <-j.done, 0
 		}

@@ -194,6 +194,9 @@ func (s *Server) nextLink(ctx context.Context) (*conn, error) {
 func (s *Server) runLink(ctx context.Context, c *conn) error {
 	if s.role == 1 {
 		defer s.watch(ctx, c)() // a silent Server 2 cuts the link within the silence timeout (alive.go)
+	} else {
+		s.pend.run(false)      // the set-up: Server 1 may hold requests for this link
+		defer s.pend.run(true) // no link: Server 1 holds none it could announce (pending.go)
 	}
 	c.bound(time.Now().Add(s.cfg.CallTimeout)) // the set-up loads the state: a call's time
 	var rw io.ReadWriter = c
@@ -226,7 +229,6 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 		return s.lead(ctx, sess, p, c.query)
 	}
 	s.pend.run(true)
-	defer s.pend.run(false)
 	return s.follow(ctx, sess, p)
 }
 

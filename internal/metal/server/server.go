@@ -24,7 +24,7 @@ import (
 
 // Config configures a running Metal server. Zero values take the documented defaults.
 type Config struct {
-	PairTimeout    time.Duration // how long a call waits for its other part: Server 1, for it to reach Server 2; Server 2, for Server 1's announcement, on link time without calls (default 30s)
+	PairTimeout    time.Duration // how long a call waits for its other part: Server 1, for it to reach Server 2; Server 2, for Server 1's announcement, on time without calls or a link's set-up (default 30s)
 	CallTimeout    time.Duration // a client request's wait for its turn and its call (default 5m)
 	RedialInterval time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
 	PingInterval   time.Duration // Server 1: keep-alive on an idle link (default 5s)

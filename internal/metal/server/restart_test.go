@@ -81,6 +81,7 @@ func TestShortServer2RestartRetried(t *testing.T) {
 // "connection refused". The request never reached Server 1, and Server 2 runs only the ids
 // Server 1 announces, so the call cannot have run: trying it again cannot run it twice.
 // Past the bound the call fails with one line naming Server 1 and how long it was tried.
+// The sharing keys' GET is retried too.
 func TestShortServer1RestartRetried(t *testing.T) {
 	p := startPair(t)
 	waitLink(t, p, "1")
@@ -116,6 +117,21 @@ func TestShortServer1RestartRetried(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(b), "during the restart") {
 		t.Fatalf("read after the retried write: %q, %v", b, err)
 	}
+
+	// The sharing keys (a plain GET, before a send) are fetched the same way.
+	p.stop[0]()
+	time.Sleep(100 * time.Millisecond)
+	keys := make(chan error, 1)
+	go func() {
+		_, _, err := c.ShareKeys(ctx)
+		keys <- err
+	}()
+	time.Sleep(down)
+	p.restart(t, 0)
+	if err := <-keys; err != nil {
+		t.Fatalf("the sharing keys during a short restart of server 1: %v", err)
+	}
+	waitLink(t, p, "1")
 
 	c.UnreachableRetry = time.Second
 	p.stop[0]()

@@ -82,8 +82,9 @@ DIR/deployment.json for clients: 'veil metal join').
 		},
 	}
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:7601", "listen address")
-	serve.Flags().DurationVar(&cfg.PairTimeout, "pair-timeout", 30*time.Second, "how long a call waits for the client's other part (role 1: to reach Server 2; role 2: to be announced by Server 1, counted while the link is up with no call running)")
+	serve.Flags().DurationVar(&cfg.PairTimeout, "pair-timeout", 30*time.Second, "how long a call waits for the client's other part (role 1: to reach Server 2; role 2: to be announced by Server 1, counted while no call runs and no link is being set up)")
 	serve.Flags().DurationVar(&cfg.CallTimeout, "call-timeout", 5*time.Minute, "a request's wait for its turn and its call")
+	serve.Flags().DurationVar(&cfg.SilenceTimeout, "silence-timeout", 10*time.Second, "role 1: cut the 2PC link (failing the call in progress, answering the requests queued behind it) when Server 2 echoes nothing on the liveness probe for this long; a busy Server 2 echoes")
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 256, "simultaneous client connections (requests waiting for their other part hold at most half of them)")
 	serve.Flags().IntVar(&cfg.MaxWaitingPerAddr, "max-waiting-per-address", 32, "requests of one client address (IPv6: one /64) waiting at once; more are refused with 429 (raise it behind a shared address: NAT, Tor exit)")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")

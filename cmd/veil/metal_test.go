@@ -155,7 +155,8 @@ func TestServeMetal(t *testing.T) {
 
 // TestMetalServeStallTimeoutFlag: Server 1's stall timeout for broadcast-list downloads
 // (Config.StallTimeout) is set by --stall-timeout, which --help shows with its default;
-// it had no flag. A bad value is refused (exit 2).
+// it had no flag. A bad value is refused (exit 2). The same for --silence-timeout
+// (Config.SilenceTimeout).
 func TestMetalServeStallTimeoutFlag(t *testing.T) {
 	u := &user{config: filepath.Join(t.TempDir(), "unused")}
 	out := u.mustRun(t, "metal", "server", "serve", "--help")
@@ -165,5 +166,13 @@ func TestMetalServeStallTimeoutFlag(t *testing.T) {
 	_, errs, code := u.run(t, "metal", "server", "serve", "--dir", t.TempDir(), "--stall-timeout", "soon")
 	if code != 2 || !strings.Contains(errs, `invalid argument "soon" for "--stall-timeout" flag`) {
 		t.Fatalf("serve --stall-timeout soon: exit %d, %q", code, errs)
+	}
+	// --silence-timeout (session 17): Server 1's bound on a silent Server 2, in a call too.
+	if !strings.Contains(out, "--silence-timeout duration") || !strings.Contains(out, "liveness probe for this long") || !strings.Contains(out, "(default 10s)") {
+		t.Fatalf("serve --help does not show --silence-timeout and its default:\n%s", out)
+	}
+	_, errs, code = u.run(t, "metal", "server", "serve", "--dir", t.TempDir(), "--silence-timeout", "soon")
+	if code != 2 || !strings.Contains(errs, `invalid argument "soon" for "--silence-timeout" flag`) {
+		t.Fatalf("serve --silence-timeout soon: exit %d, %q", code, errs)
 	}
 }

@@ -33,10 +33,12 @@ type Client struct {
 	// is tried again, with a fresh request id, before the error is returned (retry.go).
 	// New sets DefaultBusyRetry; zero or less: never.
 	BusyRetry time.Duration
-	// UnreachableRetry is how long a call is tried again while Server 2 cannot be reached
-	// (Server 1 answers 503 "cannot reach server 2 ... try again", or Server 2 refuses the
-	// connection: a restart), with a fresh request id each time (retry.go). New sets
-	// DefaultUnreachableRetry; zero or less: never.
+	// UnreachableRetry is how long a call is tried again while a server is down or cannot
+	// reach the other (Server 1 answers 503 "cannot reach server 2 ... try again", a server
+	// shutting down answers 503 "shutting down (try again)", or a server refuses the
+	// connection: a restart of either), with a fresh request id each time (retry.go). Only
+	// answers saying the call never ran are retried. New sets DefaultUnreachableRetry; zero
+	// or less: never.
 	UnreachableRetry time.Duration
 	// Stall: a download (the broadcast list) that gets nothing for this long is cut
 	// (zero: DefaultStall); one that keeps coming is not, however long it takes.
@@ -141,8 +143,8 @@ func (c *Client) access(ctx context.Context, capability []byte, file uint64, op 
 
 // both sends each server its part under one fresh request id, concurrently (Server 2
 // waits for Server 1's announcement of the id, Server 1 for Server 2's confirmation); a
-// call answered busy, or while Server 2 is unreachable, is sent again under a new id
-// (retry).
+// call answered busy, or while a server is down or unreachable, is sent again under a new
+// id (retry).
 func (c *Client) both(ctx context.Context, method, path string, b1, b2 []byte) (out [2][]byte, err error) {
 	err = c.retry(ctx, func() error {
 		out, err = c.bothOnce(ctx, method, path, b1, b2)
@@ -158,7 +160,7 @@ func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byt
 	}
 	var out [2][]byte
 	var errs [2]error
-	ctx, cancel := context.WithCancel(ctx) // one server failing releases the other's wait
+	cctx, cancel := context.WithCancel(ctx) // one server failing releases the other's wait
 	defer cancel()
 	done := make(chan int, 2)
 	for i, b := range [][]byte{b1, b2} {
@@ -167,7 +169,7 @@ func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byt
 			if b != nil {
 				body = bytes.NewReader(append(id[:], b...))
 			}
-			if out[i], errs[i] = c.do(ctx, i, method, path, body); errs[i] != nil {
+			if out[i], errs[i] = c.do(cctx, i, method, path, body); errs[i] != nil {
 				cancel()
 			}
 			done <- i
@@ -175,7 +177,21 @@ func (c *Client) bothOnce(ctx context.Context, method, path string, b1, b2 []byt
 	}
 	<-done
 	<-done
-	return out, errors.Join(errs[0], errs[1])
+	return out, joinParts(ctx, errs)
+}
+
+// joinParts is a call's failure from both servers' errors, less the cancellation of one
+// part that followed the other's failure (ctx, the caller's, still live): one line, the
+// server's answer, instead of it and "context canceled" for the other server.
+func joinParts(ctx context.Context, errs [2]error) error {
+	if ctx.Err() == nil {
+		for i := range errs {
+			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) && errors.Is(errs[1-i], context.Canceled) {
+				return errs[i]
+			}
+		}
+	}
+	return errors.Join(errs[0], errs[1])
 }
 
 // stream is do for a reply read as it arrives, by read: no limit on its length (read

@@ -14,11 +14,16 @@ import (
 
 // Metal-SHARE (paper Section 6): enrolment, SendCapability and ReceiveCapability.
 
-// ShareKeys fetches each server's Paillier public key (over that server's pinned TLS).
+// ShareKeys fetches each server's Paillier public key (over that server's pinned TLS),
+// retried as a call while the server restarts (retry).
 func (c *Client) ShareKeys(ctx context.Context) (pk1, pk2 *paillier.PublicKey, err error) {
 	var pk [2]*paillier.PublicKey
 	for i := range pk {
-		b, err := c.do(ctx, i, "GET", "/v1/share/key", nil)
+		var b []byte
+		err := c.retry(ctx, func() (err error) {
+			b, err = c.do(ctx, i, "GET", "/v1/share/key", nil)
+			return err
+		})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -96,8 +96,11 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 		w.Header().Set("Connection", "close")
 	}
 	if status != 0 {
+		// The client library retries these (the call never ran), under a new id.
 		if errors.As(res.err, new(unreachable)) {
-			w.Header().Set("Retry-After", s.retryAfter()) // the client library retries it (it never ran)
+			w.Header().Set("Retry-After", s.retryAfter())
+		} else if errors.As(res.err, new(shuttingDown)) {
+			w.Header().Set("Retry-After", "1") // a restart takes a few seconds
 		}
 		http.Error(w, res.err.Error(), status)
 		return nil, false
@@ -147,7 +150,7 @@ func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 		left := s.pend.left(j, s.cfg.PairTimeout)
 		if left <= 0 {
 			if s.pend.remove(j) {
-				return result{err: fmt.Errorf("server 1 did not announce this request within %v of link time without calls: did its part reach server 1? (send both parts, same id)", s.cfg.PairTimeout)}, http.StatusConflict
+				return result{err: fmt.Errorf("server 1 did not announce this request within %v (counted while no call ran): did its part reach server 1? (send both parts, same id)", s.cfg.PairTimeout)}, http.StatusConflict
 			}
 			return <-j.done, 0
 		}
@@ -173,8 +176,14 @@ func (s *Server) submit(ctx context.Context, j *job) (result, int) {
 	}
 }
 
+// shuttingDown is the answer to a request not yet in a call when the server is told to
+// stop: 503, with Retry-After when the call never ran (runCall), which the client library
+// retries for a while (a restart). A call the shutdown cut gets it as its failure, without
+// the header.
+type shuttingDown struct{ error }
+
 func (s *Server) errShutdown() error {
-	return fmt.Errorf("metal server %d is shutting down (try again)", s.role)
+	return shuttingDown{fmt.Errorf("metal server %d is shutting down (try again)", s.role)}
 }
 
 func resultName(err error) string {

@@ -15,7 +15,10 @@
 // (admit.go), Server 2 keeps a part only as long as Server 1 could still announce it
 // (pending.go), and a server told to stop answers every request not yet in a call. The
 // link's reads and writes have deadlines, and Server 1 answers at once while it cannot
-// reach Server 2 (linkstate.go).
+// reach Server 2 (linkstate.go). Beside the link a liveness probe, which Server 2 echoes
+// whatever its call is doing, cuts the link within the silence timeout when Server 2 goes
+// silent, in a call too, so a silent Server 2 does not hold the queue for the call
+// timeout (alive.go).
 //
 // Layering: a service. It imports internal/metal/access and the protocol packages below it,
 // internal/server and internal/pki; it must not import clients, cmd or other systems.

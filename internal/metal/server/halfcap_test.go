@@ -33,6 +33,36 @@ func TestServer2AnswersPartNobodyAnnounces(t *testing.T) {
 	}
 }
 
+// TestServer2WithoutLinkAnswersPartNobodyAnnounces: while Server 2 has no link (Server 1
+// stopped), a part sent to it alone is answered 409 at its pair timeout too; it waited for
+// the call timeout (5 minutes by default, 20 s here), since the pair-timeout clock stood
+// still while there was no link. Without a link Server 1 holds nothing it could announce
+// later. Once Server 1 is back, calls run.
+func TestServer2WithoutLinkAnswersPartNobodyAnnounces(t *testing.T) {
+	const pairTimeout, callTimeout = time.Second, 20 * time.Second
+	p := startPairParams(t, 0, pairTimeout, testParams, func(c *Config) { c.CallTimeout = callTimeout })
+	waitLink(t, p, "1")
+	p.stop[0]()
+	hc := httpClient(t, p.dep.CA2)
+	hc.Timeout = 2 * callTimeout
+	defer hc.CloseIdleConnections()
+	id := make([]byte, idLen)
+	rand.Read(id)
+	start := time.Now()
+	st, msg := postMsg(hc, p.addr[1], "/v1/account", id)
+	took := time.Since(start)
+	t.Logf("answered %d after %v: %s", st, took, msg)
+	if st != http.StatusConflict || !strings.Contains(msg, "did not announce this request") || took < pairTimeout || took > pairTimeout+3*time.Second {
+		t.Fatalf("a part sent to server 2 only, without a link: %d after %v: %s", st, took, msg)
+	}
+	p.restart(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.client(t).CreateAccount(ctx); err != nil {
+		t.Fatalf("an account once server 1 is back: %v", err)
+	}
+}
+
 // TestPendingClockStopsDuringCalls: the clock a part waits on at Server 2 stands still
 // while a call runs (Server 1 may hold its twin in its queue meanwhile) and runs again
 // after.

@@ -22,7 +22,7 @@ func TestIdleConnsDoNotHoldSlots(t *testing.T) {
 	for i := range p.addr {
 		n := maxConns
 		if i == 1 {
-			n-- // the 2PC link holds one of Server 2's
+			n -= 2 // the 2PC link and its liveness probe hold two of Server 2's
 		}
 		for range n {
 			hc := httpClientFrom(t, []string{p.dep.CA1, p.dep.CA2}[i], flooder)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -32,30 +31,12 @@ type conn struct {
 	quiet time.Duration // outside calls: each read or write within this (0: no limit)
 	mu    sync.Mutex
 	until time.Time // in a call or the set-up: every read and write by then
+	why   error     // why the liveness probe cut the link (alive.go), nil if it did not
 }
 
 func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.VerifiedChains[0][0].Subject.CommonName != "metal-server1" {
-		http.Error(w, "the 2PC link needs Server 1's client certificate", http.StatusUnauthorized)
-		return
-	}
-	if r.Header.Get("Upgrade") != upgradeProto {
-		http.Error(w, "expected Upgrade: "+upgradeProto, http.StatusBadRequest)
-		return
-	}
-	hj, ok := w.(http.Hijacker)
+	c, rw, ok := upgradeFromServer1(w, r, upgradeProto, upgradeResponse(!s.linkV1.Load()))
 	if !ok {
-		http.Error(w, "connection cannot be upgraded (HTTP/2?)", http.StatusBadRequest)
-		return
-	}
-	c, rw, err := hj.Hijack()
-	if err != nil {
-		return
-	}
-	c.SetDeadline(time.Time{})
-	rw.WriteString(upgradeResponse(!s.linkV1.Load()))
-	if err := rw.Flush(); err != nil {
-		c.Close()
 		return
 	}
 	select {
@@ -75,6 +56,36 @@ func (s *Server) handlePeer(w http.ResponseWriter, r *http.Request) {
 	s.links <- &conn{Conn: c, r: rw.Reader}
 }
 
+// upgradeFromServer1 checks that r comes from Server 1 (its client certificate) and asks
+// to upgrade to proto, answers it with answer (a 101) and returns the connection, or
+// answers the refusal itself.
+func upgradeFromServer1(w http.ResponseWriter, r *http.Request, proto, answer string) (net.Conn, *bufio.ReadWriter, bool) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.VerifiedChains[0][0].Subject.CommonName != "metal-server1" {
+		http.Error(w, "the 2PC link needs Server 1's client certificate", http.StatusUnauthorized)
+		return nil, nil, false
+	}
+	if r.Header.Get("Upgrade") != proto {
+		http.Error(w, "expected Upgrade: "+proto, http.StatusBadRequest)
+		return nil, nil, false
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "connection cannot be upgraded (HTTP/2?)", http.StatusBadRequest)
+		return nil, nil, false
+	}
+	c, rw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, false
+	}
+	c.SetDeadline(time.Time{})
+	rw.WriteString(answer)
+	if err := rw.Flush(); err != nil {
+		c.Close()
+		return nil, nil, false
+	}
+	return c, rw, true
+}
+
 // upgradeResponse is Server 2's answer to the link upgrade; with the link version header
 // when it takes queries.
 func upgradeResponse(query bool) string {
@@ -86,33 +97,54 @@ func upgradeResponse(query bool) string {
 }
 
 func (s *Server) dialPeer(ctx context.Context) (*conn, error) {
-	u, err := url.Parse(s.peer.Endpoint)
+	nc, br, resp, err := s.dialUpgrade(ctx, "/v1/peer", upgradeProto, s.cfg.PairTimeout) // Server 2 answers the upgrade at once
 	if err != nil {
 		return nil, err
 	}
+	return &conn{Conn: nc, r: br, query: resp.Header.Get(linkHeader) == linkVersion, quiet: s.cfg.PairTimeout}, nil
+}
+
+// dialUpgrade opens TLS to Server 2 with Server 1's client certificate and upgrades path
+// to proto (ctx and a 10 s bound cover the dial and the TLS handshake); Server 2's answer
+// must come within wait. The connection's deadline stays set.
+func (s *Server) dialUpgrade(ctx context.Context, path, proto string, wait time.Duration) (net.Conn, *bufio.Reader, *http.Response, error) {
+	u, err := url.Parse(s.peer.Endpoint)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cfg, err := ClientTLS([]byte(s.peer.CA), []byte(s.peer.Cert), []byte(s.peer.Key))
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	cfg.NextProtos = []string{"http/1.1"}
 	d := tls.Dialer{Config: cfg, NetDialer: &net.Dialer{Timeout: 10 * time.Second}}
 	nc, err := d.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	nc.SetDeadline(time.Now().Add(s.cfg.PairTimeout)) // Server 2 answers the upgrade at once
-	fmt.Fprintf(nc, "POST /v1/peer HTTP/1.1\r\nHost: %s\r\nUpgrade: %s\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n", u.Host, upgradeProto)
+	nc.SetDeadline(time.Now().Add(wait))
+	io.WriteString(nc, upgradeRequest(path, u.Host, proto))
 	br := bufio.NewReader(nc)
 	resp, err := http.ReadResponse(br, nil)
 	if err == nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		err = fmt.Errorf("server 2 refused the 2PC link: %s", resp.Status)
+		err = &refusedUpgrade{resp.Status}
 	}
 	if err != nil {
 		nc.Close()
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return &conn{Conn: nc, r: br, query: resp.Header.Get(linkHeader) == linkVersion, quiet: s.cfg.PairTimeout}, nil
+	return nc, br, resp, nil
 }
+
+// upgradeRequest is Server 1's request to upgrade path on host to proto.
+func upgradeRequest(path, host, proto string) string {
+	return "POST " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: " + proto + "\r\nConnection: Upgrade\r\nContent-Length: 0\r\n\r\n"
+}
+
+// refusedUpgrade is Server 2 answering an upgrade with another status than 101.
+type refusedUpgrade struct{ status string }
+
+func (e *refusedUpgrade) Error() string { return "server 2 refused the 2PC link: " + e.status }
 
 // linkLoop keeps the 2PC link up and runs calls over it until ctx ends.
 func (s *Server) linkLoop(ctx context.Context) {
@@ -160,6 +192,12 @@ func (s *Server) nextLink(ctx context.Context) (*conn, error) {
 }
 
 func (s *Server) runLink(ctx context.Context, c *conn) error {
+	if s.role == 1 {
+		defer s.watch(ctx, c)() // a silent Server 2 cuts the link within the silence timeout (alive.go)
+	} else {
+		s.pend.run(false)      // the set-up: Server 1 may hold requests for this link
+		defer s.pend.run(true) // no link: Server 1 holds none it could announce (pending.go)
+	}
 	c.bound(time.Now().Add(s.cfg.CallTimeout)) // the set-up loads the state: a call's time
 	var rw io.ReadWriter = c
 	if s.cfg.LinkDelay > 0 {
@@ -191,7 +229,6 @@ func (s *Server) runLink(ctx context.Context, c *conn) error {
 		return s.lead(ctx, sess, p, c.query)
 	}
 	s.pend.run(true)
-	defer s.pend.run(false)
 	return s.follow(ctx, sess, p)
 }
 

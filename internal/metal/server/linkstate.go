@@ -42,17 +42,45 @@ func (c *conn) Read(p []byte) (int, error) {
 	if c.r.Buffered() == 0 {
 		c.Conn.SetReadDeadline(c.deadline())
 	}
-	return c.r.Read(p)
+	n, err := c.r.Read(p)
+	return n, c.cutBy(err)
 }
 
 func (c *conn) Write(p []byte) (int, error) {
 	c.Conn.SetWriteDeadline(c.deadline())
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	return n, c.cutBy(err)
 }
 
-// silent says what a link error means to a client: the other server stopped answering
-// (a deadline passed), or the link broke.
+// cut closes the link because of why (the liveness probe: Server 2 went silent); the
+// link's reads and writes then fail with why.
+func (c *conn) cut(why error) {
+	c.mu.Lock()
+	c.why = why
+	c.mu.Unlock()
+	c.Conn.Close()
+}
+
+// cutBy is err, or why the link was cut if it was.
+func (c *conn) cutBy(err error) error {
+	if err == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.why != nil {
+		return c.why
+	}
+	return err
+}
+
+// silent says what a link error means to a client: the other server went silent (the
+// liveness probe cut the link) or stopped answering (a deadline passed), or the link broke.
 func (s *Server) silent(err error) error {
+	var sp silentPeer
+	if errors.As(err, &sp) {
+		return sp // one line, without the layers that wrapped it
+	}
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}

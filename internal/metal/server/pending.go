@@ -8,12 +8,17 @@ import (
 
 // pending holds Server 2's client parts by request id until Server 1 announces them.
 //
-// Its clock counts link time without calls: while it runs, Server 1's loop is free to take
-// the jobs clients sent it and announces each within a round trip, so a part that waited
-// the pair timeout on this clock has no announcement coming (its other part never reached
-// Server 1, or Server 1 gave up on it) and is answered instead of being kept for the call
-// timeout. While a call runs or the link is down, Server 1 may hold its twin in its queue,
-// and the clock stops.
+// Its clock counts time outside calls and outside a link's set-up: while the link is up
+// between calls, Server 1's loop is free to take the jobs clients sent it and announces
+// each within a round trip, and while there is no link Server 1 holds no job it could
+// announce later (it answers every request 503 while it cannot reach Server 2; only its
+// first attempt after a start queues them, and that attempt reaches this server within
+// its 10 s dial bound, or fails and they get 503). So a part that waited the pair timeout
+// on this clock has no announcement coming (its other part never reached Server 1, or
+// Server 1 gave up on it) and is answered instead of being kept for the call timeout.
+// While a call runs or a link is being set up, Server 1 may hold its twin in its queue,
+// and the clock stops. (Until session 17 it stopped while there was no link too, so a
+// part sent to Server 2 alone then waited the call timeout.)
 type pending struct {
 	mu    sync.Mutex
 	m     map[[idLen]byte]*job
@@ -22,10 +27,10 @@ type pending struct {
 }
 
 func newPending() *pending {
-	return &pending{m: map[[idLen]byte]*job{}}
+	return &pending{m: map[[idLen]byte]*job{}, since: time.Now()} // no link yet: the clock runs
 }
 
-// clock is the link time without calls so far; p.mu is held.
+// clock is the time outside calls and set-ups so far; p.mu is held.
 func (p *pending) clock() time.Duration {
 	if p.since.IsZero() {
 		return p.free

@@ -24,7 +24,7 @@ import (
 
 // Config configures a running Metal server. Zero values take the documented defaults.
 type Config struct {
-	PairTimeout    time.Duration // how long a call waits for its other part: Server 1, for it to reach Server 2; Server 2, for Server 1's announcement, on link time without calls (default 30s)
+	PairTimeout    time.Duration // how long a call waits for its other part: Server 1, for it to reach Server 2; Server 2, for Server 1's announcement, on time without calls or a link's set-up (default 30s)
 	CallTimeout    time.Duration // a client request's wait for its turn and its call (default 5m)
 	RedialInterval time.Duration // Server 1: pause between attempts to reach Server 2 (default 1s)
 	PingInterval   time.Duration // Server 1: keep-alive on an idle link (default 5s)
@@ -37,6 +37,7 @@ type Config struct {
 	IdleTimeout       time.Duration // default 2m
 	ShutdownTimeout   time.Duration // graceful drain limit (default 30s)
 	StallTimeout      time.Duration // Server 1: a list download whose client takes nothing for this long is cut (default 1m)
+	SilenceTimeout    time.Duration // Server 1: cut the link, in a call or not, when Server 2 echoes nothing on the liveness probe for this long (alive.go; default 10s)
 	ShareEpoch        time.Duration // Server 1: the broadcast list's epoch (0: every download closes one)
 	ShareRetention    time.Duration // Server 1: closed epochs kept this long (default 72h)
 	Logger            *slog.Logger  // default: discard
@@ -48,6 +49,7 @@ type Config struct {
 func (c *Config) defaults() {
 	def(&c.PairTimeout, 30*time.Second)
 	def(&c.CallTimeout, 5*time.Minute)
+	def(&c.SilenceTimeout, 10*time.Second)
 	def(&c.RedialInterval, time.Second)
 	def(&c.PingInterval, 5*time.Second)
 	def(&c.MaxConns, 256)
@@ -90,6 +92,7 @@ type Server struct {
 	list   *share.List  // Server 1: the capability broadcast list
 	sh     *share.Party // the link's sharing party (used by the call loop only)
 	linkV1 atomic.Bool  // tests: Server 2 answers the link upgrade as a version-1 server (no queries)
+	noLive atomic.Bool  // tests: Server 2 answers the liveness probe 404, as a server before session 17
 }
 
 // Open loads dir (made by Init).
@@ -174,6 +177,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/share/list", s.handleShareListGet)
 	if s.role == 2 {
 		mux.HandleFunc("POST /v1/peer", s.handlePeer)
+		mux.HandleFunc("POST /v1/peer/alive", s.handleAlive)
 	}
 	return mux
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +19,8 @@ import (
 // the full 30 s and then cut the connections (Serve's "graceful shutdown did not finish").
 // The pair timeout here is a minute, so nothing but the shutdown answers them. (Server 1
 // now answers at once while Server 2 is known unreachable; its requests here queue while
-// its first attempt to reach Server 2 hangs.)
+// its first attempt to reach Server 2 hangs.) The answer carries Retry-After: the call
+// never ran, and the client library sends it again (a restart).
 func TestShutdownAnswersWaitingRequests(t *testing.T) {
 	p := startPairWith(t, 0, time.Minute)
 	received := func(i int) int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.bodies[i]) }
@@ -33,8 +36,15 @@ func TestShutdownAnswersWaitingRequests(t *testing.T) {
 			go func() {
 				id := make([]byte, idLen)
 				rand.Read(id)
-				st, msg := postMsg(hc, addr, "/v1/account", id)
-				answers <- http.StatusText(st) + ": " + msg
+				resp, err := hc.Post("https://"+addr+"/v1/account", "application/octet-stream", bytes.NewReader(id))
+				if err != nil {
+					answers <- err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				msg, _ := io.ReadAll(resp.Body)
+				// Retry-After: the client library sends it again (the call never ran).
+				answers <- http.StatusText(resp.StatusCode) + " (Retry-After " + resp.Header.Get("Retry-After") + "): " + string(msg)
 			}()
 		}
 		testutil.WaitFor(t, 30*time.Second, "the requests read", func() bool { return received(1-i) == before+n })
@@ -46,7 +56,7 @@ func TestShutdownAnswersWaitingRequests(t *testing.T) {
 			t.Fatalf("server %d took %v to stop with %d requests waiting", 2-i, took, n)
 		}
 		for range n {
-			if a := <-answers; !strings.HasPrefix(a, "Service Unavailable: ") || !strings.Contains(a, "shutting down") {
+			if a := <-answers; !strings.HasPrefix(a, "Service Unavailable (Retry-After 1): ") || !strings.Contains(a, "shutting down") {
 				t.Fatalf("a request waiting at server %d's shutdown: %q", 2-i, a)
 			}
 		}

@@ -12,12 +12,16 @@ const linkVectorFile = "../../../testdata/metal/link-vectors.json"
 
 // linkVector pins docs/formats/metal-server.md "The 2PC link": Server 2's answer to the
 // upgrade (version 2, and version 1 without the header), an announcement, a query about
-// three ids and Server 2's answer to it.
+// three ids and Server 2's answer to it; the liveness probe's upgrade and byte.
 type linkVector struct {
 	Upgrade, UpgradeV1 string
 	Announcement       string // an access with id 00 01 .. 0f
 	Query              string // that access, an account with id 10 .. 1f, a send with id 20 .. 2f
 	Answers            string // run, not yet, skip
+	// The liveness probe (session 17): Server 1's upgrade request (Host 127.0.0.1:8443),
+	// Server 2's answer, and the byte Server 1 sends and Server 2 echoes.
+	AliveRequest, Alive string
+	AliveByte           string
 }
 
 func vectorAnnounces() []announce {
@@ -34,7 +38,9 @@ func TestLinkVectors(t *testing.T) {
 	as := vectorAnnounces()
 	v := linkVector{Upgrade: upgradeResponse(true), UpgradeV1: upgradeResponse(false),
 		Announcement: hex.EncodeToString(as[0].marshal()), Query: hex.EncodeToString(marshalQuery(as)),
-		Answers: hex.EncodeToString([]byte{answerRun, answerNotYet, answerSkip})}
+		Answers:      hex.EncodeToString([]byte{answerRun, answerNotYet, answerSkip}),
+		AliveRequest: upgradeRequest("/v1/peer/alive", "127.0.0.1:8443", aliveProto), Alive: aliveResponse,
+		AliveByte: hex.EncodeToString([]byte{aliveByte})}
 	testutil.Golden(t, linkVectorFile, v)
 	q, err := parseAsk(testutil.Unhex(t, v.Query))
 	if err != nil || len(q) != 3 || q[0] != as[0] || q[1] != as[1] || q[2] != as[2] {

@@ -177,17 +177,22 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 }
 
 // publishErr is the error of a publication that stopped after n of total pairs: it says
-// which pairs are published, and that the pairs of the chunk in flight may be listed (the
-// V-server stores a chunk before relaying it: a failed relay leaves it inert, one that
-// went through after the client gave up leaves it published), so that running the same
-// command again does not silently publish pairs twice. When a signal stopped it, main
-// replaces the error by "interrupted": the count goes to stderr first.
+// which pairs are published and, unless the V-server refused the chunk in flight (then
+// none of its pairs is kept, as its answer says), that those pairs may be published or
+// listed as unacknowledged (the V-server stores a chunk before relaying it: a relay that
+// went through after the client gave up leaves it published; one that got no answer
+// leaves it listed until the V-server has removed it), so that running the same command
+// again does not silently publish pairs twice. When a signal stopped it, main replaces
+// the error by "interrupted": the count goes to stderr first.
 func publishErr(cmd *cobra.Command, n, total int, from string, err error) error {
 	done := fmt.Sprintf("published %d of %s", n, plural(total, "pair", "pairs"))
 	if n > 0 && from != "" {
 		done += fmt.Sprintf(" (the first %d of %s, in order)", n, from)
 	}
-	hint := "; the pairs in flight may be published or kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again, or they will be listed twice"
+	hint := ""
+	if !client.Refused(err) {
+		hint = "; the pairs in flight may be published, or listed as unacknowledged until the V-server removes them: see 'veil peekaboo list' before publishing them again"
+	}
 	if n > 0 {
 		hint += "; publishing the same pairs again would publish the first " + strconv.Itoa(n) + " twice"
 	}
@@ -237,10 +242,11 @@ func newPkbUnpublishCommand(o *pkbFlags) *cobra.Command {
 }
 
 type pkbPairJSON struct {
-	ID    string   `json:"id"`
-	Key   string   `json:"key,omitempty"`
-	Value string   `json:"value"`
-	ACL   []string `json:"acl,omitempty"`
+	ID      string   `json:"id"`
+	Key     string   `json:"key,omitempty"`
+	Value   string   `json:"value"`
+	ACL     []string `json:"acl,omitempty"`
+	Unacked bool     `json:"unacknowledged,omitempty"`
 }
 
 func newPkbListCommand(o *pkbFlags) *cobra.Command {
@@ -250,6 +256,10 @@ func newPkbListCommand(o *pkbFlags) *cobra.Command {
 		Long: `list shows the pairs you published: key, value and ACL. It does not show which pseudonyms
 a pair requires (--pseudonym-for): only the K-server holds them. To change a pair, unpublish
 it and publish it again.
+
+A pair marked "unacknowledged" (--json: "unacknowledged": true) was in a publication whose
+relay to the K-server got no answer: it was never published for you, and the V-server
+removes it from both servers once the K-server answers; publish it again.
 
   veil peekaboo list
   veil peekaboo list --json | jq -r .key`,
@@ -262,10 +272,13 @@ it and publish it again.
 				}
 				w := cmd.OutOrStdout()
 				for _, p := range l {
-					j := pkbPairJSON{ID: hex.EncodeToString(p.ID[:]), Key: p.Key, Value: string(p.Value), ACL: p.ACL}
+					j := pkbPairJSON{ID: hex.EncodeToString(p.ID[:]), Key: p.Key, Value: string(p.Value), ACL: p.ACL, Unacked: p.Unacked}
 					acl := ""
 					if len(p.ACL) > 0 {
 						acl = "\t(acl: " + strings.Join(p.ACL, ",") + ")"
+					}
+					if p.Unacked {
+						acl += "\t(unacknowledged: the K-server never answered its publication; being removed)"
 					}
 					if err := o.print(w, j, fmt.Sprintf("%s\t%s%s\n", p.Key, p.Value, acl)); err != nil {
 						return err

@@ -123,9 +123,26 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 		return nil, fmt.Errorf("v-server reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("v-server: %s", strings.TrimSpace(string(b)))
+		return nil, &ServerError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(b))}
 	}
 	return b, nil
+}
+
+// ServerError is the V-server's one-line answer to a request it did not carry out.
+type ServerError struct {
+	Code int // HTTP status
+	Msg  string
+}
+
+func (e *ServerError) Error() string { return "v-server: " + e.Msg }
+
+// Refused reports whether err is the V-server refusing a request (a 4xx answer): it
+// refuses a publication before storing anything, or after removing what it stored for a
+// chunk the K-server refused, so none of the chunk's pairs is kept. Other failures (no
+// answer, 5xx) may leave the pairs in flight published, or listed as unacknowledged.
+func Refused(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se) && se.Code >= 400 && se.Code < 500
 }
 
 // AddUser asks the V-server (with the administrator's credential) for a new user's

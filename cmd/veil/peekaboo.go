@@ -75,7 +75,9 @@ func newPkbJoinCommand(o *pkbFlags) *cobra.Command {
 		Use:   "join CREDENTIAL-FILE",
 		Short: "Store your Peekaboo credential in the profile (adds a fresh owner key)",
 		Long: `join stores the credential the V-server's administrator gave you as <profile>/peekaboo.cred,
-adding an owner key that only this profile holds (it seals your keys for 'list').
+adding an owner key that only this profile holds (it seals your keys for 'list'). The
+V-server's admin.cred is refused: it adds users ('veil peekaboo vserver adduser') and is
+no user's credential.
 
   veil peekaboo join alice.pkb
   veil peekaboo join alice.pkb --config ~/.config/veil-work`,
@@ -88,6 +90,9 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 			path, err := client.Save(o.dir(), b, force)
 			if errors.Is(err, wire.ErrMalformed) {
 				return fmt.Errorf("%s is not a Peekaboo user credential (join takes the file 'veil peekaboo vserver adduser' wrote, or <dir>/invites/NAME.peekaboo of 'veil serve'): %w", args[0], err)
+			}
+			if errors.Is(err, client.ErrAdminCred) {
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if err != nil {
 				return err

@@ -206,6 +206,15 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 		t.Fatalf("the refused pair is listed: %q", out)
 	}
 
+	// Joining with the administrator's credential is refused: it would make a user "admin".
+	admin := &user{name: "admin", config: filepath.Join(dir, "admin")}
+	if _, errs, code := admin.run(t, "peekaboo", "join", filepath.Join(vdir, "admin.cred")); code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 ||
+		!strings.Contains(errs, "veil peekaboo vserver adduser NAME --admin-cred") {
+		t.Fatalf("join with admin.cred: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(admin.config, "peekaboo.cred")); err == nil {
+		t.Fatal("join with admin.cred stored it")
+	}
 
 	// A pseudonym for a user who is not registered, or who has not joined yet: each error
 	// says which, and what to do (both read "they run 'veil peekaboo join' again").

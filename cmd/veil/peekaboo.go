@@ -182,21 +182,21 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 }
 
 // publishErr is the error of a publication that stopped after n of total pairs: it says
-// which pairs are published and, unless the V-server refused the chunk in flight (then
-// none of its pairs is kept, as its answer says), that those pairs may be published or
-// listed as unacknowledged (the V-server stores a chunk before relaying it: a relay that
-// went through after the client gave up leaves it published; one that got no answer
-// leaves it listed until the V-server has removed it), so that running the same command
-// again does not silently publish pairs twice. When a signal stopped it, main replaces
-// the error by "interrupted": the count goes to stderr first.
+// which pairs are published and, unless the V-server's answer says what became of the
+// chunk in flight (refused: none of its pairs is kept; not acknowledged by the K-server:
+// listed as unacknowledged until the V-server has removed them), that those pairs may be
+// published or listed without being published (the client got no answer, or a V-server
+// before session 17 kept them inert), so that running the same command again does not
+// silently publish pairs twice. When a signal stopped it, main replaces the error by
+// "interrupted": the count goes to stderr first.
 func publishErr(cmd *cobra.Command, n, total int, from string, err error) error {
 	done := fmt.Sprintf("published %d of %s", n, plural(total, "pair", "pairs"))
 	if n > 0 && from != "" {
 		done += fmt.Sprintf(" (the first %d of %s, in order)", n, from)
 	}
-	hint := ""
-	if !client.Refused(err) {
-		hint = "; the pairs in flight may be published, or listed as unacknowledged until the V-server removes them: see 'veil peekaboo list' before publishing them again"
+	hint := "" // the V-server's answer says what became of the pairs in flight
+	if !client.Refused(err) && !client.Settling(err) {
+		hint = "; the pairs in flight may be published, or listed without being published: see 'veil peekaboo list' (it marks those the V-server is removing as unacknowledged) before publishing them again"
 	}
 	if n > 0 {
 		hint += "; publishing the same pairs again would publish the first " + strconv.Itoa(n) + " twice"

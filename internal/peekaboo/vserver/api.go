@@ -175,7 +175,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		s.settle.end(tag, true)
 		s.needSync() // the K-server may have committed the chunk before the relay failed
 		code, err := relayErr(err)
-		return code, fmt.Errorf("%w; %s", err, unackedNote(len(req.Pairs)))
+		return code, fmt.Errorf("%w; %s", err, unackedNote(w, len(req.Pairs)))
 	}
 	if res.Status != wire.StatusOK {
 		s.settle.end(tag, false)
@@ -184,12 +184,12 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	ack, err := wire.ParsePublishAck(res.Payload)
 	if err != nil || int(ack.N) != len(req.Pairs) {
 		s.settle.end(tag, true)
-		return http.StatusBadGateway, fmt.Errorf("k-server did not store all %d pairs (%v); %s", len(req.Pairs), err, unackedNote(len(req.Pairs)))
+		return http.StatusBadGateway, fmt.Errorf("k-server did not store all %d pairs (%v); %s", len(req.Pairs), err, unackedNote(w, len(req.Pairs)))
 	}
 	err = ackPairs(s.db, req.Pairs)
 	s.settle.end(tag, err != nil)
 	if err != nil {
-		return http.StatusInternalServerError, fmt.Errorf("record the K-server's acknowledgement: %v; %s", err, unackedNote(len(req.Pairs)))
+		return http.StatusInternalServerError, fmt.Errorf("record the K-server's acknowledgement: %v; %s", err, unackedNote(w, len(req.Pairs)))
 	}
 	if err := s.replicate(req.Pairs, ack); err != nil {
 		s.needSync()
@@ -199,13 +199,15 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	return http.StatusOK, nil
 }
 
-// unackedNote says what becomes of the pairs of a chunk the K-server did not acknowledge.
-func unackedNote(n int) string {
-	what := "pair"
-	if n != 1 {
-		what = "pairs"
+// unackedNote says what becomes of the pairs of a chunk the K-server did not acknowledge,
+// and marks the answer so (wire.HeaderUnacked) for clients, which then add nothing.
+func unackedNote(w http.ResponseWriter, n int) string {
+	w.Header().Set(wire.HeaderUnacked, "settling")
+	what, them := "pairs", "them"
+	if n == 1 {
+		what, them = "pair", "it"
 	}
-	return fmt.Sprintf("this V-server lists the chunk's %d %s as unacknowledged until it has removed them from both servers (it retries while the K-server does not answer); publish them again", n, what)
+	return fmt.Sprintf("this V-server lists the chunk's %d %s as unacknowledged and removes %s from both servers (retrying while the K-server does not answer); publish %s again", n, what, them, them)
 }
 
 // refusedChunk answers a publication whose chunk the K-server refused. The K-server

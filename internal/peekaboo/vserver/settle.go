@@ -102,10 +102,10 @@ func (s *Server) unacked() (map[wire.ID]*unackedChunk, error) {
 	return out, err
 }
 
-// SettleUnacked runs one round over the unacknowledged chunks: it relays an unpublication
+// settleUnacked runs one round over the unacknowledged chunks: it relays an unpublication
 // of each and removes the pairs of those whose unpublication the K-server answered twice,
 // a relay timeout apart. It returns how many pairs it removed and how many stay marked.
-func (s *Server) SettleUnacked(ctx context.Context) (removed, left int, err error) {
+func (s *Server) settleUnacked(ctx context.Context) (removed, left int, err error) {
 	chunks, err := s.unacked()
 	if err != nil {
 		return 0, 0, err
@@ -147,7 +147,7 @@ func (s *Server) SettleUnacked(ctx context.Context) (removed, left int, err erro
 // relay failed, a round every relay timeout while any stay marked.
 func (s *Server) settleLoop(ctx context.Context) {
 	for {
-		_, left, err := s.SettleUnacked(ctx)
+		_, left, err := s.settleUnacked(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("settle unacknowledged pairs", "err", err, "left", left)
 		}

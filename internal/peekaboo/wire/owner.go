@@ -134,6 +134,11 @@ const (
 	PairUnacked = 1 // its chunk's relay got no answer: the V-server is removing it from both
 )
 
+// HeaderUnacked is set (value "settling") on the V-server's error answer to a publication
+// whose chunk it stored but the K-server did not acknowledge: the pairs are listed as
+// unacknowledged until the V-server has removed them from both servers.
+const HeaderUnacked = "Veil-Peekaboo-Unacked"
+
 // ListVersion2 is the List version that carries each pair's state; the V-server sends it
 // to a client that asks with the query ListQuery (a version 1 List otherwise, which
 // clients before it parse).

@@ -127,3 +127,37 @@ func TestListVersionsForOlderClients(t *testing.T) {
 		}
 	}
 }
+
+// TestUnackedPairsSettledAfterRestart: the marks are in vserver.db, so pairs whose relay
+// failed before a restart are listed as unacknowledged after it and settled by the
+// restarted V-server.
+func TestUnackedPairsSettledAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	d := start(t, dir, Options{V: vserver.Config{MaxDelay: time.Millisecond, RelayTimeout: time.Nanosecond}})
+	ctx := context.Background()
+	alice := newClient(t, d, "alice")
+	if _, err := alice.Publish(ctx, []client.Pair{{Key: "lost.pdf", Value: []byte("v")}, {Key: "lost-2.pdf", Value: []byte("v")}}, 0, nil); !client.Settling(err) {
+		t.Fatalf("publication with the K-server out of reach: %v", err)
+	}
+	cred := mustCred(t, alice)
+	stop(t, d)
+
+	start(t, dir, Options{V: vserver.Config{MaxDelay: time.Millisecond, RelayTimeout: time.Second}})
+	a, err := client.New(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	l, err := a.List(ctx)
+	if err != nil || len(l) != 2 || !l[0].Unacked || !l[1].Unacked {
+		t.Fatalf("after the restart alice lists %+v, %v; want both pairs, unacknowledged", l, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(l) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if l, err = a.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(l) != 0 {
+		t.Fatalf("the restarted V-server did not settle the unacknowledged pairs: %+v", l)
+	}
+}

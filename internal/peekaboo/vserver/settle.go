@@ -2,6 +2,7 @@ package vserver
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -110,11 +111,25 @@ func (s *Server) settleUnacked(ctx context.Context) (removed, left int, err erro
 	if err != nil {
 		return 0, 0, err
 	}
+	// One relay item per chunk, submitted together (the mixer batches them): a K-server
+	// that does not answer costs one relay timeout per round, not one per chunk.
+	type answer struct {
+		tag wire.ID
+		err error
+	}
+	answers := make(chan answer, len(chunks))
 	for tag, c := range chunks {
-		res, rerr := s.mix.submit(ctx, wire.RelayItem{Kind: wire.KindUnpublish, Payload: (&wire.IDs{IDs: c.ids}).Marshal()})
-		if rerr == nil && res.Status != wire.StatusOK {
-			rerr = errKServer
-		}
+		go func() {
+			res, err := s.mix.submit(ctx, wire.RelayItem{Kind: wire.KindUnpublish, Payload: (&wire.IDs{IDs: c.ids}).Marshal()})
+			if err == nil && res.Status != wire.StatusOK {
+				err = fmt.Errorf("%w: unpublication refused (status %d)", errKServer, res.Status)
+			}
+			answers <- answer{tag, err}
+		}()
+	}
+	for range chunks {
+		a := <-answers
+		tag, c, rerr := a.tag, chunks[a.tag], a.err
 		if rerr != nil {
 			err, left = rerr, left+len(c.ids)
 			continue

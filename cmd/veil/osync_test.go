@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -55,8 +58,9 @@ func TestOsyncCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "epoch 3:") {
 		t.Fatalf("sync: %q %v", out, err)
 	}
+	checkSyncJSON(t, be)
 	out, err = runVeil(t, "osync", "status", "--backend", be)
-	if err != nil || !strings.Contains(out, "epoch     3") || !strings.Contains(out, "16 files x 8.0 KiB") ||
+	if err != nil || !strings.Contains(out, "epoch     5") || !strings.Contains(out, "16 files x 8.0 KiB") ||
 		!strings.Contains(out, "buffer    0 B pending in 0 files") || strings.Contains(out, "e+") {
 		t.Fatalf("status: %q %v", out, err)
 	}
@@ -86,11 +90,45 @@ func TestOsyncCommands(t *testing.T) {
 		t.Fatalf("old passphrase after passwd: %v", err)
 	}
 	setPass("VEIL_PASSWORD_FILE", "cli test 2")
-	if out, err := runVeil(t, "osync", "status", "--backend", be); err != nil || !strings.Contains(out, "epoch     3") {
+	if out, err := runVeil(t, "osync", "status", "--backend", be); err != nil || !strings.Contains(out, "epoch     5") {
 		t.Fatalf("status with the new passphrase: %q %v", out, err)
 	}
 	if ents, _ := os.ReadDir(be); len(ents) != 18 {
 		t.Fatalf("backend has %d entries after passwd", len(ents))
+	}
+}
+
+// checkSyncJSON pins the shape of `osync sync --json`: one object per epoch with the
+// snake_case names `status --json` uses (it printed Go's field names: Epoch, FragsSynced,
+// PendingBytes, Duration), and the status's pending_* names for the same quantities.
+func checkSyncJSON(t *testing.T, be string) {
+	t.Helper()
+	out, err := runVeil(t, "osync", "sync", "--backend", be, "--epochs", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("sync --epochs 2 --json printed %d lines: %q", len(lines), out)
+	}
+	want := []string{"bytes_synced", "bytes_written", "duration_ns", "epoch", "files", "fragments_synced",
+		"inodes_committed", "pending_bytes", "pending_fragments", "pending_inodes"}
+	for i, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d: %v: %q", i, err, line)
+		}
+		if keys := slices.Sorted(maps.Keys(m)); !slices.Equal(keys, want) {
+			t.Fatalf("sync --json fields %q, want %q", keys, want)
+		}
+		files, _ := m["files"].([]any)
+		if m["epoch"] != float64(4+i) || len(files) == 0 || m["bytes_written"] != float64((len(files)+1)*8192) {
+			t.Fatalf("sync --json epoch %d: %s", 4+i, line)
+		}
+	}
+	st, err := runVeil(t, "osync", "status", "--backend", be, "--json")
+	if err != nil || !strings.Contains(st, `"pending_bytes":`) || !strings.Contains(st, `"pending_fragments":`) || !strings.Contains(st, `"epoch":5`) {
+		t.Fatalf("status --json: %q %v", st, err)
 	}
 }
 

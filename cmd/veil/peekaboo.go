@@ -75,7 +75,9 @@ func newPkbJoinCommand(o *pkbFlags) *cobra.Command {
 		Use:   "join CREDENTIAL-FILE",
 		Short: "Store your Peekaboo credential in the profile (adds a fresh owner key)",
 		Long: `join stores the credential the V-server's administrator gave you as <profile>/peekaboo.cred,
-adding an owner key that only this profile holds (it seals your keys for 'list').
+adding an owner key that only this profile holds (it seals your keys for 'list'). The
+V-server's admin.cred is refused: it adds users ('veil peekaboo vserver adduser') and is
+no user's credential.
 
   veil peekaboo join alice.pkb
   veil peekaboo join alice.pkb --config ~/.config/veil-work`,
@@ -88,6 +90,9 @@ adding an owner key that only this profile holds (it seals your keys for 'list')
 			path, err := client.Save(o.dir(), b, force)
 			if errors.Is(err, wire.ErrMalformed) {
 				return fmt.Errorf("%s is not a Peekaboo user credential (join takes the file 'veil peekaboo vserver adduser' wrote, or <dir>/invites/NAME.peekaboo of 'veil serve'): %w", args[0], err)
+			}
+			if errors.Is(err, client.ErrAdminCred) {
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if err != nil {
 				return err
@@ -177,17 +182,22 @@ skipped; a line without a TAB is a KEY with an empty value (a space does not sep
 }
 
 // publishErr is the error of a publication that stopped after n of total pairs: it says
-// which pairs are published, and that the pairs of the chunk in flight may be listed (the
-// V-server stores a chunk before relaying it: a failed relay leaves it inert, one that
-// went through after the client gave up leaves it published), so that running the same
-// command again does not silently publish pairs twice. When a signal stopped it, main
-// replaces the error by "interrupted": the count goes to stderr first.
+// which pairs are published and, unless the V-server's answer says what became of the
+// chunk in flight (refused: none of its pairs is kept; not acknowledged by the K-server:
+// listed as unacknowledged until the V-server has removed them), that those pairs may be
+// published or listed without being published (the client got no answer, or a V-server
+// before session 17 kept them inert), so that running the same command again does not
+// silently publish pairs twice. When a signal stopped it, main replaces the error by
+// "interrupted": the count goes to stderr first.
 func publishErr(cmd *cobra.Command, n, total int, from string, err error) error {
 	done := fmt.Sprintf("published %d of %s", n, plural(total, "pair", "pairs"))
 	if n > 0 && from != "" {
 		done += fmt.Sprintf(" (the first %d of %s, in order)", n, from)
 	}
-	hint := "; the pairs in flight may be published or kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again, or they will be listed twice"
+	hint := "" // the V-server's answer says what became of the pairs in flight
+	if !client.Refused(err) && !client.Settling(err) {
+		hint = "; the pairs in flight may be published, or listed without being published: see 'veil peekaboo list' (it marks those the V-server is removing as unacknowledged) before publishing them again"
+	}
 	if n > 0 {
 		hint += "; publishing the same pairs again would publish the first " + strconv.Itoa(n) + " twice"
 	}
@@ -237,10 +247,11 @@ func newPkbUnpublishCommand(o *pkbFlags) *cobra.Command {
 }
 
 type pkbPairJSON struct {
-	ID    string   `json:"id"`
-	Key   string   `json:"key,omitempty"`
-	Value string   `json:"value"`
-	ACL   []string `json:"acl,omitempty"`
+	ID      string   `json:"id"`
+	Key     string   `json:"key,omitempty"`
+	Value   string   `json:"value"`
+	ACL     []string `json:"acl,omitempty"`
+	Unacked bool     `json:"unacknowledged,omitempty"`
 }
 
 func newPkbListCommand(o *pkbFlags) *cobra.Command {
@@ -250,6 +261,10 @@ func newPkbListCommand(o *pkbFlags) *cobra.Command {
 		Long: `list shows the pairs you published: key, value and ACL. It does not show which pseudonyms
 a pair requires (--pseudonym-for): only the K-server holds them. To change a pair, unpublish
 it and publish it again.
+
+A pair marked "unacknowledged" (--json: "unacknowledged": true) was in a publication whose
+relay to the K-server got no answer: it was never published for you, and the V-server
+removes it from both servers once the K-server answers; publish it again.
 
   veil peekaboo list
   veil peekaboo list --json | jq -r .key`,
@@ -262,10 +277,13 @@ it and publish it again.
 				}
 				w := cmd.OutOrStdout()
 				for _, p := range l {
-					j := pkbPairJSON{ID: hex.EncodeToString(p.ID[:]), Key: p.Key, Value: string(p.Value), ACL: p.ACL}
+					j := pkbPairJSON{ID: hex.EncodeToString(p.ID[:]), Key: p.Key, Value: string(p.Value), ACL: p.ACL, Unacked: p.Unacked}
 					acl := ""
 					if len(p.ACL) > 0 {
 						acl = "\t(acl: " + strings.Join(p.ACL, ",") + ")"
+					}
+					if p.Unacked {
+						acl += "\t(unacknowledged: the K-server never answered its publication; being removed)"
 					}
 					if err := o.print(w, j, fmt.Sprintf("%s\t%s%s\n", p.Key, p.Value, acl)); err != nil {
 						return err

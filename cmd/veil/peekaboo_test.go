@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,8 +12,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veil-project/veil/internal/peekaboo/wire"
 	"github.com/veil-project/veil/internal/testutil"
 )
+
+// staleCred copies a Peekaboo credential naming another K-server's key (a credential from
+// before the K-server was made again): the K-server refuses its chunks.
+func staleCred(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c wire.UserCred
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	other, err := wire.GenerateKServerKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.KServerKey = base64.StdEncoding.EncodeToString(other.Public().Marshal())
+	b, _ = json.Marshal(c)
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestPeekabooCLI runs the README's Peekaboo commands against 'veil serve' as separate
 // processes: join, bulk publish, search (exact, substring, advanced, ACL), list, unpublish,
@@ -149,17 +174,51 @@ func TestPeekabooStandaloneServers(t *testing.T) {
 	alice.mustRun(t, "peekaboo", "join", cred)
 
 	// The K-server is not running yet: the publication fails, and since the V-server keeps
-	// (and lists) the pair it could not relay, the error must say so: publishing again
-	// would list it twice.
+	// (and lists, as unacknowledged) the pair it could not relay until it has removed it,
+	// the error must say so, and only that (the CLI added "may be published").
 	_, errs, code := alice.run(t, "peekaboo", "publish", "draft.pdf", "host-t:/draft")
+	t.Logf("publish with the K-server down: %s", errs)
 	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "published 0 of 1 pair") ||
-		!strings.Contains(errs, "kept by the V-server only (listed, never matching): see 'veil peekaboo list' before publishing them again") {
+		!strings.Contains(errs, "lists the chunk's 1 pair as unacknowledged and removes it from both servers") ||
+		strings.Contains(errs, "may be published") {
 		t.Fatalf("publish with the K-server down: exit %d, %q", code, errs)
+	}
+	if out := alice.mustRun(t, "peekaboo", "list"); out != "draft.pdf\thost-t:/draft\t(unacknowledged: the K-server never answered its publication; being removed)\n" {
+		t.Fatalf("list after the failed relay: %q", out)
+	}
+	if out := alice.mustRun(t, "peekaboo", "list", "--json"); !strings.Contains(out, `"key":"draft.pdf"`) || !strings.Contains(out, `"unacknowledged":true`) {
+		t.Fatalf("list --json after the failed relay: %q", out)
 	}
 
 	testutil.Start(t, veilBin, "peekaboo", "kserver", "serve", "--dir", kdir, "--listen", kaddr)
 	testutil.WaitTCP(t, kaddr, 20*time.Second)
 	alice.mustRun(t, "peekaboo", "publish", "thesis.pdf", "host-t:/thesis")
+
+	// A chunk the K-server refuses (sealed to another K-server key): the V-server keeps none
+	// of its pairs and says so, and the CLI adds nothing that contradicts it (it added that
+	// the pairs "may be published or kept by the V-server only").
+	stale := &user{name: "alice", config: filepath.Join(dir, "alice-stale")}
+	os.MkdirAll(stale.config, 0o700)
+	staleCred(t, filepath.Join(alice.config, "peekaboo.cred"), filepath.Join(stale.config, "peekaboo.cred"))
+	_, errs, code = stale.run(t, "peekaboo", "publish", "refused.pdf", "host-t:/refused")
+	t.Logf("publish of a refused chunk: %s", errs)
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "none of its pairs was kept") ||
+		strings.Contains(errs, "may be published") || strings.Contains(errs, "in flight") {
+		t.Fatalf("publish of a chunk the K-server refuses: exit %d, %q", code, errs)
+	}
+	if out := alice.mustRun(t, "peekaboo", "list"); strings.Contains(out, "refused.pdf") {
+		t.Fatalf("the refused pair is listed: %q", out)
+	}
+
+	// Joining with the administrator's credential is refused: it would make a user "admin".
+	admin := &user{name: "admin", config: filepath.Join(dir, "admin")}
+	if _, errs, code := admin.run(t, "peekaboo", "join", filepath.Join(vdir, "admin.cred")); code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 ||
+		!strings.Contains(errs, "veil peekaboo vserver adduser NAME --admin-cred") {
+		t.Fatalf("join with admin.cred: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(admin.config, "peekaboo.cred")); err == nil {
+		t.Fatal("join with admin.cred stored it")
+	}
 
 	// A pseudonym for a user who is not registered, or who has not joined yet: each error
 	// says which, and what to do (both read "they run 'veil peekaboo join' again").

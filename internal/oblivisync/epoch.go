@@ -16,18 +16,19 @@ import (
 	"time"
 )
 
-// EpochReport describes one sync.
+// EpochReport describes one sync. Its JSON is what `veil osync sync --json` prints per
+// epoch: snake_case names, as `veil osync status --json`'s.
 type EpochReport struct {
-	Epoch         uint64
-	Files         []int // backend files rewritten (besides the superblock)
-	BytesWritten  int64 // bytes written to the backend (k+1 files of B bytes)
-	FragsSynced   int   // pending fragments written this epoch
-	BytesSynced   int64 // payload bytes of those fragments
-	Committed     int   // inodes whose new version became visible to readers
-	PendingFrags  int   // fragments still in the buffer
-	PendingBytes  int64 // payload bytes still in the buffer
-	PendingInodes int   // inodes not yet committed
-	Duration      time.Duration
+	Epoch         uint64        `json:"epoch"`
+	Files         []int         `json:"files"`             // backend files rewritten (besides the superblock)
+	BytesWritten  int64         `json:"bytes_written"`     // bytes written to the backend (k+1 files of B bytes)
+	FragsSynced   int           `json:"fragments_synced"`  // pending fragments written this epoch
+	BytesSynced   int64         `json:"bytes_synced"`      // payload bytes of those fragments
+	Committed     int           `json:"inodes_committed"`  // inodes whose new version became visible to readers
+	PendingFrags  int           `json:"pending_fragments"` // fragments still in the buffer
+	PendingBytes  int64         `json:"pending_bytes"`     // payload bytes still in the buffer
+	PendingInodes int           `json:"pending_inodes"`    // inodes not yet committed
+	Duration      time.Duration `json:"duration_ns"`       // how long the epoch took, in nanoseconds
 }
 
 // TestOnlyAfterBackendWrite, when set (by crash tests only), runs after each of the k

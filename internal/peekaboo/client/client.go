@@ -123,9 +123,37 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 		return nil, fmt.Errorf("v-server reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("v-server: %s", strings.TrimSpace(string(b)))
+		return nil, &ServerError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(b)), Settling: resp.Header.Get(wire.HeaderUnacked) != ""}
 	}
 	return b, nil
+}
+
+// ServerError is the V-server's one-line answer to a request it did not carry out.
+type ServerError struct {
+	Code int // HTTP status
+	Msg  string
+	// Settling: a publication whose chunk the V-server stored but the K-server did not
+	// acknowledge; the V-server lists its pairs as unacknowledged until it has removed
+	// them from both servers, and its message says so (wire.HeaderUnacked).
+	Settling bool
+}
+
+func (e *ServerError) Error() string { return "v-server: " + e.Msg }
+
+// Refused reports whether err is the V-server refusing a request (a 4xx answer): it
+// refuses a publication before storing anything, or after removing what it stored for a
+// chunk the K-server refused, so none of the chunk's pairs is kept.
+func Refused(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se) && se.Code >= 400 && se.Code < 500
+}
+
+// Settling reports whether err is a publication the V-server will undo (ServerError.Settling).
+// Other failures (no answer, a V-server before it) may leave the pairs in flight published,
+// or listed without being published.
+func Settling(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se) && se.Settling
 }
 
 // AddUser asks the V-server (with the administrator's credential) for a new user's

@@ -100,6 +100,10 @@ type Listed struct {
 	Key   string
 	Value []byte
 	ACL   []string
+	// Unacked: the K-server never acknowledged the pair's chunk (its relay got no answer);
+	// the V-server is removing it from both servers. Always false from a V-server older
+	// than List version 2, which does not say.
+	Unacked bool
 }
 
 // List returns the owner's pairs with their keys recovered from the owner blobs.
@@ -107,7 +111,7 @@ func (c *Client) List(ctx context.Context) ([]Listed, error) {
 	if c.ownerKey == nil {
 		return nil, ErrNoOwner
 	}
-	b, err := c.do(ctx, http.MethodGet, "/v1/pairs", nil)
+	b, err := c.do(ctx, http.MethodGet, "/v1/pairs?"+wire.ListQuery, nil) // an older V-server ignores the query: List version 1
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +125,7 @@ func (c *Client) List(ctx context.Context) ([]Listed, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Listed{ID: p.ID, Key: k, Value: p.Value, ACL: p.ACL})
+		out = append(out, Listed{ID: p.ID, Key: k, Value: p.Value, ACL: p.ACL, Unacked: p.State == wire.PairUnacked})
 	}
 	return out, nil
 }

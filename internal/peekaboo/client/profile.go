@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/veil-project/veil/internal/atomicfile"
+	"github.com/veil-project/veil/internal/peekaboo/wire"
 )
 
 // CredFile is the Peekaboo credential's name in a veil profile directory.
@@ -28,9 +29,17 @@ func Open(dir string) (*Client, error) {
 	return New(b)
 }
 
+// ErrAdminCred refuses to join with the V-server administrator's credential: it adds
+// users, and joining it would make its owner a user named "admin".
+var ErrAdminCred = errors.New("this is the V-server administrator's credential (admin.cred), which adds users and is not joined: make yourself a user with 'veil peekaboo vserver adduser NAME --admin-cred admin.cred --out NAME.pkb' and join NAME.pkb (with 'veil serve': 'veil serve adduser NAME --dir DIR', then join DIR/invites/NAME.peekaboo)")
+
 // Save stores cred in the profile directory dir with a fresh owner key (mode 0600,
-// atomically) and returns the file's path. An existing credential is kept unless force.
+// atomically) and returns the file's path. An existing credential is kept unless force;
+// the administrator's credential is refused (ErrAdminCred).
 func Save(dir string, cred []byte, force bool) (string, error) {
+	if c, _, err := wire.ParseUserCred(cred); err == nil && c.User == wire.AdminUser {
+		return "", ErrAdminCred
+	}
 	path := filepath.Join(dir, CredFile)
 	if _, err := os.Stat(path); err == nil && !force {
 		return "", fmt.Errorf("%s exists (its owner key opens your pairs' keys); --force replaces it", path)

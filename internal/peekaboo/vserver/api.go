@@ -168,17 +168,28 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 		}
 		return http.StatusInternalServerError, err
 	}
+	tag := req.Pairs[0].ID
+	s.settle.begin(tag)
 	res, err := s.mix.submit(r.Context(), wire.RelayItem{Kind: wire.KindPublish, Payload: wire.MarshalChunk(req.Chunk())})
 	if err != nil {
+		s.settle.end(tag, true)
 		s.needSync() // the K-server may have committed the chunk before the relay failed
-		return relayErr(err)
+		code, err := relayErr(err)
+		return code, fmt.Errorf("%w; %s", err, unackedNote(w, len(req.Pairs)))
 	}
 	if res.Status != wire.StatusOK {
+		s.settle.end(tag, false)
 		return s.refusedChunk(user, req.Pairs, res.Status)
 	}
 	ack, err := wire.ParsePublishAck(res.Payload)
 	if err != nil || int(ack.N) != len(req.Pairs) {
-		return http.StatusBadGateway, fmt.Errorf("k-server did not store all %d pairs (%v)", len(req.Pairs), err)
+		s.settle.end(tag, true)
+		return http.StatusBadGateway, fmt.Errorf("k-server did not store all %d pairs (%v); %s", len(req.Pairs), err, unackedNote(w, len(req.Pairs)))
+	}
+	err = ackPairs(s.db, req.Pairs)
+	s.settle.end(tag, err != nil)
+	if err != nil {
+		return http.StatusInternalServerError, fmt.Errorf("record the K-server's acknowledgement: %v; %s", err, unackedNote(w, len(req.Pairs)))
 	}
 	if err := s.replicate(req.Pairs, ack); err != nil {
 		s.needSync()
@@ -186,6 +197,17 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	}
 	writeBin(w, (&wire.Count{N: uint32(len(req.Pairs))}).Marshal())
 	return http.StatusOK, nil
+}
+
+// unackedNote says what becomes of the pairs of a chunk the K-server did not acknowledge,
+// and marks the answer so (wire.HeaderUnacked) for clients, which then add nothing.
+func unackedNote(w http.ResponseWriter, n int) string {
+	w.Header().Set(wire.HeaderUnacked, "settling")
+	what, them := "pairs", "them"
+	if n == 1 {
+		what, them = "pair", "it"
+	}
+	return fmt.Sprintf("this V-server lists the chunk's %d %s as unacknowledged and removes %s from both servers (retrying while the K-server does not answer); publish %s again", n, what, them, them)
 }
 
 // refusedChunk answers a publication whose chunk the K-server refused. The K-server
@@ -254,7 +276,11 @@ func (s *Server) handleUnpublish(w http.ResponseWriter, r *http.Request, user st
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, user string, _ []byte) (int, error) {
-	l, err := listPairs(s.db, user)
+	v := uint8(wire.Version) // what clients before version 2 parse
+	if r.URL.RawQuery == wire.ListQuery {
+		v = wire.ListVersion2
+	}
+	l, err := listPairs(s.db, user, v)
 	if err != nil {
 		return http.StatusInternalServerError, err
 	}

@@ -26,7 +26,7 @@ const (
 	FileCertKey   = pki.ServerKeyFile
 	FileRelayCred = "relay.cred"
 	FileAdminCred = "admin.cred"
-	AdminUser     = "admin"
+	AdminUser     = wire.AdminUser
 )
 
 // InitOptions say how to set up a V-server directory.

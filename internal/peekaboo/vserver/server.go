@@ -84,6 +84,7 @@ type Server struct {
 	users    map[string]wire.UserRecord
 	table    *pir.Table // replica of the private-query table (nil: off)
 	syncReq  chan struct{}
+	settle   *settler // pairs the K-server never acknowledged (settle.go)
 }
 
 // Open loads dir (made by Init) and prepares the relay to the K-server.
@@ -134,7 +135,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Server{table: table, syncReq: make(chan struct{}, 1), cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-vserver"), db: db, tls: tc, users: users,
+	s := &Server{table: table, syncReq: make(chan struct{}, 1), settle: newSettler(), cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-vserver"), db: db, tls: tc, users: users,
 		relayURL: strings.TrimSuffix(rc.Endpoint, "/") + "/v1/relay", kkey: rc.KServerKey,
 		endpoint: admin.Endpoint, caPEM: string(read(FileCACert)), m: newMetrics(),
 		http: &http.Client{Transport: &http.Transport{TLSClientConfig: ctc, ForceAttemptHTTP2: true,
@@ -206,12 +207,14 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 		ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.log.Info("serving", "addr", ls.Addr())
 	syncCtx, stopSync := context.WithCancel(ctx)
-	synced := make(chan struct{})
+	synced, settled := make(chan struct{}), make(chan struct{})
 	go func() { defer close(synced); s.syncLoop(syncCtx) }()
+	go func() { defer close(settled); s.settleLoop(syncCtx) }()
 	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
 	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	stopSync()
 	<-synced
+	<-settled
 	s.log.Info("stopped", "err", err)
 	return err
 }

@@ -18,6 +18,9 @@ var (
 	bucketUsers  = []byte("users")
 	bucketPairs  = []byte("pairs")
 	bucketOwners = []byte("owners")
+	// bucketUnacked marks the pairs whose chunk the K-server has not acknowledged: pair id
+	// -> the chunk's tag (its first pair id), docs/formats/peekaboo-state.md.
+	bucketUnacked = []byte("unacked")
 )
 
 // errNotYours refuses a publication that reuses another owner's pair id.
@@ -34,7 +37,7 @@ func republishErr(i int, id wire.ID, reason string) error {
 }
 
 func openDB(path string) (*bbolt.DB, error) {
-	return server.OpenState(path, "V-server", "1", 2*time.Second, bucketUsers, bucketPairs, bucketOwners, pir.BucketName)
+	return server.OpenState(path, "V-server", "1", 2*time.Second, bucketUsers, bucketPairs, bucketOwners, bucketUnacked, pir.BucketName)
 }
 
 func putUser(db *bbolt.DB, name string, u *wire.UserRecord) error {
@@ -66,10 +69,11 @@ func ownerKey(owner string, id wire.ID) []byte {
 	return append(append([]byte(owner), 0), id[:]...)
 }
 
-// storePairs commits an owner's chunk in one transaction.
+// storePairs commits an owner's chunk in one transaction, each pair marked unacknowledged
+// (until ackPairs) under the chunk's tag, its first pair id.
 func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 	return db.Update(func(tx *bbolt.Tx) error {
-		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
+		pb, ob, ub := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners), tx.Bucket(bucketUnacked)
 		seen := make(map[wire.ID]bool, len(pairs))
 		for i := range pairs {
 			p := &pairs[i]
@@ -88,7 +92,20 @@ func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 			if err := pb.Put(p.ID[:], rec); err != nil {
 				return err
 			}
-			if err := ob.Put(ownerKey(owner, p.ID), nil); err != nil {
+			if err := errors.Join(ob.Put(ownerKey(owner, p.ID), nil), ub.Put(p.ID[:], pairs[0].ID[:])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ackPairs clears the marks of a chunk the K-server acknowledged, in one transaction.
+func ackPairs(db *bbolt.DB, pairs []wire.PublishPair) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		ub := tx.Bucket(bucketUnacked)
+		for i := range pairs {
+			if err := ub.Delete(pairs[i].ID[:]); err != nil {
 				return err
 			}
 		}
@@ -101,13 +118,13 @@ func storePairs(db *bbolt.DB, owner string, pairs []wire.PublishPair) error {
 func (s *Server) removePairs(owner string, ids []wire.ID) ([]wire.ID, error) {
 	var gone []wire.ID
 	_, err := pir.Update(s.db, s.table, func(tx *bbolt.Tx) ([]pir.Change, error) {
-		pb, ob := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners)
+		pb, ob, ub := tx.Bucket(bucketPairs), tx.Bucket(bucketOwners), tx.Bucket(bucketUnacked)
 		gone = gone[:0]
 		for _, id := range ids {
 			if ob.Get(ownerKey(owner, id)) == nil {
 				continue
 			}
-			if err := errors.Join(pb.Delete(id[:]), ob.Delete(ownerKey(owner, id))); err != nil {
+			if err := errors.Join(pb.Delete(id[:]), ob.Delete(ownerKey(owner, id)), ub.Delete(id[:])); err != nil {
 				return nil, err
 			}
 			gone = append(gone, id)
@@ -138,12 +155,12 @@ func ownedPairs(db *bbolt.DB, owner string, ids []wire.ID) ([]wire.ID, error) {
 	return out, err
 }
 
-// listPairs returns the owner's pairs.
-func listPairs(db *bbolt.DB, owner string) (*wire.List, error) {
-	out := &wire.List{}
+// listPairs returns the owner's pairs, as a List of version v (1, or 2 with their states).
+func listPairs(db *bbolt.DB, owner string, v uint8) (*wire.List, error) {
+	out := &wire.List{Version: v}
 	prefix := append([]byte(owner), 0)
 	err := db.View(func(tx *bbolt.Tx) error {
-		pb := tx.Bucket(bucketPairs)
+		pb, ub := tx.Bucket(bucketPairs), tx.Bucket(bucketUnacked)
 		c := tx.Bucket(bucketOwners).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			id, err := wire.ParseID(k[len(prefix):])
@@ -154,7 +171,11 @@ func listPairs(db *bbolt.DB, owner string) (*wire.List, error) {
 			if err != nil {
 				return fmt.Errorf("pair %x: %w", id, err)
 			}
-			out.Pairs = append(out.Pairs, wire.Listed{ID: id, Value: rec.Value, ACL: rec.ACL, OwnerBlob: rec.OwnerBlob})
+			l := wire.Listed{ID: id, Value: rec.Value, ACL: rec.ACL, OwnerBlob: rec.OwnerBlob}
+			if ub.Get(id[:]) != nil {
+				l.State = wire.PairUnacked
+			}
+			out.Pairs = append(out.Pairs, l)
 		}
 		return nil
 	})

@@ -21,6 +21,10 @@ type RelayCred struct {
 	PIRSlots int `json:"pir_slots,omitempty"`
 }
 
+// AdminUser is the V-server administrator's user name (admin.cred): made by the V-server's
+// init, so no other user has it.
+const AdminUser = "admin"
+
 // UserCred is a user's credential for the V-server.
 type UserCred struct {
 	Version    int    `json:"veil_peekaboo_credential"`

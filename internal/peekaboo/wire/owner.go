@@ -122,19 +122,48 @@ func ParseIDs(b []byte) (*IDs, error) {
 // Listed is one of an owner's pairs as the V-server holds it.
 type Listed struct {
 	ID        ID
+	State     uint8 // PairAcked or PairUnacked; PairAcked in a version 1 List (which does not say)
 	Value     []byte
 	ACL       []string
 	OwnerBlob []byte
 }
 
-// List answers `list`: the owner's pairs.
-type List struct{ Pairs []Listed }
+// Pair states in a version 2 List.
+const (
+	PairAcked   = 0 // the K-server acknowledged the pair's chunk: on both servers
+	PairUnacked = 1 // its chunk's relay got no answer: the V-server is removing it from both
+)
+
+// HeaderUnacked is set (value "settling") on the V-server's error answer to a publication
+// whose chunk it stored but the K-server did not acknowledge: the pairs are listed as
+// unacknowledged until the V-server has removed them from both servers.
+const HeaderUnacked = "Veil-Peekaboo-Unacked"
+
+// ListVersion2 is the List version that carries each pair's state; the V-server sends it
+// to a client that asks with the query ListQuery (a version 1 List otherwise, which
+// clients before it parse).
+const (
+	ListVersion2 = 2
+	ListQuery    = "list_version=2"
+)
+
+// List answers `list`: the owner's pairs. Version is 1 (no pair states; 0 means 1) or 2.
+type List struct {
+	Version uint8
+	Pairs   []Listed
+}
 
 func (m *List) Marshal() []byte {
 	w := newMsg(TypeList)
+	if m.Version == ListVersion2 {
+		w.b[0] = ListVersion2
+	}
 	w.u32(uint32(len(m.Pairs)))
 	for _, p := range m.Pairs {
 		w.raw(p.ID[:])
+		if m.Version == ListVersion2 {
+			w.u8(p.State)
+		}
 		w.b16(p.Value)
 		w.names(p.ACL)
 		w.b16(p.OwnerBlob)
@@ -142,13 +171,25 @@ func (m *List) Marshal() []byte {
 	return w.b
 }
 
+// ParseList reads a version 1 or 2 List.
 func ParseList(b []byte) (*List, error) {
 	r := newReader("list reply", b)
-	r.header(TypeList)
+	m := &List{Version: r.u8("version")}
+	if r.err == nil && m.Version != Version && m.Version != ListVersion2 {
+		r.fail("version %d, want %d or %d", m.Version, Version, ListVersion2)
+	}
+	if t := r.u8("type"); r.err == nil && t != TypeList {
+		r.fail("type 0x%02x, want 0x%02x", t, TypeList)
+	}
 	n := r.count("pairs", MaxListed, IDSize+5)
-	m := &List{}
 	for i := 0; i < n && r.err == nil; i++ {
-		p := Listed{ID: r.id("id"), Value: r.b16("value"), ACL: r.names("acl")}
+		p := Listed{ID: r.id("id")}
+		if m.Version == ListVersion2 {
+			if p.State = r.u8("state"); r.err == nil && p.State > PairUnacked {
+				r.fail("pair %d: state %d", i, p.State)
+			}
+		}
+		p.Value, p.ACL = r.b16("value"), r.names("acl")
 		p.OwnerBlob = r.b16("owner blob")
 		m.Pairs = append(m.Pairs, p)
 	}

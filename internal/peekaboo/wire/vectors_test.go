@@ -147,6 +147,8 @@ func samples() []encVec {
 	res := &Results{Results: []Result{{ID: sampleID(2), Match: []byte{1, 2, 3}, Value: []byte("host-a:/srv")}}}
 	pub := &Publish{Enc: []byte{9, 9}, Pairs: []PublishPair{{ID: sampleID(3), Value: []byte("v"), ACL: []string{"bob"}, OwnerBlob: []byte{5}, Sealed: []byte{6, 6}}}}
 	list := &List{Pairs: []Listed{{ID: sampleID(4), Value: []byte("v"), ACL: []string{"carol", "dan"}, OwnerBlob: []byte{1}}}}
+	listV2 := &List{Version: ListVersion2, Pairs: []Listed{{ID: sampleID(4), State: PairAcked, Value: []byte("v"), ACL: []string{"carol"}, OwnerBlob: []byte{1}},
+		{ID: sampleID(9), State: PairUnacked, Value: []byte("w"), OwnerBlob: []byte{2}}}}
 	relay := &Relay{Items: []RelayItem{{KindQuery, []byte{1}}, {KindUnpublish, (&IDs{IDs: []ID{sampleID(5)}}).Marshal()}}}
 	resp := &RelayResp{Results: []RelayResult{{StatusOK, MarshalMatches([]Matched{{sampleID(6), []byte{8}}})}, {StatusReplay, nil}}}
 	chunk := MarshalChunk(&SealedChunk{Enc: []byte{1, 2}, Items: [][]byte{{3}, {4, 5}}})
@@ -170,6 +172,7 @@ func samples() []encVec {
 		{"user_record:admin", hex.EncodeToString(MarshalUserRecord(user))},
 		{"grant:one", hex.EncodeToString((&Grant{To: "bob", Sealed: []byte{1, 2}}).Marshal())},
 		{"grants:two", hex.EncodeToString((&Grants{Sealed: [][]byte{{1}, {2, 3}}}).Marshal())},
+		{"list:v2-acked-and-unacked", hex.EncodeToString(listV2.Marshal())},
 	}
 }
 
@@ -245,6 +248,9 @@ func mustFail() []failVec {
 		{"user record bad flags", "user_record", "0142" + hex.EncodeToString(make([]byte, 32)) + "02"},
 		{"kserver pub short", "kserver_pub", "01647a0000"},
 		{"kserver pub other kem", "kserver_pub", "010020" + hex.EncodeToString(make([]byte, 32))},
+		{"list version 3", "list", "031600000000"},
+		{"list v2 unknown pair state", "list", "021600000001" + hex.EncodeToString(make([]byte, 16)) + "02" + "0000" + "00" + "0000"},
+		{"list v2 truncated at the state", "list", "021600000001" + hex.EncodeToString(make([]byte, 16))},
 	}
 }
 

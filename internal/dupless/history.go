@@ -203,9 +203,10 @@ func (c *Client) moveKept(ctx context.Context, dir, name string, h [32]byte, rea
 		return err
 	}
 	if !conditional {
-		// No conditions here (a plain backend, or a service older than session 14): the
-		// object read is deleted as before. Commands that write records on such a
-		// backend hold the lock; lock-free puts need a service (docs/design.md).
+		// No conditions here (S3, a local backend older than session 17, or a service
+		// older than session 14): the object read is deleted as before. Commands that
+		// write records on such a backend hold the lock; lock-free puts need conditional
+		// batches (docs/design.md, "Conditions on a directory and on S3").
 		return c.be.Delete(ctx, dir, name)
 	}
 	// Kept already: the record goes only while it is still version h. Found by review: it

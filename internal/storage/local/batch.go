@@ -62,7 +62,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 		}
 		f, err := b.createTemp()
 		if err != nil {
-			return b.fail("batch", storage.Join(o.Dir, o.Name), err)
+			return b.fail("put", storage.Join(o.Dir, o.Name), err)
 		}
 		tmps[i] = f.Name()
 		_, err = f.Write(o.Data)
@@ -71,7 +71,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 		}
 		if err != nil {
 			f.Close()
-			return b.fail("batch", storage.Join(o.Dir, o.Name), err)
+			return b.fail("put", storage.Join(o.Dir, o.Name), err)
 		}
 		defer f.Close() // its flock keeps New from taking it until it is renamed
 	}
@@ -80,7 +80,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	unlock, err := b.lock()
 	if err != nil {
-		return b.fail("batch", "", err)
+		return fmt.Errorf("put batch of %d: %w", len(objs), b.cause("", err))
 	}
 	defer unlock()
 	for i, o := range objs {
@@ -93,7 +93,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 	}
 	for _, o := range objs {
 		if err := b.ensureDir(o.Dir); err != nil {
-			return b.fail("batch", storage.Join(o.Dir, o.Name), err)
+			return b.fail("put", storage.Join(o.Dir, o.Name), err)
 		}
 	}
 	return b.commit(objs, paths, tmps)
@@ -109,7 +109,7 @@ func (b *Backend) commit(objs []storage.Object, paths, tmps []string) error {
 			continue
 		}
 		if err := os.Rename(tmps[i], paths[i]); err != nil {
-			return b.fail("batch", storage.Join(o.Dir, o.Name), err)
+			return b.fail("put", storage.Join(o.Dir, o.Name), err)
 		}
 		tmps[i] = ""
 		dirs[filepath.Dir(paths[i])] = true
@@ -126,14 +126,14 @@ func (b *Backend) commit(objs []storage.Object, paths, tmps []string) error {
 			if errors.Is(err, fs.ErrExist) {
 				err = storage.ErrExists
 			}
-			return b.fail("batch", storage.Join(o.Dir, o.Name), err)
+			return b.fail("put", storage.Join(o.Dir, o.Name), err)
 		}
 		linked = append(linked, paths[i])
 		dirs[filepath.Dir(paths[i])] = true
 	}
 	for d := range dirs {
 		if err := atomicfile.SyncDir(d); err != nil {
-			return b.fail("batch", "", err)
+			return fmt.Errorf("put batch of %d: %w", len(objs), b.cause("", err))
 		}
 	}
 	return nil
@@ -159,6 +159,9 @@ func (b *Backend) checkObject(o storage.Object, p string) error {
 		return storage.ErrExists
 	case exists && fi.IsDir():
 		return storage.ErrIsDir
+	}
+	if o.Absent {
+		return nil // a name below a file is absent too
 	}
 	return b.parentsOK(o.Dir)
 }
@@ -188,6 +191,9 @@ func shapeOK(objs []storage.Object) error {
 		}
 	}
 	for _, o := range objs {
+		if o.Absent {
+			continue
+		}
 		for d := o.Dir; d != ""; d, _ = storage.Split(d) {
 			if files[d] {
 				return fmt.Errorf("batch object %s: %w: the batch stores a file at %s", storage.Join(o.Dir, o.Name), storage.ErrNotDir, d)

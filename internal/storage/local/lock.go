@@ -8,9 +8,10 @@ import (
 )
 
 // lockName is the file in TempDirName whose flock every commit holds: a Put's rename, a
-// Delete, a Move and the check-and-rename of MoveMatch. The conditional move is sound only
-// because nothing else can replace, remove or move an object between its check and its
-// rename, in this process or in another one opening the same directory. The file is
+// Delete, a Move, the check-and-rename of MoveMatch and the checks-and-renames of
+// PutBatch. The conditions are sound only because nothing else can replace, remove or move
+// an object between their check and their commit, in this process or in another one
+// opening the same directory. The file is
 // never removed (New skips it): a lock on an unlinked file would exclude nobody.
 const lockName = "lock"
 

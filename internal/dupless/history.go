@@ -141,11 +141,24 @@ func (c *Client) removeRecordOnce(ctx context.Context, dir, name string) (damage
 			return false, err
 		}
 	}
-	if got := sha256.Sum256(b); got != h {
-		_, oerr := c.keys.openRecord(b, path)
-		return oerr != nil, c.deleteRead(ctx, dir, name, got)
+	got := sha256.Sum256(b)
+	if got == h {
+		return false, c.moveKept(ctx, dir, name, h, true)
 	}
-	return false, c.moveKept(ctx, dir, name, h, true)
+	if _, oerr := c.keys.openRecord(b, path); oerr != nil {
+		return true, c.deleteRead(ctx, dir, name, got)
+	}
+	// A record that opens but is not the version the root lists: an unfinished command's,
+	// or one another command wrote after this one looked (this one's lock lost while it
+	// stalled), which that command's root may list. It is kept as its own version, as a
+	// listed one is, so any root listing it still reads it (publish keeps that root's
+	// entry: resolveConflicts). Found by the session 17 review: it was deleted, and the
+	// other command's file could not be read (TestRemoveKeepsLaterWriteLocal, "the version").
+	err = c.moveKept(ctx, dir, name, got, true)
+	if errors.Is(err, storage.ErrChanged) {
+		return false, fmt.Errorf("%s: %w", path, errWrittenMeanwhile)
+	}
+	return false, err
 }
 
 // errWrittenMeanwhile says the object a command was deleting changed after it looked:
@@ -190,9 +203,10 @@ func (c *Client) moveKept(ctx context.Context, dir, name string, h [32]byte, rea
 		return err
 	}
 	if !conditional {
-		// No conditions here (a plain backend, or a service older than session 14): the
-		// object read is deleted as before. Commands that write records on such a
-		// backend hold the lock; lock-free puts need a service (docs/design.md).
+		// No conditions here (S3, a local backend older than session 17, or a service
+		// older than session 14): the object read is deleted as before. Commands that
+		// write records on such a backend hold the lock; lock-free puts need conditional
+		// batches (docs/design.md, "Conditions on a directory and on S3").
 		return c.be.Delete(ctx, dir, name)
 	}
 	// Kept already: the record goes only while it is still version h. Found by review: it

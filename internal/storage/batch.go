@@ -40,7 +40,9 @@ const (
 // conformance suite (storagetest) for every backend that has it:
 //
 //   - Each object follows Put's rules (names, parents created, replacement, ErrIsDir,
-//     ErrNotDir). The batch is atomic: readers see all of its objects or none of them;
+//     ErrNotDir). The batch is atomic: readers see all of its objects or none of them
+//     (the local directory backend: atomic against its other writers only; a reader or a
+//     crash may see the batch's first objects, created ones last, see its PutBatch);
 //     every object is checked before anything is stored, so an invalid one (bad name, an
 //     object over BatchMaxObjectSize, a batch over the limits) fails the whole batch and
 //     stores nothing. After an error whose cause is not known (no answer), the batch may
@@ -51,8 +53,10 @@ type BatchPutter interface {
 }
 
 // CreateBatcher is a BatchPutter that honours Object.Create within the batch's
-// transaction (the storage service, in process and remote; a remote service older than
-// batch version 2 answers such a batch with an error, and stores nothing).
+// transaction (the storage service, in process and remote, and since session 17 the
+// local directory backend; a remote service older than batch version 2 answers such a
+// batch with an error, and stores nothing). S3 has none: its conditional PUT holds for one
+// object, not a batch (docs/design.md, "Conditions on S3").
 type CreateBatcher interface {
 	BatchPutter
 	BatchCreates()
@@ -75,7 +79,8 @@ type MatchBatcher interface {
 }
 
 // MatchMover is a Backend whose moves can also be conditional on the source's content:
-// the storage service from session 14, in process and remote.
+// the storage service from session 14, in process and remote, and the local directory
+// backend from session 17.
 //
 //   - MoveMatch is Move of a file whose content hashes (SHA-256) to match, checked within
 //     the move's transaction; otherwise (other content, a directory) it fails with

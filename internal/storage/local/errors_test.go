@@ -47,6 +47,9 @@ func TestErrorsNameTheObjectOnce(t *testing.T) {
 		{put("a/d", "e"), "put a/d/e: permission denied (mkdir a/d: ", storage.ErrPermission},
 		{b.Delete(ctx, "a", "b"), "delete a/b: permission denied", storage.ErrPermission},
 		{b.Move(ctx, "a", "b", "", "moved"), "move a/b to moved: permission denied", storage.ErrPermission},
+		{b.MoveMatch(ctx, "a", "missing", "", "moved", [32]byte{}), "move a/missing to moved: not found", storage.ErrNotFound},
+		{b.PutBatch(ctx, []storage.Object{{Dir: "a", Name: "f", Data: []byte("x")}}), "put a/f: permission denied", storage.ErrPermission},
+		{b.PutBatch(ctx, []storage.Object{{Dir: "a", Name: "b", Data: []byte("y"), Create: true}}), "batch object 0 (a/b): already exists", storage.ErrExists},
 	} {
 		if c.err == nil {
 			t.Errorf("want %q, got no error", c.want)

@@ -39,7 +39,9 @@ func New(dir string) (*Backend, error) {
 		return nil, fmt.Errorf("local backend: %w", err)
 	}
 	for _, e := range ents {
-		removeStale(filepath.Join(tmp, e.Name()))
+		if e.Name() != lockName {
+			removeStale(filepath.Join(tmp, e.Name()))
+		}
 	}
 	return &Backend{root: root, tmp: tmp}, nil
 }
@@ -114,10 +116,17 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	if err := b.ensureDir(dir); err != nil {
 		return b.fail("put", key, err)
 	}
+	unlock, err := b.lock()
+	if err != nil {
+		return b.fail("put", key, err)
+	}
 	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		unlock()
 		return fmt.Errorf("put %s: %w", key, storage.ErrIsDir)
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	err = os.Rename(tmp, p)
+	unlock()
+	if err != nil {
 		return b.fail("put", key, err)
 	}
 	committed = true

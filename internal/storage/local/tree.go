@@ -83,6 +83,11 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 		return err
 	}
 	key := storage.Join(dir, name)
+	unlock, err := b.lock()
+	if err != nil {
+		return b.fail("delete", key, err)
+	}
+	defer unlock()
 	if _, err := os.Lstat(p); err != nil {
 		return b.fail("delete", key, err)
 	}
@@ -167,6 +172,16 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	}
 	srcKey, dstKey := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	what := fmt.Sprintf("move %s to %s", srcKey, dstKey)
+	unlock, err := b.lock()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
+	}
+	defer unlock()
+	return b.moveLocked(what, src, dst, srcKey, dstKey, dstDir)
+}
+
+// moveLocked is Move once the paths are checked, under the commit lock.
+func (b *Backend) moveLocked(what, src, dst, srcKey, dstKey, dstDir string) error {
 	if _, err := os.Lstat(src); err != nil {
 		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
 	}
@@ -179,7 +194,7 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	if err := b.ensureDir(dstDir); err != nil {
 		return fmt.Errorf("%s: %w", what, b.cause(dstKey, err))
 	}
-	err = unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) {
 		err = os.Rename(src, dst) // filesystem without RENAME_NOREPLACE; checked above
 	}

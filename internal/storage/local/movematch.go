@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"os"
 
@@ -17,29 +16,7 @@ var _ storage.MatchMover = (*Backend)(nil)
 // between the check and the rename. The source is checked first (ErrNotFound), then its
 // content (ErrChanged, also for a directory), then the destination (ErrExists).
 func (b *Backend) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
-	src, err := b.path(srcDir, srcName)
-	if err != nil {
-		return err
-	}
-	dst, err := b.path(dstDir, dstName)
-	if err != nil {
-		return err
-	}
-	srcKey, dstKey := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
-	what := fmt.Sprintf("move %s to %s", srcKey, dstKey)
-	unlock, err := b.lock()
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
-	}
-	defer unlock()
-	same, err := hashIs(src, match)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
-	}
-	if !same {
-		return fmt.Errorf("%s: %w", what, storage.ErrChanged)
-	}
-	return b.moveLocked(what, src, dst, srcKey, dstKey, dstDir)
+	return b.move(srcDir, srcName, dstDir, dstName, &match)
 }
 
 // hashIs reports whether p is a regular file whose content hashes to h.

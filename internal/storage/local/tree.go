@@ -162,6 +162,12 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 
 // Move renames a file or a directory tree without replacing an existing destination.
 func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
+	return b.move(srcDir, srcName, dstDir, dstName, nil)
+}
+
+// move is Move, and MoveMatch when match is set: under the commit lock (lock.go), the
+// source's content must then hash to *match (ErrChanged otherwise).
+func (b *Backend) move(srcDir, srcName, dstDir, dstName string, match *[32]byte) error {
 	src, err := b.path(srcDir, srcName)
 	if err != nil {
 		return err
@@ -177,10 +183,18 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
 	}
 	defer unlock()
+	if match != nil {
+		same, err := hashIs(src, *match)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
+		}
+		if !same {
+			return fmt.Errorf("%s: %w", what, storage.ErrChanged)
+		}
+	}
 	return b.moveLocked(what, src, dst, srcKey, dstKey, dstDir)
 }
 
-// moveLocked is Move once the paths are checked, under the commit lock.
 func (b *Backend) moveLocked(what, src, dst, srcKey, dstKey, dstDir string) error {
 	if _, err := os.Lstat(src); err != nil {
 		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))

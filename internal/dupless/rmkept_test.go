@@ -10,37 +10,36 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
+	"github.com/veil-project/veil/internal/storage/local"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
-// rmHookBE is the storage service's client with a hook run once, when armed, after a
-// conditional move answered that its destination exists (onExists) or after a read of
-// the object at readPath (onRead), before the answer reaches the command, or before a
-// conditional move is sent (onMove).
-type rmHookBE struct {
-	*remote.Backend
+// rmHooks are run once each, when armed: onMove before a move (conditional or not) is
+// made, onExists after a move answered that its destination exists, onRead after a read
+// of the object at readPath, before the answer reaches the command.
+type rmHooks struct {
 	readPath                 string
 	onExists, onRead, onMove func()
 }
 
-func (b *rmHookBE) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
-	if f := b.onMove; f != nil {
-		b.onMove = nil
+func (h *rmHooks) moving() {
+	if f := h.onMove; f != nil {
+		h.onMove = nil
 		f()
 	}
-	err := b.Backend.MoveMatch(ctx, srcDir, srcName, dstDir, dstName, match)
-	if errors.Is(err, storage.ErrExists) && b.onExists != nil {
-		f := b.onExists
-		b.onExists = nil
+}
+
+func (h *rmHooks) moved(err error) error {
+	if f := h.onExists; f != nil && errors.Is(err, storage.ErrExists) {
+		h.onExists = nil
 		f()
 	}
 	return err
 }
 
-func (b *rmHookBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
-	rc, err := b.Backend.Get(ctx, dir, name)
-	if err != nil || storage.Join(dir, name) != b.readPath || b.onRead == nil {
+func (h *rmHooks) read(dir, name string, rc io.ReadCloser, err error) (io.ReadCloser, error) {
+	if err != nil || storage.Join(dir, name) != h.readPath || h.onRead == nil {
 		return rc, err
 	}
 	defer rc.Close()
@@ -48,10 +47,47 @@ func (b *rmHookBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, er
 	if err != nil {
 		return nil, err
 	}
-	f := b.onRead
-	b.onRead = nil
+	f := h.onRead
+	h.onRead = nil
 	f()
 	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// rmHookBE is the storage service's client with rmHooks (it moves conditionally only).
+type rmHookBE struct {
+	*remote.Backend
+	*rmHooks
+}
+
+func (b rmHookBE) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
+	b.moving()
+	return b.moved(b.Backend.MoveMatch(ctx, srcDir, srcName, dstDir, dstName, match))
+}
+
+func (b rmHookBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	rc, err := b.Backend.Get(ctx, dir, name)
+	return b.read(dir, name, rc, err)
+}
+
+// rmHookLocal is a local directory backend with rmHooks.
+type rmHookLocal struct {
+	*local.Backend
+	*rmHooks
+}
+
+func (b rmHookLocal) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
+	b.moving()
+	return b.moved(b.Backend.Move(ctx, srcDir, srcName, dstDir, dstName))
+}
+
+func (b rmHookLocal) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
+	b.moving()
+	return b.moved(b.Backend.MoveMatch(ctx, srcDir, srcName, dstDir, dstName, match))
+}
+
+func (b rmHookLocal) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	rc, err := b.Backend.Get(ctx, dir, name)
+	return b.read(dir, name, rc, err)
 }
 
 // rm deletes a record only while it holds the bytes rm found there, so that a record
@@ -66,10 +102,34 @@ func (b *rmHookBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, er
 // which is refused; rm then read b's record, found it is not the version its root lists
 // and deleted it): a record that opens is now kept as its version instead.
 func TestRemoveKeepsLaterWrite(t *testing.T) {
+	testRemoveKeepsLaterWrite(t, func(t *testing.T) (storage.Backend, storage.Backend, *rmHooks) {
+		rs, h := serveCounting(t, false), &rmHooks{}
+		return rmHookBE{rs.be, h}, rs.ns, h
+	})
+}
+
+// TestRemoveKeepsLaterWriteLocal is TestRemoveKeepsLaterWrite on a local directory
+// backend shared by two devices (a folder on a network share): it had no conditional
+// moves before session 17, and rm deleted b's record (when the version was kept already,
+// or the object was not the version its root lists). It now moves conditionally under an
+// flock.
+func TestRemoveKeepsLaterWriteLocal(t *testing.T) {
+	testRemoveKeepsLaterWrite(t, func(t *testing.T) (storage.Backend, storage.Backend, *rmHooks) {
+		lb, err := local.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &rmHooks{}
+		return rmHookLocal{lb, h}, lb, h
+	})
+}
+
+// testRemoveKeepsLaterWrite runs the three races on the backend open makes: the one the
+// devices use (with hooks), and raw, the same store behind the client's back.
+func testRemoveKeepsLaterWrite(t *testing.T, open func(t *testing.T) (be, raw storage.Backend, h *rmHooks)) {
 	for _, at := range []string{"kept already", "not the version", "the version"} {
 		t.Run(at, func(t *testing.T) {
-			rs := serveCounting(t, false)
-			be := &rmHookBE{Backend: rs.be}
+			be, raw, h := open(t)
 			device := memDevices(t, be)
 			a, b := device(), device()
 			dir := t.TempDir()
@@ -87,55 +147,59 @@ func TestRemoveKeepsLaterWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			recName := encName + keySuffix
-			rec := func() []byte {
-				t.Helper()
-				return testutil.GetObject(t, rs.ns, encDir, recName)
-			}
+			rec := func() []byte { t.Helper(); return testutil.GetObject(t, raw, encDir, recName) }
 			store := func(dir, name string, b []byte) {
 				t.Helper()
-				if err := rs.ns.Put(ctx, dir, name, bytes.NewReader(b), int64(len(b))); err != nil {
+				if err := raw.Put(ctx, dir, name, bytes.NewReader(b), int64(len(b))); err != nil {
 					t.Fatal(err)
 				}
 			}
 			racer := func() {
 				// rm stalls here past its lock's lease: its lock and its prune mark are
 				// taken away (as --break-lock does), and device b puts f meanwhile.
-				locks, err := rs.ns.List(ctx, locksDir)
+				locks, err := raw.List(ctx, locksDir)
 				if err != nil {
 					t.Error(err)
 				}
 				for _, l := range locks {
-					if err := rs.ns.Delete(ctx, locksDir, l.Name); err != nil {
+					if err := raw.Delete(ctx, locksDir, l.Name); err != nil {
 						t.Error(err)
 					}
 				}
-				if err := rs.ns.Delete(ctx, veilDir, pruneMark); err != nil {
+				if err := raw.Delete(ctx, veilDir, pruneMark); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					t.Error(err)
 				}
 				if _, err := b().Put(ctx, []string{fb}, ""); err != nil {
 					t.Errorf("the put between rm's look and its delete: %v", err)
 				}
 			}
-			if at == "kept already" {
+			switch at {
+			case "kept already":
 				r := rec()
 				vd, vn := versionLocation(sha256.Sum256(r))
 				store(vd, vn, r) // a command stopped after keeping this version
-				be.onExists = racer
-			} else if at == "the version" {
-				be.onMove = racer
-			} else {
+				h.onExists = racer
+			case "the version":
+				h.onMove = racer
+			default:
 				old := rec()
 				mustPut(t, a(), fu, "") // the root lists u's record; the object is then a's again
 				store(encDir, recName, old)
-				be.readPath, be.onRead = storage.Join(encDir, recName), racer
+				h.readPath, h.onRead = storage.Join(encDir, recName), racer
 			}
 			if _, err := a().Remove(ctx, "f", false); err != nil {
 				t.Fatalf("rm: %v", err)
 			}
-			if be.onExists != nil || be.onRead != nil || be.onMove != nil {
+			if h.onExists != nil || h.onRead != nil || h.onMove != nil {
 				t.Fatal("rm never came to the point of the race")
 			}
 			sameFile(t, device()(), fb, "f")
+			if at == "not the version" {
+				return // u's version was overwritten by the test itself: check names it
+			}
+			if res, err := device()().Check(ctx, CheckOptions{}); err != nil || len(res.Problems) != 0 {
+				t.Fatalf("check after the race: %v, %+v", err, res)
+			}
 		})
 	}
 }

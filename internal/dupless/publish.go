@@ -106,7 +106,8 @@ func (c *Client) scanRecords(ctx context.Context) (map[string][32]byte, error) {
 // publishChanges ends a command that changed the namespace: it writes the next root (the
 // newest root with this command's changes applied) as .veil/roots/<number>. A concurrent
 // command that published first makes the create fail; then the changes are applied to its
-// root instead. It stops tracking whatever happens.
+// root instead, on the base an earlier attempt wrote while it still fits (reuseBase). It
+// stops tracking whatever happens.
 func (c *Client) publishChanges(ctx context.Context) error {
 	c.view.mu.Lock()
 	base, delta, tracking := c.view.root, c.view.delta, c.view.tracking
@@ -116,6 +117,7 @@ func (c *Client) publishChanges(ctx context.Context) error {
 		return nil
 	}
 	orig := base
+	var written *rootBase // the new base stored for a root that lost its number
 	for attempt := 0; attempt < 16; attempt++ {
 		if attempt > 0 {
 			latest, err := c.latestRoot(ctx)
@@ -131,9 +133,15 @@ func (c *Client) publishChanges(ctx context.Context) error {
 			}
 		}
 		next := nextRoot(base, delta)
+		reused := next.reuseBase(written) // stored already: not again
 		sealed := c.keys.sealRoot(next)
-		if err := c.storeBase(ctx, next); err != nil {
-			return err
+		if !reused {
+			if err := c.storeBase(ctx, next); err != nil {
+				return err
+			}
+		}
+		if b := next.base; b != nil && b.sealed != nil {
+			written = b
 		}
 		err := c.createRoot(ctx, next.Seq, sealed)
 		if errors.Is(err, storage.ErrExists) {

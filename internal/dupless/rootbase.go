@@ -112,6 +112,34 @@ func (next *treeRoot) chooseForm(prev *treeRoot, changes map[string]*[32]byte) {
 	next.base, next.delta = b, map[string]*[32]byte{}
 }
 
+// reuseBase puts next, whose form is a new base (chooseForm), on written instead: a base
+// this command stored for a root that then lost its number to another command's. When
+// next's entries differ from written's by a delta chooseForm would keep (none, if the
+// other command's changes were overwritten by this one's), written is as good a
+// checkpoint, and a retried publish writes no second base: without this, every lost
+// race of a large command left one more base for prune. It reports whether it did.
+func (next *treeRoot) reuseBase(written *rootBase) bool {
+	if written == nil || next.base == nil || next.base.sum != ([32]byte{}) {
+		return false
+	}
+	d := map[string]*[32]byte{}
+	for p, h := range next.Entries {
+		if was, ok := written.entries[p]; !ok || was != h {
+			d[p] = &h
+		}
+	}
+	for p := range written.entries {
+		if _, ok := next.Entries[p]; !ok {
+			d[p] = nil
+		}
+	}
+	if ds := deltaSize(d); ds > entriesSize(next.Entries)/4 || ds > rootDeltaMax {
+		return false
+	}
+	next.base, next.delta = written, d
+	return true
+}
+
 // materialize sets r.Entries from its resolved base and its delta.
 func (r *treeRoot) materialize() {
 	r.Entries = maps.Clone(r.base.entries)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -260,12 +261,12 @@ func TestLocklessPutOnBase(t *testing.T) {
 // baseGetsBE counts GETs of tree bases.
 type baseGetsBE struct {
 	storage.Backend
-	n int
+	n atomic.Int32 // the roots of a listing are read 8 at a time
 }
 
 func (b *baseGetsBE) Get(ctx context.Context, dir, name string) (io.ReadCloser, error) {
 	if dir == basesDir {
-		b.n++
+		b.n.Add(1)
 	}
 	return b.Backend.Get(ctx, dir, name)
 }
@@ -297,8 +298,8 @@ func TestBaseCopyOnDevice(t *testing.T) {
 		}
 		return r
 	}
-	if r := latest(pc); be.n != 0 || r.base == nil {
-		t.Fatalf("a device that wrote the base read it %d times", be.n)
+	if r := latest(pc); be.n.Load() != 0 || r.base == nil {
+		t.Fatalf("a device that wrote the base read it %d times", be.n.Load())
 	}
 	copyPath := filepath.Join(baseDiskDir(pc), baseName(latest(pc).base.id))
 	b, err := os.ReadFile(copyPath)
@@ -308,15 +309,15 @@ func TestBaseCopyOnDevice(t *testing.T) {
 	b[len(b)/2] ^= 1
 	os.WriteFile(copyPath, b, 0o600)
 	latest(pc)
-	if be.n != 1 {
-		t.Fatalf("damaged copy: %d base reads, want 1", be.n)
+	if be.n.Load() != 1 {
+		t.Fatalf("damaged copy: %d base reads, want 1", be.n.Load())
 	}
 	if again, _ := os.ReadFile(copyPath); bytes.Equal(again, b) {
 		t.Fatal("the damaged copy was kept")
 	}
 	latest(pc)
 	latest(nil) // no cache: reads the base
-	if be.n != 2 {
-		t.Fatalf("%d base reads, want 2 (the damaged copy's, the cacheless device's)", be.n)
+	if be.n.Load() != 2 {
+		t.Fatalf("%d base reads, want 2 (the damaged copy's, the cacheless device's)", be.n.Load())
 	}
 }

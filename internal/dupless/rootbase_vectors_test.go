@@ -117,8 +117,14 @@ func TestRootV2Vectors(t *testing.T) {
 }
 
 // FuzzOpenRootV2: arbitrary bytes as a version 2 root's plaintext and as a sealed base:
-// errors, never panics, and a plaintext that parses re-encodes exactly.
+// errors, never panics, and a plaintext that parses re-encodes exactly. A sealed base
+// stops at its SHA-256: FuzzOpenBase fuzzes the base's plaintext. Seeds include the
+// vectors' roots.
 func FuzzOpenRootV2(f *testing.F) {
+	_, roots := vectorPlains(f)
+	for _, p := range roots {
+		f.Add(p[1], []byte{1})
+	}
 	k, _ := deriveUserKeys(bytes.Repeat([]byte{1}, MasterKeySize))
 	base := &rootBase{count: 2, entries: map[string][32]byte{"a.key": {1}, "b/.dir": {2}}}
 	sealedBase := k.sealBaseNonce(base, make([]byte, recordHeader-1))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
 )
@@ -15,14 +16,23 @@ import (
 // their SHA-256 is the one the authenticated root names, so a copy that is damaged, or
 // another base's, is read from the storage again (and replaced). A command in a large
 // namespace then reads its small root and no base: a lone put into a namespace of 5,000
-// files no longer GETs ~300 KB of base. The newest baseDiskMax are kept.
+// files no longer GETs ~300 KB of base. The copies used most recently are kept (a copy's
+// modification time is its last use), at most baseDiskMax of them and baseDiskBytes in
+// all (the newest is kept whatever its size): the bases of a namespace's snapshots (a new
+// one every few hundred changes) fit, so that a command reading every snapshot (prune,
+// forget, log, check) reads each base from the storage once, not on every run as when
+// only the newest 4 were kept.
 
-const baseDiskMax = 4
+// baseDiskMax and baseDiskBytes bound the copies kept; variables for tests.
+var (
+	baseDiskMax   = 64
+	baseDiskBytes = int64(256 << 20)
+)
 
 func baseDiskDir(pc *PutCache) string { return strings.TrimSuffix(pc.Path, ".put") + ".bases" }
 
 // diskBase returns this device's copy of base id if its SHA-256 is sum, else nil (and a
-// copy that is not removes it).
+// copy that is not removes it). A copy used becomes the most recently used.
 func (c *Client) diskBase(id [baseIDSize]byte, sum [32]byte) []byte {
 	if c.opts.Cache == nil {
 		return nil
@@ -36,11 +46,13 @@ func (c *Client) diskBase(id [baseIDSize]byte, sum [32]byte) []byte {
 		os.Remove(p)
 		return nil
 	}
+	now := time.Now()
+	os.Chtimes(p, now, now) // best effort: a copy evicted early is read again
 	return b
 }
 
 // keepBaseOnDisk stores this device's copy of a base (best effort: it is a cache), and
-// removes the oldest copies past baseDiskMax.
+// removes the copies used least recently past baseDiskMax or baseDiskBytes.
 func (c *Client) keepBaseOnDisk(id [baseIDSize]byte, sealed []byte) {
 	if c.opts.Cache == nil {
 		return
@@ -54,21 +66,26 @@ func (c *Client) keepBaseOnDisk(id [baseIDSize]byte, sealed []byte) {
 		return
 	}
 	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) <= baseDiskMax {
+	if err != nil {
 		return
 	}
 	type aged struct {
 		name string
 		mod  int64
+		size int64
 	}
 	var all []aged
 	for _, e := range ents {
 		if fi, err := e.Info(); err == nil {
-			all = append(all, aged{e.Name(), fi.ModTime().UnixNano()})
+			all = append(all, aged{e.Name(), fi.ModTime().UnixNano(), fi.Size()})
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mod > all[j].mod })
-	for _, a := range all[min(len(all), baseDiskMax):] {
-		os.Remove(filepath.Join(dir, a.name))
+	var total int64
+	for i, a := range all {
+		total += a.size
+		if i > 0 && (i >= baseDiskMax || total > baseDiskBytes) {
+			os.Remove(filepath.Join(dir, a.name))
+		}
 	}
 }

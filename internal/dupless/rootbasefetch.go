@@ -146,7 +146,8 @@ func (c *Client) baseMissing(ctx context.Context, r *treeRoot, name string) erro
 
 // storeBase writes the new base of next, if it has one, before next is published: a root
 // is never visible before its base. A root that then loses its number to another command
-// leaves its base unreferenced, for prune.
+// leaves its base unreferenced, unless the command's next attempt names it (reuseBase);
+// else it is prune's.
 func (c *Client) storeBase(ctx context.Context, next *treeRoot) error {
 	b := next.base
 	if b == nil || b.sealed == nil {

@@ -143,21 +143,29 @@ func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Attr
 	return 0
 }
 
-// view is the directory's snapshot: under current/, the newest (nil: no root yet).
-func (d *treeDir) view(ctx, bctx context.Context) (*dupless.View, error) {
+// view is the directory's snapshot (under current/, the newest; nil: no root yet) and the
+// request ctx bounded by Config.ReadTimeout (bound), for the request's reads. Under
+// current/ the bound starts once current has waited for a due check: found by review
+// (sessions 15 to 17), the wait (up to checkWait) counted against the request's
+// ReadTimeout, so with --read-timeout 1s a lookup that found a check due on a slow
+// service failed with EIO without having read anything.
+func (d *treeDir) view(ctx context.Context) (*dupless.View, context.Context, context.CancelFunc, error) {
 	if d.follows {
-		return d.current(ctx)
+		v, err := d.current(ctx)
+		bctx, cancel := d.bound(ctx)
+		return v, bctx, cancel, err
 	}
-	return d.cat.View(bctx, d.seq)
+	bctx, cancel := d.bound(ctx)
+	v, err := d.cat.View(bctx, d.seq)
+	return v, bctx, cancel, err
 }
 
 func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	bctx, cancel := d.bound(ctx)
-	defer cancel()
 	if d.follows {
 		d.follow.timeouts(out) // an absent name too: the kernel then keeps no negative entry
 	}
-	v, err := d.view(ctx, bctx)
+	v, bctx, cancel, err := d.view(ctx)
+	defer cancel()
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path, err)
 	}
@@ -196,9 +204,8 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 }
 
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	bctx, cancel := d.bound(ctx)
+	v, bctx, cancel, err := d.view(ctx)
 	defer cancel()
-	v, err := d.view(ctx, bctx)
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path, err)
 	}

@@ -78,10 +78,10 @@ func lostRecordRace(err error, obj storage.Object) bool {
 // off after the service committed it), it is neither kept nor written again (returned).
 // With adopt (the record this command is writing, when it takes another's in its place),
 // another command's record of the same type (a folder's, for a folder this command gives
-// one: writeFolderRecord) is returned instead: the command takes it as its
-// own. Found in session 17: a mkdir of a folder that a put stored meanwhile wrote its
-// record (0755, dated the mkdir) over the put's, as TestMkdirKeepsAFoldersRecord forbids
-// when the put came first.
+// one: writeFolderRecord) is returned instead: the command takes it as its own. Found in
+// session 17: a mkdir of a folder that a put stored meanwhile wrote its record (0755,
+// dated the mkdir) over the put's, as TestMkdirKeepsAFoldersRecord forbids when the put
+// came first (docs/security.md: what a service refusing falsely can do with this).
 func (c *Client) keepOthers(ctx context.Context, path string, mine []byte, adopt *record) ([]byte, error) {
 	dir, name := storage.Split(path)
 	b, err := c.getObjectNow(ctx, dir, name)

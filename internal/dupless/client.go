@@ -434,12 +434,20 @@ const maxRecordBytes = recordHeader + 16 + 1<<16 + maxRecordChunks*chunkRefSize
 const recordWriteTimeout = 2 * time.Minute
 
 func (c *Client) writeRecord(ctx context.Context, encDir, objName string, r *record) (int64, error) {
-	return c.writeRecordWith(ctx, encDir, objName, r, nil)
+	return c.writeRecordAs(ctx, encDir, objName, r, nil, false)
 }
 
 // writeRecordWith writes a record as writeRecord does; objects in with (chunks it points
 // to) go in the same atomic batch before it (putfold.go).
 func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r *record, with []storage.Object) (int64, error) {
+	return c.writeRecordAs(ctx, encDir, objName, r, with, false)
+}
+
+// writeRecordAs is writeRecordWith; with adopt, a record for a path this command believed
+// free (a folder's it gives one: writeFolderRecord) that another command wrote meanwhile
+// is taken as this command's, not written over (keepOthers). It returns the bytes written
+// (0 for a record adopted).
+func (c *Client) writeRecordAs(ctx context.Context, encDir, objName string, r *record, with []storage.Object, adopt bool) (int64, error) {
 	path := storage.Join(encDir, objName)
 	b := c.keys.sealRecord(r, path)
 	if err := c.storeLongNames(ctx, path); err != nil {
@@ -455,13 +463,17 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 	// Ctrl-C ends the process.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWriteTimeout)
 	defer cancel()
-	// wrote ends a write that stored b: noted for the command's root (unless a root that
-	// went with it lists it already), and no longer expecting another command's record.
-	wrote := func(published bool) (int64, error) {
+	// wrote ends a write that left stored at path (b, or the record adopted): noted for
+	// the command's root (unless a root that went with it lists it already), and no
+	// longer expecting another command's record.
+	wrote := func(stored []byte, published bool) (int64, error) {
 		if !published {
-			c.noteRecord(path, b)
+			c.noteRecord(path, stored)
 		}
 		c.forgetExpect(path)
+		if !bytes.Equal(stored, b) {
+			return 0, nil
+		}
 		return int64(len(b)), nil
 	}
 	for try := 1; ; try++ {
@@ -476,20 +488,25 @@ func (c *Client) writeRecordWith(ctx context.Context, encDir, objName string, r 
 		}
 		switch {
 		case err == nil:
-			return wrote(published)
+			return wrote(b, published)
 		case c.noMatchService(err, obj):
 			continue // written again without the condition
 		case !lostRecordRace(err, obj) || try == recordTries:
 			return 0, err
 		}
 		// Another command wrote the record meanwhile (recordcas.go): keep its version and
-		// write over it; or an earlier try of this very write was committed after all.
-		written, err := c.keepOthers(ctx, path, b)
+		// write over it, or adopt it; or an earlier try of this very write was committed
+		// after all.
+		var adoptFor *record
+		if adopt && obj.Create {
+			adoptFor = r
+		}
+		stored, err := c.keepOthers(ctx, path, b, adoptFor)
 		if err != nil {
 			return 0, err
 		}
-		if written {
-			return wrote(false)
+		if stored != nil {
+			return wrote(stored, false)
 		}
 	}
 }

@@ -39,9 +39,11 @@ func (c *Client) recordFolders(ctx context.Context, path string, self bool, with
 
 // writeFolderRecord writes the record veil gives a folder it made without being asked to
 // (implicitDirMode, made at now) for the folder enc (an encrypted path): recordFolders's,
-// and check --repair's for the folders an older veil made so (RecordFolders).
+// and check --repair's for the folders an older veil made so (RecordFolders). A record
+// another command gave the folder meanwhile (a put of it from disk, a mkdir) is kept and
+// taken as this command's (keepOthers), on a backend with match conditions.
 func (c *Client) writeFolderRecord(ctx context.Context, enc string, now time.Time) error {
-	_, err := c.writeRecord(ctx, enc, dirMetaName, &record{Type: typeDir, Mode: implicitDirMode, MTime: now.UnixNano()})
+	_, err := c.writeRecordAs(ctx, enc, dirMetaName, &record{Type: typeDir, Mode: implicitDirMode, MTime: now.UnixNano()}, nil, true)
 	return err
 }
 

@@ -150,7 +150,7 @@ func (e *env) invalidate(ctx context.Context, dir *gofs.Inode, path string, old,
 		case ch.Meta && isDir:
 			n, err := cur.Lookup(ctx, path, ch.Name)
 			if err == nil {
-				sub.node.Store(n)
+				sub.setNode(n, cur.Snap.Seq)
 				kid.NotifyContent(-1, 0) // attributes only
 				continue
 			}
@@ -185,7 +185,7 @@ func unchanged(kid *gofs.Inode, v *dupless.View, dir, name string) *dupless.Node
 	var had *dupless.Node
 	switch k := kid.Operations().(type) {
 	case *treeDir:
-		if had = k.node.Load(); !isDir || sum == ([32]byte{}) {
+		if had = k.getNode(); !isDir || sum == ([32]byte{}) {
 			return nil
 		}
 	case *file:
@@ -201,16 +201,17 @@ func unchanged(kid *gofs.Inode, v *dupless.View, dir, name string) *dupless.Node
 	return had
 }
 
-// sameEntry reports whether kid, a node the kernel has, stands for n: a folder for a
-// folder (its node is updated to n), anything else for the same record.
-func sameEntry(kid *gofs.Inode, n *dupless.Node) bool {
+// sameEntry returns the node to answer for kid, a node the kernel has, when it stands for
+// n, read from root seq: a folder for a folder (its node becomes n unless it holds a newer
+// one: setNode), anything else for the same record; nil otherwise.
+func sameEntry(kid *gofs.Inode, n *dupless.Node, seq uint64) *dupless.Node {
 	var had *dupless.Node
 	switch k := kid.Operations().(type) {
 	case *treeDir:
-		if n.IsDir {
-			k.node.Store(n)
+		if !n.IsDir {
+			return nil
 		}
-		return n.IsDir
+		return k.setNode(n, seq)
 	case *file:
 		had = k.node
 	case *link:
@@ -218,5 +219,8 @@ func sameEntry(kid *gofs.Inode, n *dupless.Node) bool {
 	case *special:
 		had = k.node
 	}
-	return had != nil && !n.IsDir && had.Version() == n.Version()
+	if had == nil || n.IsDir || had.Version() != n.Version() {
+		return nil
+	}
+	return had
 }

@@ -35,7 +35,8 @@ type Config struct {
 	// never (current/ stays the tree the mount started with).
 	Refresh time.Duration
 
-	gotFollower func(*follower) // tests: current/'s follower, once mounted
+	gotFollower func(*follower)        // tests: current/'s follower, once mounted
+	viewed      func(dir, name string) // tests: called by each lookup once it has its view
 }
 
 // DefaultRefresh is Config.Refresh's default: a put shows in current/ within about 10 s,
@@ -93,7 +94,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	life, end := context.WithCancel(context.Background())
 	defer end()
-	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout, follow: newFollower(cfg.Refresh), life: life}
+	env := &env{cat: cat, log: log, timeout: cfg.ReadTimeout, follow: newFollower(cfg.Refresh), life: life, viewed: cfg.viewed}
 	root := &staticDir{build: func(ctx context.Context, d *staticDir) {
 		cur := d.NewPersistentInode(ctx, &treeDir{follows: true, env: env}, gofs.StableAttr{Mode: syscall.S_IFDIR})
 		env.follow.top = cur

@@ -22,10 +22,10 @@ import (
 // but the newest, whichever that is now (follow.go).
 type treeDir struct {
 	gofs.Inode
-	seq     uint64                       // the snapshot's root number (unless follows)
-	follows bool                         // under current/
-	path    string                       // plain path in the view ("" for its root)
-	node    atomic.Pointer[dupless.Node] // nil for the root; replaced under current/
+	seq     uint64                  // the snapshot's root number (unless follows)
+	follows bool                    // under current/
+	path    string                  // plain path in the view ("" for its root)
+	node    atomic.Pointer[dirNode] // nil for the root; replaced under current/ (setNode)
 	*env
 }
 
@@ -35,7 +35,8 @@ type env struct {
 	log     *slog.Logger
 	timeout time.Duration // Config.ReadTimeout
 	follow  *follower
-	life    context.Context // ends when Run returns: what the mount does on its own stops
+	life    context.Context        // ends when Run returns: what the mount does on its own stops
+	viewed  func(dir, name string) // tests: a lookup got its view (Config.viewed)
 }
 
 // bound limits a request of the kernel to the mount's timeout: past it the service's
@@ -132,7 +133,7 @@ func fillAttr(n *dupless.Node, out *fuse.Attr) {
 }
 
 func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if n := d.node.Load(); n != nil {
+	if n := d.getNode(); n != nil {
 		fillAttr(n, &out.Attr)
 	} else {
 		out.Mode = syscall.S_IFDIR | 0o555
@@ -143,62 +144,26 @@ func (d *treeDir) Getattr(ctx context.Context, _ gofs.FileHandle, out *fuse.Attr
 	return 0
 }
 
-// view is the directory's snapshot: under current/, the newest (nil: no root yet).
-func (d *treeDir) view(ctx, bctx context.Context) (*dupless.View, error) {
+// view is the directory's snapshot (under current/, the newest; nil: no root yet) and the
+// request ctx bounded by Config.ReadTimeout (bound), for the request's reads. Under
+// current/ the bound starts once current has waited for a due check: found by review
+// (sessions 15 to 17), the wait (up to checkWait) counted against the request's
+// ReadTimeout, so with --read-timeout 1s a lookup that found a check due on a slow
+// service failed with EIO without having read anything.
+func (d *treeDir) view(ctx context.Context) (*dupless.View, context.Context, context.CancelFunc, error) {
 	if d.follows {
-		return d.current(ctx)
+		v, err := d.current(ctx)
+		bctx, cancel := d.bound(ctx)
+		return v, bctx, cancel, err
 	}
-	return d.cat.View(bctx, d.seq)
-}
-
-func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	bctx, cancel := d.bound(ctx)
-	defer cancel()
-	if d.follows {
-		d.follow.timeouts(out) // an absent name too: the kernel then keeps no negative entry
-	}
-	v, err := d.view(ctx, bctx)
-	if err != nil {
-		return nil, errno(ctx, d.log, d.path, err)
-	}
-	if v == nil {
-		return nil, syscall.ENOENT
-	}
-	if kid := d.GetChild(name); d.follows && kid != nil {
-		if n := unchanged(kid, v, d.path, name); n != nil {
-			fillAttr(n, &out.Attr)
-			return kid, 0 // read nothing: the kernel looks up again every Config.Refresh
-		}
-	}
-	n, err := v.Lookup(bctx, d.path, name)
-	if err != nil {
-		return nil, errno(ctx, d.log, d.path+"/"+name, err)
-	}
-	fillAttr(n, &out.Attr)
-	if kid := d.GetChild(name); d.follows && kid != nil && sameEntry(kid, n) {
-		return kid, 0 // unchanged: the kernel's node (and cached pages) stays
-	}
-	var child gofs.InodeEmbedder
-	mode := fileType(n)
-	switch mode {
-	case syscall.S_IFDIR:
-		td := &treeDir{seq: d.seq, follows: d.follows, path: storage.Join(d.path, name), env: d.env}
-		td.node.Store(n)
-		child = td
-	case syscall.S_IFLNK:
-		child = &link{node: n}
-	case syscall.S_IFREG:
-		child = &file{node: n, env: d.env}
-	default: // a FIFO or device: attributes only (the kernel never asks this file system to open it)
-		child = &special{node: n}
-	}
-	return d.NewInode(ctx, child, gofs.StableAttr{Mode: mode}), 0
+	v, err := d.cat.View(bctx, d.seq)
+	return v, bctx, cancel, err
 }
 
 func (d *treeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	bctx, cancel := d.bound(ctx)
+	v, bctx, cancel, err := d.view(ctx)
 	defer cancel()
-	v, err := d.view(ctx, bctx)
 	if err != nil {
 		return nil, errno(ctx, d.log, d.path, err)
 	}

@@ -37,15 +37,17 @@ func (b *backend) writeFile(path string, data []byte) error {
 	return b.syncDir()
 }
 
-// createExclusive creates path with data, failing with fs.ErrExist if it exists: link(2)
-// of a complete temp file is atomic, so no one sees a partial file either.
+// createExclusive creates path with data, failing with fs.ErrExist if it exists: a
+// complete temp file placed atomically (atomicfile.PlaceNew: a hard link, or a rename
+// without replacing where the file system has no hard links, as vfat and exFAT), so no
+// one sees a partial file either.
 func (b *backend) createExclusive(path string, data []byte) error {
 	tmp, err := b.writeTemp(path, data)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, path); err != nil {
+	defer os.Remove(tmp) // after a link; gone after a rename
+	if _, err := atomicfile.PlaceNew(tmp, path); err != nil {
 		return err
 	}
 	return b.syncDir()

@@ -119,7 +119,8 @@ func (b *Backend) commit(objs []storage.Object, paths, tmps []string) error {
 		if !o.Create {
 			continue
 		}
-		if err := os.Link(tmps[i], paths[i]); err != nil {
+		moved, err := createAt(tmps[i], paths[i])
+		if err != nil {
 			for _, p := range linked { // only where the flock excludes nothing (doc.go)
 				os.Remove(p)
 			}
@@ -127,6 +128,9 @@ func (b *Backend) commit(objs []storage.Object, paths, tmps []string) error {
 				err = storage.ErrExists
 			}
 			return b.fail("put", storage.Join(o.Dir, o.Name), err)
+		}
+		if moved {
+			tmps[i] = ""
 		}
 		linked = append(linked, paths[i])
 		dirs[filepath.Dir(paths[i])] = true
@@ -201,4 +205,17 @@ func shapeOK(objs []storage.Object) error {
 		}
 	}
 	return nil
+}
+
+// createAt puts the temporary file tmp at p, which must not exist (atomicfile.PlaceNew),
+// or on a file system with neither hard links nor RENAME_NOREPLACE by a plain rename: p
+// was checked absent under the commit lock. moved reports that tmp is gone (renamed).
+func createAt(tmp, p string) (moved bool, err error) {
+	moved, err = atomicfile.PlaceNew(tmp, p)
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) {
+		if err = os.Rename(tmp, p); err == nil {
+			moved = true
+		}
+	}
+	return moved, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/local"
 	"github.com/veil-project/veil/internal/storage/storagetest"
+	"github.com/veil-project/veil/internal/testutil"
 )
 
 func TestConformance(t *testing.T) {
@@ -42,4 +43,31 @@ func TestStaleTempsRemoved(t *testing.T) {
 	if err != nil || len(infos) != 0 {
 		t.Fatalf("root lists %+v, %v", infos, err)
 	}
+}
+
+// TestConformanceWithoutHardLinks runs the conformance suite on a file system that
+// refuses link(2), as vfat and exFAT (USB disks, SD cards) and many network file systems
+// do: a batch's created objects (a new tree root) were linked into place, and every
+// conditional batch failed there with "operation not permitted" (found by review, session
+// 17). They are now renamed into place without replacing, under the commit lock.
+func TestConformanceWithoutHardLinks(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Backend {
+		mnt := filepath.Join(t.TempDir(), "mnt")
+		testutil.MountWithoutHardLinks(t, t.TempDir(), mnt)
+		probe := filepath.Join(mnt, "probe")
+		if err := os.WriteFile(probe, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(probe, probe+"2"); err == nil {
+			t.Fatal("the view allows hard links")
+		}
+		if err := os.Remove(probe); err != nil {
+			t.Fatal(err)
+		}
+		b, err := local.New(mnt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
 }

@@ -110,7 +110,7 @@ func (b *Backend) learnCreates(ctx context.Context, dir string) error {
 
 // probeCreates creates dir/tmp-probe-<hex> twice: a server that honours If-None-Match
 // refuses the second (412); one that ignores it stores it again, and one that refuses the
-// condition itself (400, 405, 501: an older server or a gateway) answers so at the first.
+// condition itself (an older server or a gateway: conditionRefused) answers so at once.
 // The probe object is deleted (a crash may leave it: storage.Creator's "tmp-" names).
 func (b *Backend) probeCreates(ctx context.Context, dir string) (int, error) {
 	var id [8]byte
@@ -132,14 +132,15 @@ func (b *Backend) probeCreates(ctx context.Context, dir string) (int, error) {
 	return createsUnknown, err
 }
 
-// conditionRefused reports an answer that refuses the request itself, as a server without
-// conditional puts may answer one; not a failure that may pass (5xx, 403, 409, 429, no
-// answer).
+// conditionRefused reports an error answer to a conditional PUT that a retry would get
+// again: a 4xx or a 501 (a server without conditional puts refuses the header with 400 or
+// 501; a gateway that drops it breaks the request's signature, 403). 408, 409 (AWS: a
+// conflicting conditional write in progress) and 429 may pass, as a 5xx or no answer may.
 func conditionRefused(err error) bool {
-	e := minio.ToErrorResponse(err)
-	switch e.StatusCode {
-	case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return true
+	switch st := minio.ToErrorResponse(err).StatusCode; st {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return false
+	default:
+		return st >= 400 && st < 500 || st == http.StatusNotImplemented
 	}
-	return e.Code == "NotImplemented"
 }

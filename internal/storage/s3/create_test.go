@@ -58,7 +58,8 @@ func TestCreatesHonouredOnce(t *testing.T) {
 }
 
 // A server that does not honour If-None-Match, whether it ignores the header (stores the
-// probe twice) or refuses it (an error answer), is found out by the probe: every create
+// probe twice), a gateway drops it (the request's signature no longer holds) or the
+// server refuses it (501), is found out by the probe: every create
 // then stores nothing and wraps ErrNoConditions, and nothing was ever overwritten; the
 // answer is kept (no second probe), and the probe object is gone.
 func TestCreatesOnServerWithoutConditions(t *testing.T) {
@@ -70,6 +71,10 @@ func TestCreatesOnServerWithoutConditions(t *testing.T) {
 	}{
 		{"ignores the condition", 2, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 			srv.WithoutConditions(t, r)
+			next.ServeHTTP(w, r)
+		}},
+		{"drops the header, breaking the signature (403)", 1, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+			r.Header.Del("If-None-Match")
 			next.ServeHTTP(w, r)
 		}},
 		{"refuses the condition (501)", 1, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -113,7 +118,8 @@ func TestCreatesOnServerWithoutConditions(t *testing.T) {
 	}
 }
 
-// A probe that fails (here a 403, which minio-go does not retry) decides nothing: that create fails with an error
+// A probe that fails in a way that may pass (here AWS's 409 for a conflicting conditional
+// write, which minio-go does not retry) decides nothing: that create fails with an error
 // that is neither ErrNoConditions nor ErrExists, and the next create probes again.
 func TestCreatesProbeFailureNotKept(t *testing.T) {
 	srv := testutil.StartS3(t)
@@ -122,8 +128,8 @@ func TestCreatesProbeFailureNotKept(t *testing.T) {
 	ep := srv.Proxy(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if conditional(r) && failing.Swap(false) {
 			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>ConditionalRequestConflict</Code><Message>A conflicting operation occurred.</Message></Error>`)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -131,7 +137,7 @@ func TestCreatesProbeFailureNotKept(t *testing.T) {
 	b := srv.Open(t, ep, "flaky", "veil")
 	err := putNew(b, "a", "one")
 	if err == nil || errors.Is(err, storage.ErrNoConditions) || errors.Is(err, storage.ErrExists) {
-		t.Fatalf("create whose probe got a 403: %v, want a plain error", err)
+		t.Fatalf("create whose probe got a 409: %v, want a plain error", err)
 	}
 	if err := putNew(b, "a", "one"); err != nil {
 		t.Fatalf("create after the server recovered: %v", err)

@@ -207,10 +207,12 @@ func (c *Client) resolveConflicts(ctx context.Context, orig, latest *treeRoot, d
 
 // createRoot stores a sealed root as .veil/roots/<seq> only if that number is still free
 // (storage.ErrExists if another command took it: a compare-and-swap on the newest root).
-// A backend with conditional batches (storage.CreateBatcher: the storage service) does it
-// in one request and one commit; any other backend, or a service older than batch
-// version 2, by writing a temporary object and moving it to its number (Move refuses an
-// existing destination).
+// A backend with conditional batches (storage.CreateBatcher: the storage service, a local
+// directory) does it in one request and one commit; one that creates a single object
+// atomically (storage.Creator: S3 on a server that honours If-None-Match) in one PUT; any
+// other backend, a service older than batch version 2, or an S3 server without
+// conditional PUTs, by writing a temporary object and moving it to its number (Move
+// refuses an existing destination: atomic on a directory, a check then a copy on S3).
 func (c *Client) createRoot(ctx context.Context, seq uint64, b []byte) error {
 	if cb, ok := c.be.(storage.CreateBatcher); ok && len(b) <= c.rootBatchMax() && !c.noCondBatch.Load() {
 		err := cb.PutBatch(ctx, []storage.Object{{Dir: rootsDir, Name: rootName(seq), Data: b, Create: true}})
@@ -224,6 +226,18 @@ func (c *Client) createRoot(ctx context.Context, seq uint64, b []byte) error {
 			c.noCondBatch.Store(true)
 		}
 		c.log.Debug("conditional batch refused; publishing the root by move", "err", err)
+	}
+	if cr, ok := c.be.(storage.Creator); ok {
+		err := retry(ctx, func() error { return cr.PutNew(ctx, rootsDir, rootName(seq), bytesReader(b), int64(len(b))) })
+		if err == nil || errors.Is(err, storage.ErrExists) {
+			// After a lost answer the first try may have stored it: the caller then finds
+			// the number taken and publishes the same changes once more, as the next one.
+			return err
+		}
+		if !errors.Is(err, storage.ErrNoConditions) {
+			return fmt.Errorf("publish tree root: %w", err)
+		}
+		c.log.Debug("the storage creates no object atomically; publishing the root by move", "err", err)
 	}
 	var id [8]byte
 	rand.Read(id[:])
@@ -242,7 +256,8 @@ func (c *Client) createRoot(ctx context.Context, seq uint64, b []byte) error {
 }
 
 // pruneRootTemps deletes temporary roots older than cutoff: left by a command that died
-// between writing its root and moving it to its number.
+// between writing its root and moving it to its number, or by one that died while its S3
+// backend probed the server's creates there (storage.Creator: tmp-probe-<hex>).
 func (c *Client) pruneRootTemps(ctx context.Context, cutoff time.Time, dryRun bool) {
 	infos, err := c.be.List(ctx, rootsDir)
 	if err != nil {

@@ -20,6 +20,7 @@ var permanent = []error{
 	storage.ErrExists, storage.ErrNotEmpty, storage.ErrIsDir, storage.ErrNotDir,
 	storage.ErrInvalidName, storage.ErrIntegrity, storage.ErrPermission,
 	storage.ErrTooLarge, storage.ErrQuota, storage.ErrSizeMismatch, storage.ErrChanged,
+	storage.ErrNoConditions,
 }
 
 // transient reports whether err may go away if the operation is tried again.

@@ -56,7 +56,8 @@ type BatchPutter interface {
 // transaction (the storage service, in process and remote, and since session 17 the
 // local directory backend; a remote service older than batch version 2 answers such a
 // batch with an error, and stores nothing). S3 has none: its conditional PUT holds for one
-// object, not a batch (docs/design.md, "Conditions on S3").
+// object, not a batch; it is a Creator instead (docs/design.md, "Conditions on a directory
+// and on S3").
 type CreateBatcher interface {
 	BatchPutter
 	BatchCreates()
@@ -94,7 +95,8 @@ type MatchMover interface {
 }
 
 // ErrNoConditions is a conditional object (Object.Create, Object.Absent, Object.Match) sent to a backend without
-// conditional batches, or a conditional move (MatchMover) to a service without them.
+// conditional batches, a conditional move (MatchMover) to a service without them, or a
+// create (Creator) on an S3 server that does not honour If-None-Match.
 var ErrNoConditions = errors.New("conditional objects need a backend with conditional batches")
 
 // LargeBatcher is a BatchPutter that also takes ONE object per batch larger than

@@ -8,5 +8,9 @@
 // copy then a delete; a directory move copies everything, then deletes the originals, so an
 // interrupted move leaves every object readable under one of the two names.
 //
+// PutNew (storage.Creator) is one PUT with If-None-Match: *, atomic on a server that
+// honours it; the first PutNew of a Backend learns whether the server does (create.go),
+// and on one that does not, every PutNew stores nothing and says so (ErrNoConditions).
+//
 // It imports storage, minio-go and the standard library only.
 package s3

@@ -38,6 +38,9 @@ type Backend struct {
 	prefix string
 	part   uint64
 	dirs   sync.Map // directory paths known to have a marker (this process wrote or saw it)
+
+	createMu sync.Mutex // held while learning creates
+	creates  int        // createsUnknown, createsHonoured or createsIgnored (create.go)
 }
 
 var _ storage.Backend = (*Backend)(nil)

@@ -35,6 +35,7 @@ func Run(t *testing.T, factory Factory) {
 		{"MoveFile", testMoveFile},
 		{"MoveDir", testMoveDir},
 		{"MoveMatch", testMoveMatch},
+		{"PutNew", testPutNew},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"FailingReader", testFailingReader},
 		{"Batch", testBatch},

@@ -196,7 +196,11 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	context.AfterFunc(ctx, func() { close(s.quit) })
 	done := make(chan struct{})
 	go func() { defer close(done); s.linkLoop(lctx) }()
-	s.log.Info("serving", "addr", ls.Addr())
+	if s.role == 1 { // the timeouts in force: an operator sees what the flags set
+		s.log.Info("serving", "addr", ls.Addr(), "silence timeout", s.cfg.SilenceTimeout, "pair timeout", s.cfg.PairTimeout)
+	} else {
+		s.log.Info("serving", "addr", ls.Addr(), "pair timeout", s.cfg.PairTimeout)
+	}
 	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
 	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	stop()

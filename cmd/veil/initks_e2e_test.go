@@ -74,8 +74,8 @@ func TestE2EInitChecksKeyServerCredential(t *testing.T) {
 	}
 	// No fault of the credential: warned, and the profile made.
 	for _, c := range []struct{ name, want string }{
-		{"alice", "warning: key server https://" + ksAddr + " accepted the credential but is rate-limiting it now (key server rate limit reached (rate_limited)): " +
-			"puts store without deduplication until it answers\n"},
+		{"alice", "warning: key server https://" + ksAddr + " accepted the credential but has reached this client's rate limit: " +
+			"puts store without deduplication until it answers\n"}, // "(key server rate limit reached (rate_limited))" until session 17
 		{"dave", "warning: could not check the credential with key server https://" + down + " (key server unavailable: 3 attempts failed, last: " +
 			down + ": connection refused); init goes on: puts store without deduplication until it answers\n"},
 	} {

@@ -87,6 +87,7 @@ DIR/deployment.json for clients: 'veil metal join').
 	serve.Flags().DurationVar(&cfg.SilenceTimeout, "silence-timeout", 10*time.Second, "role 1: cut the 2PC link (failing the call in progress, answering the requests queued behind it) when Server 2 echoes nothing on the liveness probe for this long; a busy Server 2 echoes")
 	serve.Flags().IntVar(&cfg.MaxConns, "max-conns", 256, "simultaneous client connections (requests waiting for their other part hold at most half of them)")
 	serve.Flags().IntVar(&cfg.MaxWaitingPerAddr, "max-waiting-per-address", 32, "requests of one client address (IPv6: one /64) waiting at once; more are refused with 429 (raise it behind a shared address: NAT, Tor exit)")
+	serve.Flags().IntVar(&cfg.MaxWaitingPerSite, "max-waiting-per-site", 0, "requests of all the /64s of one IPv6 /48 (one site) waiting at once; more are refused with 429; IPv4 addresses have only the per-address bound (default 64, or --max-waiting-per-address if larger)")
 	serve.Flags().DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "graceful drain limit")
 	serve.Flags().DurationVar(&cfg.ShareEpoch, "share-epoch", 0, "role 1: broadcast-list epoch; a download closes and shuffles the open epoch once it is this old (0: every download)")
 	serve.Flags().DurationVar(&cfg.ShareRetention, "share-retention", 72*time.Hour, "role 1: closed broadcast-list epochs are deleted after this")

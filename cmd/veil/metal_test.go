@@ -156,7 +156,7 @@ func TestServeMetal(t *testing.T) {
 // TestMetalServeStallTimeoutFlag: Server 1's stall timeout for broadcast-list downloads
 // (Config.StallTimeout) is set by --stall-timeout, which --help shows with its default;
 // it had no flag. A bad value is refused (exit 2). The same for --silence-timeout
-// (Config.SilenceTimeout).
+// (Config.SilenceTimeout), and for --metal-silence-timeout of 'veil serve'.
 func TestMetalServeStallTimeoutFlag(t *testing.T) {
 	u := &user{config: filepath.Join(t.TempDir(), "unused")}
 	out := u.mustRun(t, "metal", "server", "serve", "--help")
@@ -174,5 +174,20 @@ func TestMetalServeStallTimeoutFlag(t *testing.T) {
 	_, errs, code = u.run(t, "metal", "server", "serve", "--dir", t.TempDir(), "--silence-timeout", "soon")
 	if code != 2 || !strings.Contains(errs, `invalid argument "soon" for "--silence-timeout" flag`) {
 		t.Fatalf("serve --silence-timeout soon: exit %d, %q", code, errs)
+	}
+	// --max-waiting-per-site (session 17): the bound per IPv6 /48.
+	if !strings.Contains(out, "--max-waiting-per-site int") || !strings.Contains(out, "one IPv6 /48") {
+		t.Fatalf("serve --help does not show --max-waiting-per-site:\n%s", out)
+	}
+	// 'veil serve --metal' (session 17): it ran Metal's Server 1 with the default silence
+	// timeout, having no flag (internal/allinone's TestStartPassesMetalSettings: the value
+	// reaches the server).
+	out = u.mustRun(t, "serve", "--help")
+	if !strings.Contains(out, "--metal-silence-timeout duration") || !strings.Contains(out, "liveness probe for this long") || !strings.Contains(out, "(default 10s)") {
+		t.Fatalf("veil serve --help does not show --metal-silence-timeout and its default:\n%s", out)
+	}
+	_, errs, code = u.run(t, "serve", "--dir", t.TempDir(), "--metal-silence-timeout", "soon")
+	if code != 2 || !strings.Contains(errs, `invalid argument "soon" for "--metal-silence-timeout" flag`) {
+		t.Fatalf("veil serve --metal-silence-timeout soon: exit %d, %q", code, errs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/veil-project/veil/internal/allinone"
@@ -27,6 +28,7 @@ func newServeCommand() *cobra.Command {
 	var metal bool
 	var metalAddr1, metalAddr2 string
 	metalParams := access.DefaultParams
+	var run allinone.Options
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an all-in-one deployment: key server + deduplicating storage service",
@@ -75,8 +77,8 @@ Examples:
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "metal: users run 'veil metal join %s'\n", allinone.MetalDeploymentFile(dir))
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			d, err := allinone.Start(cmd.Context(), dir, log)
+			run.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			d, err := allinone.Start(cmd.Context(), dir, run)
 			if err != nil {
 				undo() // a first run on a taken port leaves nothing half made
 				return err
@@ -116,6 +118,7 @@ Examples:
 	c.Flags().StringVar(&metalAddr2, "metal-listen2", allinone.DefaultMetal2Addr, "Metal Server 2 address (first --metal run only)")
 	c.Flags().IntVar(&metalParams.D, "metal-files-log2", metalParams.D, "Metal: 2^N file ids (first --metal run only; at most 20)")
 	c.Flags().IntVar(&metalParams.BlockSize, "metal-block-size", metalParams.BlockSize, "Metal: bytes per block (file id), a multiple of 16, at least 48 (first --metal run only)")
+	c.Flags().DurationVar(&run.Metal.SilenceTimeout, "metal-silence-timeout", 10*time.Second, "Metal: Server 1 cuts the 2PC link (failing the call in progress, answering the requests queued behind it) when Server 2 echoes nothing on the liveness probe for this long; a busy Server 2 echoes (any run)")
 	c.AddCommand(&cobra.Command{
 		Use:   "adduser NAME",
 		Short: "Register a user and write an invitation to <dir>/invites/NAME.invite",

@@ -13,6 +13,7 @@ import (
 	"github.com/veil-project/veil/internal/atomicfile"
 	"github.com/veil-project/veil/internal/invite"
 	"github.com/veil-project/veil/internal/keyserver"
+	mserver "github.com/veil-project/veil/internal/metal/server"
 	"github.com/veil-project/veil/internal/server"
 	"github.com/veil-project/veil/internal/storage/remote"
 	"github.com/veil-project/veil/internal/storeserver"
@@ -205,9 +206,18 @@ type Deployment struct {
 	err    error
 }
 
+// Options are a run's settings (not fixed at the first run, unlike Config).
+type Options struct {
+	Logger *slog.Logger // nil: discard
+	// Metal: Metal's servers, if the deployment has them; zero fields take their defaults.
+	// 'veil serve' sets SilenceTimeout (--metal-silence-timeout); Logger is the one above.
+	Metal mserver.Config
+}
+
 // Start opens both services and binds their listeners, so clients can connect as soon as
 // it returns; they serve until ctx is cancelled or Stop is called.
-func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, error) {
+func Start(ctx context.Context, dir string, o Options) (*Deployment, error) {
+	log := o.Logger
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -240,7 +250,7 @@ func Start(ctx context.Context, dir string, log *slog.Logger) (*Deployment, erro
 	if err := addPeekaboo(&g, dir, cfg, log); err != nil {
 		return fail("peekaboo", err)
 	}
-	if err := addMetal(&g, dir, log); err != nil {
+	if err := addMetal(&g, dir, o.Metal, log); err != nil {
 		return fail("metal", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -267,8 +277,8 @@ func (d *Deployment) Stop() error {
 }
 
 // Serve runs both services until ctx is cancelled, then drains them.
-func Serve(ctx context.Context, dir string, log *slog.Logger) error {
-	d, err := Start(ctx, dir, log)
+func Serve(ctx context.Context, dir string, o Options) error {
+	d, err := Start(ctx, dir, o)
 	if err != nil {
 		return err
 	}

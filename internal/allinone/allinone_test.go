@@ -26,7 +26,7 @@ func TestDeploymentLifecycle(t *testing.T) {
 	if _, err := AddUser(dir, "offline"); err != nil {
 		t.Fatalf("add user, stopped: %v", err)
 	}
-	d, err := Start(context.Background(), dir, nil)
+	d, err := Start(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestDeploymentLifecycle(t *testing.T) {
 	if err := d.Wait(); err != nil { // a second wait returns at once
 		t.Fatal(err)
 	}
-	if _, err := Start(context.Background(), filepath.Join(t.TempDir(), "none"), nil); err == nil {
+	if _, err := Start(context.Background(), filepath.Join(t.TempDir(), "none"), Options{}); err == nil {
 		t.Fatal("started a deployment that does not exist")
 	}
 	if st, err := Stats(dir); err != nil || st.Users < 2 {

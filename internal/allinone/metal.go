@@ -60,8 +60,9 @@ func InitMetal(dir, addr1, addr2 string, p access.Params, explicit MetalExplicit
 	return mserver.Init(metalDir(dir, 1), mserver.InitOptions{Role: 1, Endpoint: "https://" + addr1, PeerCred: cred})
 }
 
-// addMetal opens both Metal servers, if the deployment has them, and adds them to g.
-func addMetal(g *server.Group, dir string, log *slog.Logger) error {
+// addMetal opens both Metal servers, if the deployment has them, and adds them to g, with
+// cfg (its zero fields the defaults) and log.
+func addMetal(g *server.Group, dir string, cfg mserver.Config, log *slog.Logger) error {
 	if !metalComplete(dir) {
 		return nil
 	}
@@ -71,7 +72,8 @@ func addMetal(g *server.Group, dir string, log *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		s, err := mserver.Open(d, mserver.Config{Logger: log})
+		cfg.Logger = log
+		s, err := mserver.Open(d, cfg)
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func TestInitRedoesPartLeftHalfMadeByACrash(t *testing.T) {
 			if _, err := AddUser(dir, "alice"); err != nil {
 				t.Fatalf("add user, stopped: %v", err)
 			}
-			d, err := Start(context.Background(), dir, nil)
+			d, err := Start(context.Background(), dir, Options{})
 			if err != nil {
 				t.Fatalf("start: %v", err)
 			}
@@ -118,7 +118,7 @@ func TestInitMetalRedoesHalfMadeServers(t *testing.T) {
 			if err := InitMetal(dir, a1, a2, p, MetalExplicit{}); err != nil {
 				t.Fatalf("a --metal run after a crashed first one: %v", err)
 			}
-			d, err := Start(context.Background(), dir, nil)
+			d, err := Start(context.Background(), dir, Options{})
 			if err != nil {
 				t.Fatalf("start: %v", err)
 			}

@@ -64,6 +64,9 @@ type Client struct {
 	// the client sends one request at a time (serial) instead of falling back.
 	oneAtATime atomic.Bool
 	serial     chan struct{} // holds one token while a request is out (one-at-a-time mode)
+	// delays: the key server refused a query because another of this client's was in
+	// flight, so it is in a delay mode: giving up is then a DelayedError (delayed.go).
+	delays atomic.Bool
 
 	// serverMax is the request size a key server's 413 (its MaxBatch below this client's)
 	// taught derive; 0 until then.
@@ -214,7 +217,8 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 	for i := range ds {
 		inputs[i] = ds[i][:]
 	}
-	deadline := time.Now().Add(time.Duration(c.opts.Retries) * c.opts.Timeout)
+	start := time.Now()
+	deadline := start.Add(time.Duration(c.opts.Retries) * c.opts.Timeout)
 	pause := 10 * time.Millisecond // between busy refusals: the other query may take t_D
 	var last error
 	for attempt := 1; attempt <= c.opts.Retries; {
@@ -233,11 +237,12 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.Is(err, errBusy):
+			c.delays.Store(true)
 			if !c.oneAtATime.Swap(true) {
 				c.log.Debug("key server takes one query at a time: sending one request at a time")
 			}
 			if time.Now().Add(pause).After(deadline) {
-				return nil, err
+				return nil, c.delayed(start)
 			}
 			select {
 			case <-ctx.Done():
@@ -249,11 +254,17 @@ func (c *Client) batch(ctx context.Context, pub oprf.PublicKey, ds []mle.Digest)
 		}
 		var r errRetry
 		if !errors.As(err, &r) {
+			if errors.Is(err, errNoTurn) && c.delays.Load() {
+				return nil, c.delayed(start)
+			}
 			return nil, err
 		}
 		last = err
 		c.log.Debug("key server attempt failed", "attempt", attempt, "err", err)
 		attempt++
+	}
+	if c.delays.Load() && errors.Is(last, context.DeadlineExceeded) {
+		return nil, c.delayed(start)
 	}
 	return nil, fmt.Errorf("%w: %d attempts failed, last: %w", ErrKSUnavailable, c.opts.Retries, last)
 }
@@ -274,7 +285,7 @@ func (c *Client) send(ctx context.Context, req []byte, deadline time.Time) ([]by
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				return nil, fmt.Errorf("%w: gave up waiting for this client's other query in flight", ErrKSUnavailable)
+				return nil, errNoTurn
 			}
 		}
 		defer func() { <-c.serial }()

@@ -9,7 +9,8 @@
 // Failure behaviour (the caller decides what to do; DupLESS fails safe to a random key):
 //
 //	ErrKSUnavailable  no answer after Options.Retries attempts of Options.Timeout each (t_R)
-//	ErrRateLimited    the key server refused: budget spent, or a query already in flight
+//	ErrRateLimited    the key server refused: budget spent; or, as a *DelayedError, a key
+//	                  server in a delay mode kept its answer past the client's patience
 //	ErrBadResponse    an answer that does not parse or verify (logged at warning level)
 //	ErrUnauthorized   the credential is unknown or revoked
 //	ErrUnexpected     an HTTP status no key server sends (404: nothing serves that URL)

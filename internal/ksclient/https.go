@@ -68,10 +68,13 @@ func (h *httpsTransport) post1(ctx context.Context, base *url.URL, path string, 
 		return out, nil
 	case resp.StatusCode == http.StatusTooManyRequests:
 		reason := resp.Header.Get("Veil-Reason")
-		if reason == "in_flight" {
+		switch reason {
+		case "in_flight": // a delay mode: batch waits its turn (or gives up: DelayedError)
 			return nil, fmt.Errorf("%w (%w)", ErrRateLimited, errBusy)
+		case "rate_limited", "": // the budget is spent: the sentinel says so in one phrase
+			return nil, ErrRateLimited
 		}
-		return nil, fmt.Errorf("%w (%s)", ErrRateLimited, reason)
+		return nil, fmt.Errorf("%w (reason %q)", ErrRateLimited, reason)
 	case resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%w: %s", ErrUnauthorized, msg)
 	case resp.StatusCode >= 500:

@@ -77,14 +77,10 @@ func (u *udpTransport) session(ctx context.Context) (*udpSession, error) {
 		u.end(ctx, s) // frees its slot on the server now, not when it idles out
 		u.s = nil
 	}
-	raw, err := u.https.post(ctx, "/v1/session", nil)
-	if err != nil {
-		return nil, err
-	}
-	g, err := kswire.ParseGrant(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: session grant: %v", ErrBadResponse, err)
-	}
+	// The socket first: a grant this client cannot use (an address that does not resolve)
+	// held one of its sessions on the key server until it idled out (5 minutes; 64 per
+	// client), one per request, and then the key server gave it, and its other devices,
+	// no UDP session at all.
 	ua, err := net.ResolveUDPAddr("udp", u.addr)
 	if err != nil {
 		return nil, fmt.Errorf("udp address %q: %w", u.addr, err)
@@ -92,6 +88,16 @@ func (u *udpTransport) session(ctx context.Context) (*udpSession, error) {
 	conn, err := net.DialUDP("udp", nil, ua)
 	if err != nil {
 		return nil, errRetry{err}
+	}
+	raw, err := u.https.post(ctx, "/v1/session", nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	g, err := kswire.ParseGrant(raw)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: session grant: %v", ErrBadResponse, err)
 	}
 	conn.SetReadBuffer(4 << 20)
 	margin := max(0, min(renewMargin, time.Until(g.Expiry)/4)) // a short --session-ttl is used, not renewed per request

@@ -85,6 +85,7 @@ func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, warn f
 	}
 	defer cl.Close()
 	err = cl.Check(ctx)
+	var delayed *ksclient.DelayedError
 	if problem := ksclient.CredentialProblem(err); problem != "" {
 		return fmt.Errorf("key server %s %s: nothing was written; ask its operator for a credential of it "+
 			"('veil keyserver client add', or a new invitation)", cl.Where(), problem)
@@ -94,9 +95,13 @@ func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, warn f
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case warn == nil:
+	case errors.As(err, &delayed):
+		warn(fmt.Errorf("key server %s accepted the credential but delayed its answer past this client's timeout "+
+			"(%v per attempt, %d attempts: a delay-mode rate limit): puts store without deduplication until it answers in time",
+			cl.Where(), delayed.Timeout, delayed.Attempts))
 	case errors.Is(err, ksclient.ErrRateLimited):
-		warn(fmt.Errorf("key server %s accepted the credential but is rate-limiting it now (%w): "+
-			"puts store without deduplication until it answers", cl.Where(), err))
+		warn(fmt.Errorf("key server %s accepted the credential but has reached this client's rate limit: "+
+			"puts store without deduplication until it answers", cl.Where()))
 	default:
 		warn(fmt.Errorf("could not check the credential with key server %s (%w); init goes on: "+
 			"puts store without deduplication until it answers", cl.Where(), err))

@@ -117,7 +117,7 @@ func start(ctx context.Context, dir string, rtt time.Duration) (*env, error) {
 	}
 	dupless.TestOnlyUseLowCostKDF() // the passphrase KDF is not what is measured
 	prof, pass := filepath.Join(dir, "profile"), []byte("bench")
-	dep, err := allinone.Start(ctx, server, nil)
+	dep, err := allinone.Start(ctx, server, allinone.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,14 @@
 package server
 
 // What requests waiting at a server may hold (docs/design-metal.md "Requests sent to one
-// server only"): at most Config.MaxWaitingPerAddr per client address (waiters), and at most
-// maxHalves waiting for their other part (Server 1's waiting set, Server 2's pending).
+// server only"): at most Config.MaxWaitingPerAddr per client address and
+// Config.MaxWaitingPerSite per IPv6 /48 (waiters), and at most maxHalves waiting for their
+// other part (Server 1's waiting set, Server 2's pending).
 
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 )
 
@@ -16,59 +18,92 @@ import (
 // sending parts to one server only could otherwise hold every connection the server takes
 // (Config.MaxConns) and keep honest clients out. An address is counted as the server sees
 // it on the connection (IPv6: its /64, which one host usually has whole); the servers learn
-// nothing they did not already see.
+// nothing they did not already see. An IPv6 address is also counted in its /48, under a
+// larger bound: one site (a customer's usual allocation, free from tunnel brokers) has
+// 65,536 /64s, each with its own per-address allowance (review of session 15). IPv4 has no
+// such second bound: neighbouring addresses are mostly different customers (a /24 is
+// shared by an ISP's subscribers), and addresses cost a holder far more than /64s.
 type waiters struct {
-	mu  sync.Mutex
-	n   map[string]int
-	max int
+	mu      sync.Mutex
+	n       map[string]int // by address (IPv4, IPv6 /64) and by site (IPv6 /48)
+	perAddr int
+	perSite int
 }
 
-func newWaiters(max int) *waiters { return &waiters{n: map[string]int{}, max: max} }
+func newWaiters(perAddr, perSite int) *waiters {
+	return &waiters{n: map[string]int{}, perAddr: perAddr, perSite: perSite}
+}
 
-// enter counts one more request of addr; false (and nothing counted) if addr already has
-// max waiting.
-func (w *waiters) enter(addr string) bool {
+// origin is where a request comes from, as waiters counts it.
+type origin struct {
+	addr string // the address (IPv6: its /64)
+	site string // IPv6: the /48; IPv4: empty (not counted)
+}
+
+// The bounds enter names when a request would pass one.
+const (
+	fullAddr = "address"
+	fullSite = "site"
+)
+
+// enter counts one more request of c; it returns which bound that would pass (fullAddr,
+// fullSite), counting nothing, or "".
+func (w *waiters) enter(c origin) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.n[addr] >= w.max {
-		return false
+	if w.n[c.addr] >= w.perAddr {
+		return fullAddr
 	}
-	w.n[addr]++
-	return true
+	if c.site != "" && w.n[c.site] >= w.perSite {
+		return fullSite
+	}
+	w.n[c.addr]++
+	if c.site != "" {
+		w.n[c.site]++
+	}
+	return ""
 }
 
 // leave uncounts a request enter counted.
-func (w *waiters) leave(addr string) {
+func (w *waiters) leave(c origin) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.n[addr]--; w.n[addr] <= 0 {
-		delete(w.n, addr)
+	for _, k := range []string{c.addr, c.site} {
+		if k == "" {
+			continue
+		}
+		if w.n[k]--; w.n[k] <= 0 {
+			delete(w.n, k)
+		}
 	}
 }
 
-// total is the number of requests counted (tests).
+// total is the number of requests counted (tests): those of every address.
 func (w *waiters) total() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := 0
-	for _, n := range w.n {
-		t += n
+	for k, n := range w.n {
+		if !strings.HasSuffix(k, "/48") {
+			t += n
+		}
 	}
 	return t
 }
 
-// clientAddr is the key waiters counts remote (an http.Request's RemoteAddr) under.
-func clientAddr(remote string) string {
+// clientOf is where remote (an http.Request's RemoteAddr) is counted.
+func clientOf(remote string) origin {
 	ap, err := netip.ParseAddrPort(remote)
 	if err != nil {
-		return remote
+		return origin{addr: remote}
 	}
 	a := ap.Addr().Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
+	if !a.Is6() {
+		return origin{addr: a.String()}
 	}
-	return a.String()
+	p64, _ := a.Prefix(64)
+	p48, _ := a.Prefix(48)
+	return origin{addr: p64.String(), site: p48.String()}
 }
 
 // maxHalves is how many requests may wait for their other part on this server: half the

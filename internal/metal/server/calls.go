@@ -33,7 +33,7 @@ type job struct {
 	part []byte
 	ctx  context.Context
 	done chan result
-	addr string        // the client's address, as counted by waiters
+	from origin        // where the client's request came from, as counted by waiters
 	free time.Duration // Server 2: the pending clock when the part came
 }
 
@@ -81,16 +81,20 @@ func (s *Server) runCall(w http.ResponseWriter, r *http.Request, kind byte) ([]b
 			return nil, false
 		}
 	}
-	j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1), addr: clientAddr(r.RemoteAddr)}
+	j := &job{kind: kind, part: body[idLen:], ctx: r.Context(), done: make(chan result, 1), from: clientOf(r.RemoteAddr)}
 	copy(j.id[:], body)
 	// A refused or failed request closes its connection: one that never gets its other part
 	// leaves no idle connection behind (they would take the server's connections as well).
-	if !s.wait.enter(j.addr) {
+	if full := s.wait.enter(j.from); full != "" {
 		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("too many requests from this address are waiting for their turn or their other part (at most %d): wait for their answers", s.cfg.MaxWaitingPerAddr), http.StatusTooManyRequests)
+		from, most := "this address", s.cfg.MaxWaitingPerAddr
+		if full == fullSite {
+			from, most = "this network (the IPv6 /48 of this address)", s.cfg.MaxWaitingPerSite
+		}
+		http.Error(w, fmt.Sprintf("too many requests from %s are waiting for their turn or their other part (at most %d): wait for their answers", from, most), http.StatusTooManyRequests)
 		return nil, false
 	}
-	defer s.wait.leave(j.addr)
+	defer s.wait.leave(j.from)
 	res, status := s.submit(r.Context(), j)
 	if status != 0 || res.err != nil {
 		w.Header().Set("Connection", "close")

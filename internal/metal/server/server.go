@@ -33,6 +33,10 @@ type Config struct {
 	// MaxWaitingPerAddr: requests of one client address (IPv6: one /64) waiting for their
 	// turn or their other part at once; more are refused with 429 (default 32).
 	MaxWaitingPerAddr int
+	// MaxWaitingPerSite: the same for all the /64s of one IPv6 /48 together (one site, often
+	// one customer, has 65,536 of them); IPv4 addresses have no such second bound (default
+	// 64, or MaxWaitingPerAddr if larger).
+	MaxWaitingPerSite int
 	ReadTimeout       time.Duration // default 60s
 	IdleTimeout       time.Duration // default 2m
 	ShutdownTimeout   time.Duration // graceful drain limit (default 30s)
@@ -54,6 +58,7 @@ func (c *Config) defaults() {
 	def(&c.PingInterval, 5*time.Second)
 	def(&c.MaxConns, 256)
 	def(&c.MaxWaitingPerAddr, 32)
+	def(&c.MaxWaitingPerSite, max(64, c.MaxWaitingPerAddr))
 	def(&c.ReadTimeout, time.Minute)
 	def(&c.IdleTimeout, 2*time.Minute)
 	def(&c.ShutdownTimeout, 30*time.Second)
@@ -109,7 +114,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, role: c.Role, log: server.Logger(cfg.Logger, fmt.Sprintf("metal-server%d", c.Role)), m: newMetrics(),
 		jobs: make(chan *job), pend: newPending(), links: make(chan *conn, 1),
-		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr), reach: newReach()}
+		quit: make(chan struct{}), wait: newWaiters(cfg.MaxWaitingPerAddr, cfg.MaxWaitingPerSite), reach: newReach()}
 	ca, err := read(pki.CACertFile)
 	if err != nil {
 		return nil, err
@@ -191,7 +196,11 @@ func (s *Server) Serve(ctx context.Context, ls server.Listeners) error {
 	context.AfterFunc(ctx, func() { close(s.quit) })
 	done := make(chan struct{})
 	go func() { defer close(done); s.linkLoop(lctx) }()
-	s.log.Info("serving", "addr", ls.Addr())
+	if s.role == 1 { // the timeouts in force: an operator sees what the flags set
+		s.log.Info("serving", "addr", ls.Addr(), "silence timeout", s.cfg.SilenceTimeout, "pair timeout", s.cfg.PairTimeout)
+	} else {
+		s.log.Info("serving", "addr", ls.Addr(), "pair timeout", s.cfg.PairTimeout)
+	}
 	// Idle keep-alive connections give up their slot when all are taken (server.Limiter).
 	err := server.ServeHTTP(ctx, srv, server.Limit(srv, ls.HTTP, s.cfg.MaxConns), s.cfg.ShutdownTimeout)
 	stop()

@@ -45,7 +45,12 @@ func (s *Server) PIRParams() pir.Params {
 // update runs fn and the private-query changes in one transaction, undoing the table's
 // in-memory changes if it does not commit.
 func (s *Server) update(changes []pir.Change, fn func(tx *bbolt.Tx) error) ([]bool, error) {
-	return pir.Update(s.db, s.table, func(tx *bbolt.Tx) ([]pir.Change, error) { return changes, fn(tx) })
+	return pir.Update(s.db, s.table, func(tx *bbolt.Tx) ([]pir.Change, error) {
+		if err := own(tx); err != nil {
+			return nil, err
+		}
+		return changes, fn(tx)
+	})
 }
 
 // pirQuery opens a sealed private query, checks freshness and answers with this

@@ -112,6 +112,11 @@ func Open(dir string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	others, err := othersWrote(db) // before any other transaction of this start
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", FileDB, err)
+	}
 	idx, err := load(db)
 	if err != nil {
 		db.Close()
@@ -124,7 +129,7 @@ func Open(dir string, cfg Config) (*Server, error) {
 	}
 	s := &Server{table: table, dir: dir, cfg: cfg, log: server.Logger(cfg.Logger, "peekaboo-kserver"), key: key, db: db, idx: idx,
 		tls: tc, m: newMetrics()}
-	if s.replay, err = s.openReplay(); err != nil {
+	if s.replay, err = s.openReplay(others); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -159,11 +159,19 @@ func putMark(tx *bbolt.Tx, mark int64) error {
 type dbReplay struct{ db *bbolt.DB }
 
 func (d dbReplay) mark(ms int64) error {
-	return d.db.Update(func(tx *bbolt.Tx) error { return putMark(tx, ms) })
+	return d.db.Update(func(tx *bbolt.Tx) error {
+		if err := own(tx); err != nil {
+			return err
+		}
+		return putMark(tx, ms)
+	})
 }
 
 func (d dbReplay) ahead(nonce [16]byte, stamp, expired int64) error {
 	return d.db.Update(func(tx *bbolt.Tx) error {
+		if err := own(tx); err != nil {
+			return err
+		}
 		b := tx.Bucket(bucketReplay)
 		if err := forgetBefore(b, expired); err != nil {
 			return err
@@ -195,24 +203,38 @@ func forgetBefore(b *bbolt.Bucket, ms int64) error {
 // stores the mark now + the replay window (every private query that veil answered was
 // stamped at or before it) and refuses private queries stamped up to it, for one
 // window, once (a restart within that window refuses every query up to the mark).
-func (s *Server) openReplay() (*replayCache, error) {
+//
+// State such a veil opened after this one (others: a downgrade, then an upgrade again;
+// writer.go) has a mark, but one that veil did not move: private queries are refused the
+// same way. Keyword queries keep the stored mark as their floor (that veil's were version
+// 1; a veil keeping the mark but not meta/writer moved it), and so the replay records
+// above it.
+func (s *Server) openReplay(others bool) (*replayCache, error) {
 	mark, ok, err := readMark(s.db)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", FileDB, err)
 	}
 	now := s.cfg.now()
+	keywordFloor := mark
+	if !ok {
+		keywordFloor = 0 // the older veil answered no keyword query this one takes
+	}
+	older := (!ok || others) && s.table != nil // it may have answered private queries
 	ahead := map[[16]byte]int64{}
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		if !ok {
-			if s.table != nil {
-				mark = now.Add(s.cfg.ReplayWindow).UnixMilli()
-			}
+		if err := own(tx); err != nil {
+			return err
+		}
+		if older {
+			mark = max(mark, now.Add(s.cfg.ReplayWindow).UnixMilli())
+		}
+		if older || !ok {
 			if err := putMark(tx, mark); err != nil {
 				return err
 			}
 		}
 		b := tx.Bucket(bucketReplay)
-		if err := forgetBefore(b, max(mark+1, now.Add(-s.cfg.ReplayWindow).UnixMilli())); err != nil {
+		if err := forgetBefore(b, max(keywordFloor+1, now.Add(-s.cfg.ReplayWindow).UnixMilli())); err != nil {
 			return err
 		}
 		return b.ForEach(func(k, _ []byte) error {
@@ -227,9 +249,18 @@ func (s *Server) openReplay() (*replayCache, error) {
 		return nil, fmt.Errorf("%s: replay records: %w", FileDB, err)
 	}
 	c := newStoredReplayCache(s.cfg.ReplayWindow, mark, ahead, dbReplay{s.db})
-	if !ok && s.table != nil {
-		c.floor = 0 // keyword queries: the older veil answered none this one takes
-		s.log.Warn("state has no replay high-water mark (written by an older veil, which took queries stamped up to the replay window ahead): keyword queries are served; private queries stamped before the mark are refused, so none answered before this start is answered again",
+	if older {
+		c.floor = keywordFloor
+		for n, t := range ahead { // the records between the two floors still count
+			if t > keywordFloor {
+				c.seen[n] = t + s.cfg.ReplayWindow.Milliseconds()
+			}
+		}
+		why := "state has no replay high-water mark (written by an older veil, which took queries stamped up to the replay window ahead)"
+		if ok {
+			why = "an older veil, which keeps no replay high-water mark, opened this state since this veil last wrote it (a downgrade and an upgrade again)"
+		}
+		s.log.Warn(why+": keyword queries are served; private queries stamped before the mark are refused, so none answered before this start is answered again",
 			"mark", time.UnixMilli(mark).UTC().Format(time.RFC3339))
 	}
 	return c, nil

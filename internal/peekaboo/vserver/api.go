@@ -179,7 +179,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request, user stri
 	}
 	if res.Status != wire.StatusOK {
 		s.settle.end(tag, false)
-		return s.refusedChunk(user, req.Pairs, res.Status)
+		return s.refusedChunk(w, user, req.Pairs, res.Status)
 	}
 	ack, err := wire.ParsePublishAck(res.Payload)
 	if err != nil || int(ack.N) != len(req.Pairs) {
@@ -212,8 +212,11 @@ func unackedNote(w http.ResponseWriter, n int) string {
 
 // refusedChunk answers a publication whose chunk the K-server refused. The K-server
 // stores a chunk whole or not at all (one transaction), so none of its pairs is there:
-// this server removes the ones it stored for it, which were left listed and inert.
-func (s *Server) refusedChunk(user string, pairs []wire.PublishPair, status uint8) (int, error) {
+// this server removes the ones it stored for it, which were left listed and inert. If
+// that fails they are still marked unacknowledged, so the settling loop removes them
+// (settle.go); the answer says so (it said they stayed listed, never matching, for the
+// owner to unpublish, from before unacknowledged pairs were settled).
+func (s *Server) refusedChunk(w http.ResponseWriter, user string, pairs []wire.PublishPair, status uint8) (int, error) {
 	ids := make([]wire.ID, len(pairs))
 	for i, p := range pairs {
 		ids[i] = p.ID
@@ -221,7 +224,8 @@ func (s *Server) refusedChunk(user string, pairs []wire.PublishPair, status uint
 	why := fmt.Sprintf("k-server refused the chunk (status %d): keys not sealed to it, altered, or naming pair ids it holds (a pair id is never published twice: publish with fresh ids)", status)
 	if _, err := s.removePairs(user, ids); err != nil {
 		s.log.Error("remove the pairs of a refused chunk", "err", err)
-		return http.StatusInternalServerError, fmt.Errorf("%s; its %d pairs stay listed here, never matching (%v): unpublish them", why, len(pairs), err)
+		s.settle.poke()
+		return http.StatusInternalServerError, fmt.Errorf("%s; removing them here failed (%v), so %s", why, err, unackedNote(w, len(pairs)))
 	}
 	return http.StatusBadRequest, fmt.Errorf("%s; none of its pairs was kept", why)
 }

@@ -46,10 +46,15 @@ func (st *settler) end(tag wire.ID, failed bool) {
 	delete(st.inflight, tag)
 	st.mu.Unlock()
 	if failed {
-		select {
-		case st.wake <- struct{}{}:
-		default:
-		}
+		st.poke()
+	}
+}
+
+// poke wakes the settling loop: pairs stay marked that it should settle.
+func (st *settler) poke() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
 	}
 }
 

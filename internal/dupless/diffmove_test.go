@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
+	"github.com/veil-project/veil/internal/storage"
 )
 
 func moveList(chs []Change) []string {
@@ -77,5 +78,36 @@ func TestPlausibleMoves(t *testing.T) {
 	}
 	if want := []string{"C/n1.key", "A/n9.key"}; !reflect.DeepEqual(m, want) {
 		t.Fatalf("made %q, want %q", m, want)
+	}
+}
+
+// A diff reads the records of added files only when files were removed too (a move needs
+// both).
+func TestDiffReadsAddedRecordsOnlyWithRemovals(t *testing.T) {
+	be := newBackend(t)
+	master := NewMasterKey()
+	c, _ := New(be, master, Options{Keys: mle.LocalKeys{}})
+	defer c.Close()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "d", "a"), []byte("a"))
+	mustPut(t, c, filepath.Join(dir, "d"), "") // 1
+	write(t, filepath.Join(dir, "d", "b"), []byte("b"))
+	mustPut(t, c, filepath.Join(dir, "d"), "")             // 2
+	if _, err := c.Remove(ctx, "d/a", false); err != nil { // 3
+		t.Fatal(err)
+	}
+	encDir, encName, _ := c.encFile("d/b")
+	c2, counting := countingClient(t, be, master, storage.Join(encDir, encName+keySuffix))
+	if chs, err := c2.Diff(ctx, "1", "2", ""); err != nil || !reflect.DeepEqual(moveList(chs), []string{"+ d/b"}) {
+		t.Fatalf("diff 1 2 = %q %v", moveList(chs), err)
+	}
+	if n := counting.objGets.Swap(0); n != 0 {
+		t.Fatalf("diff with additions only read the added record %d times", n)
+	}
+	if chs, err := c2.Diff(ctx, "1", "3", ""); err != nil || !reflect.DeepEqual(moveList(chs), []string{"- d/a", "+ d/b"}) {
+		t.Fatalf("diff 1 3 = %q %v", moveList(chs), err)
+	}
+	if n := counting.objGets.Load(); n != 1 {
+		t.Fatalf("diff with a removal read the added record %d times, want 1", n)
 	}
 }

@@ -38,7 +38,21 @@ quick check; content is not read), "U" a folder (PATH itself included) or link w
 or time differs. That is what 'veil sync DIR' would change.
 
 Lines: "+ PATH" added, "- PATH" removed, "M PATH" content changed, "U PATH" only mode or
-time changed; folders end in "/".
+time changed, "R OLD -> NEW" moved or renamed; folders end in "/". With --json, each
+change has "path", "change" (added, removed, modified, metadata, moved), "dir" for a
+folder, and "from" (the old path) for a move.
+
+Between snapshots, a file removed under one name and added under another is "R" when both
+hold the same content, mode and modification time (as a mv, or a local mv then sync,
+leaves them); renamed and changed, it stays "-" and "+"; a copy is "+". A folder moved
+with everything in it, unchanged, is one "R" line, nothing listed below it. Among
+several files of one content, an added file is the move of the removed one whose path
+ends the same way in the most parts (name, then folder names), the first by path on a
+tie; the others stay "-" or "+". Moves are looked for only within PATH, and among more
+than 1000 files added and removed only between files that kept their name or their
+folder. This reads the records of removed and added files. --local does not look for
+moves (local files have no records to compare: content would have to be read; sync
+stores such a file anew, its content deduplicated, and removes the old name).
 
 Examples:
   veil diff 3 latest
@@ -107,6 +121,13 @@ func printChanges(out io.Writer, asJSON bool, chs []dupless.Change) error {
 		p := words.Name(ch.Path)
 		if ch.IsDir {
 			p += "/"
+		}
+		if ch.From != "" {
+			from := words.Name(ch.From)
+			if ch.IsDir {
+				from += "/"
+			}
+			p = from + " -> " + p
 		}
 		if ch.Err != "" {
 			p += " (" + words.Escape(ch.Err) + ")"

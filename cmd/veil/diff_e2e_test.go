@@ -54,7 +54,9 @@ func TestE2EDiffAndSync(t *testing.T) {
 	restored := filepath.Join(t.TempDir(), "docs")
 	alice.mustRun(t, "get", "docs", restored)
 	diffTrees(t, src, restored)
-	// Between snapshots: 1 is the first put, latest is after the sync.
+	// Between snapshots: 1 is the first put, latest is after the sync. The renamed file,
+	// whose record holds the same content and time, is a move there (diffmove_e2e_test.go).
+	want = "M docs/edit.txt\nR docs/old.txt -> docs/renamed.txt\n- docs/sub/\n- docs/sub/deep.txt\n"
 	if out := alice.mustRun(t, "diff", "1", "latest"); out != want {
 		t.Fatalf("diff 1 latest:\n%s\nwant:\n%s", out, want)
 	}

@@ -20,10 +20,12 @@ import (
 // Change is one difference. Kinds: "added" (only in the newer side, or only locally),
 // "removed" (only in the older side, or only stored), "modified" (content, or for a
 // local file: size, modification time or mode, put's quick check), "metadata" (same
-// content; mode, modification time or link target differ).
+// content; mode, modification time or link target differ), "moved" (between snapshots:
+// the file or folder From is Path in the newer side, diffmove.go).
 type Change struct {
 	Path  string    `json:"path"`
 	Kind  string    `json:"change"`
+	From  string    `json:"from,omitempty"` // "moved": the path in the older side
 	IsDir bool      `json:"dir,omitempty"`
 	Err   string    `json:"error,omitempty"`
 	saw   *[32]byte // a removed file: the record hash the diff saw (sync removes that version only)
@@ -38,6 +40,8 @@ func (ch Change) Symbol() string {
 		return "-"
 	case "metadata":
 		return "U"
+	case "moved":
+		return "R"
 	}
 	return "M"
 }
@@ -137,8 +141,10 @@ func (c *Client) rootOf(ctx context.Context, s Snapshot) (*treeRoot, error) {
 }
 
 // Diff lists what changed below path ("" for everything) from snapshot spec from to
-// snapshot spec to (see resolve), sorted by path. It reads the two roots only (the others
-// are described by the snapshot cache, snapcache.go).
+// snapshot spec to (see resolve), sorted by path (a move by its new path). It reads the
+// two roots (the others are described by the snapshot cache, snapcache.go), both records
+// of a path whose record hash differs, and the records of removed and added files when
+// there are both (moves, diffmove.go).
 func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, error) {
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
@@ -163,6 +169,7 @@ func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, err
 		return nil, err
 	}
 	var out []Change
+	var gone, made []string
 	for p, ha := range a.Entries {
 		if !under(p) || isDirMeta(p) {
 			continue
@@ -170,7 +177,7 @@ func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, err
 		hb, ok := b.Entries[p]
 		switch {
 		case !ok:
-			out = append(out, Change{Path: c.describe(p), Kind: "removed"})
+			gone = append(gone, p)
 		case ha != hb:
 			if ch, changed := c.compareVersions(ctx, p, ha, hb); changed {
 				out = append(out, ch)
@@ -179,20 +186,26 @@ func (c *Client) Diff(ctx context.Context, from, to, path string) ([]Change, err
 	}
 	for p := range b.Entries {
 		if _, ok := a.Entries[p]; under(p) && !ok && !isDirMeta(p) {
-			out = append(out, Change{Path: c.describe(p), Kind: "added"})
+			made = append(made, p)
 		}
 	}
 	da, db := dirSet(a), dirSet(b)
+	goneDirs, madeDirs := map[string]bool{}, map[string]bool{}
 	for d := range da {
 		if !db[d] && under(d+"/") {
-			out = append(out, Change{Path: c.plainDir(d), Kind: "removed", IsDir: true})
+			goneDirs[d] = true
 		}
 	}
 	for d := range db {
 		if !da[d] && under(d+"/") {
-			out = append(out, Change{Path: c.plainDir(d), Kind: "added", IsDir: true})
+			madeDirs[d] = true
 		}
 	}
+	rest, err := c.moveChanges(ctx, a, b, gone, made, goneDirs, madeDirs)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rest...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }

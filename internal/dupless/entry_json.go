@@ -67,13 +67,14 @@ func (e FileError) MarshalJSON() ([]byte, error) {
 	}{plain(e), RawName(e.Path)})
 }
 
-// MarshalJSON adds path_bytes to a change.
+// MarshalJSON adds path_bytes (and a move's from_bytes) to a change.
 func (ch Change) MarshalJSON() ([]byte, error) {
 	type plain Change
 	return json.Marshal(struct {
 		plain
 		PathBytes []byte `json:"path_bytes,omitempty"`
-	}{plain(ch), RawName(ch.Path)})
+		FromBytes []byte `json:"from_bytes,omitempty"`
+	}{plain(ch), RawName(ch.Path), RawName(ch.From)})
 }
 
 // MarshalJSON adds local_bytes and dest_bytes to a planned entry.

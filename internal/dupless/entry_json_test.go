@@ -18,6 +18,7 @@ func TestJSONNamesNotUTF8(t *testing.T) {
 		{func(n string) any { return Entry{Path: n, Symlink: n} }, []string{"path", "symlink"}},
 		{func(n string) any { return FileError{Path: n, Err: "x"} }, []string{"path"}},
 		{func(n string) any { return Change{Path: n, Kind: "added"} }, []string{"path"}},
+		{func(n string) any { return Change{Path: n, From: n, Kind: "moved"} }, []string{"path", "from"}},
 		{func(n string) any { return Planned{Local: n, Dest: n, Type: "file"} }, []string{"local", "dest"}},
 		{func(n string) any { return Version{N: 1, Symlink: n} }, []string{"symlink"}},
 		{func(n string) any { return &Summary{Errors: []FileError{{Path: n, Err: "x"}}} }, nil},

@@ -269,7 +269,7 @@ func (c *Client) compareVersions(ctx context.Context, path string, ha, hb [32]by
 }
 
 func sameContent(a, b *record) bool {
-	if a.Type != b.Type || a.Size != b.Size || a.Target != b.Target || len(a.Chunks) != len(b.Chunks) {
+	if a.Type != b.Type || a.Size != b.Size || a.Target != b.Target || a.Rdev != b.Rdev || len(a.Chunks) != len(b.Chunks) {
 		return false
 	}
 	for i := range a.Chunks {

@@ -1,9 +1,12 @@
 package dupless
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 
 	"github.com/veil-project/veil/internal/mle"
@@ -109,5 +112,36 @@ func TestDiffReadsAddedRecordsOnlyWithRemovals(t *testing.T) {
 	}
 	if n := counting.objGets.Load(); n != 1 {
 		t.Fatalf("diff with a removal read the added record %d times, want 1", n)
+	}
+}
+
+// A device node replaced by one with other numbers (a disk image's /dev, a container
+// root) is modified, not only its metadata: diff compared a special file's kind, size
+// and target but not its device number, and listed the change as metadata (U) when the
+// time moved, or not at all (noticed by the session 17 diff work).
+func TestDiffDeviceNumberChanged(t *testing.T) {
+	be := newBackend(t)
+	c := newClient(t, be, mle.LocalKeys{})
+	src := filepath.Join(t.TempDir(), "d")
+	dev := filepath.Join(src, "dev")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mknod(dev, syscall.S_IFCHR|0o644, 1<<8|3); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			t.Skip("mknod needs root")
+		}
+		t.Fatal(err)
+	}
+	mustPut(t, c, src, "") // 1
+	if err := os.Remove(dev); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mknod(dev, syscall.S_IFCHR|0o644, 1<<8|5); err != nil { // /dev/zero's
+		t.Fatal(err)
+	}
+	mustPut(t, c, src, "") // 2: other numbers, the same mode
+	if chs, err := c.Diff(ctx, "1", "2", ""); err != nil || !reflect.DeepEqual(moveList(chs), []string{"M d/dev"}) {
+		t.Fatalf("diff 1 2 = %q %v; want the device modified", moveList(chs), err)
 	}
 }

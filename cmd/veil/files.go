@@ -236,12 +236,7 @@ Examples:
 			}
 			sum, err := cl.PutScanned(cmd.Context(), pre)
 			ui.finish()
-			if err != nil && cmd.Context().Err() != nil && sum != nil && sum.Duration > 0 {
-				// Ctrl-C or SIGTERM stopped it while storing (a Duration says the run got
-				// that far): what it stored, which its snapshot keeps, is summed up as sync
-				// does, before main's "interrupted" and its exit status (found by a user
-				// walkthrough: only "interrupted" was said).
-				o.report(cmd.OutOrStdout(), "stored", sum, nil)
+			if o.interruptedSummary(cmd, err, sum, sum) {
 				return err
 			}
 			return o.report(cmd.OutOrStdout(), "stored", sum, err)

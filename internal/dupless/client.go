@@ -73,7 +73,7 @@ type Client struct {
 	keyChecked  atomic.Bool                   // the key check opened under this key
 	noCondBatch atomic.Bool                   // the service refused a conditional batch (older than batch version 2)
 	noAbsent    atomic.Bool                   // the service refused an absent condition (older than batch version 3)
-	noLarge     atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10)
+	noLarge     atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10); learnt per process, not kept in the put cache: it costs one refused batch per command, on such a service only, and a kept refusal would outlive its upgrade
 	noMatch     atomic.Bool                   // the service refused a match condition (older than batch version 4): records unconditional
 	noMoveMatch atomic.Bool                   // the service refused a conditional move (older than session 14): rm reads what it keeps first
 	markSeen    atomic.Bool                   // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark

@@ -180,6 +180,9 @@ Examples:
 			defer done()
 			res, err := cl.SyncWith(cmd.Context(), args[0], dest, dupless.SyncOptions{DryRun: dry, AllowEmpty: allowEmpty})
 			ui.finish()
+			if res != nil && o.interruptedSummary(cmd, err, res.Put, res) {
+				return err
+			}
 			if err != nil && (res == nil || res.Put == nil || res.Put.Err() == nil) {
 				// Failed as a whole (a conflicting lock, a pending mv, the removals): one
 				// line and its own status, as put's, not a summary of nothing and exit 3

@@ -50,7 +50,9 @@ init checks the location before it writes anything: a local directory is created
 commands never create one: a mistyped $VEIL_STORAGE is an error, not a new empty store),
 and a veil:// or s3:// location must answer with the credential given. It also asks the
 key server for one key with its credential (one evaluation of the credential's rate
-limit): a credential the key server refuses (revoked, unknown, another key server's) fails
+limit), at the URLs later commands will use ($VEIL_KS_URL where set, which like every
+environment override is not written into the profile; else --ks-url; else the
+credential's): a credential the key server refuses (revoked, unknown, another key server's) fails
 init, naming the key server and what was wrong; a key server that cannot be reached, or
 that is rate-limiting, is a one-line warning and init goes on (set up offline: puts store
 without deduplication until it answers).
@@ -85,7 +87,8 @@ Examples:
 			if w := profile.WeakPassphrase(pass); w != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), w)
 			}
-			opts.Credentials = profile.EnvOverrides(os.Getenv).Credentials
+			env := profile.EnvOverrides(os.Getenv)
+			opts.Credentials, opts.KSURLOverride = env.Credentials, env.KSURL
 			opts.Warn = func(w error) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", textMessage(w)) }
 			cfg, err := profile.Init(cmd.Context(), o.dir(), pass, opts)
 			if err != nil {
@@ -236,12 +239,7 @@ Examples:
 			}
 			sum, err := cl.PutScanned(cmd.Context(), pre)
 			ui.finish()
-			if err != nil && cmd.Context().Err() != nil && sum != nil && sum.Duration > 0 {
-				// Ctrl-C or SIGTERM stopped it while storing (a Duration says the run got
-				// that far): what it stored, which its snapshot keeps, is summed up as sync
-				// does, before main's "interrupted" and its exit status (found by a user
-				// walkthrough: only "interrupted" was said).
-				o.report(cmd.OutOrStdout(), "stored", sum, nil)
+			if o.interruptedSummary(cmd, err, sum, sum) {
 				return err
 			}
 			return o.report(cmd.OutOrStdout(), "stored", sum, err)

@@ -181,6 +181,9 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 				fmt.Fprintf(out, "; %d excluded", s.Excluded) // "1 excluded", "2 excluded": no noun
 			}
 			fmt.Fprint(out, notStored(s.NotStored))
+			if n := len(s.Interrupted); n > 0 {
+				fmt.Fprintf(out, "; %s not stored: interrupted", plural(n, "file", "files"))
+			}
 			if s.ChangedWhileRead > 0 {
 				fmt.Fprintf(out, "; %s changed while read (stored as read; the next put stores again)", plural(s.ChangedWhileRead, "file", "files"))
 			}
@@ -200,6 +203,24 @@ func (o *clientFlags) report(out io.Writer, verb string, s *dupless.Summary, err
 		return exitError{msg, 3}
 	}
 	return runStatus(s)
+}
+
+// interruptedSummary prints the summary of a put or sync (sum) that Ctrl-C or SIGTERM
+// stopped while it was storing (a Duration says the run got that far), before main's
+// "interrupted" and its exit status: what it stored, which its snapshot keeps, and how
+// many files it left in flight, apart from real failures (found by user walkthroughs:
+// only "interrupted" was said; then --json listed every file in flight as an error). v is
+// what --json prints: put's summary, sync's result. It reports whether err was that.
+func (o *clientFlags) interruptedSummary(cmd *cobra.Command, err error, sum *dupless.Summary, v any) bool {
+	if err == nil || cmd.Context().Err() == nil || sum == nil || sum.Duration == 0 {
+		return false
+	}
+	if o.json {
+		json.NewEncoder(cmd.OutOrStdout()).Encode(v)
+	} else {
+		o.report(cmd.OutOrStdout(), "stored", sum, nil)
+	}
+	return true
 }
 
 // named is the message of a transfer's per-file failures when each has had its line on

@@ -87,4 +87,21 @@ func TestE2EInitChecksKeyServerCredential(t *testing.T) {
 			t.Errorf("init with %s's credential made no profile: %v", c.name, err)
 		}
 	}
+	// $VEIL_KS_URL replaces the profile's key server URLs for every command: init checks
+	// the credential there too (it asked the credential's URL, here answering, while every
+	// put would ask one that does not), and does not write it into the profile.
+	veil("keyserver", "client", "add", "erin", "--dir", ksDir, "--out", cred("erin"))
+	t.Setenv("VEIL_KS_URL", "https://"+down)
+	profile, _, errs, code := initAs("erin")
+	want := "warning: could not check the credential with key server https://" + down + " ("
+	if code != 0 || !strings.HasPrefix(errs, want) {
+		t.Errorf("init with VEIL_KS_URL=https://%s: exit %d, stderr %q; want exit 0, %q...", down, code, errs, want)
+	}
+	if cfg, err := os.ReadFile(filepath.Join(profile, "config.json")); err != nil || strings.Contains(string(cfg), "ks_urls") {
+		t.Errorf("init with VEIL_KS_URL wrote %s (%v): an override is not a setting", cfg, err)
+	}
+	t.Setenv("VEIL_KS_URL", "ks.example:7443")
+	if _, _, errs, code := initAs("erin"); code != 1 || errs != `veil: $VEIL_KS_URL: key server url "ks.example:7443": want https://host:port`+"\n" {
+		t.Errorf("init with VEIL_KS_URL=ks.example:7443: exit %d, stderr %q", code, errs)
+	}
 }

@@ -73,7 +73,7 @@ type Client struct {
 	keyChecked  atomic.Bool                   // the key check opened under this key
 	noCondBatch atomic.Bool                   // the service refused a conditional batch (older than batch version 2)
 	noAbsent    atomic.Bool                   // the service refused an absent condition (older than batch version 3)
-	noLarge     atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10)
+	noLarge     atomic.Bool                   // the service refused a batch object over 64 KiB (older than session 10); learnt per process, not kept in the put cache: it costs one refused batch per command, on such a service only, and a kept refusal would outlive its upgrade
 	noMatch     atomic.Bool                   // the service refused a match condition (older than batch version 4): records unconditional
 	noMoveMatch atomic.Bool                   // the service refused a conditional move (older than session 14): rm reads what it keeps first
 	markSeen    atomic.Bool                   // a lock-free put's batch was refused as conflicting: the put under the lock looks for an abandoned prune mark
@@ -177,14 +177,18 @@ type Summary struct {
 	Damaged        int            `json:"damaged,omitempty"` // rm: records removed that were damaged (not opening under this key): not kept as versions
 	// put: files that changed while they were read (size, mtime or ctime): stored as read,
 	// stored again by the next put
-	ChangedWhileRead int           `json:"changed_while_read,omitempty"`
-	Errors           []FileError   `json:"errors,omitempty"`
-	Duration         time.Duration `json:"duration_ns"`
+	ChangedWhileRead int         `json:"changed_while_read,omitempty"`
+	Errors           []FileError `json:"errors,omitempty"`
+	// put: files in flight when the caller stopped the run (Ctrl-C, SIGTERM): not stored,
+	// and not failed either (not in Errors); the same put run again stores them
+	Interrupted []StoppedFile `json:"interrupted,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
 
 	mu        sync.Mutex
-	stop      func(error)  // ends the run early (put: the service can store nothing, or is down; get: the disk is full, or the service down)
-	halted    atomic.Bool  // stop was called: files failing because of it are not reported one by one
-	downSince atomic.Int64 // unix ns of the first upload that found nothing listening, since one succeeded (0: none)
+	caller    context.Context // put: the caller's context, whose end interrupts (stoppedBy)
+	stop      func(error)     // ends the run early (put: the service can store nothing, or is down; get: the disk is full, or the service down)
+	halted    atomic.Bool     // stop was called: files failing because of it are not reported one by one
+	downSince atomic.Int64    // unix ns of the first upload that found nothing listening, since one succeeded (0: none)
 	// quiet: a lock-free put reports its progress (Events.Bytes) and its files
 	// (Events.File, held) once it stands: a refused attempt is put again under the lock,
 	// which reports them itself.
@@ -220,10 +224,29 @@ func (e FileError) Error() string {
 	return e.Path + ": " + e.Err
 }
 
+// StoppedFile is a file a run did not store because its caller stopped it (Interrupted).
+type StoppedFile struct {
+	Path string `json:"path"`
+}
+
 func (s *Summary) addErr(path string, err error) {
 	s.mu.Lock()
-	s.Errors = append(s.Errors, FileError{path, err.Error()})
+	if s.stoppedBy(err) {
+		s.Interrupted = append(s.Interrupted, StoppedFile{path})
+	} else {
+		s.Errors = append(s.Errors, FileError{path, err.Error()})
+	}
 	s.mu.Unlock()
+}
+
+// stoppedBy reports whether err is the caller's context ending (Summary.caller): the
+// cancellation itself or its cause (main's "interrupted by SIGINT", which a transport
+// error wraps), not a failure that came meanwhile (an unreadable file).
+func (s *Summary) stoppedBy(err error) bool {
+	if s.caller == nil || s.caller.Err() == nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(s.caller))
 }
 
 func (s *Summary) add(f func(s *Summary)) {

@@ -67,6 +67,15 @@ func (e FileError) MarshalJSON() ([]byte, error) {
 	}{plain(e), RawName(e.Path)})
 }
 
+// MarshalJSON adds path_bytes to a file an interrupted run did not store.
+func (f StoppedFile) MarshalJSON() ([]byte, error) {
+	type plain StoppedFile
+	return json.Marshal(struct {
+		plain
+		PathBytes []byte `json:"path_bytes,omitempty"`
+	}{plain(f), RawName(f.Path)})
+}
+
 // MarshalJSON adds path_bytes (and a move's from_bytes) to a change.
 func (ch Change) MarshalJSON() ([]byte, error) {
 	type plain Change

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/storage"
@@ -71,7 +73,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 	if c.opts.Force { // a repair: the service checks what it holds of each chunk sent (storage.WithVerify)
 		ctx = storage.WithVerify(ctx)
 	}
-	sum := &Summary{Fallback: map[string]int{}, quiet: lockless}
+	sum := &Summary{Fallback: map[string]int{}, quiet: lockless, caller: ctx}
 	if lockless {
 		defer func() {
 			if errors.Is(err, errNeedLock) {
@@ -89,6 +91,7 @@ func (c *Client) put(ctx context.Context, locals []string, dest string, lockless
 		if c.opts.Keys != nil { // without a key server (--no-keyserver) random keys are the plan, not a fallback
 			sum.FallbackN = sum.FallbackFiles()
 		}
+		slices.SortFunc(sum.Interrupted, func(a, b StoppedFile) int { return strings.Compare(a.Path, b.Path) })
 	}()
 	dest = cleanPath(dest)
 	cached := c.startCacheRead() // read while the lock and the root are fetched

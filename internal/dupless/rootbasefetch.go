@@ -147,7 +147,11 @@ func (c *Client) baseMissing(ctx context.Context, r *treeRoot, name string) erro
 // storeBase writes the new base of next, if it has one, before next is published: a root
 // is never visible before its base. A root that then loses its number to another command
 // leaves its base unreferenced, unless the command's next attempt names it (reuseBase);
-// else it is prune's.
+// else it is prune's. So is the base of a publish that failed outright (its root's create
+// got no answer): the command run again writes a new one rather than name this device's
+// copy of the old, which prune may have deleted, or be deleting, once past its grace (a
+// root naming it would be damage), so that only a second upload of it would make it safe,
+// saving nothing but one orphan until the next prune.
 func (c *Client) storeBase(ctx context.Context, next *treeRoot) error {
 	b := next.base
 	if b == nil || b.sealed == nil {

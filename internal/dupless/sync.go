@@ -306,7 +306,7 @@ func (c *Client) SyncWith(ctx context.Context, local, dest string, o SyncOptions
 	res.Put, err = c.Put(ctx, []string{local}, dest)
 	c.putFirst, c.putThen = nil, nil
 	res.Removed += n
-	if res.Put != nil {
+	if res.Put != nil && res.Put.Duration > 0 { // 0: it stored nothing (put.go)
 		res.Put.Duration = time.Since(start)
 	}
 	if err != nil {

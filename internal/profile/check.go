@@ -72,14 +72,15 @@ func checkStorage(ctx context.Context, location string, storeCred []byte, cred o
 }
 
 // checkKS asks the key server for one derivation with the credential init was given (and
-// the profile's transport, timeout and replicas), so that a credential the key server
-// refuses, or one of another key server, fails init now, in one line naming the key server
-// and what was wrong, rather than every put falling back to random keys without
-// deduplication (exit 4). A key server that does not answer, or rate-limits (it accepts the
-// credential first), is no fault of the credential: warn tells of it in one line, and
-// init goes on (a user setting up offline).
-func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, warn func(error)) error {
-	cl, err := newKS(cred, cfg, cfg.KSURLs, nil)
+// the profile's transport and timeout, at urls: the replicas the profile's commands will
+// ask, $VEIL_KS_URL's where set), so that a credential the key server refuses, or one of
+// another key server, fails init now, in one line naming the key server and what was
+// wrong, rather than every put falling back to random keys without deduplication (exit
+// 4). A key server that does not answer, or rate-limits (it accepts the credential
+// first), is no fault of the credential: warn tells of it in one line, and init goes on
+// (a user setting up offline).
+func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, urls []string, warn func(error)) error {
+	cl, err := newKS(cred, cfg, urls, nil)
 	if err != nil {
 		return fmt.Errorf("key server: %w", err)
 	}

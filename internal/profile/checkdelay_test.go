@@ -74,7 +74,7 @@ func TestCheckWarnsOfDelay(t *testing.T) {
 		return strings.Contains(string(b), "\nveil_ks_queries_in_flight 1\n")
 	})
 	var warned []string
-	err = checkKS(context.Background(), cred, &Config{KSTransport: "https", KSTimeout: "150ms"}, func(err error) { warned = append(warned, err.Error()) })
+	err = checkKS(context.Background(), cred, &Config{KSTransport: "https", KSTimeout: "150ms"}, nil, func(err error) { warned = append(warned, err.Error()) })
 	want := "key server https://" + addr + " accepted the credential but delayed its answer past this client's timeout " +
 		"(150ms per attempt, 3 attempts: a delay-mode rate limit): puts store without deduplication until it answers in time"
 	if err != nil || len(warned) != 1 || warned[0] != want {

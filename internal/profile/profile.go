@@ -80,6 +80,9 @@ type InitOptions struct {
 	KSTimeout    string           // per-attempt key server timeout, a Go duration ("" = default)
 	KSURLs       []string         // the key server's replicas (HTTPS URLs; empty: the credential's)
 	Credentials  open.Credentials // S3 keys for an s3:// location (veil:// uses StoreCredRaw)
+	// KSURLOverride is $VEIL_KS_URL (Overrides.KSURL): the credential check asks those
+	// replicas, as every later command does, but they are not written (an override).
+	KSURLOverride string
 	// Warn is told what init found and went on despite (a key server it could not reach to
 	// check the credential). nil: not told.
 	Warn func(error)
@@ -108,6 +111,11 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 			return nil, fmt.Errorf("key server url %q: want https://host:port", u)
 		}
 	}
+	for _, u := range ksURLs(nil, o.KSURLOverride) {
+		if !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("$%s: key server url %q: want https://host:port", EnvKSURL, u)
+		}
+	}
 	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport, KSTimeout: o.KSTimeout, KSURLs: o.KSURLs}
 	storeCred, ksCred := o.StoreCredRaw, o.KSCredRaw
 	if o.Invite != nil {
@@ -132,7 +140,7 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 			return nil, fmt.Errorf("key server credential: %w", err)
 		}
 		if !cfg.NoKS {
-			if err := checkKS(ctx, cred, cfg, o.Warn); err != nil {
+			if err := checkKS(ctx, cred, cfg, ksURLs(cfg.KSURLs, o.KSURLOverride), o.Warn); err != nil {
 				return nil, err
 			}
 		}
@@ -366,11 +374,16 @@ func openKS(dir string, cfg *Config, ov Overrides, log *slog.Logger) (*ksclient.
 	if err != nil {
 		return nil, err
 	}
-	urls := cfg.KSURLs
-	if ov.KSURL != "" { // $VEIL_KS_URL: one URL, or replicas separated by commas
-		urls = strings.Split(ov.KSURL, ",")
+	return newKS(cred, cfg, ksURLs(cfg.KSURLs, ov.KSURL), log)
+}
+
+// ksURLs are the key server replicas to ask: those of override ($VEIL_KS_URL: one URL, or
+// replicas separated by commas) when set, else the profile's (empty: the credential's).
+func ksURLs(profile []string, override string) []string {
+	if override != "" {
+		return strings.Split(override, ",")
 	}
-	return newKS(cred, cfg, urls, log)
+	return profile
 }
 
 // newKS is the key server client of a profile's settings (cfg) for cred; urls, if any, are

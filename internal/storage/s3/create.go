@@ -25,8 +25,18 @@ const (
 	createsIgnored // stored the second create, or refused the condition
 )
 
-// errNoCreates is every PutNew on a server that does not honour If-None-Match.
-var errNoCreates = fmt.Errorf("the S3 server does not honour If-None-Match on PUT: %w", storage.ErrNoConditions)
+// errNoCreates is every PutNew on a server that does not honour If-None-Match: one
+// sentence of its own (storage.ErrNoConditions's text after it did not read as one),
+// and storage.ErrNoConditions to errors.Is.
+var errNoCreates error = noCreates{}
+
+type noCreates struct{}
+
+func (noCreates) Error() string {
+	return "the S3 server does not honour If-None-Match on PUT, so it cannot create an object only where none exists"
+}
+
+func (noCreates) Unwrap() error { return storage.ErrNoConditions }
 
 // maxSinglePut is the largest object S3 takes in one PUT. A create is always one PUT:
 // minio-go sends a multipart upload's conditions with its initiation, not its completion,

@@ -100,8 +100,9 @@ func TestCreatesOnServerWithoutConditions(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, name := range []string{"taken", "free", "taken"} {
-				if err := putNew(b, name, "create"); !errors.Is(err, storage.ErrNoConditions) {
-					t.Fatalf("create of %s: %v, want ErrNoConditions", name, err)
+				err := putNew(b, name, "create")
+				if want := "create d/" + name + ": the S3 server does not honour If-None-Match on PUT, so it cannot create an object only where none exists"; !errors.Is(err, storage.ErrNoConditions) || err.Error() != want {
+					t.Fatalf("create of %s: %v, want ErrNoConditions saying %q", name, err, want)
 				}
 			}
 			if got := string(testutil.GetObject(t, b, "d", "taken")); got != "the only copy" {

@@ -6,15 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/storage/s3"
 	"github.com/veil-project/veil/internal/testutil"
 )
 
@@ -23,23 +19,16 @@ import (
 // Move must fail, not take the failed check for "absent" and copy over the destination.
 func TestMoveDoesNotOverwriteWhenDestinationCheckFails(t *testing.T) {
 	srv := testutil.StartS3(t)
-	target, _ := url.Parse("http://" + srv.Endpoint)
-	rp := httputil.NewSingleHostReverseProxy(target)
 	var failing atomic.Bool
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ep := srv.Proxy(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if failing.Load() && r.Method == http.MethodHead && strings.HasSuffix(r.URL.Path, "/veil/dst") {
 			w.WriteHeader(http.StatusForbidden)
 			return
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
+		next.ServeHTTP(w, r)
+	})
 	ctx := context.Background()
-	b, err := s3.New(ctx, s3.Config{Endpoint: strings.TrimPrefix(proxy.URL, "http://"), Bucket: "movecheck", Prefix: "veil",
-		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, CreateBucket: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := srv.Open(t, ep, "movecheck", "veil")
 	for name, data := range map[string]string{"dst": "the only copy", "src": "newer"} {
 		if err := b.Put(ctx, "", name, strings.NewReader(data), int64(len(data))); err != nil {
 			t.Fatal(err)

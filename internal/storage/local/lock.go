@@ -2,6 +2,8 @@ package local
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -21,6 +23,15 @@ const lockName = "lock"
 // A veil older than session 17 removed unheld files in TempDirName when it opened a store;
 // a lock taken on a file removed that way is retaken on the new one.
 func (b *Backend) lock() (unlock func(), err error) {
+	unlock, err = b.lockFile()
+	if err != nil {
+		return nil, lockFailed(err)
+	}
+	return unlock, nil
+}
+
+// lockFile is lock with the file system's own errors (lockFailed words them).
+func (b *Backend) lockFile() (unlock func(), err error) {
 	p := filepath.Join(b.tmp, lockName)
 	for range 10 {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
@@ -41,5 +52,22 @@ func (b *Backend) lock() (unlock func(), err error) {
 			return nil, err1
 		}
 	}
-	return nil, errors.New("lock file: removed as soon as locked, ten times")
+	return nil, errors.New("removed as soon as locked, ten times")
+}
+
+// lockFailed words a failure to take the commit lock: it names the lock file, and keeps
+// only the classes that say the same of any commit (a permission, a full disk). Found by
+// the session 17 review: the file system's error was worded as the object's, so with
+// .veil-tmp removed while the store was open a Delete or MoveMatch of a stored object said
+// "not found" (rm takes that for a record already gone and its root drops it), and with
+// the lock file a directory every commit said "is a directory" of the object it wrote.
+func lockFailed(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("commit lock %s/%s: %w", TempDirName, lockName, err)
+	}
+	return fmt.Errorf("commit lock %s/%s: %v", TempDirName, lockName, err)
 }

@@ -38,6 +38,7 @@ type CheckResult struct {
 	BytesRead        int64         `json:"bytes_read"`        // plaintext bytes verified
 	Problems         []FileError   `json:"problems"`
 	Unrecorded       []string      `json:"folders_without_record"` // no damage: folders an older veil made without a record (dirrepair.go)
+	Pending          []FileError   `json:"pending"`                // no damage: entries an interrupted mv left otherwise than the root lists (checkpending.go)
 	Duration         time.Duration `json:"duration_ns"`
 }
 
@@ -55,7 +56,7 @@ type chunkUse struct {
 // that stop the check (the tree root itself, the storage service unreachable).
 func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error) {
 	start := time.Now()
-	res := &CheckResult{Problems: []FileError{}, Unrecorded: []string{}}
+	res := &CheckResult{Problems: []FileError{}, Unrecorded: []string{}, Pending: []FileError{}}
 	if o.Subset < 0 || o.Subset > 1 {
 		return res, fmt.Errorf("subset %v: give a fraction in (0, 1]", o.Subset)
 	}
@@ -77,6 +78,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			}
 		}
 	}
+	pending := c.pendingCheck(ctx, res, problem)
 	seen := map[string]bool{}
 	kinds := map[string]int{} // plain path -> 1: a file is stored there, 2: a folder, 3: both
 	err := c.walk(ctx, "", false, func(rel string, isDir bool, encDir, objName string) error {
@@ -92,7 +94,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 				}
 			}
 			if err != nil {
-				problem(rel+"/", err)
+				pending(rel, rel+"/", err)
 			}
 			return nil
 		}
@@ -105,7 +107,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			}
 		}
 		if err != nil {
-			problem(rel, err)
+			pending(rel, rel, err)
 			return nil
 		}
 		current[storage.Join(encDir, objName)] = h
@@ -127,7 +129,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		return res, err
 	}
 	for _, p := range gone {
-		problem(p, fmt.Errorf("deleted: %w", ErrStale))
+		pending(p, p, fmt.Errorf("deleted: %w", ErrStale))
 	}
 	if err := c.checkSnapshots(ctx, current, res, addChunks, problem); err != nil {
 		return res, err
@@ -136,6 +138,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 	c.checkChunks(ctx, o, chunks, res, problem)
 	sort.Slice(res.Problems, func(i, j int) bool { return res.Problems[i].Path < res.Problems[j].Path })
 	sort.Strings(res.Unrecorded)
+	sort.Slice(res.Pending, func(i, j int) bool { return res.Pending[i].Path < res.Pending[j].Path })
 	res.Duration = time.Since(start)
 	return res, ctx.Err()
 }

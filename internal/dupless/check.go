@@ -78,7 +78,16 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			}
 		}
 	}
-	pending := c.pendingCheck(ctx, res, problem)
+	note := c.pendingCheck(ctx)
+	stale := func(plain, path string, err error) { // an interrupted mv's doing, or damage
+		if errors.Is(err, ErrStale) {
+			if n := note(plain); n != "" {
+				res.Pending = append(res.Pending, FileError{Path: path, Err: n})
+				return
+			}
+		}
+		problem(path, err)
+	}
 	seen := map[string]bool{}
 	kinds := map[string]int{} // plain path -> 1: a file is stored there, 2: a folder, 3: both
 	err := c.walk(ctx, "", false, func(rel string, isDir bool, encDir, objName string) error {
@@ -90,11 +99,15 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			if errors.Is(err, storage.ErrNotFound) {
 				err = c.missing(storage.Join(encDir, objName)) // nil unless the root lists it
 				if err == nil {
-					res.Unrecorded = append(res.Unrecorded, rel)
+					if n := note(rel); n != "" { // made by the mv, its record still to come
+						res.Pending = append(res.Pending, FileError{Path: rel + "/", Err: n})
+					} else {
+						res.Unrecorded = append(res.Unrecorded, rel)
+					}
 				}
 			}
 			if err != nil {
-				pending(rel, rel+"/", err)
+				stale(rel, rel+"/", err)
 			}
 			return nil
 		}
@@ -107,7 +120,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			}
 		}
 		if err != nil {
-			pending(rel, rel, err)
+			stale(rel, rel, err)
 			return nil
 		}
 		current[storage.Join(encDir, objName)] = h
@@ -129,7 +142,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		return res, err
 	}
 	for _, p := range gone {
-		pending(p, p, fmt.Errorf("deleted: %w", ErrStale))
+		stale(p, p, fmt.Errorf("deleted: %w", ErrStale))
 	}
 	if err := c.checkSnapshots(ctx, current, res, addChunks, problem); err != nil {
 		return res, err

@@ -73,8 +73,8 @@ func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 		// check names them as ls does, and finds no damage (found by the session 17 review:
 		// it reported them as damaged, with 'put --force' as the repair).
 		res, err := next.Check(ctx, CheckOptions{})
-		if err != nil || len(res.Problems) != 0 {
-			t.Fatalf("killed after %d changes: check: %v, problems %+v", left, err, res.Problems)
+		if err != nil || len(res.Problems) != 0 || len(res.Unrecorded) != 0 {
+			t.Fatalf("killed after %d changes: check: %v, problems %+v, folders without a record %v", left, err, res.Problems, res.Unrecorded)
 		}
 		for _, p := range res.Pending {
 			if !strings.HasPrefix(p.Err, "left by an interrupted 'veil mv tree moved', which is pending") {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,13 +22,34 @@ const lockName = "lock"
 // Each call opens the file anew: flocks of two open files exclude each other even within
 // one process, so two goroutines or two Backends on one directory are serialised too.
 // A veil older than session 17 removed unheld files in TempDirName when it opened a store;
-// a lock taken on a file removed that way is retaken on the new one.
-func (b *Backend) lock() (unlock func(), err error) {
-	unlock, err = b.lockFile()
-	if err != nil {
-		return nil, lockFailed(err)
+// a lock taken on a file removed that way is retaken on the new one. The wait ends with
+// ctx (ctx.Err()): the flock goes on in the background and is dropped as soon as it is
+// taken. Found by the session 17 review: a command waiting for a lock another process
+// held (stopped mid-commit, or on a stalled network filesystem) ignored Ctrl-C.
+func (b *Backend) lock(ctx context.Context) (unlock func(), err error) {
+	type taken struct {
+		unlock func()
+		err    error
 	}
-	return unlock, nil
+	got := make(chan taken, 1)
+	go func() {
+		unlock, err := b.lockFile()
+		got <- taken{unlock, err}
+	}()
+	select {
+	case t := <-got:
+		if t.err != nil {
+			return nil, lockFailed(t.err)
+		}
+		return t.unlock, nil
+	case <-ctx.Done():
+		go func() {
+			if t := <-got; t.unlock != nil {
+				t.unlock()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // lockFile is lock with the file system's own errors (lockFailed words them).

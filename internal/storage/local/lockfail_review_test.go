@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/local"
@@ -71,5 +73,66 @@ func TestLockFailureNamesTheLockFile(t *testing.T) {
 	check("delete, the lock file denied", err)
 	if !errors.Is(err, storage.ErrPermission) {
 		t.Errorf("delete, the lock file denied: %q is not a permission error", err)
+	}
+}
+
+// A commit waiting for the lock ends when its context does: another process holding it
+// (stopped mid-commit, or on a stalled network filesystem) made Ctrl-C do nothing until it
+// let go. Found by the session 17 review: a 'veil put' waiting on a held lock went on
+// waiting after SIGINT. The wait abandoned takes and drops the lock once it is free, so
+// later commits go on.
+func TestLockWaitEndsWithContext(t *testing.T) {
+	b, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(context.Background(), "a", "b", bytes.NewReader([]byte("x")), 1); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.OpenFile(filepath.Join(b.Root(), local.TempDirName, "lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		op   func(context.Context) error
+	}{
+		{"delete", func(ctx context.Context) error { return b.Delete(ctx, "a", "b") }},
+		{"put", func(ctx context.Context) error { return b.Put(ctx, "a", "c", bytes.NewReader([]byte("x")), 1) }},
+		{"batch", func(ctx context.Context) error {
+			return b.PutBatch(ctx, []storage.Object{{Dir: "a", Name: "c", Data: []byte("x"), Create: true}})
+		}},
+		{"conditional move", func(ctx context.Context) error { return b.MoveMatch(ctx, "a", "b", "", "m", [32]byte{}) }},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- c.op(ctx) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s waiting for a held lock, its context ended: %v", c.what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s waiting for a held lock: its context ended 5s ago, still waiting", c.what)
+		}
+		cancel()
+	}
+	if _, err := os.Stat(filepath.Join(b.Root(), "a", "c")); err == nil {
+		t.Fatal("a put whose wait for the lock ended stored its object")
+	}
+	held.Close()
+	done := make(chan error, 1)
+	go func() { done <- b.Delete(context.Background(), "a", "b") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lock is not free again once its holder let go: an abandoned wait kept it")
 	}
 }

@@ -27,7 +27,7 @@ func (b *Backend) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstNam
 	}
 	srcKey, dstKey := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	what := fmt.Sprintf("move %s to %s", srcKey, dstKey)
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
 	}

@@ -83,7 +83,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 		return err
 	}
 	key := storage.Join(dir, name)
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return b.fail("delete", key, err)
 	}
@@ -172,7 +172,7 @@ func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName str
 	}
 	srcKey, dstKey := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	what := fmt.Sprintf("move %s to %s", srcKey, dstKey)
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
 	}

@@ -102,6 +102,9 @@ Examples:
 				}
 				return exitError{"check found " + what, 3}
 			}
+			if n := len(res.Pending); n > 0 {
+				return exitError{"check found " + plural(n, "entry", "entries") + " left by an interrupted mv: run 'veil mv --resume' to finish it", 3}
+			}
 			if rep != nil && len(rep.Pending) > 0 {
 				return exitError{"check --repair left " + plural(len(rep.Pending), "folder", "folders") +
 					" without a record: an interrupted mv covers them; run 'veil mv --resume', then 'veil check --repair' again", 3}
@@ -127,6 +130,9 @@ type checkJSON struct {
 func printCheck(out io.Writer, res *dupless.CheckResult, rep *dupless.FolderRepair) {
 	for _, p := range res.Problems {
 		fmt.Fprintf(out, "damaged: %s: %s\n", words.Name(p.Path), words.Escape(p.Err))
+	}
+	for _, p := range res.Pending { // no damage: the mv run again finishes them
+		fmt.Fprintf(out, "pending: %s: %s\n", words.Name(p.Path), words.Escape(p.Err))
 	}
 	found := res.Unrecorded
 	if rep != nil && len(rep.Pending) > 0 { // named below, as left: once each

@@ -32,3 +32,23 @@ func TestCheckRepairNamesLeftFoldersOnce(t *testing.T) {
 		}
 	}
 }
+
+// check names each entry an interrupted mv left as pending, with the mv to run, and calls
+// nothing damaged for it nor advises 'put --force'. Found by the session 17 review: after
+// a killed 'veil mv d e' check said "damaged" of every entry of e.
+func TestCheckNamesPendingMoveEntries(t *testing.T) {
+	note := "left by an interrupted 'veil mv d e', which is pending: run it again, or run 'veil mv --resume', to finish it"
+	res := &dupless.CheckResult{Problems: []dupless.FileError{}, Unrecorded: []string{},
+		Pending: []dupless.FileError{{Path: "e/", Err: note}, {Path: "e/f1", Err: note}}}
+	var b strings.Builder
+	printCheck(&b, res, nil)
+	out := b.String()
+	for _, p := range []string{"e/", "e/f1"} {
+		if !strings.Contains(out, "pending: "+p+": "+note+"\n") {
+			t.Errorf("%s not named pending:\n%s", p, out)
+		}
+	}
+	if strings.Contains(out, "damaged") || strings.Contains(out, "--force") || !strings.Contains(out, ": no damage\n") {
+		t.Errorf("a pending mv read as damage:\n%s", out)
+	}
+}

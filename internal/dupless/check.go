@@ -38,6 +38,7 @@ type CheckResult struct {
 	BytesRead        int64         `json:"bytes_read"`        // plaintext bytes verified
 	Problems         []FileError   `json:"problems"`
 	Unrecorded       []string      `json:"folders_without_record"` // no damage: folders an older veil made without a record (dirrepair.go)
+	Pending          []FileError   `json:"pending"`                // no damage: entries an interrupted mv left otherwise than the root lists (checkpending.go)
 	Duration         time.Duration `json:"duration_ns"`
 }
 
@@ -55,7 +56,7 @@ type chunkUse struct {
 // that stop the check (the tree root itself, the storage service unreachable).
 func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error) {
 	start := time.Now()
-	res := &CheckResult{Problems: []FileError{}, Unrecorded: []string{}}
+	res := &CheckResult{Problems: []FileError{}, Unrecorded: []string{}, Pending: []FileError{}}
 	if o.Subset < 0 || o.Subset > 1 {
 		return res, fmt.Errorf("subset %v: give a fraction in (0, 1]", o.Subset)
 	}
@@ -77,6 +78,16 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			}
 		}
 	}
+	note := c.pendingCheck(ctx)
+	stale := func(plain, path string, err error) { // an interrupted mv's doing, or damage
+		if errors.Is(err, ErrStale) {
+			if n := note(plain); n != "" {
+				res.Pending = append(res.Pending, FileError{Path: path, Err: n})
+				return
+			}
+		}
+		problem(path, err)
+	}
 	seen := map[string]bool{}
 	kinds := map[string]int{} // plain path -> 1: a file is stored there, 2: a folder, 3: both
 	err := c.walk(ctx, "", false, func(rel string, isDir bool, encDir, objName string) error {
@@ -88,11 +99,15 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			if errors.Is(err, storage.ErrNotFound) {
 				err = c.missing(storage.Join(encDir, objName)) // nil unless the root lists it
 				if err == nil {
-					res.Unrecorded = append(res.Unrecorded, rel)
+					if n := note(rel); n != "" { // made by the mv, its record still to come
+						res.Pending = append(res.Pending, FileError{Path: rel + "/", Err: n})
+					} else {
+						res.Unrecorded = append(res.Unrecorded, rel)
+					}
 				}
 			}
 			if err != nil {
-				problem(rel+"/", err)
+				stale(rel, rel+"/", err)
 			}
 			return nil
 		}
@@ -105,7 +120,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 			}
 		}
 		if err != nil {
-			problem(rel, err)
+			stale(rel, rel, err)
 			return nil
 		}
 		current[storage.Join(encDir, objName)] = h
@@ -127,7 +142,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 		return res, err
 	}
 	for _, p := range gone {
-		problem(p, fmt.Errorf("deleted: %w", ErrStale))
+		stale(p, p, fmt.Errorf("deleted: %w", ErrStale))
 	}
 	if err := c.checkSnapshots(ctx, current, res, addChunks, problem); err != nil {
 		return res, err
@@ -136,6 +151,7 @@ func (c *Client) Check(ctx context.Context, o CheckOptions) (*CheckResult, error
 	c.checkChunks(ctx, o, chunks, res, problem)
 	sort.Slice(res.Problems, func(i, j int) bool { return res.Problems[i].Path < res.Problems[j].Path })
 	sort.Strings(res.Unrecorded)
+	sort.Slice(res.Pending, func(i, j int) bool { return res.Pending[i].Path < res.Pending[j].Path })
 	res.Duration = time.Since(start)
 	return res, ctx.Err()
 }

@@ -307,6 +307,11 @@ func (c *Client) pendingNote(ctx context.Context, path string) string {
 	if err != nil {
 		return ""
 	}
+	return pendingNoteOf(marks, path)
+}
+
+// pendingNoteOf is pendingNote among marks.
+func pendingNoteOf(marks []PendingMove, path string) string {
 	for _, m := range marks {
 		if !m.Settled && m.covers(path) {
 			return fmt.Sprintf("left by an interrupted 'veil mv %s %s', which is pending: run it again, or run 'veil mv --resume', to finish it",

@@ -31,14 +31,14 @@ func wantPending(t *testing.T, what string, err error) {
 // elsewhere go on, and 'mv --resume' without names finishes it.
 func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 	fastRetries(t)
-	marked, noted := 0, 0
+	marked, noted, checked := 0, 0, 0
 	for left := int64(0); ; left++ {
 		be := &killBE{Backend: newBackend(t)}
 		c, master, want := moveTreeFixture(t, be, Options{Jobs: 2})
 		err := be.moveKilled(c, left, "tree", "moved")
 		if err == nil {
-			if marked < 10 || noted == 0 {
-				t.Fatalf("%d kill points left a mark, ls named it %d times", marked, noted)
+			if marked < 10 || noted == 0 || checked == 0 {
+				t.Fatalf("%d kill points left a mark, ls named it %d times, check %d", marked, noted, checked)
 			}
 			return
 		}
@@ -70,6 +70,18 @@ func TestPendingMoveRefusesWhatItCovers(t *testing.T) {
 				noted++
 			}
 		}
+		// check names them as ls does, and finds no damage (found by the session 17 review:
+		// it reported them as damaged, with 'put --force' as the repair).
+		res, err := next.Check(ctx, CheckOptions{})
+		if err != nil || len(res.Problems) != 0 || len(res.Unrecorded) != 0 {
+			t.Fatalf("killed after %d changes: check: %v, problems %+v, folders without a record %v", left, err, res.Problems, res.Unrecorded)
+		}
+		for _, p := range res.Pending {
+			if !strings.HasPrefix(p.Err, "left by an interrupted 'veil mv tree moved', which is pending") {
+				t.Fatalf("killed after %d changes: check: pending %s: %s", left, p.Path, p.Err)
+			}
+		}
+		checked += len(res.Pending)
 		local := filepath.Join(t.TempDir(), "new")
 		write(t, local, []byte("new"))
 		wantPending(t, "mv tree other", next.Move(ctx, "tree", "other"))

@@ -78,7 +78,7 @@ func (b *Backend) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return fmt.Errorf("put batch of %d: %w", len(objs), b.cause("", err))
 	}

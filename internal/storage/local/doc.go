@@ -21,7 +21,9 @@
 // "local_lock=flock|all", and most FUSE and sync-client folders (sshfs, a Dropbox or
 // Syncthing folder shared by two machines) exclude only within one host, and there two
 // devices' commits are as unconditional as before. The lock serialises commits, not
-// streaming: a Put writes its temporary file before it takes the lock.
+// streaming: a Put writes its temporary file before it takes the lock. A commit waiting for
+// the lock ends with its context, and one that cannot take it (.veil-tmp removed, the lock
+// file a folder or not writable) fails naming .veil-tmp/lock, never as its object's state.
 //
 // It imports storage, atomicfile and the standard library (plus x/sys for renameat2) only;
 // it never imports veil's clients, crypto or services.

@@ -116,7 +116,7 @@ func (b *Backend) Put(ctx context.Context, dir, name string, r io.Reader, size i
 	if err := b.ensureDir(dir); err != nil {
 		return b.fail("put", key, err)
 	}
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return b.fail("put", key, err)
 	}

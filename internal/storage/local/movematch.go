@@ -16,7 +16,7 @@ var _ storage.MatchMover = (*Backend)(nil)
 // between the check and the rename. The source is checked first (ErrNotFound), then its
 // content (ErrChanged, also for a directory), then the destination (ErrExists).
 func (b *Backend) MoveMatch(ctx context.Context, srcDir, srcName, dstDir, dstName string, match [32]byte) error {
-	return b.move(srcDir, srcName, dstDir, dstName, &match)
+	return b.move(ctx, srcDir, srcName, dstDir, dstName, &match)
 }
 
 // hashIs reports whether p is a regular file whose content hashes to h.

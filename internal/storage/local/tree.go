@@ -83,7 +83,7 @@ func (b *Backend) Delete(ctx context.Context, dir, name string) error {
 		return err
 	}
 	key := storage.Join(dir, name)
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return b.fail("delete", key, err)
 	}
@@ -162,12 +162,12 @@ func (b *Backend) Create(ctx context.Context, dir string) error {
 
 // Move renames a file or a directory tree without replacing an existing destination.
 func (b *Backend) Move(ctx context.Context, srcDir, srcName, dstDir, dstName string) error {
-	return b.move(srcDir, srcName, dstDir, dstName, nil)
+	return b.move(ctx, srcDir, srcName, dstDir, dstName, nil)
 }
 
 // move is Move, and MoveMatch when match is set: under the commit lock (lock.go), the
 // source's content must then hash to *match (ErrChanged otherwise).
-func (b *Backend) move(srcDir, srcName, dstDir, dstName string, match *[32]byte) error {
+func (b *Backend) move(ctx context.Context, srcDir, srcName, dstDir, dstName string, match *[32]byte) error {
 	src, err := b.path(srcDir, srcName)
 	if err != nil {
 		return err
@@ -178,7 +178,7 @@ func (b *Backend) move(srcDir, srcName, dstDir, dstName string, match *[32]byte)
 	}
 	srcKey, dstKey := storage.Join(srcDir, srcName), storage.Join(dstDir, dstName)
 	what := fmt.Sprintf("move %s to %s", srcKey, dstKey)
-	unlock, err := b.lock()
+	unlock, err := b.lock(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, b.cause(srcKey, err))
 	}

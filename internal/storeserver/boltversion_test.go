@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,9 +119,13 @@ func testBoltStoreUpgrade(t *testing.T, from byte) {
 	s.Close()
 
 	for round := range 2 { // the second open finds the store upgraded
-		s, err := Open(dir, Config{})
+		var told [][2]int // what Config.Upgraded heard (the commands tell the operator)
+		s, err := Open(dir, Config{Upgraded: func(from, to int) { told = append(told, [2]int{from, to}) }})
 		if err != nil {
 			t.Fatalf("open %d of a store of version %d: %v", round, from, err)
+		}
+		if want := [][2]int{{int(from), dbVersion}}; round == 0 && !slices.Equal(told, want) || round == 1 && told != nil {
+			t.Fatalf("open %d: Upgraded told %v", round, told)
 		}
 		db := boltDB(t, s)
 		if v := dbVersionOf(t, db); !bytes.Equal(v, []byte{dbVersion}) {

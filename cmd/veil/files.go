@@ -69,13 +69,13 @@ Examples:
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport, KSTimeout: ksTimeout, KSURLs: ksURLs}
 			var err error
-			if opts.Invite, err = readOptional(inviteFile); err != nil {
+			if opts.Invite, err = readOptional("--invite", inviteFile); err != nil {
 				return err
 			}
-			if opts.StoreCredRaw, err = readOptional(storeCred); err != nil {
+			if opts.StoreCredRaw, err = readOptional("--store-credential", storeCred); err != nil {
 				return err
 			}
-			if opts.KSCredRaw, err = readOptional(ksCred); err != nil {
+			if opts.KSCredRaw, err = readOptional("--ks-credential", ksCred); err != nil {
 				return err
 			}
 			pass, err := passphrase(o.passwordFile, true)
@@ -116,13 +116,14 @@ Examples:
 	return c
 }
 
-func readOptional(path string) ([]byte, error) {
+// readOptional reads the file a flag names ("": none); an error names the flag.
+func readOptional(flag, path string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return b, nil
 }

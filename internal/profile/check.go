@@ -50,6 +50,9 @@ func existingLocal(location string) error {
 // at the first put. A local location is created.
 func checkStorage(ctx context.Context, location string, storeCred []byte, cred open.Credentials) (storage.Backend, error) {
 	if storeCred != nil {
+		if kind := otherKind(storeCred, "store"); kind != "" {
+			return nil, fmt.Errorf("the store credential is %s", kind)
+		}
 		var sc storewire.Credential
 		if err := json.Unmarshal(storeCred, &sc); err != nil {
 			return nil, fmt.Errorf("store credential: %w", err)

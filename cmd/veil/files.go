@@ -227,9 +227,18 @@ Examples:
 			}
 			defer done()
 			if lastArg {
-				if err := cl.NeedFolder(cmd.Context(), dest); err != nil {
-					return fmt.Errorf("%w: as the last argument, the destination must be an existing folder "+
-						"(create it with --to %s, or 'veil mkdir %s')", err, dest, dest)
+				// The destination as the user typed it (found by a user walkthrough:
+				// 'put src /src' said "src does not exist in storage", the local folder's
+				// name, and of a stored file it said to create it with mkdir).
+				var nf *dupless.NotFolderError
+				switch err := cl.NeedFolder(cmd.Context(), dest); {
+				case errors.As(err, &nf) && nf.IsFile:
+					return fmt.Errorf("%s is a stored file: as the last argument, the destination must be an existing folder", dest)
+				case errors.As(err, &nf):
+					return fmt.Errorf("%s does not exist in storage: as the last argument, the destination must be an existing folder "+
+						"(create it with --to %s, or 'veil mkdir %s')", dest, dest, dest)
+				case err != nil:
+					return err
 				}
 			}
 			if sel.dryRun {

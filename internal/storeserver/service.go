@@ -183,7 +183,8 @@ func openMeta(dir, dsn string, cfg Config, groups func(int)) (metaStore, error) 
 		return nil, err
 	}
 	if from != 0 {
-		cfg.Logger.Info("upgraded the metadata database", "from", from, "to", dbVersion)
+		// Warn: 'veil serve' logs warnings only, and older binaries refuse the store now.
+		cfg.Logger.Warn("upgraded the metadata database: older veil binaries refuse it now", "from", from, "to", dbVersion)
 		if cfg.Upgraded != nil {
 			cfg.Upgraded(int(from), dbVersion)
 		}

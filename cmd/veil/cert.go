@@ -53,6 +53,9 @@ Certificates).`,
 					return usageError(err.Error())
 				}
 			}
+			if o.OnlyHosts && len(o.Hosts) == 0 {
+				return usageError("--only-hosts names the --host values only: give at least one --host")
+			}
 			if o.Validity <= 0 {
 				return usageError(fmt.Sprintf("--valid %v: want a positive duration (e.g. 8760h, a year)", o.Validity))
 			}

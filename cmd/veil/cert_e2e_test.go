@@ -128,4 +128,9 @@ func TestKeyserverCertE2E(t *testing.T) {
 	if _, errs, code := opVeil(t, "keyserver", "cert", "--dir", dir, "--valid", "0s"); code != 2 || !strings.Contains(errs, "--valid 0s: want a positive duration") {
 		t.Fatalf("--valid 0s: exit %d %s", code, errs)
 	}
+	// A usage mistake (exit 2), as the other flags' are; it was exit 1, "no hosts for the
+	// certificate" (found by a user walkthrough).
+	if _, errs, code := opVeil(t, "keyserver", "cert", "--dir", dir, "--only-hosts"); code != 2 || !strings.HasPrefix(errs, "veil: --only-hosts names the --host values only: give at least one --host\n") {
+		t.Fatalf("--only-hosts without --host: exit %d %s", code, errs)
+	}
 }

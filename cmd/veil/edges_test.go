@@ -179,7 +179,16 @@ func TestE2EPutMissingDestination(t *testing.T) {
 	if ls := u.mustRun(t, "ls"); ls != "" {
 		t.Fatalf("put a b typo stored something: %q", ls)
 	}
+	// The destination as typed, and no advice to mkdir a stored file (found by a user
+	// walkthrough: "/typo" was "typo", the file was to be created with 'veil mkdir').
+	if errs := u.mustFail(t, "put", "-q", a, "/typo"); errs != "veil: /typo does not exist in storage: as the last argument, the destination "+
+		"must be an existing folder (create it with --to /typo, or 'veil mkdir /typo')\n" {
+		t.Fatalf("put a /typo: %q", errs)
+	}
 	u.mustRun(t, "put", "-q", a, "--to", "new")
+	if errs := u.mustFail(t, "put", "-q", b, "/new/a"); errs != "veil: /new/a is a stored file: as the last argument, the destination must be an existing folder\n" {
+		t.Fatalf("put b /new/a: %q", errs)
+	}
 	u.mustRun(t, "put", "-q", b, "new")
 	if ls := u.mustRun(t, "ls", "new"); ls != "a\nb\n" {
 		t.Fatalf("ls new = %q", ls)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/veil-project/veil/internal/verr"
 	"github.com/veil-project/veil/internal/words"
 )
@@ -41,7 +43,7 @@ func markUsageErrors(root *cobra.Command) {
 				return nil
 			}
 		}
-		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return argError{err, cmd} })
+		c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return argError{flagValueError(err), cmd} })
 		if !c.Runnable() && c.HasSubCommands() {
 			// cobra shows a group's help and exits 0 for any argument: 'veil store gcc'
 			// in a script would succeed having done nothing.
@@ -217,4 +219,26 @@ func pathErr(p string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", p, err)
+}
+
+// flagValueError says what a number or switch flag wants, in place of strconv's words
+// (found by a user walkthrough: '--version abc' was `invalid argument "abc" for
+// "--version" flag: strconv.ParseInt: parsing "abc": invalid syntax`); other errors
+// are as they are.
+func flagValueError(err error) error {
+	var ive *pflag.InvalidValueError
+	var ne *strconv.NumError
+	if !errors.As(err, &ive) || !errors.As(err, &ne) || ive.GetFlag() == nil {
+		return err
+	}
+	want := map[string]string{"int": "a whole number", "int64": "a whole number", "int32": "a whole number",
+		"uint": "a whole number, not negative", "uint64": "a whole number, not negative", "uint32": "a whole number, not negative",
+		"float64": "a number", "bool": "true or false"}[ive.GetFlag().Value.Type()]
+	switch {
+	case want == "":
+		return err
+	case errors.Is(ne.Err, strconv.ErrRange):
+		return fmt.Errorf("--%s %s: out of range", ive.GetFlag().Name, ive.GetValue())
+	}
+	return fmt.Errorf("--%s %s: want %s", ive.GetFlag().Name, ive.GetValue(), want)
 }

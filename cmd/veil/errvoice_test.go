@@ -93,3 +93,24 @@ func TestMissingRequiredFlag(t *testing.T) {
 		}
 	}
 }
+
+// A number or switch flag given something else says what it wants, in one line and a
+// usage line, exit 2; it said strconv's words (`invalid argument "abc" for "--version"
+// flag: strconv.ParseInt: parsing "abc": invalid syntax`; found by a user walkthrough).
+func TestFlagValueSaysWhatItWants(t *testing.T) {
+	u := &user{config: t.TempDir()}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cat", "--version", "abc", "f"}, "veil: --version abc: want a whole number\n"},
+		{[]string{"ls", "--snapshot", "-1"}, "veil: --snapshot -1: want a whole number, not negative\n"},
+		{[]string{"get", "--version", "99999999999999999999", "f"}, "veil: --version 99999999999999999999: out of range\n"},
+		{[]string{"put", "--json=maybe", "f"}, "veil: --json maybe: want true or false\n"},
+	} {
+		out, errs, code := u.run(t, c.args...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errs, c.want+"usage: veil ") || strings.Count(errs, "\n") != 2 {
+			t.Errorf("veil %v: exit %d, stdout %q, stderr %q; want exit 2, %q and the usage line", c.args, code, out, errs, c.want)
+		}
+	}
+}

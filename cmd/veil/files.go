@@ -71,13 +71,13 @@ Examples:
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := profile.InitOptions{Storage: storageLoc, NoKS: noKS, Transport: transport, KSTimeout: ksTimeout, KSURLs: ksURLs}
 			var err error
-			if opts.Invite, err = readOptional(inviteFile); err != nil {
+			if opts.Invite, err = readOptional("--invite", inviteFile); err != nil {
 				return err
 			}
-			if opts.StoreCredRaw, err = readOptional(storeCred); err != nil {
+			if opts.StoreCredRaw, err = readOptional("--store-credential", storeCred); err != nil {
 				return err
 			}
-			if opts.KSCredRaw, err = readOptional(ksCred); err != nil {
+			if opts.KSCredRaw, err = readOptional("--ks-credential", ksCred); err != nil {
 				return err
 			}
 			pass, err := passphrase(o.passwordFile, true)
@@ -119,13 +119,14 @@ Examples:
 	return c
 }
 
-func readOptional(path string) ([]byte, error) {
+// readOptional reads the file a flag names ("": none); an error names the flag.
+func readOptional(flag, path string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return b, nil
 }
@@ -229,9 +230,18 @@ Examples:
 			}
 			defer done()
 			if lastArg {
-				if err := cl.NeedFolder(cmd.Context(), dest); err != nil {
-					return fmt.Errorf("%w: as the last argument, the destination must be an existing folder "+
-						"(create it with --to %s, or 'veil mkdir %s')", err, dest, dest)
+				// The destination as the user typed it (found by a user walkthrough:
+				// 'put src /src' said "src does not exist in storage", the local folder's
+				// name, and of a stored file it said to create it with mkdir).
+				var nf *dupless.NotFolderError
+				switch err := cl.NeedFolder(cmd.Context(), dest); {
+				case errors.As(err, &nf) && nf.IsFile:
+					return fmt.Errorf("%s is a stored file: as the last argument, the destination must be an existing folder", dest)
+				case errors.As(err, &nf):
+					return fmt.Errorf("%s does not exist in storage: as the last argument, the destination must be an existing folder "+
+						"(create it with --to %s, or 'veil mkdir %s')", dest, dest, dest)
+				case err != nil:
+					return err
 				}
 			}
 			if sel.dryRun {

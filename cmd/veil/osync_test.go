@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -100,7 +101,9 @@ func TestOsyncCommands(t *testing.T) {
 
 // checkSyncJSON pins the shape of `osync sync --json`: one object per epoch with the
 // snake_case names `status --json` uses (it printed Go's field names: Epoch, FragsSynced,
-// PendingBytes, Duration), and the status's pending_* names for the same quantities.
+// PendingBytes, Duration), and the status's pending_* names for the same quantities. A name
+// both print means the same thing in both: sync's list of the backend files an epoch
+// rewrote was "files", status's number of backend files N (found by a user walkthrough).
 func checkSyncJSON(t *testing.T, be string) {
 	t.Helper()
 	out, err := runVeil(t, "osync", "sync", "--backend", be, "--epochs", "2", "--json")
@@ -111,8 +114,9 @@ func checkSyncJSON(t *testing.T, be string) {
 	if len(lines) != 2 {
 		t.Fatalf("sync --epochs 2 --json printed %d lines: %q", len(lines), out)
 	}
-	want := []string{"bytes_synced", "bytes_written", "duration_ns", "epoch", "files", "fragments_synced",
+	want := []string{"bytes_synced", "bytes_written", "duration_ns", "epoch", "files_rewritten", "fragments_synced",
 		"inodes_committed", "pending_bytes", "pending_fragments", "pending_inodes"}
+	var last map[string]any
 	for i, line := range lines {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -121,14 +125,27 @@ func checkSyncJSON(t *testing.T, be string) {
 		if keys := slices.Sorted(maps.Keys(m)); !slices.Equal(keys, want) {
 			t.Fatalf("sync --json fields %q, want %q", keys, want)
 		}
-		files, _ := m["files"].([]any)
+		files, _ := m["files_rewritten"].([]any)
 		if m["epoch"] != float64(4+i) || len(files) == 0 || m["bytes_written"] != float64((len(files)+1)*8192) {
 			t.Fatalf("sync --json epoch %d: %s", 4+i, line)
 		}
+		last = m
 	}
 	st, err := runVeil(t, "osync", "status", "--backend", be, "--json")
 	if err != nil || !strings.Contains(st, `"pending_bytes":`) || !strings.Contains(st, `"pending_fragments":`) || !strings.Contains(st, `"epoch":5`) {
 		t.Fatalf("status --json: %q %v", st, err)
+	}
+	var status map[string]any
+	if err := json.Unmarshal([]byte(st), &status); err != nil {
+		t.Fatalf("status --json: %v: %q", err, st)
+	}
+	writer, _ := status["writer"].(map[string]any)
+	for name, v := range last {
+		for _, in := range []map[string]any{status, writer} {
+			if w, ok := in[name]; ok && fmt.Sprintf("%T", w) != fmt.Sprintf("%T", v) {
+				t.Errorf("%q is %v in sync --json, %v in status --json: one name, two meanings", name, v, w)
+			}
+		}
 	}
 }
 

@@ -62,17 +62,25 @@ func dirFlag(c *cobra.Command, dir *string) {
 	c.MarkFlagRequired("dir")
 }
 
-// storeConfig opens the blob store a data directory records (or flag, when it agrees).
+// storeConfig opens the blob store a data directory records (or flag, when it agrees). Its
+// Config says on stderr when opening the directory upgrades its database, which older
+// binaries then refuse (found by a user walkthrough: 'veil store stats' upgraded a store
+// without a word, where docs/deploy.md asks for a copy first if going back may be needed).
 func storeConfig(ctx context.Context, dir, flag string) (storeserver.Config, error) {
+	cfg := storeserver.Config{Upgraded: func(from, to int) {
+		fmt.Fprintf(os.Stderr, "upgraded the store in %s from database version %d to %d: veil of session 16 and older "+
+			"refuses it now (docs/deploy.md, Upgrading)\n", dir, from, to)
+	}}
 	loc, err := storeserver.ResolveBlobs(dir, flag)
 	if err != nil || loc == storeserver.LocalBlobs {
-		return storeserver.Config{}, err
+		return cfg, err
 	}
 	be, err := open.Open(ctx, loc, open.EnvCredentials(open.Credentials{}, os.Getenv))
 	if err != nil {
 		return storeserver.Config{}, fmt.Errorf("blobs %s: %w", loc, err)
 	}
-	return storeserver.Config{Blobs: be, BlobLocation: loc}, nil
+	cfg.Blobs, cfg.BlobLocation = be, loc
+	return cfg, nil
 }
 
 func newStoreInitCommand() *cobra.Command {
@@ -339,7 +347,7 @@ be opened with --public-metrics). Content lives where init recorded it (DIR/blob
 			if err != nil {
 				return err
 			}
-			cfg.Blobs, cfg.BlobLocation = bc.Blobs, bc.BlobLocation
+			cfg.Blobs, cfg.BlobLocation, cfg.Upgraded = bc.Blobs, bc.BlobLocation, bc.Upgraded
 			return storeserver.Run(cmd.Context(), dir, listen, cfg, func(addr string) {
 				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", dir, addr)
 			})

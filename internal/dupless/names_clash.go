@@ -17,6 +17,23 @@ import (
 // ErrNotFolder is a path that has to be a stored folder and is not.
 var ErrNotFolder = errors.New("not a stored folder")
 
+// NotFolderError is NeedFolder's refusal (errors.Is ErrNotFolder): Path is a stored file,
+// or nothing is stored there.
+type NotFolderError struct {
+	Path   string
+	IsFile bool
+}
+
+func (e *NotFolderError) Error() string {
+	if e.IsFile {
+		return e.Path + " is a stored file: " + ErrNotFolder.Error()
+	}
+	return e.Path + " does not exist in storage: " + ErrNotFolder.Error()
+}
+
+// Is makes a NotFolderError ErrNotFolder.
+func (e *NotFolderError) Is(target error) bool { return target == ErrNotFolder }
+
 // noFileOnPath fails when path or one of its parents is stored as a file or symlink, so a
 // folder made at path would share its name with a file.
 func (c *Client) noFileOnPath(ctx context.Context, path string) error {
@@ -76,9 +93,9 @@ func (c *Client) NeedFolder(ctx context.Context, path string) error {
 	case isDir:
 		return nil
 	case isFile:
-		return fmt.Errorf("%s is a stored file: %w", path, ErrNotFolder)
+		return &NotFolderError{Path: path, IsFile: true}
 	}
-	return fmt.Errorf("%s does not exist in storage: %w", path, ErrNotFolder)
+	return &NotFolderError{Path: path}
 }
 
 // kinds tells whether path is stored as a file (or symlink) and whether as a folder.

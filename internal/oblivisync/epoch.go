@@ -20,7 +20,7 @@ import (
 // epoch: snake_case names, as `veil osync status --json`'s.
 type EpochReport struct {
 	Epoch         uint64        `json:"epoch"`
-	Files         []int         `json:"files"`             // backend files rewritten (besides the superblock)
+	Files         []int         `json:"files_rewritten"`   // backend files rewritten (besides the superblock); not "files", status's N
 	BytesWritten  int64         `json:"bytes_written"`     // bytes written to the backend (k+1 files of B bytes)
 	FragsSynced   int           `json:"fragments_synced"`  // pending fragments written this epoch
 	BytesSynced   int64         `json:"bytes_synced"`      // payload bytes of those fragments

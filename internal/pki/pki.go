@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/veil-project/veil/internal/atomicfile"
@@ -68,9 +70,12 @@ func serverTemplate(commonName string, hosts []string) *x509.Certificate {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	for _, h := range hosts {
+		// A host named twice (init's default 127.0.0.1 and a --url on it) is named once.
 		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
+			if !slices.ContainsFunc(tmpl.IPAddresses, ip.Equal) {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			}
+		} else if h != "" && !slices.ContainsFunc(tmpl.DNSNames, func(n string) bool { return strings.EqualFold(n, h) }) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}

@@ -165,7 +165,7 @@ func loadServerPair(certPath, keyPath string, ca *CA) (*x509.Certificate, *ecdsa
 }
 
 // certHosts is the names a server certificate is valid for, IP addresses in their
-// canonical form.
+// canonical form, each once (init could name one twice: 127.0.0.1 by default and by --url).
 func certHosts(c *x509.Certificate) []string {
 	var hosts []string
 	for _, n := range c.DNSNames {
@@ -174,7 +174,13 @@ func certHosts(c *x509.Certificate) []string {
 	for _, ip := range c.IPAddresses {
 		hosts = append(hosts, ip.String())
 	}
-	return hosts
+	var once []string
+	for _, h := range hosts {
+		if !slices.Contains(once, h) {
+			once = append(once, h)
+		}
+	}
+	return once
 }
 
 func canonHost(h string) string {

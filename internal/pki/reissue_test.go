@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"net"
 	"os"
 	"path/filepath"
@@ -227,4 +228,67 @@ func TestReissueLegacyNames(t *testing.T) {
 	if _, err := LoadServerCert(r.Path, filepath.Join(dir, ServerKeyFile), ""); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A host given twice (init's default 127.0.0.1 and the --url on it, as 'veil serve' and
+// 'keyserver init' did) is named once in the certificate, and a certificate that names one
+// twice is re-issued naming it once ('veil store cert' printed "127.0.0.1, ::1, 127.0.0.1";
+// found by a user walkthrough).
+func TestServerCertNamesEachHostOnce(t *testing.T) {
+	dir := t.TempDir()
+	_, srv, err := InitDir(dir, "test CA", "test server", []string{"127.0.0.1", "Store.example", "::1", "127.0.0.1", "store.example"}, 24*time.Hour, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(srv.CertPEM)
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := certHostsRaw(c); !slices.Equal(got, []string{"Store.example", "127.0.0.1", "::1"}) {
+		t.Fatalf("init's certificate names %q", got)
+	}
+	// A certificate of before, naming 127.0.0.1 twice.
+	ca, err := LoadCA(filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := parseKey(mustRead(t, filepath.Join(dir, ServerKeyFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := serverTemplate("test server", []string{"a.example"})
+	tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.1"))
+	iss, err := signKey(tmpl, ca, key, time.Now(), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ServerCertFile), iss.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReissueServer(dir, ReissueOptions{Hosts: []string{"127.0.0.2"}, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := certHostsRaw(r.Cert); !slices.Equal(got, []string{"a.example", "127.0.0.1", "127.0.0.2"}) {
+		t.Fatalf("re-issued certificate names %q", got)
+	}
+}
+
+// certHostsRaw is every name and address a certificate holds, as it holds them.
+func certHostsRaw(c *x509.Certificate) []string {
+	hosts := slices.Clone(c.DNSNames)
+	for _, ip := range c.IPAddresses {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

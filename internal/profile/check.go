@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,9 @@ func existingLocal(location string) error {
 // at the first put. A local location is created.
 func checkStorage(ctx context.Context, location string, storeCred []byte, cred open.Credentials) (storage.Backend, error) {
 	if storeCred != nil {
+		if kind := otherKind(storeCred, "store"); kind != "" {
+			return nil, fmt.Errorf("the store credential is %s", kind)
+		}
 		var sc storewire.Credential
 		if err := json.Unmarshal(storeCred, &sc); err != nil {
 			return nil, fmt.Errorf("store credential: %w", err)
@@ -60,6 +64,9 @@ func checkStorage(ctx context.Context, location string, storeCred []byte, cred o
 		return nil, fmt.Errorf("storage %s: %w", location, err)
 	}
 	if _, err := be.List(ctx, ""); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if lacks, ok := unnamedHost(err, "--storage", "veil store cert"); ok {
+			return nil, fmt.Errorf("storage %s %s", location, lacks)
+		}
 		return nil, fmt.Errorf("storage %s does not answer: %w", location, err)
 	}
 	if used, err := dupless.InUse(ctx, be); err != nil {
@@ -87,6 +94,9 @@ func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, urls [
 	defer cl.Close()
 	err = cl.Check(ctx)
 	var delayed *ksclient.DelayedError
+	if lacks, ok := unnamedHost(err, "--ks-url", "veil keyserver cert"); ok {
+		return fmt.Errorf("key server %s %s", cl.Where(), lacks)
+	}
 	if problem := ksclient.CredentialProblem(err); problem != "" {
 		return fmt.Errorf("key server %s %s: nothing was written; ask its operator for a credential of it "+
 			"('veil keyserver client add', or a new invitation)", cl.Where(), problem)
@@ -108,6 +118,24 @@ func checkKS(ctx context.Context, cred *ksclient.Credential, cfg *Config, urls [
 			"puts store without deduplication until it answers", cl.Where(), err))
 	}
 	return nil
+}
+
+// unnamedHost says, after "key server URL" or "storage LOCATION", that the server's
+// certificate does not name the host it was dialed by, when err is that TLS failure
+// (x509.HostnameError), and the two ways out: dial it by a name the certificate has (flag),
+// or have its operator add this one (command). It says nothing of the credential (the name
+// is checked before the CA, so its CA may be the credential's or not; found by
+// a user walkthrough: a key server dialed by a new name was "not the server the
+// credential trusts", with advice to ask for a new credential, where its operator had only
+// to add the name with 'veil keyserver cert'; the store "did not answer").
+func unnamedHost(err error, flag, command string) (string, bool) {
+	var he x509.HostnameError
+	if err == nil || !errors.As(err, &he) || he.Host == "" {
+		return "", false
+	}
+	return fmt.Sprintf("serves a certificate that does not name %s (%v): nothing was written; "+
+		"give %s a name the certificate has, or have the server's operator add this one ('%s --dir DIR --host %s')",
+		he.Host, he.Error(), flag, command, he.Host), true
 }
 
 // CheckPassphrase fails unless passphrase opens the key file in dir (and says so before

@@ -119,6 +119,9 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 	cfg := &Config{Version: 1, Storage: o.Storage, NoKS: o.NoKS, KSTransport: o.Transport, KSTimeout: o.KSTimeout, KSURLs: o.KSURLs}
 	storeCred, ksCred := o.StoreCredRaw, o.KSCredRaw
 	if o.Invite != nil {
+		if kind := otherKind(o.Invite, "invite"); kind != "" {
+			return nil, fmt.Errorf("the invitation is %s", kind)
+		}
 		inv, err := invite.Parse(o.Invite)
 		if err != nil {
 			return nil, err
@@ -135,6 +138,9 @@ func Init(ctx context.Context, dir string, passphrase []byte, o InitOptions) (*C
 		return nil, errors.New("no key server credential (use --ks-credential or --invite; --no-keyserver stores without dedup)")
 	}
 	if ksCred != nil {
+		if kind := otherKind(ksCred, "ks"); kind != "" {
+			return nil, fmt.Errorf("the key server credential is %s", kind)
+		}
 		cred, err := ksclient.ParseCredential(ksCred)
 		if err != nil {
 			return nil, fmt.Errorf("key server credential: %w", err)

@@ -3,7 +3,9 @@ package storeserver
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,9 +120,18 @@ func testBoltStoreUpgrade(t *testing.T, from byte) {
 	s.Close()
 
 	for round := range 2 { // the second open finds the store upgraded
-		s, err := Open(dir, Config{})
+		var told [][2]int       // what Config.Upgraded heard (the commands tell the operator)
+		var logged bytes.Buffer // a server's log at 'veil serve''s level: warnings
+		s, err := Open(dir, Config{Upgraded: func(from, to int) { told = append(told, [2]int{from, to}) },
+			Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			t.Fatalf("open %d of a store of version %d: %v", round, from, err)
+		}
+		if want := [][2]int{{int(from), dbVersion}}; round == 0 && !slices.Equal(told, want) || round == 1 && told != nil {
+			t.Fatalf("open %d: Upgraded told %v", round, told)
+		}
+		if up := strings.Contains(logged.String(), "upgraded the metadata database"); up != (round == 0) {
+			t.Fatalf("open %d: log %q", round, logged.String())
 		}
 		db := boltDB(t, s)
 		if v := dbVersionOf(t, db); !bytes.Equal(v, []byte{dbVersion}) {

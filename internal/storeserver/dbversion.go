@@ -42,8 +42,9 @@ func parseDBVersion(v []byte) (byte, error) {
 }
 
 // checkBoltDB refuses a database without the store's buckets or of an unknown version, and
-// takes an older version to dbVersion (upgradeDB).
-func checkBoltDB(db *bolt.DB) error {
+// takes an older version to dbVersion (upgradeDB), returning the version it was (0: it
+// was dbVersion).
+func checkBoltDB(db *bolt.DB) (byte, error) {
 	var v byte
 	err := db.View(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bucketMeta)
@@ -55,9 +56,9 @@ func checkBoltDB(db *bolt.DB) error {
 		return err
 	})
 	if err != nil || v == dbVersion {
-		return err
+		return 0, err
 	}
-	return upgradeDB(db)
+	return v, upgradeDB(db)
 }
 
 // upgradeDB takes a store of version 1 or 2 to dbVersion in one transaction (a crash

@@ -65,7 +65,7 @@ func InitDB(dir, db, location string, blobs storage.Backend, hosts ...string) er
 			return fmt.Errorf("init: %w", err)
 		}
 	} else {
-		bdb, err := openDB(filepath.Join(dir, dbFile), true)
+		bdb, _, err := openDB(filepath.Join(dir, dbFile), true)
 		if err != nil {
 			return fmt.Errorf("init: %w", err)
 		}

@@ -36,6 +36,10 @@ type Config struct {
 	ProbeTimeout      time.Duration   // how long a check may take (default 2 s)
 	MaxBatchObjects   int             // objects per batch upload (default storage.BatchMaxObjects)
 	MaxBatchBytes     int64           // content bytes per batch upload, held in memory (default storage.BatchMaxBytes)
+	// Upgraded, when set, is told when Open took a single-machine store's database from an
+	// older version to this veil's (dbversion.go), which older binaries then refuse: the
+	// commands tell the operator, who may have meant to copy the store first.
+	Upgraded func(from, to int)
 }
 
 // DefaultAddr is the address the storage service listens on unless told otherwise.
@@ -174,9 +178,16 @@ func openMeta(dir, dsn string, cfg Config, groups func(int)) (metaStore, error) 
 		defer cancel()
 		return openPGMeta(ctx, dsn, cfg.RequestTimeout, groups)
 	}
-	db, err := openDB(filepath.Join(dir, dbFile), false)
+	db, from, err := openDB(filepath.Join(dir, dbFile), false)
 	if err != nil {
 		return nil, err
+	}
+	if from != 0 {
+		// Warn: 'veil serve' logs warnings only, and older binaries refuse the store now.
+		cfg.Logger.Warn("upgraded the metadata database: older veil binaries refuse it now", "from", from, "to", dbVersion)
+		if cfg.Upgraded != nil {
+			cfg.Upgraded(int(from), dbVersion)
+		}
 	}
 	if err := buildCounts(db); err != nil {
 		db.Close()
@@ -185,17 +196,20 @@ func openMeta(dir, dsn string, cfg Config, groups func(int)) (metaStore, error) 
 	return newBoltMeta(db, groups), nil
 }
 
-func openDB(path string, create bool) (*bolt.DB, error) {
+// openDB opens (or creates) meta.db, and reports the older version it upgraded the
+// database from (0: none).
+func openDB(path string, create bool) (*bolt.DB, byte, error) {
 	// The freelist is rebuilt on open instead of written on every commit: fewer pages per
 	// commit, same durability (bbolt's documented trade: slower open of huge databases).
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoFreelistSync: true,
 		FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, ErrBusy
+		return nil, 0, ErrBusy
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	var from byte
 	if create {
 		err = db.Update(func(tx *bolt.Tx) error {
 			for _, b := range [][]byte{bucketUsers, bucketNS, bucketBlobs, bucketMeta, bucketData, bucketCounts} {
@@ -206,13 +220,13 @@ func openDB(path string, create bool) (*bolt.DB, error) {
 			return tx.Bucket(bucketMeta).Put(versionKey, []byte{dbVersion})
 		})
 	} else {
-		err = checkBoltDB(db)
+		from, err = checkBoltDB(db)
 	}
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return db, nil
+	return db, from, nil
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -180,6 +181,9 @@ Examples:
 			defer done()
 			res, err := cl.SyncWith(cmd.Context(), args[0], dest, dupless.SyncOptions{DryRun: dry, AllowEmpty: allowEmpty})
 			ui.finish()
+			if res != nil {
+				noteNested(cmd, args[0], dest, res.Changes)
+			}
 			if res != nil && o.interruptedSummary(cmd, err, res.Put, res) {
 				return err
 			}
@@ -224,4 +228,24 @@ Examples:
 	c.Flags().BoolVar(&allowEmpty, "allow-empty", false, "sync an empty DIR: remove everything stored under it (refused without: a mount that failed looks empty)")
 	c.Flags().StringArrayVar(&o.exclude, "exclude", nil, "neither store nor remove entries matching this pattern (name or path below DIR; repeatable)")
 	return c
+}
+
+// noteNested warns, on stderr, when sync makes DEST/<name of DIR> new inside a DEST that
+// already ends with that name ('veil sync w1 /docs/w1' syncs into /docs/w1/w1, cp -r's
+// rule): the user most likely meant DEST itself, and its local deletions would never
+// reach it (found by the session 17 walkthrough: the sync said "removed 0 entries").
+func noteNested(cmd *cobra.Command, dir, dest string, changes []dupless.Change) {
+	name := filepath.Base(filepath.Clean(dir))
+	d := strings.Trim(path.Clean("/"+dest), "/")
+	if d == "" || path.Base(d) != name {
+		return
+	}
+	made := d + "/" + name
+	for _, ch := range changes {
+		if ch.IsDir && ch.Kind == "added" && ch.Path == made {
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is stored as %s, a new folder inside %s: sync stores a folder under its own name, as cp -r does; to make %s this folder, give its parent: 'veil sync %s %s'\n",
+				dir, made, d, d, dir, path.Dir("/"+d))
+			return
+		}
+	}
 }

@@ -88,3 +88,26 @@ func TestE2EDiffAndSync(t *testing.T) {
 		t.Fatalf("diff --local of a missing folder: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// 'veil sync w1 /docs/w1' stores w1 as /docs/w1/w1 (cp -r's rule: sync stores a folder
+// under its own name); a user who meant /docs/w1 itself saw "removed 0 entries" and his
+// local deletions never reached it (session 17 walkthrough). The first such sync says so
+// on stderr with the command meant; a sync into the parent, or again into the nested
+// folder, says nothing.
+func TestE2ESyncIntoFolderOfItsNameIsNoted(t *testing.T) {
+	d := startServe(t, "alice")
+	alice := d.newUser(t, "alice")
+	src := filepath.Join(t.TempDir(), "w1")
+	randomFile(t, filepath.Join(src, "a.txt"), 100, 1)
+	if _, errOut, code := alice.run(t, "sync", src, "docs"); code != 0 || errOut != "" {
+		t.Fatalf("sync into docs: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code := alice.run(t, "sync", src, "/docs/w1")
+	want := "note: " + src + " is stored as docs/w1/w1, a new folder inside docs/w1: sync stores a folder under its own name, as cp -r does; to make docs/w1 this folder, give its parent: 'veil sync " + src + " /docs'\n"
+	if code != 0 || errOut != want {
+		t.Fatalf("sync into docs/w1: exit %d, stderr %q\nwant %q", code, errOut, want)
+	}
+	if _, errOut, code := alice.run(t, "sync", src, "/docs/w1"); code != 0 || errOut != "" {
+		t.Fatalf("sync again into docs/w1: exit %d, stderr %q (said once, when the folder is new)", code, errOut)
+	}
+}

@@ -21,13 +21,7 @@ import (
 // VEIL_REQUIRE_INTEGRATION=1).
 func MountCaseInsensitive(t testing.TB, backing, mnt string) {
 	t.Helper()
-	RequireBinary(t, "fusermount3")
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		Missing(t, "no /dev/fuse")
-	}
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	fuseMountPoint(t, mnt)
 	var zero time.Duration
 	srv, err := gofs.Mount(mnt, &foldNode{backing: backing}, &gofs.Options{EntryTimeout: &zero, AttrTimeout: &zero,
 		MountOptions: fuse.MountOptions{FsName: "casefold", Name: "casefold"}})
@@ -117,4 +111,17 @@ func (n *foldNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 		return nil, gofs.ToErrno(err)
 	}
 	return []byte(target), 0
+}
+
+// fuseMountPoint skips the test without FUSE (fails it under VEIL_REQUIRE_INTEGRATION=1)
+// and makes the mount point mnt.
+func fuseMountPoint(t testing.TB, mnt string) {
+	t.Helper()
+	RequireBinary(t, "fusermount3")
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		Missing(t, "no /dev/fuse")
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }

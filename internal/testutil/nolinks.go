@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"context"
-	"os"
 	"syscall"
 	"testing"
 
@@ -17,13 +16,7 @@ import (
 // VEIL_REQUIRE_INTEGRATION=1).
 func MountWithoutHardLinks(t testing.TB, backing, mnt string) {
 	t.Helper()
-	RequireBinary(t, "fusermount3")
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		Missing(t, "no /dev/fuse")
-	}
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	fuseMountPoint(t, mnt)
 	root, err := gofs.NewLoopbackRoot(backing)
 	if err != nil {
 		t.Fatal(err)

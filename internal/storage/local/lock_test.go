@@ -20,15 +20,7 @@ import (
 // exactly one wins, and a conditional move racing the other opener's Put moves the
 // content it matched or nothing. New leaves the lock file alone.
 func TestConditionsAcrossOpeners(t *testing.T) {
-	dir := t.TempDir()
-	a, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, a, b := twoOpeners(t)
 	ctx := context.Background()
 	old := sha256.Sum256([]byte("old"))
 	for i := range 20 {
@@ -71,4 +63,18 @@ func TestConditionsAcrossOpeners(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, local.TempDirName, "lock")); err != nil {
 		t.Fatalf("the lock file after New: %v", err)
 	}
+}
+
+// twoOpeners opens one new directory store dir twice, as two veil processes do.
+func twoOpeners(t *testing.T) (dir string, a, b *local.Backend) {
+	t.Helper()
+	dir = t.TempDir()
+	var err error
+	if a, err = local.New(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = local.New(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir, a, b
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
-	"github.com/veil-project/veil/internal/storage/local"
 )
 
 // A lock-free put on a directory (docs/design.md, "A put without the lock") relies on its
@@ -23,15 +22,7 @@ import (
 // mark put while the batch renames its objects: it fails when Put renames without the
 // commit lock (the mark lands between the batch's check and its last rename).
 func TestPruneMarkExcludesBatchAcrossOpeners(t *testing.T) {
-	dir := t.TempDir()
-	put, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prune, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, put, prune := twoOpeners(t)
 	ctx := context.Background()
 	const chunks = 250
 	for round := range 3 {

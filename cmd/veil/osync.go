@@ -280,7 +280,7 @@ to back and exits. Each epoch rewrites exactly k random backend files and the su
 Running epochs on demand instead of on a clock reveals when you sync; for a folder that
 is observed continuously prefer a mounted writer, whose clock never depends on activity.
 
---json prints one object per epoch: epoch, files_rewritten (the numbers of the backend
+--json prints one object per epoch (none when --drain finds nothing pending): epoch, files_rewritten (the numbers of the backend
 files rewritten besides the superblock; status's "files" is how many there are), bytes_written, fragments_synced, bytes_synced, inodes_committed,
 pending_fragments, pending_bytes, pending_inodes, duration_ns.
 

@@ -16,25 +16,54 @@ import (
 	"github.com/veil-project/veil/internal/storage"
 )
 
-// hookMatchBE is matchBE that runs after once, after the first batch holding a record of
-// a user's file has been stored.
-type hookMatchBE struct {
-	matchBE
+// afterRecord runs after once, after the first batch holding a record of a file is
+// stored (hookMatchBE, hookLocalBE).
+type afterRecord struct {
 	after func()
 	once  atomic.Bool
+}
+
+func (h *afterRecord) stored(objs []storage.Object) {
+	for _, o := range objs {
+		if strings.HasSuffix(o.Name, keySuffix) && !strings.HasPrefix(o.Dir, veilDir) && h.after != nil && h.once.CompareAndSwap(false, true) {
+			h.after()
+			return
+		}
+	}
+}
+
+// hookMatchBE is matchBE with afterRecord.
+type hookMatchBE struct {
+	matchBE
+	afterRecord
 }
 
 func (b *hookMatchBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if err := b.matchBE.PutBatch(ctx, objs); err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if strings.HasSuffix(o.Name, keySuffix) && !strings.HasPrefix(o.Dir, veilDir) && b.after != nil && b.once.CompareAndSwap(false, true) {
-			b.after()
-			break
-		}
-	}
+	b.stored(objs)
 	return nil
+}
+
+// racePutsOfOneFolder puts two trees into one folder from two devices at once on be
+// (whose h runs B's put after A's first record) and checks that every snapshot restores.
+func racePutsOfOneFolder(t *testing.T, be storage.Backend, h *afterRecord) {
+	t.Helper()
+	dev := seededDevices(t, be)
+	srcA := writeTree(t, t.TempDir(), 12, 3000, 100)
+	srcB := writeTree(t, t.TempDir(), 12, 3000, 200)
+	var bErr error
+	h.after = func() { _, bErr = dev().Put(ctx, []string{srcB}, "") }
+	a := dev()
+	a.opts.Jobs = 1 // its records go one by one: B's put lands between two of them
+	if _, err := a.Put(ctx, []string{srcA}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !h.once.Load() || bErr != nil {
+		t.Fatalf("the race was not run (b's put: %v)", bErr)
+	}
+	everySnapshotRestores(t, dev(), srcA, srcB)
 }
 
 // writeTree writes n files of size bytes under dir/race, from seed.
@@ -92,23 +121,10 @@ func everySnapshotRestores(t *testing.T, c *Client, srcs ...string) {
 // the newest holds the later write of each.
 func TestPutsOfOneFolderEverySnapshotRestores(t *testing.T) {
 	be := &hookMatchBE{matchBE: matchBE{absentBE{&condBE{Backend: newBackend(t)}}}}
-	dev := seededDevices(t, be)
-	srcA := writeTree(t, t.TempDir(), 12, 3000, 100)
-	srcB := writeTree(t, t.TempDir(), 12, 3000, 200)
-	var bErr error
-	be.after = func() { _, bErr = dev().Put(ctx, []string{srcB}, "") }
-	a := dev()
-	a.opts.Jobs = 1 // its records go one by one: B's put lands between two of them
-	if _, err := a.Put(ctx, []string{srcA}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if !be.once.Load() || bErr != nil {
-		t.Fatalf("the race was not run (b's put: %v)", bErr)
-	}
+	racePutsOfOneFolder(t, be, &be.afterRecord)
 	if be.lost.Load() == 0 {
 		t.Fatal("no record write lost a race: the test did not interleave the puts")
 	}
-	everySnapshotRestores(t, dev(), srcA, srcB)
 }
 
 // The put whose records the other replaced never publishes (killed): the first put's

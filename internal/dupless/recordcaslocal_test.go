@@ -2,32 +2,24 @@ package dupless
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/veil-project/veil/internal/storage"
 	"github.com/veil-project/veil/internal/storage/local"
 )
 
-// hookLocalBE is a local directory backend that runs after once, after the first batch
-// holding a record is stored; its conditions are the backend's own.
+// hookLocalBE is a local directory backend with afterRecord; its conditions are the
+// backend's own.
 type hookLocalBE struct {
 	*local.Backend
-	after func()
-	once  atomic.Bool
+	afterRecord
 }
 
 func (b *hookLocalBE) PutBatch(ctx context.Context, objs []storage.Object) error {
 	if err := storage.PutAll(ctx, b.Backend, objs); err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if strings.HasSuffix(o.Name, keySuffix) && !strings.HasPrefix(o.Dir, veilDir) && b.after != nil && b.once.CompareAndSwap(false, true) {
-			b.after()
-			break
-		}
-	}
+	b.stored(objs)
 	return nil
 }
 
@@ -42,18 +34,5 @@ func TestPutsOfOneFolderEverySnapshotRestoresLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	be := &hookLocalBE{Backend: lb}
-	dev := seededDevices(t, be)
-	srcA := writeTree(t, t.TempDir(), 12, 3000, 100)
-	srcB := writeTree(t, t.TempDir(), 12, 3000, 200)
-	var bErr error
-	be.after = func() { _, bErr = dev().Put(ctx, []string{srcB}, "") }
-	a := dev()
-	a.opts.Jobs = 1 // its records go one by one: B's put lands between two of them
-	if _, err := a.Put(ctx, []string{srcA}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if !be.once.Load() || bErr != nil {
-		t.Fatalf("the race was not run (b's put: %v)", bErr)
-	}
-	everySnapshotRestores(t, dev(), srcA, srcB)
+	racePutsOfOneFolder(t, be, &be.afterRecord)
 }

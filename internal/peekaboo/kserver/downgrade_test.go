@@ -22,18 +22,8 @@ import (
 // V-server). Keyword queries stamped after the mark are served. Without such an open in
 // between (a clean restart, a crash after a publication) nothing more is refused.
 func TestDowngradeAndUpgradeAgain(t *testing.T) {
-	dir := t.TempDir()
-	if err := Init(dir, InitOptions{Endpoint: "https://127.0.0.1:1", PIR: testPIR}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	open := func() *Server {
-		s, err := Open(dir, Config{now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	dir, now := t.TempDir(), time.Now()
+	open := initAt(t, dir, &now)
 	at := func(d time.Duration) uint64 { return uint64(now.Add(d).UnixMilli()) }
 	nonce := func() (n [16]byte) { rand.Read(n[:]); return n }
 	var s *Server

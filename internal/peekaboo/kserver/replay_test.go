@@ -162,18 +162,8 @@ func TestReplayStoreAcrossRestarts(t *testing.T) {
 // TestReplayMarkInStateFile: the real store in kserver.db across a crash (the file closed
 // without Close), a clean Close, and state written by a veil that kept no mark.
 func TestReplayMarkInStateFile(t *testing.T) {
-	dir := t.TempDir()
-	if err := Init(dir, InitOptions{Endpoint: "https://127.0.0.1:1", PIR: testPIR}); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	open := func() *Server {
-		s, err := Open(dir, Config{now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	dir, now := t.TempDir(), time.Now()
+	open := initAt(t, dir, &now)
 	nonce := func() (n [16]byte) { rand.Read(n[:]); return n }
 	at := func(d time.Duration) uint64 { return uint64(now.Add(d).UnixMilli()) }
 
@@ -319,5 +309,21 @@ func TestUpgradeFromStateWithoutMark(t *testing.T) {
 			t.Fatalf("private query a window after the upgrade: %d", st)
 		}
 		s.Close()
+	}
+}
+
+// initAt makes a K-server state in dir and returns an opener of the server on it whose
+// clock reads *now (the test moves it).
+func initAt(t *testing.T, dir string, now *time.Time) func() *Server {
+	t.Helper()
+	if err := Init(dir, InitOptions{Endpoint: "https://127.0.0.1:1", PIR: testPIR}); err != nil {
+		t.Fatal(err)
+	}
+	return func() *Server {
+		s, err := Open(dir, Config{now: func() time.Time { return *now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
 }

@@ -40,14 +40,7 @@ func smallFS(t *testing.T, size string) string {
 // "internal error"), and the client's following puts fail at once without sending.
 func TestFullDisk(t *testing.T) {
 	dir := smallFS(t, "3m")
-	if err := Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := newServiceIn(t, dir, "", Config{})
 	_, cred := addUser(t, s, "alice")
 	url := serve(t, s)
 	rb := remoteFor(t, url, cred)

@@ -40,7 +40,12 @@ func forEachMeta(t *testing.T, fn func(t *testing.T, newService func(testing.TB,
 
 func newServiceOn(t testing.TB, db string, cfg Config) *Service {
 	t.Helper()
-	dir := t.TempDir()
+	return newServiceIn(t, t.TempDir(), db, cfg)
+}
+
+// newServiceIn initializes a store in dir (its metadata in db, or bbolt) and opens it.
+func newServiceIn(t testing.TB, dir, db string, cfg Config) *Service {
+	t.Helper()
 	loc := LocalBlobs
 	if cfg.Blobs != nil && cfg.BlobLocation == "" {
 		cfg.BlobLocation = "s3://test-bucket" // the label the test's blob store is recorded under

@@ -105,14 +105,7 @@ func TestReadyzBusyPoolIsReady(t *testing.T) {
 // 503 "unreachable: metadata database" (the ping was always nil).
 func TestReadyzFullDiskAndClosedDatabase(t *testing.T) {
 	dir := smallFS(t, "3m")
-	if err := Init(dir); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := newServiceIn(t, dir, "", Config{})
 	ns, cred := addUser(t, s, "alice")
 	url := serve(t, s)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsFor(t, cred)}}
